@@ -1,0 +1,42 @@
+// The attention steps as plain functions over matrices, and compute(), which
+// runs them all on a model and records every intermediate in a Trace.
+//
+// Rows are tokens throughout: X is n × d_model, Q = X·W_Q is n × d_k.
+// The functions are exposed one by one so that `check` can recompute a step
+// from a learner's own earlier answers.
+#pragma once
+
+#include "attention/trace.hpp"
+#include "model/model.hpp"
+
+#include <optional>
+
+namespace qkv {
+
+// step: projection (n × out) = X (n × in) · W (in × out) + b (1 × out, each row)
+arma::mat project(const arma::mat& X, const arma::mat& W, const std::optional<arma::rowvec>& b);
+
+// step: scores (n × m) = Q (n × d_k) · Kᵀ (d_k × m)
+arma::mat scores(const arma::mat& Q, const arma::mat& K);
+
+// step: masked scores: cells where allowed is 0 become −∞
+arma::mat apply_mask(const arma::mat& S, const arma::mat& allowed);
+
+// step: softmax along each row, stably (the row maximum is subtracted first).
+// A row of −∞ only cannot occur: the loader refuses masks that block a whole row.
+arma::mat softmax_rows(const arma::mat& S);
+
+// step: head output (n × d_v) = A (n × m) · V (m × d_v)
+arma::mat weighted_sum(const arma::mat& A, const arma::mat& V);
+
+// Round every entry to `decimals` places (hand-calculation mode).
+arma::mat round_to(const arma::mat& M, int decimals);
+
+// Sinusoidal positional encodings (n × d_model), positions counted from 0:
+// P[p, 2i] = sin(p / 10000^(2i/d_model)), P[p, 2i+1] = cos(p / 10000^(2i/d_model)).
+arma::mat sinusoidal_positions(arma::uword n, arma::uword d_model);
+
+// Run every step on the model and keep each intermediate.
+Trace compute(const Model& model);
+
+}  // namespace qkv

@@ -1,0 +1,169 @@
+#include "cli/common.hpp"
+
+#include "cli/output.hpp"
+#include "io/diagnostics.hpp"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <sstream>
+
+namespace qkv::cli {
+
+namespace {
+
+std::optional<std::uint64_t> parse_size(const std::string& text) {
+    std::size_t used = 0;
+    double number = 0;
+    try {
+        number = std::stod(text, &used);
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+    std::string unit = text.substr(used);
+    for (auto& c : unit) {
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    double factor = 1;
+    if (unit == "" || unit == "b") {
+        factor = 1;
+    } else if (unit == "k" || unit == "kib" || unit == "kb") {
+        factor = 1024.0;
+    } else if (unit == "m" || unit == "mib" || unit == "mb") {
+        factor = 1024.0 * 1024;
+    } else if (unit == "g" || unit == "gib" || unit == "gb") {
+        factor = 1024.0 * 1024 * 1024;
+    } else if (unit == "t" || unit == "tib" || unit == "tb") {
+        factor = 1024.0 * 1024 * 1024 * 1024;
+    } else {
+        return std::nullopt;
+    }
+    if (!(number > 0) || number * factor > 1e18) {
+        return std::nullopt;
+    }
+    return static_cast<std::uint64_t>(number * factor);
+}
+
+Diagnostic usage_error(const std::string& what, const std::string& hint) { return {"", 0, 0, what, hint}; }
+
+}  // namespace
+
+void add_common_options(CLI::App& command, CommonOptions& options) {
+    command.add_option("-f,--format", options.format, "Output format")
+        ->check(CLI::IsMember({"text", "markdown", "latex", "csv", "json", "svg"}))
+        ->type_name("FORMAT");
+    command.add_option("-p,--precision", options.precision, "Digits after the decimal point (0-17)")
+        ->check(CLI::Range(0, 17))
+        ->type_name("N");
+    command.add_option("-s,--steps", options.steps, "Only these steps (comma-separated ids)")->type_name("LIST");
+    command.add_option("--head", options.head, "Only head N (1-based)")->check(CLI::PositiveNumber)->type_name("N");
+    command.add_flag("--full", options.full, "Show large matrices whole");
+    command.add_option("--color", options.color, "Colour: auto, always or never")
+        ->check(CLI::IsMember({"auto", "always", "never"}))
+        ->type_name("WHEN");
+    command.add_flag("--ascii", options.ascii, "ASCII only, no box-drawing or math symbols");
+    command.add_flag("--brief", options.brief, "Formulas, tables and notes; no explanations");
+    command.add_flag("--standalone", options.standalone, "LaTeX: a whole document, not a fragment");
+    command.add_option("-o,--output", options.output, "Write to FILE instead of standard output")->type_name("FILE");
+    command.add_flag("--force", options.force, "Let -o replace an existing file");
+    command.add_option("--max-memory", options.max_memory, "Memory limit for the computation (default 4GiB)")
+        ->type_name("SIZE");
+    command.add_flag("--allow-any-path", options.allow_any_path,
+                     "Let {file: ...} read outside the example's folder");
+}
+
+LoadOptions load_options(const CommonOptions& options) {
+    LoadOptions result;
+    auto bytes = parse_size(options.max_memory);
+    if (!bytes) {
+        throw InputError(usage_error("--max-memory is \"" + options.max_memory + "\"; expected a size",
+                                     "write e.g. --max-memory 8GiB or 512MiB"));
+    }
+    result.max_memory = *bytes;
+    result.allow_any_path = options.allow_any_path;
+    return result;
+}
+
+Model load(const std::string& file_or_name, const CommonOptions& options) {
+    const LoadOptions loading = load_options(options);
+    return load_model(read_source(file_or_name), loading);
+}
+
+bool colour_by_default() {
+    const char* no_color = std::getenv("NO_COLOR");
+    const char* term = std::getenv("TERM");
+    return isatty(STDOUT_FILENO) == 1 && (no_color == nullptr || no_color[0] == '\0') &&
+           (term == nullptr || std::string(term) != "dumb");
+}
+
+RenderOptions render_options(const CommonOptions& options, const Trace& trace) {
+    RenderOptions result;
+    static const std::pair<const char*, Format> k_formats[] = {
+        {"text", Format::text}, {"markdown", Format::markdown}, {"latex", Format::latex},
+        {"csv", Format::csv},   {"json", Format::json},         {"svg", Format::svg},
+    };
+    for (const auto& [name, format] : k_formats) {
+        if (options.format == name) {
+            result.format = format;
+        }
+    }
+    result.precision = options.precision;
+    result.full = options.full;
+    result.ascii = options.ascii;
+    result.brief = options.brief;
+    result.standalone = options.standalone;
+    if (options.color == "always") {
+        result.color = true;
+    } else if (options.color == "auto") {
+        result.color = options.output.empty() && colour_by_default();
+    }
+    result.color = result.color && result.format == Format::text;
+
+    if (options.head > static_cast<int>(trace.dims.heads)) {
+        throw InputError(usage_error("--head " + std::to_string(options.head) + " does not exist: this example has " +
+                                         std::to_string(trace.dims.heads) +
+                                         (trace.dims.heads == 1 ? " head" : " heads"),
+                                     "heads are numbered from 1 to " + std::to_string(trace.dims.heads)));
+    }
+    result.head = options.head;
+
+    if (!options.steps.empty()) {
+        std::stringstream list(options.steps);
+        std::string id;
+        while (std::getline(list, id, ',')) {
+            while (!id.empty() && std::isspace(static_cast<unsigned char>(id.back()))) {
+                id.pop_back();
+            }
+            while (!id.empty() && std::isspace(static_cast<unsigned char>(id.front()))) {
+                id.erase(0, 1);
+            }
+            if (id.empty()) {
+                continue;
+            }
+            if (!is_step_id(id)) {
+                const std::string near = closest_match(id, step_id_names());
+                throw InputError(usage_error("--steps: unknown step id \"" + id + "\"",
+                                             (near.empty() ? "" : "did you mean " + near + "? ") +
+                                                 "valid step ids: " + step_id_list()));
+            }
+            result.steps.push_back(id);
+        }
+        if (select_steps(trace, result).empty()) {
+            throw InputError(usage_error("--steps: none of \"" + options.steps + "\" is in this example",
+                                         "positional and encoded need positional:, context needs context:, "
+                                         "masked_scores a mask or padding, concat more than one head"));
+        }
+    }
+    return result;
+}
+
+void write_result(const std::string& content, const CommonOptions& options) {
+    if (options.output.empty() || options.output == "-") {
+        write_stdout(content);
+        return;
+    }
+    write_file_atomically(options.output, content, options.force);
+}
+
+}  // namespace qkv::cli

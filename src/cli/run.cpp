@@ -1,0 +1,26 @@
+#include "attention/attention.hpp"
+#include "cli/commands.hpp"
+
+#include <sstream>
+
+namespace qkv::cli {
+
+CLI::App* setup_run(CLI::App& app, RunOptions& options) {
+    CLI::App* command = app.add_subcommand("run", "Compute and print every step of attention");
+    command->add_option("file", options.file, "Example file, built-in example name, or - for stdin")
+        ->type_name("FILE|NAME|-");
+    add_common_options(*command, options.common);
+    return command;
+}
+
+int run_run(const RunOptions& options) {
+    const Model model = load(options.file, options.common);
+    const Trace trace = compute(model);
+    const RenderOptions rendering = render_options(options.common, trace);
+    std::ostringstream out;
+    render(trace, rendering, out);
+    write_result(out.str(), options.common);
+    return 0;
+}
+
+}  // namespace qkv::cli

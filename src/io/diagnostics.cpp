@@ -1,0 +1,87 @@
+#include "io/diagnostics.hpp"
+
+#include <algorithm>
+
+namespace qkv {
+
+namespace {
+
+std::string summary_of(const std::vector<Diagnostic>& diagnostics) {
+    return diagnostics.empty() ? std::string("invalid input") : format_where_what(diagnostics.front());
+}
+
+}  // namespace
+
+InputError::InputError(std::vector<Diagnostic> diagnostics)
+    : std::runtime_error(summary_of(diagnostics)), m_diagnostics(std::move(diagnostics)) {}
+
+InputError::InputError(Diagnostic diagnostic) : InputError(std::vector<Diagnostic>{std::move(diagnostic)}) {}
+
+void Diagnostics::add(Diagnostic diagnostic) {
+    if (m_items.size() < k_max_reported) {
+        m_items.push_back(std::move(diagnostic));
+    } else {
+        ++m_dropped;
+    }
+}
+
+void Diagnostics::throw_if_any() const {
+    if (m_items.empty()) {
+        return;
+    }
+    std::vector<Diagnostic> all = m_items;
+    if (m_dropped > 0) {
+        all.push_back({"", 0, 0,
+                       std::to_string(m_dropped) + " more problem(s) not shown",
+                       "fix the ones above and run again"});
+    }
+    throw InputError(std::move(all));
+}
+
+std::string format_where_what(const Diagnostic& d) {
+    std::string out;
+    if (!d.file.empty()) {
+        out += d.file;
+        if (d.line > 0) {
+            out += ":" + std::to_string(d.line);
+            if (d.column > 0) {
+                out += ":" + std::to_string(d.column);
+            }
+        }
+        out += ": ";
+    }
+    out += d.what;
+    return out;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<std::size_t> previous(b.size() + 1);
+    std::vector<std::size_t> current(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) {
+        previous[j] = j;
+    }
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        current[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+            current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitution});
+        }
+        std::swap(previous, current);
+    }
+    return previous[b.size()];
+}
+
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+    std::string best;
+    std::size_t best_distance = word.size() / 2 + 2;
+    for (const auto& candidate : candidates) {
+        const std::size_t distance = edit_distance(word, candidate);
+        if (distance < best_distance) {
+            best_distance = distance;
+            best = candidate;
+        }
+    }
+    return best;
+}
+
+}  // namespace qkv

@@ -1,0 +1,57 @@
+// Input errors with their position, collected so that every problem in a file
+// is reported at once. Printed as
+//   qkv: error: FILE:LINE:COL: WHAT
+//     hint: HOW TO FIX
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace qkv {
+
+struct Diagnostic {
+    std::string file;   // empty when the problem is not in a file
+    int line = 0;       // 1-based; 0 when unknown
+    int column = 0;     // 1-based; 0 when unknown
+    std::string what;
+    std::string hint;   // may be empty
+};
+
+// Thrown when input cannot be used; holds every problem found (exit 2).
+class InputError : public std::runtime_error {
+public:
+    explicit InputError(std::vector<Diagnostic> diagnostics);
+    explicit InputError(Diagnostic diagnostic);
+    const std::vector<Diagnostic>& diagnostics() const { return m_diagnostics; }
+
+private:
+    std::vector<Diagnostic> m_diagnostics;
+};
+
+// Collects problems up to a cap; throws them all together.
+class Diagnostics {
+public:
+    static constexpr std::size_t k_max_reported = 20;
+
+    void add(Diagnostic diagnostic);
+    bool empty() const { return m_items.empty(); }
+    std::size_t size() const { return m_items.size(); }
+    // Throws InputError when anything was added.
+    void throw_if_any() const;
+
+private:
+    std::vector<Diagnostic> m_items;
+    std::size_t m_dropped = 0;
+};
+
+// "FILE:LINE:COL: WHAT" (the parts that are known).
+std::string format_where_what(const Diagnostic& diagnostic);
+
+// Levenshtein distance, for "did you mean" hints.
+std::size_t edit_distance(const std::string& a, const std::string& b);
+// The closest candidate within a small distance, or "" when none is close.
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace qkv

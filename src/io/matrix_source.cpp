@@ -1,0 +1,244 @@
+// The three ways of writing a matrix: a list of rows, {file: x.csv}, and
+// {random: {...}}. Every form is checked against the dimension and memory
+// limits before anything is allocated.
+#include "io/yaml_util.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace qkv {
+
+namespace {
+
+
+bool fits_limits(YamlReader& yaml, const YAML::Node& node, const std::string& path, std::uint64_t rows,
+                 std::uint64_t cols, const LoadOptions& options) {
+    if (rows > k_max_dimension || cols > k_max_dimension) {
+        yaml.error(node, path + " is " + std::to_string(rows) + " × " + std::to_string(cols) +
+                             "; each dimension is limited to 65536",
+                   "use a smaller example");
+        return false;
+    }
+    if (rows * cols * 8 > options.max_memory) {
+        yaml.error(node, path + " would need " + std::to_string(rows * cols * 8 / (1 << 20)) +
+                             " MiB; the memory limit is " + std::to_string(options.max_memory / (1 << 20)) + " MiB",
+                   "raise the limit with --max-memory");
+        return false;
+    }
+    return true;
+}
+
+std::optional<arma::mat> from_rows(YamlReader& yaml, const YAML::Node& node, const std::string& path,
+                                   const LoadOptions& options) {
+    if (node.size() == 0) {
+        yaml.error(node, path + " is an empty list; expected at least one row", "write e.g. [[1, 0], [0, 1]]");
+        return std::nullopt;
+    }
+    const YAML::Node first = node[0];
+    if (!first.IsSequence()) {
+        yaml.error(node, path + " is a flat list; expected a list of rows",
+                   "wrap each row in brackets: [[1, 0, 1]] is one row of three numbers");
+        return std::nullopt;
+    }
+    const std::uint64_t rows = node.size();
+    const std::uint64_t cols = first.size();
+    if (cols == 0) {
+        yaml.error(first, path + " row 1 is empty; expected numbers", "write e.g. [1, 0, 1]");
+        return std::nullopt;
+    }
+    if (!fits_limits(yaml, node, path, rows, cols, options)) {
+        return std::nullopt;
+    }
+    arma::mat result(rows, cols);
+    bool ok = true;
+    for (std::uint64_t i = 0; i < rows && yaml.diagnostics().size() < Diagnostics::k_max_reported; ++i) {
+        const YAML::Node row = node[i];
+        const std::string row_path = path + " row " + std::to_string(i + 1);
+        if (!row.IsSequence()) {
+            yaml.error(row, row_path + " is " + yaml.describe(row) + "; expected a list of " + std::to_string(cols) +
+                                " numbers",
+                       "write each row in brackets");
+            ok = false;
+            continue;
+        }
+        if (row.size() != cols) {
+            yaml.error(row, row_path + " has " + std::to_string(row.size()) + " numbers; row 1 has " +
+                                std::to_string(cols),
+                       "every row of a matrix must have the same length");
+            ok = false;
+            continue;
+        }
+        for (std::uint64_t j = 0; j < cols; ++j) {
+            auto value = yaml.number(row[j], path + "[" + std::to_string(i + 1) + "," + std::to_string(j + 1) + "]");
+            ok = ok && value.has_value();
+            result(i, j) = value.value_or(0.0);
+        }
+    }
+    return ok ? std::optional(result) : std::nullopt;
+}
+
+// CSV: numbers separated by commas, one row per line; errors point into the CSV file.
+std::optional<arma::mat> from_csv(YamlReader& yaml, const YAML::Node& node, const std::string& path,
+                                  const Source& source, const LoadOptions& options) {
+    namespace fs = std::filesystem;
+    const YAML::Node file_node = node["file"];
+    auto name = yaml.string(file_node, path + ".file");
+    if (!name) {
+        return std::nullopt;
+    }
+    const fs::path given(*name);
+    const fs::path folder = source.folder.empty() ? fs::current_path() : fs::path(source.folder);
+    const fs::path full = given.is_absolute() ? given : folder / given;
+    if (!options.allow_any_path) {
+        const fs::path relative = full.lexically_normal().lexically_relative(folder.lexically_normal());
+        const bool escapes = given.is_absolute() || relative.empty() || *relative.begin() == "..";
+        if (escapes) {
+            yaml.error(file_node, path + ".file \"" + *name + "\" is outside the example's folder",
+                       "keep data files next to the YAML file, or pass --allow-any-path");
+            return std::nullopt;
+        }
+    }
+    std::ifstream in(full);
+    if (!in) {
+        yaml.error(file_node, path + ".file \"" + *name + "\" cannot be opened",
+                   "paths are relative to the folder of the YAML file");
+        return std::nullopt;
+    }
+    const std::string csv_name = full.string();
+    std::vector<std::vector<double>> rows;
+    std::string line;
+    int line_number = 0;
+    Diagnostics& diagnostics = yaml.diagnostics();
+    bool ok = true;
+    while (std::getline(in, line)) {
+        ++line_number;
+        if (!line.empty() && line.back() == '\r') {
+            line.pop_back();
+        }
+        if (line.find_first_not_of(" \t") == std::string::npos) {
+            continue;
+        }
+        std::vector<double> row;
+        std::size_t start = 0;
+        while (true) {
+            const std::size_t comma = line.find(',', start);
+            const std::string cell = line.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+            auto value = parse_number(cell);
+            if (!value || !std::isfinite(*value)) {
+                diagnostics.add({csv_name, line_number, static_cast<int>(start + 1),
+                                 path + ": \"" + cell + "\" is not a finite number",
+                                 "a CSV matrix holds only numbers separated by commas, without a header"});
+                ok = false;
+                break;
+            }
+            row.push_back(*value);
+            if (row.size() > k_max_dimension) {
+                break;
+            }
+            if (comma == std::string::npos) {
+                break;
+            }
+            start = comma + 1;
+        }
+        if (!ok) {
+            break;
+        }
+        if (!rows.empty() && row.size() != rows.front().size()) {
+            diagnostics.add({csv_name, line_number, 1,
+                             path + ": this row has " + std::to_string(row.size()) + " numbers; the first has " +
+                                 std::to_string(rows.front().size()),
+                             "every row of a matrix must have the same length"});
+            return std::nullopt;
+        }
+        rows.push_back(std::move(row));
+        if (!fits_limits(yaml, file_node, path, rows.size(), rows.front().size(), options)) {
+            return std::nullopt;
+        }
+    }
+    if (!ok) {
+        return std::nullopt;
+    }
+    if (rows.empty()) {
+        diagnostics.add({csv_name, 0, 0, path + ": the CSV file holds no numbers", "write one row per line"});
+        return std::nullopt;
+    }
+    arma::mat result(rows.size(), rows.front().size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        for (std::size_t j = 0; j < rows[i].size(); ++j) {
+            result(i, j) = rows[i][j];
+        }
+    }
+    return result;
+}
+
+// splitmix64: tiny, and the same sequence on every machine for a given seed.
+std::uint64_t next_random(std::uint64_t& state) {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+std::optional<arma::mat> from_random(YamlReader& yaml, const YAML::Node& node, const std::string& path,
+                                     const LoadOptions& options) {
+    const YAML::Node spec = node["random"];
+    if (!spec.IsMap()) {
+        yaml.error(spec, path + ".random is " + yaml.describe(spec) + "; expected a map",
+                   "write {random: {rows: 3, cols: 4, seed: 1}}");
+        return std::nullopt;
+    }
+    yaml.check_keys(spec, path + ".random", {"rows", "cols", "seed", "low", "high"});
+    if (!spec["rows"] || !spec["cols"]) {
+        yaml.error(spec, path + ".random needs rows and cols", "write {random: {rows: 3, cols: 4, seed: 1}}");
+        return std::nullopt;
+    }
+    auto rows = yaml.integer(spec["rows"], path + ".random.rows", 1, 1L << 40);
+    auto cols = yaml.integer(spec["cols"], path + ".random.cols", 1, 1L << 40);
+    auto seed = spec["seed"] ? yaml.integer(spec["seed"], path + ".random.seed", 0, 1L << 53) : std::optional<long>(0);
+    auto low = spec["low"] ? yaml.number(spec["low"], path + ".random.low") : std::optional<double>(-1.0);
+    auto high = spec["high"] ? yaml.number(spec["high"], path + ".random.high") : std::optional<double>(1.0);
+    if (!rows || !cols || !seed || !low || !high) {
+        return std::nullopt;
+    }
+    if (!(*low < *high)) {
+        yaml.error(spec, path + ".random has low " + std::to_string(*low) + " ≥ high " + std::to_string(*high),
+                   "low must be below high");
+        return std::nullopt;
+    }
+    if (!fits_limits(yaml, node, path, *rows, *cols, options)) {
+        return std::nullopt;
+    }
+    arma::mat result(*rows, *cols);
+    std::uint64_t state = static_cast<std::uint64_t>(*seed);
+    // filled row by row, so that a matrix reads the same way it is written
+    for (long i = 0; i < *rows; ++i) {
+        for (long j = 0; j < *cols; ++j) {
+            const double unit = static_cast<double>(next_random(state) >> 11) * 0x1.0p-53;
+            result(i, j) = *low + (*high - *low) * unit;
+        }
+    }
+    return result;
+}
+
+}  // namespace
+
+std::optional<arma::mat> read_matrix(YamlReader& yaml, const YAML::Node& node, const std::string& path,
+                                     const Source& source, const LoadOptions& options) {
+    if (node.IsSequence()) {
+        return from_rows(yaml, node, path, options);
+    }
+    if (node.IsMap() && node["file"] && node.size() == 1) {
+        return from_csv(yaml, node, path, source, options);
+    }
+    if (node.IsMap() && node["random"] && node.size() == 1) {
+        return from_random(yaml, node, path, options);
+    }
+    yaml.error(node, path + " is " + yaml.describe(node) + "; expected a matrix",
+               "write a list of rows like [[1, 0], [0, 1]], or {file: m.csv}, or {random: {rows: 2, cols: 2}}");
+    return std::nullopt;
+}
+
+}  // namespace qkv

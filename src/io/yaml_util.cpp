@@ -1,0 +1,286 @@
+#include "io/yaml_util.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace qkv {
+
+namespace {
+
+bool valid_utf8(const std::string& text) {
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const auto byte = static_cast<unsigned char>(text[i]);
+        std::size_t extra = 0;
+        if (byte < 0x80) {
+            extra = 0;
+        } else if ((byte & 0xE0) == 0xC0 && byte >= 0xC2) {
+            extra = 1;
+        } else if ((byte & 0xF0) == 0xE0) {
+            extra = 2;
+        } else if ((byte & 0xF8) == 0xF0 && byte <= 0xF4) {
+            extra = 3;
+        } else {
+            return false;
+        }
+        if (extra > 0 && i + extra >= text.size()) {
+            return false;
+        }
+        for (std::size_t k = 1; k <= extra; ++k) {
+            if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) {
+                return false;
+            }
+        }
+        i += extra + 1;
+    }
+    return true;
+}
+
+constexpr std::size_t k_max_label_bytes = 200;
+constexpr std::size_t k_max_text_bytes = 20000;
+
+}  // namespace
+
+std::optional<double> parse_number(const std::string& raw) {
+    std::string text = raw;
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+        text.pop_back();
+    }
+    std::size_t start = 0;
+    while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start]))) {
+        ++start;
+    }
+    text = text.substr(start);
+    if (text.empty()) {
+        return std::nullopt;
+    }
+    bool negative = false;
+    std::string body = text;
+    if (body[0] == '+' || body[0] == '-') {
+        negative = body[0] == '-';
+        body = body.substr(1);
+    }
+    for (const char* inf : {".inf", ".Inf", ".INF", "inf", "Inf", "infinity"}) {
+        if (body == inf) {
+            return negative ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+        }
+    }
+    for (const char* nan : {".nan", ".NaN", ".NAN", "nan", "NaN"}) {
+        if (body == nan) {
+            return std::numeric_limits<double>::quiet_NaN();
+        }
+    }
+    if (body.empty() || !(std::isdigit(static_cast<unsigned char>(body[0])) || body[0] == '.')) {
+        return std::nullopt;
+    }
+    double value = 0.0;
+    const auto [end, error] = std::from_chars(body.data(), body.data() + body.size(), value);
+    if (end != body.data() + body.size()) {
+        return std::nullopt;
+    }
+    if (error == std::errc::result_out_of_range) {
+        // too large: report as infinite so the caller names it non-finite; too small rounds to 0
+        const bool huge = body.find_first_of("eE") != std::string::npos &&
+                          body.substr(body.find_first_of("eE") + 1).find('-') == std::string::npos;
+        value = huge ? std::numeric_limits<double>::infinity() : 0.0;
+    } else if (error != std::errc()) {
+        return std::nullopt;
+    }
+    return negative ? -value : value;
+}
+
+std::string key_text(const YAML::Node& key) {
+    if (key.IsScalar()) {
+        return key.Scalar();
+    }
+    return "<a non-text key>";
+}
+
+YAML::Node YamlReader::parse_document() {
+    if (m_source.text.find('\0') != std::string::npos) {
+        m_diagnostics.add({m_source.name, 0, 0, "holds a NUL byte; expected a YAML text file",
+                           "is this a binary file? give the path of a .yaml file"});
+        return YAML::Node();
+    }
+    try {
+        return YAML::Load(m_source.text);
+    } catch (const YAML::Exception& e) {
+        error_at(e.mark, "invalid YAML: " + e.msg, "check the indentation and brackets near this position");
+    }
+    return YAML::Node();
+}
+
+void YamlReader::error_at(const YAML::Mark& mark, const std::string& what, const std::string& hint) {
+    Diagnostic d;
+    d.file = m_source.name;
+    d.line = mark.line >= 0 ? mark.line + 1 : 0;
+    d.column = mark.line >= 0 ? mark.column + 1 : 0;
+    d.what = what;
+    d.hint = hint;
+    m_diagnostics.add(std::move(d));
+}
+
+void YamlReader::error(const YAML::Node& node, const std::string& what, const std::string& hint) {
+    error_at(node.IsDefined() ? node.Mark() : YAML::Mark::null_mark(), what, hint);
+}
+
+void YamlReader::check_keys(const YAML::Node& map, const std::string& path, const std::vector<std::string>& known) {
+    if (!map.IsMap()) {
+        return;
+    }
+    for (const auto& entry : map) {
+        const std::string key = key_text(entry.first);
+        bool found = false;
+        for (const auto& candidate : known) {
+            found = found || candidate == key;
+        }
+        if (found) {
+            continue;
+        }
+        const std::string full = path.empty() ? key : path + "." + key;
+        const std::string near = closest_match(key, known);
+        std::string list;
+        for (const auto& candidate : known) {
+            list += (list.empty() ? "" : ", ") + candidate;
+        }
+        error(entry.first, "unknown key " + full,
+              (near.empty() ? "" : "did you mean " + (path.empty() ? near : path + "." + near) + "? ") +
+                  "valid keys" + (path.empty() ? "" : " of " + path) + ": " + list);
+    }
+}
+
+std::string YamlReader::describe(const YAML::Node& node) const {
+    if (!node.IsDefined() || node.IsNull()) {
+        return "empty";
+    }
+    if (node.IsMap()) {
+        return "a map";
+    }
+    if (node.IsSequence()) {
+        return "a list of " + std::to_string(node.size()) + (node.size() == 1 ? " item" : " items");
+    }
+    std::string text = node.Scalar();
+    if (text.size() > 40 || !valid_utf8(text)) {
+        text = text.substr(0, 37);
+        while (!text.empty() && !valid_utf8(text)) {
+            text.pop_back();
+        }
+        text += "...";
+    }
+    return "\"" + text + "\"";
+}
+
+std::optional<std::string> YamlReader::string(const YAML::Node& node, const std::string& path) {
+    if (!node.IsDefined()) {
+        return std::nullopt;
+    }
+    if (!node.IsScalar()) {
+        error(node, path + " is " + describe(node) + "; expected text", "write it on one line, or as a | block");
+        return std::nullopt;
+    }
+    const std::string& text = node.Scalar();
+    if (!valid_utf8(text)) {
+        error(node, path + " is not valid UTF-8", "save the file as UTF-8");
+        return std::nullopt;
+    }
+    if (text.size() > k_max_text_bytes) {
+        error(node, path + " is " + std::to_string(text.size()) + " bytes long; the limit is " +
+                        std::to_string(k_max_text_bytes),
+              "shorten it");
+        return std::nullopt;
+    }
+    return text;
+}
+
+std::optional<std::vector<std::string>> YamlReader::labels(const YAML::Node& node, const std::string& path) {
+    if (!node.IsSequence()) {
+        error(node, path + " is " + describe(node) + "; expected a list of labels", "write e.g. [sky, is, blue]");
+        return std::nullopt;
+    }
+    if (node.size() > k_max_dimension) {
+        error(node, path + " has " + std::to_string(node.size()) + " labels; the limit is 65536", "");
+        return std::nullopt;
+    }
+    std::vector<std::string> result;
+    bool ok = true;
+    for (std::size_t i = 0; i < node.size(); ++i) {
+        const YAML::Node item = node[i];
+        const std::string item_path = path + "[" + std::to_string(i + 1) + "]";
+        if (!item.IsScalar()) {
+            error(item, item_path + " is " + describe(item) + "; expected a label", "labels are short text");
+            ok = false;
+            continue;
+        }
+        if (!valid_utf8(item.Scalar())) {
+            error(item, item_path + " is not valid UTF-8", "save the file as UTF-8");
+            ok = false;
+            continue;
+        }
+        if (item.Scalar().size() > k_max_label_bytes) {
+            error(item, item_path + " is " + std::to_string(item.Scalar().size()) + " bytes long; the limit is " +
+                            std::to_string(k_max_label_bytes),
+                  "labels name tokens in table headings; keep them short");
+            ok = false;
+            continue;
+        }
+        result.push_back(item.Scalar());
+    }
+    return ok ? std::optional(result) : std::nullopt;
+}
+
+std::optional<long> YamlReader::integer(const YAML::Node& node, const std::string& path, long min, long max) {
+    auto value = node.IsScalar() ? parse_number(node.Scalar()) : std::nullopt;
+    if (!value || !std::isfinite(*value) || std::floor(*value) != *value || *value < double(min) ||
+        *value > double(max)) {
+        error(node, path + " is " + describe(node) + "; expected a whole number from " + std::to_string(min) +
+                        " to " + std::to_string(max),
+              "");
+        return std::nullopt;
+    }
+    return static_cast<long>(*value);
+}
+
+std::optional<double> YamlReader::number(const YAML::Node& node, const std::string& path) {
+    if (!node.IsScalar()) {
+        error(node, path + " is " + describe(node) + "; expected a number", "");
+        return std::nullopt;
+    }
+    auto value = parse_number(node.Scalar());
+    if (!value) {
+        error(node, path + " is " + describe(node) + "; expected a number", "write digits, e.g. 0.5 or -2");
+        return std::nullopt;
+    }
+    if (!std::isfinite(*value)) {
+        error(node, path + " is " + describe(node) + "; expected a finite number",
+              "infinities and NaN cannot be used here (write a mask to block attention)");
+        return std::nullopt;
+    }
+    return value;
+}
+
+std::optional<arma::rowvec> YamlReader::vector(const YAML::Node& node, const std::string& path) {
+    YAML::Node items = node;
+    if (node.IsSequence() && node.size() == 1 && node[0].IsSequence()) {
+        items = node[0];
+    }
+    if (!items.IsSequence() || items.size() == 0) {
+        error(node, path + " is " + describe(node) + "; expected a list of numbers", "write e.g. [0.5, -1, 2]");
+        return std::nullopt;
+    }
+    if (items.size() > k_max_dimension) {
+        error(node, path + " has " + std::to_string(items.size()) + " numbers; the limit is 65536", "");
+        return std::nullopt;
+    }
+    arma::rowvec result(items.size());
+    bool ok = true;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        auto value = number(items[i], path + "[" + std::to_string(i + 1) + "]");
+        ok = ok && value.has_value();
+        result(i) = value.value_or(0.0);
+    }
+    return ok ? std::optional(result) : std::nullopt;
+}
+
+}  // namespace qkv

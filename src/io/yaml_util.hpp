@@ -1,0 +1,60 @@
+// Small readers over yaml-cpp nodes that record a positioned Diagnostic instead
+// of throwing. Used by the loaders in io/ only.
+#pragma once
+
+#include "io/diagnostics.hpp"
+#include "io/loader.hpp"
+
+#include <armadillo>
+#include <yaml-cpp/yaml.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qkv {
+
+// A YAML number as qkv accepts it: decimal, optional sign and exponent.
+// Also recognises .inf/.nan spellings (returned as non-finite values).
+std::optional<double> parse_number(const std::string& text);
+
+// A map key as text (non-scalar keys are described, not thrown on).
+std::string key_text(const YAML::Node& key);
+
+class YamlReader {
+public:
+    YamlReader(const Source& source, Diagnostics& diagnostics) : m_source(source), m_diagnostics(diagnostics) {}
+
+    // Parse the whole text; syntax errors become diagnostics (an empty node is returned).
+    YAML::Node parse_document();
+
+    void error(const YAML::Node& node, const std::string& what, const std::string& hint);
+    void error_at(const YAML::Mark& mark, const std::string& what, const std::string& hint);
+    // Reports keys of `map` not in `known`, with a "did you mean" hint.
+    void check_keys(const YAML::Node& map, const std::string& path, const std::vector<std::string>& known);
+
+    // Each returns nullopt when the node is absent (no error) or malformed (error recorded).
+    std::optional<std::string> string(const YAML::Node& node, const std::string& path);
+    std::optional<std::vector<std::string>> labels(const YAML::Node& node, const std::string& path);
+    std::optional<long> integer(const YAML::Node& node, const std::string& path, long min, long max);
+    std::optional<double> number(const YAML::Node& node, const std::string& path);
+    // A flat list of numbers (a single-row nested list is accepted too).
+    std::optional<arma::rowvec> vector(const YAML::Node& node, const std::string& path);
+
+    // "a map", "a list of 3 items", "\"abc\"" — for "found …" messages.
+    std::string describe(const YAML::Node& node) const;
+
+    const Source& source() const { return m_source; }
+    Diagnostics& diagnostics() { return m_diagnostics; }
+
+private:
+    const Source& m_source;
+    Diagnostics& m_diagnostics;
+};
+
+// A matrix in any of its written forms: a list of rows, {file: x.csv} or
+// {random: {rows, cols, seed, low, high}}. Limits and paths are checked here.
+std::optional<arma::mat> read_matrix(YamlReader& yaml, const YAML::Node& node, const std::string& path,
+                                     const Source& source, const LoadOptions& options);
+
+}  // namespace qkv

@@ -1,0 +1,76 @@
+// The validated model: everything qkv needs to compute attention, already
+// checked for shape and sense by the loader (io/). No YAML beyond this point.
+//
+// Layout, stated once: rows are tokens. X is n × d_model, and every weight is
+// stored in the x·W layout (in × out), so a projection is Q = X·W_Q. A file
+// written in PyTorch's layout (out × in) is transposed by the loader; the
+// original layout is kept only so that formulas can be shown as the user wrote
+// them.
+#pragma once
+
+#include <armadillo>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qkv {
+
+enum class Layout { x_w, pytorch };
+enum class ScaleKind { sqrt_dk, none, divisor };
+enum class MaskKind { none, causal, matrix };
+
+// One head's projections in the x·W layout.
+struct HeadWeights {
+    arma::mat W_Q;  // d_model × d_k
+    arma::mat W_K;  // d_model × d_k
+    arma::mat W_V;  // d_model × d_v
+    std::optional<arma::rowvec> b_Q;  // 1 × d_k
+    std::optional<arma::rowvec> b_K;  // 1 × d_k
+    std::optional<arma::rowvec> b_V;  // 1 × d_v
+};
+
+struct Model {
+    std::string title;
+    std::string description;
+    std::vector<std::string> tokens;          // n row labels
+    std::vector<std::string> context_tokens;  // m labels, cross-attention only
+
+    arma::mat X;                   // inputs, n × d_model (before positions)
+    std::optional<arma::mat> P;    // positional encodings, n × d_model
+    std::optional<arma::mat> C;    // context for cross-attention, m × d_model
+
+    std::vector<HeadWeights> heads;    // at least one
+    std::optional<arma::mat> W_O;      // (heads·d_v) × d_out
+    std::optional<arma::rowvec> b_O;   // 1 × d_out
+    Layout layout = Layout::x_w;       // as written in the file (display only)
+
+    ScaleKind scale_kind = ScaleKind::sqrt_dk;
+    double scale_divisor = 1.0;        // used when scale_kind == divisor
+
+    MaskKind mask_kind = MaskKind::none;
+    arma::mat mask;                    // n × m, 1 = may attend (MaskKind::matrix)
+    std::optional<arma::rowvec> padding;  // 1 × m, 1 = real token, 0 = padding
+
+    // Hand-calculation mode: decimals to round each step to ("*" = every step).
+    std::map<std::string, int> round;
+
+    bool cross() const { return C.has_value(); }
+    arma::uword n() const { return X.n_rows; }
+    arma::uword m() const { return C ? C->n_rows : X.n_rows; }
+    arma::uword d_model() const { return X.n_cols; }
+    arma::uword n_heads() const { return heads.size(); }
+    arma::uword d_k() const { return heads.front().W_Q.n_cols; }
+    arma::uword d_v() const { return heads.front().W_V.n_cols; }
+    arma::uword d_out() const { return W_O ? W_O->n_cols : n_heads() * d_v(); }
+    bool masked() const { return mask_kind != MaskKind::none || padding.has_value(); }
+
+    // The divisor applied to the scores: √d_k, 1, or the user's number.
+    double scale() const;
+    // 1 where query i may attend to key j, 0 where blocked (n × m); all ones
+    // when there is no mask or padding.
+    arma::mat allowed() const;
+};
+
+}  // namespace qkv

@@ -1,0 +1,82 @@
+// The JSON contract of SPEC §4, written as a stream so that large traces need
+// no giant string: one step per line, numbers in round-trip precision.
+#include "render/render.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace qkv {
+
+namespace {
+
+std::string quoted(const std::string& text) { return nlohmann::json(text).dump(); }
+
+void write_labels(std::ostream& out, const std::vector<std::string>& labels) {
+    out << '[';
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+        out << (i == 0 ? "" : ", ") << quoted(labels[i]);
+    }
+    out << ']';
+}
+
+void write_number(std::ostream& out, double value) {
+    if (std::isinf(value) && value < 0) {
+        out << "\"-inf\"";
+    } else {
+        out << round_trip(value);
+    }
+}
+
+}  // namespace
+
+void render_json(const Trace& trace, const RenderOptions& options, std::ostream& out) {
+    const Dims& d = trace.dims;
+    out << "{\"schema_version\": 1,\n";
+    out << " \"title\": " << quoted(trace.title) << ",\n";
+    out << " \"description\": " << quoted(trace.description) << ",\n";
+    out << " \"tokens\": ";
+    write_labels(out, trace.tokens);
+    out << ",\n";
+    if (trace.cross) {
+        out << " \"context_tokens\": ";
+        write_labels(out, trace.context_tokens);
+        out << ",\n";
+    }
+    out << " \"dims\": {\"n\": " << d.n << ", \"m\": " << d.m << ", \"d_model\": " << d.d_model
+        << ", \"heads\": " << d.heads << ", \"d_k\": " << d.d_k << ", \"d_v\": " << d.d_v << ", \"d_out\": " << d.d_out
+        << "},\n";
+    out << " \"scale\": " << round_trip(trace.scale) << ",\n";
+    out << " \"steps\": [";
+    const auto steps = select_steps(trace, options);
+    for (std::size_t s = 0; s < steps.size(); ++s) {
+        const Step& step = *steps[s];
+        out << (s == 0 ? "\n  " : ",\n  ");
+        out << "{\"id\": " << quoted(step.id) << ", \"head\": ";
+        if (step.head == 0) {
+            out << "null";
+        } else {
+            out << step.head;
+        }
+        out << ", \"title\": " << quoted(step.title) << ", \"formula\": " << quoted(step.formula);
+        out << ", \"notes\": ";
+        write_labels(out, step.notes);
+        out << ", \"rows\": ";
+        write_labels(out, step.row_labels);
+        out << ", \"cols\": ";
+        write_labels(out, step.col_labels);
+        out << ", \"values\": [";
+        for (arma::uword i = 0; i < step.values.n_rows; ++i) {
+            out << (i == 0 ? "[" : ", [");
+            for (arma::uword j = 0; j < step.values.n_cols; ++j) {
+                if (j != 0) {
+                    out << ", ";
+                }
+                write_number(out, step.values(i, j));
+            }
+            out << ']';
+        }
+        out << "]}";
+    }
+    out << "\n ]}\n";
+}
+
+}  // namespace qkv

@@ -1,0 +1,43 @@
+// Renderers read a computed Trace and write it in one format. Nothing is
+// recomputed for display: every number comes from the trace.
+#pragma once
+
+#include "attention/trace.hpp"
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace qkv {
+
+enum class Format { text, markdown, latex, csv, json, svg };
+
+struct RenderOptions {
+    Format format = Format::text;
+    int precision = 4;                // digits after the point
+    std::vector<std::string> steps;   // step ids to show; empty = all
+    int head = 0;                     // 1-based head to show; 0 = every head
+    bool full = false;                // no summarising of large matrices
+    bool color = false;               // ANSI colour (already resolved from --color)
+    bool ascii = false;               // no box-drawing or other non-ASCII symbols
+    bool brief = false;               // no prose: formulas, tables and notes only
+    bool standalone = false;          // LaTeX: a whole document
+};
+
+// The steps chosen by --steps and --head, in trace order.
+std::vector<const Step*> select_steps(const Trace& trace, const RenderOptions& options);
+
+// Write the trace in options.format.
+void render(const Trace& trace, const RenderOptions& options, std::ostream& out);
+
+void render_text(const Trace& trace, const RenderOptions& options, std::ostream& out);
+void render_json(const Trace& trace, const RenderOptions& options, std::ostream& out);
+
+// Shortest decimal text that reads back as the same double ("-inf" for −∞).
+std::string round_trip(double value);
+
+// "Step 6 · Scores · head 2" numbering: the position of the step's id among
+// the ids the trace holds (heads of one step share a number).
+int step_number(const Trace& trace, const Step& step);
+
+}  // namespace qkv
