@@ -33,8 +33,8 @@ public:
         const auto rounding = decimals_for(step.id);
         if (rounding) {
             step.values = round_to(step.values, *rounding);
-            step.notes.push_back("rounded to " + std::to_string(*rounding) +
-                                 " decimals, and carried forward rounded (round)");
+            step.notes.push_back("rounded to " + std::to_string(*rounding) + (*rounding == 1 ? " decimal" : " decimals") +
+                                 " by hand (round); later steps use the rounded values");
         }
         m_trace.steps.push_back(std::move(step));
         return m_trace.steps.back().values;

@@ -1,0 +1,209 @@
+#include "support.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace qkv::test {
+
+namespace {
+// A child that exits before reading its input must not kill the test run.
+const bool k_ignore_sigpipe = (std::signal(SIGPIPE, SIG_IGN), true);
+}  // namespace
+
+std::string source_dir() { return QKV_SOURCE_DIR; }
+std::string qkv_binary() { return QKV_BINARY; }
+
+std::string read_repo_file(const std::string& relative) {
+    std::ifstream in(source_dir() + "/" + relative, std::ios::binary);
+    if (!in) {
+        FAIL("cannot read " << relative);
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+Model load_text(const std::string& yaml, const std::string& name) { return load_model({name, yaml, ""}); }
+
+Trace compute_text(const std::string& yaml) { return compute(load_text(yaml)); }
+
+CliResult run_qkv(const CliRun& run) {
+    int in_pipe[2];
+    int out_pipe[2];
+    int err_pipe[2];
+    REQUIRE(pipe(in_pipe) == 0);
+    REQUIRE(pipe(out_pipe) == 0);
+    REQUIRE(pipe(err_pipe) == 0);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        dup2(in_pipe[0], STDIN_FILENO);
+        dup2(out_pipe[1], STDOUT_FILENO);
+        dup2(err_pipe[1], STDERR_FILENO);
+        for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
+            close(fd);
+        }
+        if (!run.cwd.empty() && chdir(run.cwd.c_str()) != 0) {
+            _exit(127);
+        }
+        for (const auto& [name, value] : run.env) {
+            setenv(name.c_str(), value.c_str(), 1);
+        }
+        std::vector<std::string> storage;
+        storage.push_back(qkv_binary());
+        storage.insert(storage.end(), run.args.begin(), run.args.end());
+        std::vector<char*> argv;
+        for (auto& arg : storage) {
+            argv.push_back(arg.data());
+        }
+        argv.push_back(nullptr);
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+    close(in_pipe[0]);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    // Feed stdin and drain stdout/stderr together, so that no pipe fills up.
+    fcntl(in_pipe[1], F_SETFL, O_NONBLOCK);
+    std::size_t fed = 0;
+    if (run.input.empty()) {
+        close(in_pipe[1]);
+        in_pipe[1] = -1;
+    }
+    CliResult result;
+    int out_fd = out_pipe[0];
+    int err_fd = err_pipe[0];
+    while (out_fd >= 0 || err_fd >= 0) {
+        pollfd fds[3] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}, {in_pipe[1], POLLOUT, 0}};
+        if (poll(fds, 3, 60000) <= 0) {
+            break;
+        }
+        char buffer[65536];
+        for (int k = 0; k < 2; ++k) {
+            int& fd = k == 0 ? out_fd : err_fd;
+            if (fd >= 0 && (fds[k].revents & (POLLIN | POLLHUP | POLLERR))) {
+                const ssize_t got = read(fd, buffer, sizeof buffer);
+                if (got <= 0) {
+                    close(fd);
+                    fd = -1;
+                } else {
+                    (k == 0 ? result.out : result.err).append(buffer, static_cast<std::size_t>(got));
+                }
+            }
+        }
+        if (in_pipe[1] >= 0 && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
+            const ssize_t wrote = write(in_pipe[1], run.input.data() + fed, run.input.size() - fed);
+            if (wrote > 0) {
+                fed += static_cast<std::size_t>(wrote);
+            }
+            if (wrote < 0 || fed == run.input.size()) {
+                close(in_pipe[1]);
+                in_pipe[1] = -1;
+            }
+        }
+    }
+    for (int fd : {in_pipe[1], out_fd, err_fd}) {
+        if (fd >= 0) {
+            close(fd);
+        }
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return result;
+}
+
+CliResult run_qkv(const std::vector<std::string>& args, const std::string& input) {
+    CliRun run;
+    run.args = args;
+    run.input = input;
+    return run_qkv(run);
+}
+
+void check_golden(const std::string& name, const std::string& actual) {
+    const std::string path = source_dir() + "/tests/golden/" + name;
+    const char* update = std::getenv("QKV_UPDATE_GOLDEN");
+    if (update != nullptr && std::string(update) == "1") {
+        std::ofstream(path, std::ios::binary) << actual;
+        return;
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        FAIL("golden file tests/golden/" << name << " is missing; run with QKV_UPDATE_GOLDEN=1 to create it");
+    }
+    std::ostringstream expected;
+    expected << in.rdbuf();
+    if (expected.str() != actual) {
+        FAIL("output differs from tests/golden/" << name << "\n--- expected ---\n"
+                                                 << expected.str() << "\n--- got ---\n"
+                                                 << actual);
+    }
+    SUCCEED("matches tests/golden/" << name);
+}
+
+void require_near(const arma::mat& actual, const arma::mat& expected, double eps, const std::string& what) {
+    INFO(what);
+    REQUIRE(actual.n_rows == expected.n_rows);
+    REQUIRE(actual.n_cols == expected.n_cols);
+    for (arma::uword i = 0; i < expected.n_rows; ++i) {
+        for (arma::uword j = 0; j < expected.n_cols; ++j) {
+            const double a = actual(i, j);
+            const double e = expected(i, j);
+            if (std::isinf(e) || std::isinf(a)) {
+                if (a != e) {
+                    FAIL(what << "[" << i + 1 << "," << j + 1 << "] is " << a << "; expected " << e);
+                }
+                continue;
+            }
+            const double difference = std::fabs(a - e);
+            if (!(difference <= eps || difference <= eps * std::fabs(e))) {
+                FAIL(what << "[" << i + 1 << "," << j + 1 << "] is " << a << "; expected " << e << " (difference "
+                          << difference << ", tolerance " << eps << ")");
+            }
+        }
+    }
+    SUCCEED(what << " agrees within " << eps);
+}
+
+arma::mat rows(std::initializer_list<std::initializer_list<double>> values) {
+    const arma::uword n_rows = values.size();
+    const arma::uword n_cols = values.begin()->size();
+    arma::mat result(n_rows, n_cols);
+    arma::uword i = 0;
+    for (const auto& row : values) {
+        REQUIRE(row.size() == n_cols);
+        arma::uword j = 0;
+        for (const double value : row) {
+            result(i, j++) = value;
+        }
+        ++i;
+    }
+    return result;
+}
+
+void require_input_error(const CliResult& result, const std::string& fragment) {
+    INFO("stderr: " << result.err);
+    INFO("stdout: " << result.out);
+    CHECK(result.status == 2);
+    CHECK(result.out.empty());
+    REQUIRE(result.err.rfind("qkv: error: ", 0) == 0);
+    CHECK(result.err.find(fragment) != std::string::npos);
+    // every line is an error line or its hint: no stack traces, no sanitizer reports
+    std::istringstream lines(result.err);
+    std::string line;
+    while (std::getline(lines, line)) {
+        const bool error_line = line.rfind("qkv: error: ", 0) == 0;
+        const bool hint_line = line.rfind("  hint: ", 0) == 0;
+        CHECK((error_line || hint_line));
+    }
+}
+
+}  // namespace qkv::test

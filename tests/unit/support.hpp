@@ -1,0 +1,55 @@
+// Shared helpers for the test suite: loading YAML text, running the qkv binary
+// as a user would, golden files, and matrix comparison.
+#pragma once
+
+#include "attention/attention.hpp"
+#include "io/loader.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace qkv::test {
+
+// The repository's root and the built binary (set by tests/CMakeLists.txt).
+std::string source_dir();
+std::string qkv_binary();
+
+// Reads a file of the repository (path relative to its root).
+std::string read_repo_file(const std::string& relative);
+
+Model load_text(const std::string& yaml, const std::string& name = "test.yaml");
+Trace compute_text(const std::string& yaml);
+
+struct CliResult {
+    int status = -1;  // exit status, or 128 + signal
+    std::string out;
+    std::string err;
+};
+
+struct CliRun {
+    std::vector<std::string> args;               // without the program name
+    std::string input;                           // standard input
+    std::string cwd;                             // empty = current folder
+    std::map<std::string, std::string> env;      // set (empty value: set to empty)
+};
+
+CliResult run_qkv(const CliRun& run);
+CliResult run_qkv(const std::vector<std::string>& args, const std::string& input = "");
+
+// Compares with tests/golden/NAME; QKV_UPDATE_GOLDEN=1 rewrites the file instead.
+// A mismatch fails showing expected and got.
+void check_golden(const std::string& name, const std::string& actual);
+
+// Every entry within eps, absolute or relative; on failure names the first cell that differs.
+void require_near(const arma::mat& actual, const arma::mat& expected, double eps, const std::string& what);
+
+// A matrix from rows, for expected values written in tests.
+arma::mat rows(std::initializer_list<std::initializer_list<double>> values);
+
+// The built-in error checks: exactly one or more "qkv: error:" lines (and hints), nothing on stdout, exit 2.
+void require_input_error(const CliResult& result, const std::string& where_what_fragment);
+
+}  // namespace qkv::test
