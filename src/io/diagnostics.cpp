@@ -30,6 +30,13 @@ void Diagnostics::throw_if_any() const {
         return;
     }
     std::vector<Diagnostic> all = m_items;
+    // report in reading order: by file, then line, then column
+    std::stable_sort(all.begin(), all.end(), [](const Diagnostic& a, const Diagnostic& b) {
+        if (a.file != b.file) {
+            return false;
+        }
+        return a.line != b.line ? a.line < b.line : a.column < b.column;
+    });
     if (m_dropped > 0) {
         all.push_back({"", 0, 0,
                        std::to_string(m_dropped) + " more problem(s) not shown",

@@ -1,0 +1,40 @@
+// `qkv explain`: the arithmetic behind one cell of the trace, with the real
+// numbers — a projection or score as a dot product written out term by term,
+// a weight as exp(s − max) over its row's sum, an output row as the weighted
+// value vectors and their sum.
+#pragma once
+
+#include "attention/trace.hpp"
+#include "model/model.hpp"
+#include "render/render.hpp"
+
+#include <string>
+#include <vector>
+
+namespace qkv {
+
+// A cell as the user writes it: STEP[ROW,COL], STEP[ROW] (a whole row), either
+// optionally followed by @HEAD. All numbers 1-based; head defaults to 1.
+struct CellRef {
+    std::string step;   // a step id
+    int row = 0;        // 1-based
+    int col = 0;        // 1-based; 0 = the whole row
+    int head = 1;       // 1-based (ignored for steps that are not per head)
+    std::string text;   // as written, for messages
+};
+
+// Parses "scores[1,2]", "output[1]", "weights[2,3]@2". Throws InputError (with the
+// expected syntax as hint) when it does not parse or names an unknown step.
+CellRef parse_cell(const std::string& text);
+
+struct Explanation {
+    std::string heading;              // "scores[1,2] = 4" (with head when there are several)
+    std::vector<std::string> lines;   // the worked arithmetic, one line each
+};
+
+// Checks the cell against the trace (the step exists in this example, row,
+// column and head in range; throws InputError naming the valid ranges) and
+// writes out its arithmetic with numbers at options.precision.
+Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& cell, const RenderOptions& options);
+
+}  // namespace qkv
