@@ -10,6 +10,8 @@
 #include "model/model.hpp"
 
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace qkv {
 
@@ -36,7 +38,30 @@ arma::mat round_to(const arma::mat& M, int decimals);
 // P[p, 2i] = sin(p / 10000^(2i/d_model)), P[p, 2i+1] = cos(p / 10000^(2i/d_model)).
 arma::mat sinusoidal_positions(arma::uword n, arma::uword d_model);
 
-// Run every step on the model and keep each intermediate.
-Trace compute(const Model& model);
+// How the numbers are computed. `textbook` runs the step functions above one
+// after the other, exactly as written. `fast` runs attention/engine.hpp: the
+// same mathematics blocked, vectorised and threaded, equal within rounding
+// error (tests/unit/test_compute.cpp asks for 1e-12), not bit for bit. `automatic` picks fast for large inputs
+// (n·m ≥ k_fast_path_cells) and textbook otherwise, so small examples print
+// exactly the numbers of the step functions. Hand rounding (`round:`) always
+// uses textbook.
+enum class Kernels { automatic, textbook, fast };
+inline constexpr arma::uword k_fast_path_cells = 64 * 64;
+
+struct ComputeOptions {
+    // Step ids to keep whole in the trace; empty keeps every step. A step that
+    // is not kept is still computed (later steps need it) and still listed in
+    // the trace, so that step numbers stay the same, but only with its id,
+    // head, title and formulas: its values, labels, explanation and notes are
+    // empty. This is what lets `qkv run --steps output` on a large input avoid
+    // holding every head's n × m matrices.
+    std::vector<std::string> steps;
+    int head = 0;                     // keep the per-head steps of this head only (1-based); 0 = every head
+    Kernels kernels = Kernels::automatic;
+    int threads = 0;                  // threads for the fast path; 0 = as many as BLAS uses
+};
+
+// Run every step on the model and keep each intermediate (or those chosen).
+Trace compute(const Model& model, const ComputeOptions& options = {});
 
 }  // namespace qkv

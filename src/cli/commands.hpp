@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,61 @@ struct RunOptions {
 CLI::App* setup_run(CLI::App& app, RunOptions& options);
 int run_run(const RunOptions& options);
 
+struct ExplainOptions {
+    CommonOptions common;
+    std::string file;
+    std::vector<std::string> cells;
+};
+CLI::App* setup_explain(CLI::App& app, ExplainOptions& options);
+int run_explain(const ExplainOptions& options);
+
+struct LessonOptions {
+    CommonOptions common;
+    std::string lesson;     // empty: list the lessons
+    bool no_pause = false;
+};
+CLI::App* setup_lesson(CLI::App& app, LessonOptions& options);
+int run_lesson(const LessonOptions& options);
+
+// (named so that it does not hide qkv::CheckOptions, the grading options)
+struct CheckCommandOptions {
+    CommonOptions common;
+    std::string file;
+    std::string answers;      // --answers FILE; empty = the example's own answers:
+    double tolerance = -1.0;  // --tolerance T; negative = rounding-aware
+};
+CLI::App* setup_check(CLI::App& app, CheckCommandOptions& options);
+int run_check(const CheckCommandOptions& options);
+
 CLI::App* setup_examples(CLI::App& app);
 int run_examples();
+
+struct InitOptions {
+    int tokens = 3;        // the illustrated example's shape: 3 tokens, d_model 4, d_k 3
+    int d_model = 4;
+    int d_k = 3;
+    int d_v = 0;           // 0 = same as d_k
+    int heads = 1;
+    std::int64_t seed = 1;
+    int max_int = 1;       // inputs and weights are whole numbers from 0 to max_int (1: softmax rarely saturates)
+    std::string output;    // -o FILE; empty = stdout
+    bool force = false;
+};
+CLI::App* setup_init(CLI::App& app, InitOptions& options);
+int run_init(const InitOptions& options);
+// The commented starter file itself (YAML text).
+std::string starter_example(const InitOptions& options);
+
+struct BenchOptions {
+    int tokens = 512;      // one BERT-base layer: 512 tokens, d_model 768, 12 heads
+    int d_model = 768;
+    int heads = 12;
+    int repeat = 10;
+    int threads = 0;       // 0 = as many as BLAS uses
+    std::string format = "text";
+};
+CLI::App* setup_bench(CLI::App& app, BenchOptions& options);
+int run_bench(const BenchOptions& options);
 
 // "qkv 0.1.0 (Release build, BLAS: OpenBLAS 0.3.21)"
 std::string version_text();

@@ -5,9 +5,11 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <sstream>
+#include <streambuf>
 
 namespace qkv::cli {
 
@@ -47,7 +49,40 @@ std::optional<std::uint64_t> parse_size(const std::string& text) {
 
 Diagnostic usage_error(const std::string& what, const std::string& hint) { return {"", 0, 0, what, hint}; }
 
+// The step ids of --steps, checked (throws InputError on an unknown id).
+std::vector<std::string> step_list(const std::string& text) {
+    std::vector<std::string> ids;
+    std::stringstream list(text);
+    std::string id;
+    while (std::getline(list, id, ',')) {
+        while (!id.empty() && std::isspace(static_cast<unsigned char>(id.back()))) {
+            id.pop_back();
+        }
+        while (!id.empty() && std::isspace(static_cast<unsigned char>(id.front()))) {
+            id.erase(0, 1);
+        }
+        if (id.empty()) {
+            continue;
+        }
+        if (!is_step_id(id)) {
+            const std::string near = closest_match(id, step_id_names());
+            throw InputError(usage_error("--steps: unknown step id \"" + id + "\"",
+                                         (near.empty() ? "" : "did you mean " + near + "? ") +
+                                             "valid step ids: " + step_id_list()));
+        }
+        ids.push_back(id);
+    }
+    return ids;
+}
+
 }  // namespace
+
+ComputeOptions compute_options(const CommonOptions& options) {
+    ComputeOptions result;
+    result.steps = step_list(options.steps);
+    result.head = options.head;
+    return result;
+}
 
 void add_common_options(CLI::App& command, CommonOptions& options) {
     command.add_option("-f,--format", options.format, "Output format")
@@ -129,26 +164,7 @@ RenderOptions render_options(const CommonOptions& options, const Trace& trace) {
     result.head = options.head;
 
     if (!options.steps.empty()) {
-        std::stringstream list(options.steps);
-        std::string id;
-        while (std::getline(list, id, ',')) {
-            while (!id.empty() && std::isspace(static_cast<unsigned char>(id.back()))) {
-                id.pop_back();
-            }
-            while (!id.empty() && std::isspace(static_cast<unsigned char>(id.front()))) {
-                id.erase(0, 1);
-            }
-            if (id.empty()) {
-                continue;
-            }
-            if (!is_step_id(id)) {
-                const std::string near = closest_match(id, step_id_names());
-                throw InputError(usage_error("--steps: unknown step id \"" + id + "\"",
-                                             (near.empty() ? "" : "did you mean " + near + "? ") +
-                                                 "valid step ids: " + step_id_list()));
-            }
-            result.steps.push_back(id);
-        }
+        result.steps = step_list(options.steps);
         if (select_steps(trace, result).empty()) {
             throw InputError(usage_error("--steps: none of \"" + options.steps + "\" is in this example",
                                          "positional and encoded need positional:, context needs context:, "
@@ -156,6 +172,55 @@ RenderOptions render_options(const CommonOptions& options, const Trace& trace) {
         }
     }
     return result;
+}
+
+namespace {
+
+// An output stream buffer that hands standard output 64 KiB at a time, so that
+// a large result is never held whole (a closed pipe still ends qkv quietly).
+class StdoutBuffer : public std::streambuf {
+public:
+    StdoutBuffer() { setp(m_buffer.data(), m_buffer.data() + m_buffer.size()); }
+    ~StdoutBuffer() override = default;
+
+protected:
+    int_type overflow(int_type c) override {
+        flush_buffer();
+        if (!traits_type::eq_int_type(c, traits_type::eof())) {
+            *pptr() = traits_type::to_char_type(c);
+            pbump(1);
+        }
+        return traits_type::not_eof(c);
+    }
+    int sync() override {
+        flush_buffer();
+        return 0;
+    }
+
+private:
+    void flush_buffer() {
+        if (pptr() > pbase()) {
+            write_stdout(std::string(pbase(), pptr()));
+        }
+        setp(m_buffer.data(), m_buffer.data() + m_buffer.size());
+    }
+
+    std::array<char, 1 << 16> m_buffer{};
+};
+
+}  // namespace
+
+void write_streamed(const std::function<void(std::ostream&)>& produce, const CommonOptions& options) {
+    if (options.output.empty() || options.output == "-") {
+        StdoutBuffer buffer;
+        std::ostream out(&buffer);
+        produce(out);
+        out.flush();
+        return;
+    }
+    std::ostringstream out;
+    produce(out);
+    write_result(out.str(), options);
 }
 
 void write_result(const std::string& content, const CommonOptions& options) {

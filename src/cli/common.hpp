@@ -2,6 +2,7 @@
 // subcommand uses: load a model, resolve render options, write the result.
 #pragma once
 
+#include "attention/attention.hpp"
 #include "attention/trace.hpp"
 #include "io/loader.hpp"
 #include "model/model.hpp"
@@ -9,6 +10,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
+#include <ostream>
 #include <string>
 
 namespace qkv::cli {
@@ -38,8 +41,17 @@ LoadOptions load_options(const CommonOptions& options);
 // Reads FILE|NAME|- and validates it (throws InputError).
 Model load(const std::string& file_or_name, const CommonOptions& options);
 
+// The steps to keep while computing: those --steps and --head will show, so
+// that a large input does not hold matrices nobody sees (throws InputError on
+// an unknown step id).
+ComputeOptions compute_options(const CommonOptions& options);
+
 // Checks --steps and --head against the trace and resolves --color (throws InputError).
 RenderOptions render_options(const CommonOptions& options, const Trace& trace);
+
+// Runs `produce` on a stream that goes to stdout as it is written, a chunk at
+// a time; with -o, collects it and writes the file as write_result does.
+void write_streamed(const std::function<void(std::ostream&)>& produce, const CommonOptions& options);
 
 // Writes to stdout, or atomically to options.output (refusing to replace an
 // existing file without --force). Throws InputError on failure.

@@ -31,10 +31,11 @@ std::string version_text() {
 
 namespace {
 
+// One line each, whatever the message quotes (command-line words included).
 void print_error(const Diagnostic& diagnostic) {
-    std::cerr << "qkv: error: " << format_where_what(diagnostic) << '\n';
+    std::cerr << "qkv: error: " << printable_line(format_where_what(diagnostic), 2000) << '\n';
     if (!diagnostic.hint.empty()) {
-        std::cerr << "  hint: " << diagnostic.hint << '\n';
+        std::cerr << "  hint: " << printable_line(diagnostic.hint) << '\n';
     }
 }
 
@@ -46,7 +47,17 @@ int main_with_errors(int argc, char** argv) {
 
     RunOptions run_options;
     CLI::App* run = setup_run(app, run_options);
+    ExplainOptions explain_options;
+    CLI::App* explain = setup_explain(app, explain_options);
+    LessonOptions lesson_options;
+    CLI::App* lesson = setup_lesson(app, lesson_options);
+    CheckCommandOptions check_options;
+    CLI::App* check = setup_check(app, check_options);
     CLI::App* examples = setup_examples(app);
+    InitOptions init_options;
+    CLI::App* init = setup_init(app, init_options);
+    BenchOptions bench_options;
+    CLI::App* bench = setup_bench(app, bench_options);
 
     try {
         app.parse(argc, argv);
@@ -62,8 +73,23 @@ int main_with_errors(int argc, char** argv) {
     if (run->parsed()) {
         return run_run(run_options);
     }
+    if (explain->parsed()) {
+        return run_explain(explain_options);
+    }
+    if (lesson->parsed()) {
+        return run_lesson(lesson_options);
+    }
+    if (check->parsed()) {
+        return run_check(check_options);
+    }
     if (examples->parsed()) {
         return run_examples();
+    }
+    if (init->parsed()) {
+        return run_init(init_options);
+    }
+    if (bench->parsed()) {
+        return run_bench(bench_options);
     }
     std::cout << app.help();
     return 0;

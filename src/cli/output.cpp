@@ -48,8 +48,12 @@ bool write_all(int fd, const std::string& content) {
 
 void install_signal_handlers() {
     std::signal(SIGPIPE, SIG_IGN);
+    // past the file size limit (ulimit -f) a write then fails with EFBIG, which
+    // removes the temporary file, instead of killing qkv and leaving it behind
+    std::signal(SIGXFSZ, SIG_IGN);
     std::signal(SIGINT, remove_temporary_and_exit);
     std::signal(SIGTERM, remove_temporary_and_exit);
+    std::signal(SIGHUP, remove_temporary_and_exit);
 }
 
 void write_stdout(const std::string& content) {

@@ -13,8 +13,9 @@ void write_stdout(const std::string& content);
 // Throws InputError when the file exists (and !force) or cannot be written.
 void write_file_atomically(const std::string& path, const std::string& content, bool force);
 
-// Installs the SIGINT/SIGTERM handler that removes a temporary file being written,
-// and ignores SIGPIPE so that a closed pipe is seen as EPIPE.
+// Installs the SIGINT/SIGTERM/SIGHUP handler that removes a temporary file being written,
+// and ignores SIGPIPE and SIGXFSZ, so that a closed pipe is seen as EPIPE and a
+// file over the size limit as EFBIG.
 void install_signal_handlers();
 
 }  // namespace qkv::cli

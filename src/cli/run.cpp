@@ -1,7 +1,6 @@
 #include "attention/attention.hpp"
 #include "cli/commands.hpp"
 
-#include <sstream>
 
 namespace qkv::cli {
 
@@ -15,11 +14,10 @@ CLI::App* setup_run(CLI::App& app, RunOptions& options) {
 
 int run_run(const RunOptions& options) {
     const Model model = load(options.file, options.common);
-    const Trace trace = compute(model);
+    // only the steps that will be shown keep their matrices
+    const Trace trace = compute(model, compute_options(options.common));
     const RenderOptions rendering = render_options(options.common, trace);
-    std::ostringstream out;
-    render(trace, rendering, out);
-    write_result(out.str(), options.common);
+    write_streamed([&](std::ostream& out) { render(trace, rendering, out); }, options.common);
     return 0;
 }
 

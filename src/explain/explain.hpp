@@ -8,6 +8,7 @@
 #include "model/model.hpp"
 #include "render/render.hpp"
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -30,11 +31,19 @@ CellRef parse_cell(const std::string& text);
 struct Explanation {
     std::string heading;              // "scores[1,2] = 4" (with head when there are several)
     std::vector<std::string> lines;   // the worked arithmetic, one line each
+    CellRef cell;                     // the cell explained (head 0 for steps that are not per head)
+    std::vector<double> values;       // the cell's value, or the whole row's, as the trace holds them
 };
 
 // Checks the cell against the trace (the step exists in this example, row,
 // column and head in range; throws InputError naming the valid ranges) and
 // writes out its arithmetic with numbers at options.precision.
 Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& cell, const RenderOptions& options);
+
+// Writes explanations in options.format: text (heading, then the working
+// indented), markdown (a heading and a fenced block per cell) or json
+// ({"schema_version": 1, "cells": [...]}). Other formats throw InputError.
+void render_explanations(const std::vector<Explanation>& explanations, const RenderOptions& options,
+                         std::ostream& out);
 
 }  // namespace qkv

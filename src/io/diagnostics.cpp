@@ -10,10 +10,20 @@ std::string summary_of(const std::vector<Diagnostic>& diagnostics) {
     return diagnostics.empty() ? std::string("invalid input") : format_where_what(diagnostics.front());
 }
 
+// Every field of an error is printed on one line, whatever the input held.
+const std::vector<Diagnostic>& make_printable(std::vector<Diagnostic>& diagnostics) {
+    for (auto& d : diagnostics) {
+        d.file = printable_line(d.file);
+        d.what = printable_line(d.what);
+        d.hint = printable_line(d.hint);
+    }
+    return diagnostics;
+}
+
 }  // namespace
 
 InputError::InputError(std::vector<Diagnostic> diagnostics)
-    : std::runtime_error(summary_of(diagnostics)), m_diagnostics(std::move(diagnostics)) {}
+    : std::runtime_error(summary_of(make_printable(diagnostics))), m_diagnostics(std::move(diagnostics)) {}
 
 InputError::InputError(Diagnostic diagnostic) : InputError(std::vector<Diagnostic>{std::move(diagnostic)}) {}
 
@@ -37,9 +47,13 @@ void Diagnostics::throw_if_any() const {
         }
         return a.line != b.line ? a.line < b.line : a.column < b.column;
     });
-    if (m_dropped > 0) {
+    if (m_dropped > 0 || m_stopped) {
+        const std::string more = std::to_string(m_dropped) + " more problem(s) not shown";
         all.push_back({"", 0, 0,
-                       std::to_string(m_dropped) + " more problem(s) not shown",
+                       !m_stopped ? more
+                       : m_dropped > 0 ? more + ", and more may follow"
+                                       : "more problems may follow; only the first " +
+                                             std::to_string(k_max_reported) + " are shown",
                        "fix the ones above and run again"});
     }
     throw InputError(std::move(all));
@@ -58,6 +72,81 @@ std::string format_where_what(const Diagnostic& d) {
         out += ": ";
     }
     out += d.what;
+    return out;
+}
+
+// Length of the UTF-8 sequence starting at text[i] (strict: no overlong forms,
+// no surrogates, nothing past U+10FFFF), or 0 when the bytes there are not UTF-8.
+std::size_t utf8_sequence_length(const std::string& text, std::size_t i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    std::size_t extra = 0;
+    unsigned char low = 0x80;
+    unsigned char high = 0xBF;
+    if (byte < 0x80) {
+        return 1;
+    } else if (byte >= 0xC2 && byte <= 0xDF) {
+        extra = 1;
+    } else if (byte >= 0xE0 && byte <= 0xEF) {
+        extra = 2;
+        low = byte == 0xE0 ? 0xA0 : 0x80;
+        high = byte == 0xED ? 0x9F : 0xBF;
+    } else if (byte >= 0xF0 && byte <= 0xF4) {
+        extra = 3;
+        low = byte == 0xF0 ? 0x90 : 0x80;
+        high = byte == 0xF4 ? 0x8F : 0xBF;
+    } else {
+        return 0;
+    }
+    for (std::size_t k = 1; k <= extra; ++k) {
+        if (i + k >= text.size()) {
+            return 0;
+        }
+        const auto next = static_cast<unsigned char>(text[i + k]);
+        if (next < (k == 1 ? low : 0x80) || next > (k == 1 ? high : 0xBF)) {
+            return 0;
+        }
+    }
+    return extra + 1;
+}
+
+bool valid_utf8(const std::string& text) {
+    for (std::size_t i = 0; i < text.size();) {
+        const std::size_t length = utf8_sequence_length(text, i);
+        if (length == 0) {
+            return false;
+        }
+        i += length;
+    }
+    return true;
+}
+
+std::string printable_line(const std::string& text, std::size_t max_bytes) {
+    static const char k_hex[] = "0123456789abcdef";
+    std::string out;
+    for (std::size_t i = 0; i < text.size();) {
+        if (out.size() >= max_bytes) {
+            out += "…";
+            break;
+        }
+        const auto byte = static_cast<unsigned char>(text[i]);
+        const std::size_t length = utf8_sequence_length(text, i);
+        if (byte == '\n') {
+            out += "\\n";
+        } else if (byte == '\t') {
+            out += "\\t";
+        } else if (byte == '\r') {
+            out += "\\r";
+        } else if (length == 0 || byte < 0x20 || byte == 0x7F) {
+            out += "\\x";
+            out += k_hex[byte >> 4];
+            out += k_hex[byte & 0xF];
+        } else {
+            out.append(text, i, length);
+            i += length;
+            continue;
+        }
+        ++i;
+    }
     return out;
 }
 

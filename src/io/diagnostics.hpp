@@ -38,16 +38,28 @@ public:
     void add(Diagnostic diagnostic);
     bool empty() const { return m_items.empty(); }
     std::size_t size() const { return m_items.size(); }
+    // Called by a reader that stops looking once the cap is reached, so that
+    // the last line says more problems may follow.
+    void stopped_early() { m_stopped = true; }
     // Throws InputError when anything was added.
     void throw_if_any() const;
 
 private:
     std::vector<Diagnostic> m_items;
     std::size_t m_dropped = 0;
+    bool m_stopped = false;
 };
 
 // "FILE:LINE:COL: WHAT" (the parts that are known).
 std::string format_where_what(const Diagnostic& diagnostic);
+
+// True when text is well-formed UTF-8 (no overlong forms, surrogates or bytes past U+10FFFF).
+bool valid_utf8(const std::string& text);
+
+// Text made safe for one line of a terminal: control characters and bytes that
+// are not UTF-8 are written escaped (\n, \x01, \xff), and text longer than
+// max_bytes is cut with "…". Every InputError's fields pass through it.
+std::string printable_line(const std::string& text, std::size_t max_bytes = 1000);
 
 // Levenshtein distance, for "did you mean" hints.
 std::size_t edit_distance(const std::string& a, const std::string& b);

@@ -8,11 +8,13 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <set>
 #include <sstream>
 
 namespace qkv {
@@ -56,6 +58,11 @@ public:
     Model load() {
         YAML::Node root = m_yaml.parse_document();
         m_diagnostics.throw_if_any();
+        return load(root);
+    }
+
+    // A document parsed elsewhere (a lesson's inline model): positions are the document's.
+    Model load(const YAML::Node& root) {
         if (!root.IsMap()) {
             m_yaml.error(root, root.IsNull() ? "the file is empty" : "the top level is not a map of keys",
                          "start from `qkv init`, or see `man qkv` for the keys an example file takes");
@@ -157,12 +164,19 @@ private:
             return;
         }
         std::map<std::string, arma::rowvec> table;
-        std::vector<std::string> known;
+        std::vector<std::string> known;  // in the order written, for the hint
+        std::set<std::string> given;
         arma::uword width = 0;
         bool ok = true;
         for (const auto& entry : embeddings) {
             const std::string word = key_text(entry.first);
             const std::string path = "embeddings." + word;
+            if (!given.insert(word).second) {
+                m_yaml.error(entry.first, path + " is given twice", "give each word one vector");
+                ok = false;
+                continue;
+            }
+            known.push_back(word);
             auto vec = m_yaml.vector(entry.second, path);
             if (!vec) {
                 ok = false;
@@ -178,10 +192,9 @@ private:
                 continue;
             }
             table[word] = *vec;
-            known.push_back(word);
         }
         auto text = m_yaml.string(sentence, "sentence");
-        if (!text || !ok) {
+        if (!text) {
             return;
         }
         std::istringstream words(*text);
@@ -194,23 +207,66 @@ private:
             m_yaml.error(sentence, "sentence has " + std::to_string(tokens.size()) + " words; the limit is 65536", "");
             return;
         }
-        model.X.set_size(tokens.size(), width);
+        // unknown words are reported even when a vector was bad; X is built only when all is well
+        arma::mat X(tokens.size(), width);
         for (std::size_t i = 0; i < tokens.size(); ++i) {
-            const auto found = table.find(tokens[i]);
-            if (found == table.end()) {
+            if (given.count(tokens[i]) == 0) {
+                const std::size_t k_max_listed = 20;
                 std::string list;
-                for (const auto& word : known) {
-                    list += (list.empty() ? "" : ", ") + word;
+                for (std::size_t k = 0; k < known.size() && k < k_max_listed; ++k) {
+                    list += (list.empty() ? "" : ", ") + known[k];
+                }
+                if (known.size() > k_max_listed) {
+                    list += ", … (" + std::to_string(known.size()) + " in all)";
                 }
                 const std::string near = closest_match(tokens[i], known);
-                m_yaml.error(sentence, "word " + std::to_string(i + 1) + " of sentence, \"" + tokens[i] +
-                                           "\", is not in embeddings",
-                             (near.empty() ? "" : "did you mean \"" + near + "\"? ") + "known words: " + list);
+                m_yaml.error_at(word_mark(sentence, tokens, i),
+                                "word " + std::to_string(i + 1) + " of sentence, \"" + tokens[i] +
+                                    "\", is not in embeddings",
+                                (near.empty() ? "" : "did you mean \"" + near + "\"? ") + "known words: " + list);
+                ok = false;
                 continue;
             }
-            model.X.row(i) = found->second;
+            if (ok) {
+                X.row(i) = table.at(tokens[i]);
+            }
         }
-        model.tokens = tokens;
+        if (ok) {
+            model.X = X;
+            model.tokens = tokens;
+        }
+    }
+
+    // Where word `index` of a one-line sentence starts, so that an error can
+    // point at the word itself; the sentence's own position when the words
+    // cannot be found on its line as written (a block scalar, escapes, folding).
+    YAML::Mark word_mark(const YAML::Node& sentence, const std::vector<std::string>& words, std::size_t index) const {
+        const YAML::Mark start = sentence.Mark();
+        if (start.line < 0 || start.pos < 0 || static_cast<std::size_t>(start.pos) > m_source.text.size()) {
+            return start;
+        }
+        const std::string& text = m_source.text;
+        const std::size_t line_end = std::min(text.find('\n', static_cast<std::size_t>(start.pos)), text.size());
+        std::size_t at = static_cast<std::size_t>(start.pos);
+        if (at < line_end && (text[at] == '"' || text[at] == '\'')) {
+            ++at;
+        }
+        for (std::size_t k = 0; k <= index; ++k) {
+            while (at < line_end && (text[at] == ' ' || text[at] == '\t')) {
+                ++at;
+            }
+            if (text.compare(at, words[k].size(), words[k]) != 0 || at + words[k].size() > line_end) {
+                return start;
+            }
+            if (k == index) {
+                YAML::Mark mark = start;
+                mark.column += static_cast<int>(at - static_cast<std::size_t>(start.pos));
+                mark.pos = static_cast<int>(at);
+                return mark;
+            }
+            at += words[k].size();
+        }
+        return start;
     }
 
     void read_context(Model& model) {
@@ -229,7 +285,7 @@ private:
         }
         if (!model.X.is_empty() && C->n_cols != model.X.n_cols) {
             m_yaml.error(context, "context is " + shape_text(*C) + "; expected " + std::to_string(model.X.n_cols) +
-                                      " columns (d_model, the width of inputs)",
+                                      " columns (d_model: inputs is " + shape_text(model.X) + ")",
                          "context rows must have the same width as the input rows");
         }
         model.C = *C;
@@ -256,8 +312,11 @@ private:
         }
         if (positional.IsScalar()) {
             if (positional.Scalar() != "sinusoidal") {
-                m_yaml.error(positional, "positional is \"" + positional.Scalar() + "\"",
-                             "write `positional: sinusoidal`, or give a matrix with one row per token");
+                const std::string near = closest_match(positional.Scalar(), {"sinusoidal"});
+                m_yaml.error(positional, "positional is " + m_yaml.describe(positional) +
+                                             "; expected sinusoidal or a matrix",
+                             (near.empty() ? "" : "did you mean sinusoidal? ") +
+                                 std::string("write `positional: sinusoidal`, or give a matrix with one row per token"));
                 return;
             }
             model.P = sinusoidal_positions(model.X.n_rows, model.X.n_cols);
@@ -405,14 +464,14 @@ private:
         for (auto* W : {&W_Q, &W_K, &W_V}) {
             if (*W && d_model != 0 && (*W)->value.n_rows != d_model) {
                 m_yaml.error((*W)->node, (*W)->path + " is " + shape_text((*W)->as_written) + "; " +
-                                             expected_in(layout, d_model, "d_model, the width of inputs"),
+                                             expected_in(layout, d_model, "d_model: inputs is " + shape_text(model.X)),
                              layout_hint(layout));
                 ok = false;
             }
         }
         if (W_Q && W_K && W_K->value.n_cols != W_Q->value.n_cols) {
             m_yaml.error(W_K->node, "weights.key is " + shape_text(W_K->as_written) + "; " +
-                                        expected_out(layout, W_Q->value.n_cols, "d_k, the width of weights.query"),
+                                        expected_out(layout, W_Q->value.n_cols, "d_k: weights.query is " + shape_text(W_Q->as_written)),
                          "queries and keys must have the same width to take their dot product");
             ok = false;
         }
@@ -521,14 +580,14 @@ private:
             for (auto* W : {&W_Q, &W_K, &W_V}) {
                 if (d_model != 0 && (*W)->value.n_rows != d_model) {
                     m_yaml.error((*W)->node, (*W)->path + " is " + shape_text((*W)->as_written) + "; " +
-                                                 expected_in(layout, d_model, "d_model, the width of inputs"),
+                                                 expected_in(layout, d_model, "d_model: inputs is " + shape_text(model.X)),
                                  layout_hint(layout));
                     head_ok = false;
                 }
             }
             if (W_K->value.n_cols != W_Q->value.n_cols) {
                 m_yaml.error(W_K->node, W_K->path + " is " + shape_text(W_K->as_written) + "; " +
-                                            expected_out(layout, W_Q->value.n_cols, "d_k, the width of " + W_Q->path),
+                                            expected_out(layout, W_Q->value.n_cols, "d_k: " + W_Q->path + " is " + shape_text(W_Q->as_written)),
                              "queries and keys must have the same width to take their dot product");
                 head_ok = false;
             }
@@ -577,7 +636,7 @@ private:
                 const arma::uword concat_width = model.heads.size() * model.heads.front().W_V.n_cols;
                 if (W_O->value.n_rows != concat_width) {
                     m_yaml.error(output, "weights.output is " + shape_text(W_O->as_written) + "; " +
-                                             expected_in(model.layout, concat_width, "heads × d_v, the width of the concatenated heads"),
+                                             expected_in(model.layout, concat_width, "heads × d_v = " + std::to_string(model.heads.size()) + " × " + std::to_string(model.heads.front().W_V.n_cols) + ", the width of the concatenated heads"),
                                  layout_hint(model.layout));
                 } else {
                     model.W_O = W_O->value;
@@ -664,7 +723,7 @@ private:
             auto out = matrix(block["out_proj_weight"], "pytorch.out_proj_weight");
             if (out && out->n_cols != E) {
                 m_yaml.error(block["out_proj_weight"], "pytorch.out_proj_weight is " + shape_text(*out) + "; expected " +
-                                                           std::to_string(E) + " columns (E)",
+                                                           std::to_string(E) + " columns (E = d_model: inputs is " + shape_text(model.X) + ")",
                              "out_proj_weight is out × in, as nn.Linear.weight");
             } else if (out) {
                 model.W_O = arma::mat(out->t());
@@ -692,8 +751,8 @@ private:
             return;
         }
         auto value = node.IsScalar() ? parse_number(node.Scalar()) : std::nullopt;
-        if (!value || !std::isfinite(*value) || *value <= 0.0) {
-            m_yaml.error(node, "scale is " + m_yaml.describe(node) + "; expected sqrt_dk, none or a positive number",
+        if (!value || !std::isfinite(*value) || *value < 1.0 / k_max_magnitude || *value > k_max_magnitude) {
+            m_yaml.error(node, "scale is " + m_yaml.describe(node) + "; expected sqrt_dk, none or a positive number from 1e-30 to 1e30",
                          "scale is the divisor of the scores: sqrt_dk (the default) divides by √d_k, none by 1");
             return;
         }
@@ -799,12 +858,9 @@ private:
         const std::uint64_t bytes = estimate_memory(model.n(), model.m(), model.d_model(), model.n_heads(),
                                                     model.d_k(), model.d_v(), model.d_out());
         if (bytes > m_options.max_memory) {
-            const double gib = static_cast<double>(bytes) / double(1ULL << 30);
-            const double limit = static_cast<double>(m_options.max_memory) / double(1ULL << 30);
-            std::ostringstream what;
-            what.precision(3);
-            what << "the computation needs about " << gib << " GiB; the limit is " << limit << " GiB";
-            m_yaml.error(root()["inputs"] ? root()["inputs"] : m_root, what.str(),
+            const std::string what = "the computation needs about " + size_text(bytes) + "; the limit is " +
+                                     size_text(m_options.max_memory);
+            m_yaml.error(root()["inputs"] ? root()["inputs"] : m_root, what,
                          "use fewer tokens or narrower weights, or raise the limit with --max-memory");
         }
     }
@@ -815,6 +871,11 @@ private:
 Model load_model(const Source& source, const LoadOptions& options) {
     Loader loader(source, options);
     return loader.load();
+}
+
+Model load_model(const Source& source, const YAML::Node& root, const LoadOptions& options) {
+    Loader loader(source, options);
+    return loader.load(root);
 }
 
 std::uint64_t estimate_memory(std::uint64_t n, std::uint64_t m, std::uint64_t d_model, std::uint64_t heads,
@@ -828,11 +889,38 @@ std::uint64_t estimate_memory(std::uint64_t n, std::uint64_t m, std::uint64_t d_
     return 8 * (inputs + weights + heads * per_head + outputs);
 }
 
+namespace {
+
+// The whole stream, or nullopt once it holds more than k_max_file_bytes
+// (so that /dev/zero or a runaway pipe cannot fill the memory).
+std::optional<std::string> read_bounded(std::istream& in) {
+    std::string text;
+    char buffer[65536];
+    while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+        text.append(buffer, static_cast<std::size_t>(in.gcount()));
+        if (text.size() > k_max_file_bytes) {
+            return std::nullopt;
+        }
+    }
+    return text;
+}
+
+InputError too_large(const std::string& name) {
+    return InputError(Diagnostic{name, 0, 0,
+                                 "is larger than " + std::to_string(k_max_file_bytes >> 20) +
+                                     " MiB; the limit for an example file",
+                                 "put large matrices in CSV files and refer to them with {file: m.csv}"});
+}
+
+}  // namespace
+
 Source read_source(const std::string& file_or_name) {
     if (file_or_name == "-") {
-        std::ostringstream text;
-        text << std::cin.rdbuf();
-        return {"<stdin>", text.str(), ""};
+        auto text = read_bounded(std::cin);
+        if (!text) {
+            throw too_large("<stdin>");
+        }
+        return {"<stdin>", *text, ""};
     }
     namespace fs = std::filesystem;
     std::error_code error;
@@ -843,12 +931,14 @@ Source read_source(const std::string& file_or_name) {
                                         "give the path of a .yaml file"});
         }
         std::ifstream in(path, std::ios::binary);
-        std::ostringstream text;
-        text << in.rdbuf();
-        if (!in && !in.eof()) {
+        auto text = in.is_open() ? read_bounded(in) : std::optional<std::string>("");
+        if (!in.is_open() || in.bad()) {
             throw InputError(Diagnostic{file_or_name, 0, 0, "cannot be read", "check the file's permissions"});
         }
-        return {file_or_name, text.str(), path.parent_path().string()};
+        if (!text) {
+            throw too_large(file_or_name);
+        }
+        return {file_or_name, *text, path.parent_path().string()};
     }
     if (const BuiltinFile* builtin = find_builtin_example(file_or_name)) {
         return {"builtin:" + std::string(builtin->name), std::string(builtin->text), ""};

@@ -8,6 +8,10 @@
 #include <cstdint>
 #include <string>
 
+namespace YAML {
+class Node;
+}
+
 namespace qkv {
 
 // Where the text came from: a file path, "-" for standard input, or a
@@ -24,9 +28,21 @@ struct LoadOptions {
 };
 
 inline constexpr std::uint64_t k_max_dimension = 65536;
+// The size of an example file (or of standard input) that qkv reads.
+inline constexpr std::uint64_t k_max_file_bytes = std::uint64_t{64} << 20;
+// Lists and maps inside one another; an example file needs about six levels.
+inline constexpr std::size_t k_max_yaml_depth = 64;
+// The largest magnitude of a number in an example: with every dimension at its
+// limit, products of such numbers still stay far from overflowing a double.
+inline constexpr double k_max_magnitude = 1e30;
+// Values that aliases (*name) may repeat in one document ("billion laughs").
+inline constexpr std::uint64_t k_max_alias_values = 1000000;
 
 // Parse and validate; throws InputError listing every problem found.
 Model load_model(const Source& source, const LoadOptions& options = {});
+// The same for a node of a document parsed elsewhere (a lesson's inline
+// model); errors are positioned in source, the document the node belongs to.
+Model load_model(const Source& source, const YAML::Node& root, const LoadOptions& options = {});
 
 // Resolve a FILE|NAME|- argument: an existing path wins over a built-in name.
 // Throws InputError when neither exists.

@@ -3,6 +3,7 @@
 // limits before anything is allocated.
 #include "io/yaml_util.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -22,9 +23,18 @@ bool fits_limits(YamlReader& yaml, const YAML::Node& node, const std::string& pa
                    "use a smaller example");
         return false;
     }
-    if (rows * cols * 8 > options.max_memory) {
-        yaml.error(node, path + " would need " + std::to_string(rows * cols * 8 / (1 << 20)) +
-                             " MiB; the memory limit is " + std::to_string(options.max_memory / (1 << 20)) + " MiB",
+    const std::uint64_t bytes = rows * cols * 8;
+    if (bytes > options.max_memory) {
+        yaml.error(node, path + " is " + std::to_string(rows) + " × " + std::to_string(cols) + " and would need " +
+                             size_text(bytes) + "; the memory limit is " + size_text(options.max_memory),
+                   "raise the limit with --max-memory");
+        return false;
+    }
+    // the matrices of one file are held together, so they share the limit
+    if (yaml.matrix_bytes() + bytes > options.max_memory) {
+        yaml.error(node, path + " would need " + size_text(bytes) + ", and the matrices before it " +
+                             size_text(yaml.matrix_bytes()) + "; the memory limit is " +
+                             size_text(options.max_memory),
                    "raise the limit with --max-memory");
         return false;
     }
@@ -52,9 +62,11 @@ std::optional<arma::mat> from_rows(YamlReader& yaml, const YAML::Node& node, con
     if (!fits_limits(yaml, node, path, rows, cols, options)) {
         return std::nullopt;
     }
+    yaml.matrix_bytes() += rows * cols * 8;
     arma::mat result(rows, cols);
     bool ok = true;
-    for (std::uint64_t i = 0; i < rows && yaml.diagnostics().size() < Diagnostics::k_max_reported; ++i) {
+    std::uint64_t i = 0;
+    for (; i < rows && yaml.diagnostics().size() < Diagnostics::k_max_reported; ++i) {
         const YAML::Node row = node[i];
         const std::string row_path = path + " row " + std::to_string(i + 1);
         if (!row.IsSequence()) {
@@ -77,6 +89,9 @@ std::optional<arma::mat> from_rows(YamlReader& yaml, const YAML::Node& node, con
             result(i, j) = value.value_or(0.0);
         }
     }
+    if (i < rows) {
+        yaml.diagnostics().stopped_early();
+    }
     return ok ? std::optional(result) : std::nullopt;
 }
 
@@ -90,24 +105,44 @@ std::optional<arma::mat> from_csv(YamlReader& yaml, const YAML::Node& node, cons
         return std::nullopt;
     }
     const fs::path given(*name);
-    const fs::path folder = source.folder.empty() ? fs::current_path() : fs::path(source.folder);
-    const fs::path full = given.is_absolute() ? given : folder / given;
+    // standard input and built-in examples read their files from the current folder
+    const fs::path folder = source.folder.empty() ? fs::path(".") : fs::path(source.folder);
+    const fs::path full = (given.is_absolute() ? given : folder / given).lexically_normal();
+    const std::string csv_name = full.string();  // errors inside the file name it like this
     if (!options.allow_any_path) {
-        const fs::path relative = full.lexically_normal().lexically_relative(folder.lexically_normal());
-        const bool escapes = given.is_absolute() || relative.empty() || *relative.begin() == "..";
-        if (escapes) {
+        // lexically first (a/../../b), then with symbolic links resolved (a link inside pointing out)
+        const auto escapes = [](const fs::path& inner, const fs::path& outer) {
+            const fs::path relative = inner.lexically_relative(outer);
+            return relative.empty() || *relative.begin() == "..";
+        };
+        std::error_code error;
+        const fs::path real_full = fs::weakly_canonical(full, error);
+        const fs::path real_folder = error ? fs::path() : fs::weakly_canonical(folder, error);
+        if (given.is_absolute() || escapes(full, folder.lexically_normal()) ||
+            (!error && escapes(real_full, real_folder))) {
             yaml.error(file_node, path + ".file \"" + *name + "\" is outside the example's folder",
-                       "keep data files next to the YAML file, or pass --allow-any-path");
+                       "keep data files in the YAML file's folder or below it, or pass --allow-any-path");
             return std::nullopt;
         }
     }
-    std::ifstream in(full);
-    if (!in) {
-        yaml.error(file_node, path + ".file \"" + *name + "\" cannot be opened",
+    std::error_code error;
+    const fs::file_status status = fs::status(full, error);
+    if (!fs::exists(status)) {
+        yaml.error(file_node, path + ".file \"" + *name + "\" does not exist" +
+                                  (csv_name == *name ? "" : " (looked for " + csv_name + ")"),
                    "paths are relative to the folder of the YAML file");
         return std::nullopt;
     }
-    const std::string csv_name = full.string();
+    if (!fs::is_regular_file(status)) {
+        yaml.error(file_node, path + ".file \"" + *name + "\" is not a regular file",
+                   "give the path of a CSV file");
+        return std::nullopt;
+    }
+    std::ifstream in(full);
+    if (!in) {
+        yaml.error(file_node, path + ".file \"" + *name + "\" cannot be read", "check the file's permissions");
+        return std::nullopt;
+    }
     std::vector<std::vector<double>> rows;
     std::string line;
     int line_number = 0;
@@ -115,6 +150,9 @@ std::optional<arma::mat> from_csv(YamlReader& yaml, const YAML::Node& node, cons
     bool ok = true;
     while (std::getline(in, line)) {
         ++line_number;
+        if (line_number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) {
+            line.erase(0, 3);  // the byte-order mark that spreadsheet programs write first
+        }
         if (!line.empty() && line.back() == '\r') {
             line.pop_back();
         }
@@ -127,10 +165,19 @@ std::optional<arma::mat> from_csv(YamlReader& yaml, const YAML::Node& node, cons
             const std::size_t comma = line.find(',', start);
             const std::string cell = line.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
             auto value = parse_number(cell);
-            if (!value || !std::isfinite(*value)) {
-                diagnostics.add({csv_name, line_number, static_cast<int>(start + 1),
-                                 path + ": \"" + cell + "\" is not a finite number",
-                                 "a CSV matrix holds only numbers separated by commas, without a header"});
+            if (!value || !std::isfinite(*value) || std::fabs(*value) > k_max_magnitude) {
+                // point at the cell's first character, past any spaces
+                const std::size_t shown = std::min(cell.find_first_not_of(" \t"), cell.size());
+                const std::size_t last = cell.find_last_not_of(" \t");
+                const std::string trimmed = last == std::string::npos ? "" : cell.substr(shown, last + 1 - shown);
+                // the cell as the matrix entry it would have been: row (lines with numbers) and column
+                const std::string entry = path + "[" + std::to_string(rows.size() + 1) + "," +
+                                          std::to_string(row.size() + 1) + "] is \"" + trimmed + "\"";
+                const bool too_large = value && std::isfinite(*value);
+                diagnostics.add({csv_name, line_number, static_cast<int>(start + shown + 1),
+                                 entry + (too_large ? "; numbers are limited to ±1e30" : "; expected a finite number"),
+                                 too_large ? "larger values would overflow the products and the softmax; rescale the example"
+                                           : "a CSV matrix holds only numbers separated by commas, without a header"});
                 ok = false;
                 break;
             }
@@ -162,9 +209,11 @@ std::optional<arma::mat> from_csv(YamlReader& yaml, const YAML::Node& node, cons
         return std::nullopt;
     }
     if (rows.empty()) {
-        diagnostics.add({csv_name, 0, 0, path + ": the CSV file holds no numbers", "write one row per line"});
+        yaml.error(file_node, path + ".file \"" + *name + "\" holds no numbers",
+                   "write one row of numbers per line, separated by commas");
         return std::nullopt;
     }
+    yaml.matrix_bytes() += rows.size() * rows.front().size() * 8;
     arma::mat result(rows.size(), rows.front().size());
     for (std::size_t i = 0; i < rows.size(); ++i) {
         for (std::size_t j = 0; j < rows[i].size(); ++j) {
@@ -204,13 +253,16 @@ std::optional<arma::mat> from_random(YamlReader& yaml, const YAML::Node& node, c
         return std::nullopt;
     }
     if (!(*low < *high)) {
-        yaml.error(spec, path + ".random has low " + std::to_string(*low) + " ≥ high " + std::to_string(*high),
+        std::ostringstream what;
+        what << path << ".random has low " << *low << " ≥ high " << *high;
+        yaml.error(spec, what.str(),
                    "low must be below high");
         return std::nullopt;
     }
     if (!fits_limits(yaml, node, path, *rows, *cols, options)) {
         return std::nullopt;
     }
+    yaml.matrix_bytes() += static_cast<std::uint64_t>(*rows) * static_cast<std::uint64_t>(*cols) * 8;
     arma::mat result(*rows, *cols);
     std::uint64_t state = static_cast<std::uint64_t>(*seed);
     // filled row by row, so that a matrix reads the same way it is written
@@ -225,15 +277,36 @@ std::optional<arma::mat> from_random(YamlReader& yaml, const YAML::Node& node, c
 
 }  // namespace
 
+std::string size_text(std::uint64_t bytes) {
+    static const char* const k_units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double value = static_cast<double>(bytes);
+    int unit = 0;
+    while (value >= 1024.0 && unit < 6) {
+        value /= 1024.0;
+        ++unit;
+    }
+    std::ostringstream text;
+    text << std::fixed;
+    text.precision(value < 10 && unit > 0 ? 1 : 0);
+    text << value;
+    std::string number = text.str();
+    if (number.size() > 2 && number.compare(number.size() - 2, 2, ".0") == 0) {
+        number.resize(number.size() - 2);
+    }
+    return number + " " + k_units[unit];
+}
+
 std::optional<arma::mat> read_matrix(YamlReader& yaml, const YAML::Node& node, const std::string& path,
                                      const Source& source, const LoadOptions& options) {
     if (node.IsSequence()) {
         return from_rows(yaml, node, path, options);
     }
-    if (node.IsMap() && node["file"] && node.size() == 1) {
+    if (node.IsMap() && node["file"] && !node["random"]) {
+        yaml.check_keys(node, path, {"file"});
         return from_csv(yaml, node, path, source, options);
     }
-    if (node.IsMap() && node["random"] && node.size() == 1) {
+    if (node.IsMap() && node["random"] && !node["file"]) {
+        yaml.check_keys(node, path, {"random"});
         return from_random(yaml, node, path, options);
     }
     yaml.error(node, path + " is " + yaml.describe(node) + "; expected a matrix",

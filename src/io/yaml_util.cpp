@@ -1,45 +1,129 @@
 #include "io/yaml_util.hpp"
 
+#include <yaml-cpp/eventhandler.h>
+
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <sstream>
 
 namespace qkv {
 
 namespace {
 
-bool valid_utf8(const std::string& text) {
-    std::size_t i = 0;
-    while (i < text.size()) {
-        const auto byte = static_cast<unsigned char>(text[i]);
-        std::size_t extra = 0;
-        if (byte < 0x80) {
-            extra = 0;
-        } else if ((byte & 0xE0) == 0xC0 && byte >= 0xC2) {
-            extra = 1;
-        } else if ((byte & 0xF0) == 0xE0) {
-            extra = 2;
-        } else if ((byte & 0xF8) == 0xF0 && byte <= 0xF4) {
-            extra = 3;
-        } else {
-            return false;
+// A control character (other than a newline or tab in running text) would
+// reach the terminal when a label or title is printed.
+bool has_control_character(const std::string& text, bool allow_newlines) {
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if ((byte < 0x20 || byte == 0x7F) && !(allow_newlines && (c == '\n' || c == '\t'))) {
+            return true;
         }
-        if (extra > 0 && i + extra >= text.size()) {
-            return false;
-        }
-        for (std::size_t k = 1; k <= extra; ++k) {
-            if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) {
-                return false;
-            }
-        }
-        i += extra + 1;
     }
-    return true;
+    return false;
 }
 
 constexpr std::size_t k_max_label_bytes = 200;
 constexpr std::size_t k_max_text_bytes = 20000;
+
+// Thrown by TreeLimits to stop the parse at the first node past a limit.
+struct TreeLimitExceeded {
+    YAML::Mark mark;
+    std::string what;
+    std::string hint;
+};
+
+// Walks the parser's events before the document is built, so that neither
+// deep nesting nor aliases can exhaust the stack or memory later: the depth
+// and the number of values are counted as if every alias were written out.
+class TreeLimits : public YAML::EventHandler {
+public:
+    void OnDocumentStart(const YAML::Mark&) override {}
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t anchor) override { leaf(anchor); }
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, const std::string&) override {
+        leaf(anchor);
+    }
+    void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+        const Shape shape = anchor < m_anchors.size() ? m_anchors[anchor] : Shape{1, 0};
+        if (m_stack.size() + shape.depth > k_max_yaml_depth) {
+            throw TreeLimitExceeded{mark, "this alias nests the document deeper than " +
+                                              std::to_string(k_max_yaml_depth) + " levels",
+                                    "an example file needs only a few levels; write the values out"};
+        }
+        m_aliased += shape.values;
+        if (m_aliased > k_max_alias_values) {
+            throw TreeLimitExceeded{mark, "aliases repeat more than " + std::to_string(k_max_alias_values) +
+                                              " values",
+                                    "aliases (*name) may repeat a matrix, not multiply a document; write the values out"};
+        }
+        add_to_parent(shape);
+    }
+    void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                         YAML::EmitterStyle::value) override {
+        open(mark, anchor);
+    }
+    void OnSequenceEnd() override { close(); }
+    void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                    YAML::EmitterStyle::value) override {
+        open(mark, anchor);
+    }
+    void OnMapEnd() override { close(); }
+
+private:
+    struct Shape {
+        std::uint64_t values = 0;  // nodes, counting what aliases repeat
+        std::size_t depth = 0;     // levels below the node
+    };
+    struct Open {
+        Shape shape;
+        YAML::anchor_t anchor = 0;
+    };
+    std::vector<Open> m_stack;
+    std::vector<Shape> m_anchors;  // by anchor id (ids count from 1)
+    std::uint64_t m_aliased = 0;
+
+    void remember(YAML::anchor_t anchor, const Shape& shape) {
+        if (anchor == YAML::NullAnchor) {
+            return;
+        }
+        if (m_anchors.size() <= anchor) {
+            m_anchors.resize(anchor + 1, Shape{1, 0});
+        }
+        m_anchors[anchor] = shape;
+    }
+    void add_to_parent(const Shape& shape) {
+        if (!m_stack.empty()) {
+            Shape& parent = m_stack.back().shape;
+            parent.values = std::min(parent.values + shape.values, k_max_alias_values + 1);
+            parent.depth = std::max(parent.depth, shape.depth + 1);
+        }
+    }
+    void leaf(YAML::anchor_t anchor) {
+        remember(anchor, Shape{1, 0});
+        add_to_parent(Shape{1, 0});
+    }
+    void open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+        if (m_stack.size() >= k_max_yaml_depth) {
+            throw TreeLimitExceeded{mark, "the document is nested deeper than " + std::to_string(k_max_yaml_depth) +
+                                              " levels",
+                                    "an example file needs only a few levels of lists and maps; check the brackets"};
+        }
+        m_stack.push_back({Shape{1, 0}, anchor});
+    }
+    void close() {
+        if (m_stack.empty()) {
+            return;
+        }
+        const Open done = m_stack.back();
+        m_stack.pop_back();
+        remember(done.anchor, done.shape);
+        add_to_parent(done.shape);
+    }
+};
 
 }  // namespace
 
@@ -105,7 +189,14 @@ YAML::Node YamlReader::parse_document() {
         return YAML::Node();
     }
     try {
+        // first only the events of the first document (the one YAML::Load reads), to check the limits
+        std::istringstream stream(m_source.text);
+        YAML::Parser parser(stream);
+        TreeLimits limits;
+        parser.HandleNextDocument(limits);
         return YAML::Load(m_source.text);
+    } catch (const TreeLimitExceeded& e) {
+        error_at(e.mark, e.what, e.hint);
     } catch (const YAML::Exception& e) {
         error_at(e.mark, "invalid YAML: " + e.msg, "check the indentation and brackets near this position");
     }
@@ -185,6 +276,10 @@ std::optional<std::string> YamlReader::string(const YAML::Node& node, const std:
         error(node, path + " is not valid UTF-8", "save the file as UTF-8");
         return std::nullopt;
     }
+    if (has_control_character(text, true)) {
+        error(node, path + " holds a control character", "write plain text; newlines and tabs are fine");
+        return std::nullopt;
+    }
     if (text.size() > k_max_text_bytes) {
         error(node, path + " is " + std::to_string(text.size()) + " bytes long; the limit is " +
                         std::to_string(k_max_text_bytes),
@@ -215,6 +310,11 @@ std::optional<std::vector<std::string>> YamlReader::labels(const YAML::Node& nod
         }
         if (!valid_utf8(item.Scalar())) {
             error(item, item_path + " is not valid UTF-8", "save the file as UTF-8");
+            ok = false;
+            continue;
+        }
+        if (has_control_character(item.Scalar(), false)) {
+            error(item, item_path + " holds a control character", "labels are printed in table headings; write plain text");
             ok = false;
             continue;
         }
@@ -255,6 +355,11 @@ std::optional<double> YamlReader::number(const YAML::Node& node, const std::stri
     if (!std::isfinite(*value)) {
         error(node, path + " is " + describe(node) + "; expected a finite number",
               "infinities and NaN cannot be used here (write a mask to block attention)");
+        return std::nullopt;
+    }
+    if (std::fabs(*value) > k_max_magnitude) {
+        error(node, path + " is " + describe(node) + "; numbers are limited to ±1e30",
+              "larger values would overflow the products and the softmax; rescale the example");
         return std::nullopt;
     }
     return value;

@@ -8,6 +8,7 @@
 #include <armadillo>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,11 +47,17 @@ public:
 
     const Source& source() const { return m_source; }
     Diagnostics& diagnostics() { return m_diagnostics; }
+    // Bytes of the matrices read so far, held against --max-memory together.
+    std::uint64_t& matrix_bytes() { return m_matrix_bytes; }
 
 private:
     const Source& m_source;
     Diagnostics& m_diagnostics;
+    std::uint64_t m_matrix_bytes = 0;
 };
+
+// "512 KiB", "3.5 MiB", "4 GiB": a size for messages.
+std::string size_text(std::uint64_t bytes);
 
 // A matrix in any of its written forms: a list of rows, {file: x.csv} or
 // {random: {rows, cols, seed, low, high}}. Limits and paths are checked here.

@@ -58,13 +58,23 @@ void render(const Trace& trace, const RenderOptions& options, std::ostream& out)
         case Format::text:
             render_text(trace, options, out);
             return;
+        case Format::markdown:
+            render_markdown(trace, options, out);
+            return;
+        case Format::latex:
+            render_latex(trace, options, out);
+            return;
+        case Format::csv:
+            render_csv(trace, options, out);
+            return;
         case Format::json:
             render_json(trace, options, out);
             return;
-        default:
-            break;
+        case Format::svg:
+            render_svg(trace, options, out);
+            return;
     }
-    throw std::logic_error("this output format is not available yet");
+    throw std::logic_error("unknown output format");
 }
 
 }  // namespace qkv

@@ -32,6 +32,11 @@ void render(const Trace& trace, const RenderOptions& options, std::ostream& out)
 
 void render_text(const Trace& trace, const RenderOptions& options, std::ostream& out);
 void render_json(const Trace& trace, const RenderOptions& options, std::ostream& out);
+void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out);
+void render_latex(const Trace& trace, const RenderOptions& options, std::ostream& out);
+void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& out);
+// Throws InputError when a panel is too large to draw.
+void render_svg(const Trace& trace, const RenderOptions& options, std::ostream& out);
 
 // Shortest decimal text that reads back as the same double ("-inf" for −∞).
 std::string round_trip(double value);

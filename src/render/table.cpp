@@ -1,5 +1,6 @@
 #include "render/table.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -89,7 +90,7 @@ std::string to_ascii(const std::string& text) {
     static const std::pair<const char*, const char*> k_replacements[] = {
         {"·", "*"}, {"ᵀ", "^T"}, {"√", "sqrt "}, {"−∞", "-inf"}, {"−", "-"}, {"∞", "inf"}, {"…", "..."},
         {"×", "x"}, {"≤", "<="}, {"≥", ">="}, {"Σ", "sum"}, {"₁", "1"}, {"₂", "2"}, {"₃", "3"}, {"′", "'"},
-        {"─", "-"}, {"│", "|"}, {"═", "="}, {"“", "\""}, {"”", "\""}, {"’", "'"}, {"—", "-"}, {"–", "-"},
+        {"─", "-"}, {"│", "|"}, {"→", "->"}, {"↓", "v"}, {"←", "<-"}, {"═", "="}, {"“", "\""}, {"”", "\""}, {"’", "'"}, {"—", "-"}, {"–", "-"},
     };
     std::string result = text;
     for (const auto& [from, to] : k_replacements) {
@@ -120,11 +121,15 @@ Table build_table(const Step& step, const RenderOptions& options) {
     const std::string gap = options.ascii ? "..." : "…";
     const auto rows = kept_indices(M.n_rows, options.full);
     const auto cols = kept_indices(M.n_cols, options.full);
+    const auto label = [&](const std::string& text) {
+        return truncate_label(options.ascii ? to_ascii(text) : text, k_max_label_width, options.ascii);
+    };
     for (const auto j : cols) {
-        table.col_labels.push_back(j == k_gap ? gap : truncate_label(step.col_labels[j], k_max_label_width, options.ascii));
+        table.col_labels.push_back(j == k_gap ? gap : label(step.col_labels[j]));
     }
     for (const auto i : rows) {
-        table.row_labels.push_back(i == k_gap ? gap : truncate_label(step.row_labels[i], k_max_label_width, options.ascii));
+        table.row_labels.push_back(i == k_gap ? gap : label(step.row_labels[i]));
+        table.row_maxima.push_back(i == k_gap || M.n_cols == 0 ? arma::datum::nan : M.row(i).max());
         std::vector<std::string> cells;
         std::vector<double> values;
         for (const auto j : cols) {
@@ -140,6 +145,58 @@ Table build_table(const Step& step, const RenderOptions& options) {
         table.values.push_back(std::move(values));
     }
     return table;
+}
+
+std::string TableSkin::begin(std::size_t) const { return ""; }
+std::string TableSkin::end() const { return ""; }
+
+std::string draw_table(const Table& table, const TableSkin& skin) {
+    const auto pad_left = [](const std::string& text, std::size_t width) {
+        const std::size_t used = display_width(text);
+        return std::string(width > used ? width - used : 0, ' ') + text;
+    };
+    const auto pad_right = [](const std::string& text, std::size_t width) {
+        const std::size_t used = display_width(text);
+        return text + std::string(width > used ? width - used : 0, ' ');
+    };
+    // everything in the format's own spelling first, then the widths
+    const std::string corner = skin.corner();
+    std::vector<std::string> row_labels;
+    std::size_t label_width = display_width(corner);
+    for (const auto& text : table.row_labels) {
+        row_labels.push_back(skin.label(text));
+        label_width = std::max(label_width, display_width(row_labels.back()));
+    }
+    std::vector<std::string> col_labels;
+    std::vector<std::size_t> widths;
+    for (const auto& text : table.col_labels) {
+        col_labels.push_back(skin.label(text));
+        widths.push_back(display_width(col_labels.back()));
+    }
+    std::vector<std::vector<std::string>> cells;
+    for (const auto& table_row : table.cells) {
+        std::vector<std::string> written;
+        for (std::size_t j = 0; j < table_row.size(); ++j) {
+            written.push_back(skin.number(table_row[j]));
+            widths[j] = std::max(widths[j], display_width(written.back()));
+        }
+        cells.push_back(std::move(written));
+    }
+
+    std::string out = skin.begin(widths.size());
+    std::vector<std::string> header;
+    for (std::size_t j = 0; j < widths.size(); ++j) {
+        header.push_back(pad_left(col_labels[j], widths[j]));
+    }
+    out += skin.row(pad_right(corner, label_width), header, -1);
+    out += skin.divider(label_width, widths);
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+        for (std::size_t j = 0; j < widths.size(); ++j) {
+            cells[i][j] = pad_left(cells[i][j], widths[j]);
+        }
+        out += skin.row(pad_right(row_labels[i], label_width), cells[i], static_cast<int>(i));
+    }
+    return out + skin.end();
 }
 
 }  // namespace qkv

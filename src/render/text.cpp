@@ -19,6 +19,63 @@ const char* const k_dim = "\x1b[2m";
 const char* const k_heading = "\x1b[1;36m";
 const char* const k_reset = "\x1b[0m";
 
+// Text tables: a bar after the row labels, a rule under the header, and with
+// colour the weights shaded as a heatmap with each row's largest one marked.
+class TextSkin : public TableSkin {
+public:
+    TextSkin(const Table& table, const RenderOptions& options, bool heatmap)
+        : m_table(table), m_ascii(options.ascii), m_heatmap(heatmap) {}
+
+    std::string row(const std::string& label, const std::vector<std::string>& cells, int row) const override {
+        std::string line = "  " + label + " " + (m_ascii ? "|" : "│");
+        for (std::size_t j = 0; j < cells.size(); ++j) {
+            const double value = row < 0 ? arma::datum::nan : m_table.values[row][j];
+            if (m_heatmap && !std::isnan(value)) {
+                line += " " + shade(value, value == m_table.row_maxima[row]) + cells[j] + k_reset;
+            } else {
+                line += " " + cells[j];
+            }
+        }
+        return line + "\n";
+    }
+
+    std::string divider(std::size_t label_width, const std::vector<std::size_t>& widths) const override {
+        const std::string rule = m_ascii ? "-" : "─";
+        std::string line = "  " + repeat(rule, label_width + 1) + (m_ascii ? "+" : "┼");
+        for (const auto width : widths) {
+            line += repeat(rule, width + 1);
+        }
+        return line + "\n";
+    }
+
+    std::string end() const override { return "\n"; }
+
+private:
+    // Background from dark (weight 0) to light (weight 1); the row's largest
+    // weight is also bold and underlined.
+    static std::string shade(double weight, bool row_max) {
+        const int level = 236 + static_cast<int>(std::lround(std::clamp(weight, 0.0, 1.0) * 19.0));
+        const int foreground = level > 247 ? 16 : 255;
+        std::string code = "\x1b[48;5;" + std::to_string(level) + ";38;5;" + std::to_string(foreground) + "m";
+        if (row_max) {
+            code += "\x1b[1;4m";
+        }
+        return code;
+    }
+
+    static std::string repeat(const std::string& unit, std::size_t count) {
+        std::string result;
+        for (std::size_t i = 0; i < count; ++i) {
+            result += unit;
+        }
+        return result;
+    }
+
+    const Table& m_table;
+    bool m_ascii;
+    bool m_heatmap;
+};
+
 class TextWriter {
 public:
     TextWriter(const RenderOptions& options, std::ostream& out) : m_options(options), m_out(out) {}
@@ -80,92 +137,17 @@ public:
             wrapped(step.explanation, "  ");
         }
         m_out << '\n';
-        draw_table(step, table);
+        m_out << draw_table(table, TextSkin(table, m_options, m_options.color && step.id == "weights"));
         for (const auto& note : step.notes) {
             m_out << "  " << styled(symbols("· " + note), k_dim) << '\n';
         }
     }
 
 private:
-    void draw_table(const Step& step, const Table& table) {
-        const std::string bar = m_options.ascii ? "|" : "│";
-        const std::string rule = m_options.ascii ? "-" : "─";
-        const std::string cross = m_options.ascii ? "+" : "┼";
-        std::size_t label_width = 0;
-        for (const auto& label : table.row_labels) {
-            label_width = std::max(label_width, display_width(label));
-        }
-        std::vector<std::size_t> widths(table.col_labels.size(), 0);
-        for (std::size_t j = 0; j < widths.size(); ++j) {
-            widths[j] = display_width(table.col_labels[j]);
-            for (const auto& row : table.cells) {
-                widths[j] = std::max(widths[j], display_width(row[j]));
-            }
-        }
-        const bool heatmap = m_options.color && step.id == "weights";
-
-        m_out << "  " << pad_right("", label_width) << ' ' << bar;
-        for (std::size_t j = 0; j < widths.size(); ++j) {
-            m_out << ' ' << pad_left(table.col_labels[j], widths[j]);
-        }
-        m_out << '\n' << "  " << repeat(rule, label_width + 1) << cross;
-        for (const auto width : widths) {
-            m_out << repeat(rule, width + 1);
-        }
-        m_out << '\n';
-        for (std::size_t i = 0; i < table.cells.size(); ++i) {
-            m_out << "  " << pad_right(table.row_labels[i], label_width) << ' ' << bar;
-            double row_max = -arma::datum::inf;
-            for (const double value : table.values[i]) {
-                if (!std::isnan(value)) {
-                    row_max = std::max(row_max, value);
-                }
-            }
-            for (std::size_t j = 0; j < widths.size(); ++j) {
-                const std::string cell = pad_left(table.cells[i][j], widths[j]);
-                const double value = table.values[i][j];
-                if (heatmap && !std::isnan(value)) {
-                    m_out << ' ' << shade(value, value == row_max) << cell << k_reset;
-                } else {
-                    m_out << ' ' << cell;
-                }
-            }
-            m_out << '\n';
-        }
-        m_out << '\n';
-    }
-
-    // Background from dark (weight 0) to light (weight 1); the row's largest
-    // weight is also bold and underlined.
-    static std::string shade(double weight, bool row_max) {
-        const int level = 236 + static_cast<int>(std::lround(std::clamp(weight, 0.0, 1.0) * 19.0));
-        const int foreground = level > 247 ? 16 : 255;
-        std::string code = "\x1b[48;5;" + std::to_string(level) + ";38;5;" + std::to_string(foreground) + "m";
-        if (row_max) {
-            code += "\x1b[1;4m";
-        }
-        return code;
-    }
-
-    static std::string pad_left(const std::string& text, std::size_t width) {
-        const std::size_t used = display_width(text);
-        return std::string(width > used ? width - used : 0, ' ') + text;
-    }
-    static std::string pad_right(const std::string& text, std::size_t width) {
-        const std::size_t used = display_width(text);
-        return text + std::string(width > used ? width - used : 0, ' ');
-    }
-    static std::string repeat(const std::string& unit, std::size_t count) {
-        std::string result;
-        for (std::size_t i = 0; i < count; ++i) {
-            result += unit;
-        }
-        return result;
-    }
-
     const RenderOptions& m_options;
     std::ostream& m_out;
 };
+
 
 }  // namespace
 

@@ -1,0 +1,501 @@
+// The large-input path of attention (see engine.hpp for the plan).
+// Layout as everywhere in qkv: rows are tokens and Q = X·W_Q. Armadillo and
+// BLAS store matrices by column, so head h's block of Q_all (n × H·d_k) is
+// one contiguous n × d_k matrix, and a block of query rows is reached with the
+// leading dimension n.
+#include "attention/engine.hpp"
+
+#include "attention/kernels.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <limits>
+#include <thread>
+
+#ifdef QKV_BLAS_OPENBLAS
+extern "C" {
+char* openblas_get_config();
+int openblas_get_num_threads();
+void openblas_set_num_threads(int threads);
+int openblas_get_parallel();
+}
+#endif
+
+namespace qkv {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// C (rows × cols, leading dimension ldc) = alpha · op(A) · op(B), column-major
+// as in BLAS: op(A) is rows × depth, op(B) is depth × cols.
+void gemm(bool trans_a, bool trans_b, arma::uword rows, arma::uword cols, arma::uword depth, double alpha,
+          const double* A, arma::uword lda, const double* B, arma::uword ldb, double* C, arma::uword ldc) {
+#ifdef ARMA_USE_BLAS
+    const char ta = trans_a ? 'T' : 'N';
+    const char tb = trans_b ? 'T' : 'N';
+    const auto m = static_cast<arma::blas_int>(rows);
+    const auto n = static_cast<arma::blas_int>(cols);
+    const auto k = static_cast<arma::blas_int>(depth);
+    const auto la = static_cast<arma::blas_int>(lda);
+    const auto lb = static_cast<arma::blas_int>(ldb);
+    const auto lc = static_cast<arma::blas_int>(ldc);
+    const double beta = 0.0;
+    arma::blas::gemm<double>(&ta, &tb, &m, &n, &k, &alpha, A, &la, B, &lb, &beta, C, &lc);
+#else
+    // Without BLAS: copy the operands out of their strided storage and let
+    // Armadillo's own product do the work.
+    auto load = [](const double* data, arma::uword r, arma::uword c, arma::uword ld) {
+        arma::mat M(r, c);
+        for (arma::uword j = 0; j < c; ++j) {
+            std::copy(data + j * ld, data + j * ld + r, M.colptr(j));
+        }
+        return M;
+    };
+    const arma::mat a = trans_a ? arma::mat(load(A, depth, rows, lda).t()) : load(A, rows, depth, lda);
+    const arma::mat b = trans_b ? arma::mat(load(B, cols, depth, ldb).t()) : load(B, depth, cols, ldb);
+    const arma::mat product = alpha == 1.0 ? arma::mat(a * b) : arma::mat(alpha * a * b);
+    for (arma::uword j = 0; j < cols; ++j) {
+        std::copy(product.colptr(j), product.colptr(j) + rows, C + j * ldc);
+    }
+#endif
+}
+
+// (n × out) = X (n × in) · W (in × out) + b on every row
+arma::mat project_all(const arma::mat& X, const arma::mat& W, const arma::rowvec& b) {
+    arma::mat result(X.n_rows, W.n_cols);
+    gemm(false, false, X.n_rows, W.n_cols, X.n_cols, 1.0, X.memptr(), X.n_rows, W.memptr(), W.n_rows,
+         result.memptr(), result.n_rows);
+    if (!b.is_empty()) {
+        result.each_row() += b;
+    }
+    return result;
+}
+
+// dst rows first_row … of an n × m matrix (leading dimension ld) ← the transpose of
+// src (m × rows, stored column after column)
+void copy_transposed(const double* src, arma::uword m, arma::uword rows, double* dst, arma::uword ld) {
+    for (arma::uword j = 0; j < m; ++j) {
+        for (arma::uword i = 0; i < rows; ++i) {
+            dst[i + j * ld] = src[j + i * m];
+        }
+    }
+}
+
+// Rows of queries per block: the block's scores (m × rows doubles) should stay
+// in the CPU's L2 cache together with K_h and V_h.
+arma::uword block_rows(arma::uword n, arma::uword m) {
+    arma::uword rows = 65536 / std::max<arma::uword>(m, 1);
+    if (const char* forced = std::getenv("QKV_BLOCK_ROWS")) {
+        rows = static_cast<arma::uword>(std::max(1L, std::atol(forced)));
+    }
+    rows = std::clamp<arma::uword>(rows, 16, 256);
+    return std::min(rows, n);
+}
+
+// While alive, BLAS uses the given number of threads; the previous number is
+// restored afterwards, also when an exception passes.
+class ScopedBlasThreads {
+public:
+    explicit ScopedBlasThreads(int threads) : m_previous(blas_threads()) { set_blas_threads(threads); }
+    ~ScopedBlasThreads() { set_blas_threads(m_previous); }
+    ScopedBlasThreads(const ScopedBlasThreads&) = delete;
+    ScopedBlasThreads& operator=(const ScopedBlasThreads&) = delete;
+
+private:
+    int m_previous;
+};
+
+// The per-head steps, shared by the worker threads. Every (head, block of
+// query rows) is an independent item; workers take the next one until none is left.
+class HeadSteps {
+public:
+    // the per-head steps in order; also the index of their timers and kept matrices
+    enum Part { p_scores, p_scaled, p_masked, p_weights, p_head_output, k_parts };
+    static constexpr const char* k_ids[k_parts] = {"scores", "scaled_scores", "masked_scores", "weights",
+                                                   "head_output"};
+
+    HeadSteps(const EngineRequest& request, const arma::mat& Q_all, const arma::mat& K_all, const arma::mat& V_all,
+              arma::mat& concat, EngineResult& result)
+        : m_request(request),
+          m_weights(*request.weights),
+          m_n(Q_all.n_rows),
+          m_m(K_all.n_rows),
+          m_block(block_rows(m_n, m_m)),
+          m_blocks((m_n + m_block - 1) / m_block),
+          m_inv_scale(1.0 / request.scale),
+          m_Q(Q_all.memptr()),
+          m_K(K_all.memptr()),
+          m_V(V_all.memptr()),
+          m_concat(concat.memptr()) {
+        // the whole n × m matrices of the steps a caller keeps, filled block by block
+        const int heads = static_cast<int>(m_weights.heads);
+        for (const Part part : {p_scores, p_scaled, p_masked, p_weights}) {
+            m_keep[part].assign(heads, nullptr);
+            if (part == p_masked && !request.mask.any()) {
+                continue;
+            }
+            for (int h = 1; h <= heads; ++h) {
+                if (request.keep && request.keep(k_ids[part], h)) {
+                    arma::mat& kept = result.kept[{k_ids[part], h}];
+                    kept.set_size(m_n, m_m);
+                    m_keep[part][h - 1] = kept.memptr();
+                }
+            }
+        }
+        if (request.mask.padding != nullptr) {
+            for (arma::uword j = 0; j < m_m; ++j) {
+                if ((*request.mask.padding)(j) == 0.0) {
+                    m_padded_keys.push_back(j);
+                }
+            }
+        }
+    }
+
+    arma::uword items() const { return m_weights.heads * m_blocks; }
+
+    // A worker's own memory: one block of scores (m × rows) and the rows' sums.
+    struct Scratch {
+        std::vector<double> scores;
+        std::vector<double> sums;
+        std::vector<double> inverse;
+        std::array<double, k_parts> times{};  // milliseconds per step
+    };
+    Scratch make_scratch() const {
+        return {std::vector<double>(m_m * m_block), std::vector<double>(m_block), std::vector<double>(m_block), {}};
+    }
+
+    // One worker: takes items until none is left.
+    void work(std::atomic<arma::uword>& next, Scratch& scratch) const noexcept {
+        for (arma::uword item = next++; item < items(); item = next++) {
+            run_item(item / m_blocks, item % m_blocks, scratch.scores.data(), scratch.sums.data(),
+                     scratch.inverse.data(), scratch.times);
+        }
+    }
+
+private:
+    void run_item(arma::uword h, arma::uword block, double* St, double* sums, double* inverse,
+                  std::array<double, k_parts>& times) const {
+        const arma::uword n = m_n;
+        const arma::uword m = m_m;
+        const arma::uword d_k = m_weights.d_k;
+        const arma::uword d_v = m_weights.d_v;
+        const arma::uword r0 = block * m_block;
+        const arma::uword rows = std::min(m_block, n - r0);
+        const double* Q_h = m_Q + h * d_k * n;  // n × d_k, queries of this block from row r0
+        const double* K_h = m_K + h * d_k * m;  // m × d_k
+        const double* V_h = m_V + h * d_v * m;  // m × d_v
+        double* Z_h = m_concat + h * d_v * n;   // n × d_v, this head's columns of the concatenation
+        const auto slot = [&](Part part) { return m_keep[part][h]; };
+
+        // step: scaled scores of the block, transposed so that each query's row is
+        // contiguous: S'ᵀ (m × rows) = (1/scale) · K_h (m × d_k) · Q_blockᵀ (d_k × rows)
+        auto start = Clock::now();
+        gemm(false, true, m, rows, d_k, m_inv_scale, K_h, m, Q_h + r0, n, St, m);
+        if (double* S = slot(p_scores)) {
+            // S_block (rows × m) = Q_block · K_hᵀ, unscaled, straight into rows r0 … of S
+            gemm(false, true, rows, m, d_k, 1.0, Q_h + r0, n, K_h, m, S + r0, n);
+        }
+        if (double* scaled = slot(p_scaled)) {
+            copy_transposed(St, m, rows, scaled + r0, n);
+        }
+        times[p_scores] += ms_since(start);
+
+        // step: masking, blocked cells become −∞
+        if (m_request.mask.any()) {
+            start = Clock::now();
+            const double minus_inf = -std::numeric_limits<double>::infinity();
+            const MaskView& mask = m_request.mask;
+            for (arma::uword i = 0; i < rows; ++i) {
+                double* row = St + i * m;
+                const arma::uword query = r0 + i;
+                if (mask.causal) {
+                    for (arma::uword j = query + 1; j < m; ++j) {
+                        row[j] = minus_inf;
+                    }
+                }
+                for (const arma::uword j : m_padded_keys) {
+                    row[j] = minus_inf;
+                }
+                if (mask.matrix != nullptr) {
+                    for (arma::uword j = 0; j < m; ++j) {
+                        if ((*mask.matrix)(query, j) == 0.0) {
+                            row[j] = minus_inf;
+                        }
+                    }
+                }
+            }
+            if (double* masked = slot(p_masked)) {
+                copy_transposed(St, m, rows, masked + r0, n);
+            }
+            times[p_masked] += ms_since(start);
+        }
+
+        // step: softmax along each row; exp(s − max) in place, the division by the
+        // row sum is applied to the head output below
+        start = Clock::now();
+        kernels::exp_columns(St, m, rows, sums);
+        for (arma::uword i = 0; i < rows; ++i) {
+            inverse[i] = 1.0 / sums[i];
+        }
+        if (double* A = slot(p_weights)) {
+            for (arma::uword j = 0; j < m; ++j) {
+                for (arma::uword i = 0; i < rows; ++i) {
+                    A[r0 + i + j * n] = St[j + i * m] * inverse[i];
+                }
+            }
+        }
+        times[p_weights] += ms_since(start);
+
+        // step: head output of the block, Z_block (rows × d_v) = E_block (rows × m) · V_h (m × d_v),
+        // then row i divided by its softmax sum
+        start = Clock::now();
+        gemm(true, false, rows, d_v, m, 1.0, St, m, V_h, m, Z_h + r0, n);
+        for (arma::uword c = 0; c < d_v; ++c) {
+            double* z = Z_h + c * n + r0;
+            for (arma::uword i = 0; i < rows; ++i) {
+                z[i] *= inverse[i];
+            }
+        }
+        times[p_head_output] += ms_since(start);
+    }
+
+    const EngineRequest& m_request;
+    const PackedWeights& m_weights;
+    arma::uword m_n;
+    arma::uword m_m;
+    arma::uword m_block;
+    arma::uword m_blocks;
+    double m_inv_scale;
+    const double* m_Q;
+    const double* m_K;
+    const double* m_V;
+    double* m_concat;
+    std::vector<double*> m_keep[k_parts];  // per head: where a kept step's n × m matrix is filled, or nullptr
+    std::vector<arma::uword> m_padded_keys;
+};
+
+}  // namespace
+
+PackedWeights pack_weights(const Model& model) {
+    PackedWeights packed;
+    const arma::uword heads = model.n_heads();
+    const arma::uword d_k = model.d_k();
+    const arma::uword d_v = model.d_v();
+    packed.heads = heads;
+    packed.d_k = d_k;
+    packed.d_v = d_v;
+    packed.W_Q.set_size(model.d_model(), heads * d_k);
+    packed.W_K.set_size(model.d_model(), heads * d_k);
+    packed.W_V.set_size(model.d_model(), heads * d_v);
+    bool any_b_Q = false;
+    bool any_b_K = false;
+    bool any_b_V = false;
+    for (const auto& head : model.heads) {
+        any_b_Q = any_b_Q || head.b_Q.has_value();
+        any_b_K = any_b_K || head.b_K.has_value();
+        any_b_V = any_b_V || head.b_V.has_value();
+    }
+    if (any_b_Q) {
+        packed.b_Q.zeros(heads * d_k);
+    }
+    if (any_b_K) {
+        packed.b_K.zeros(heads * d_k);
+    }
+    if (any_b_V) {
+        packed.b_V.zeros(heads * d_v);
+    }
+    for (arma::uword h = 0; h < heads; ++h) {
+        const HeadWeights& head = model.heads[h];
+        packed.W_Q.cols(h * d_k, (h + 1) * d_k - 1) = head.W_Q;
+        packed.W_K.cols(h * d_k, (h + 1) * d_k - 1) = head.W_K;
+        packed.W_V.cols(h * d_v, (h + 1) * d_v - 1) = head.W_V;
+        if (head.b_Q) {
+            packed.b_Q.cols(h * d_k, (h + 1) * d_k - 1) = *head.b_Q;
+        }
+        if (head.b_K) {
+            packed.b_K.cols(h * d_k, (h + 1) * d_k - 1) = *head.b_K;
+        }
+        if (head.b_V) {
+            packed.b_V.cols(h * d_v, (h + 1) * d_v - 1) = *head.b_V;
+        }
+    }
+    if (model.W_O) {
+        packed.W_O = *model.W_O;
+    }
+    if (model.b_O) {
+        packed.b_O = *model.b_O;
+    }
+    return packed;
+}
+
+MaskView mask_view(const Model& model) {
+    MaskView view;
+    view.causal = model.mask_kind == MaskKind::causal;
+    view.matrix = model.mask_kind == MaskKind::matrix ? &model.mask : nullptr;
+    view.padding = model.padding ? &*model.padding : nullptr;
+    return view;
+}
+
+EngineResult run_engine(const EngineRequest& request) {
+    const PackedWeights& weights = *request.weights;
+    const arma::mat& X = *request.X;
+    const arma::mat& C = *request.C;
+    const int heads = static_cast<int>(weights.heads);
+    const int threads = request.threads > 0 ? request.threads : default_threads();
+    const auto keep = [&](const char* id, int head) { return request.keep && request.keep(id, head); };
+    EngineResult result;
+    StepTimes times;
+
+    // BLAS's own threads for the projections
+    ScopedBlasThreads blas(threads);
+
+    // step: projections for every head at once, e.g. Q_all (n × H·d_k) = X (n × d_model) · W_Q (d_model × H·d_k)
+    auto start = Clock::now();
+    const arma::mat Q_all = project_all(X, weights.W_Q, weights.b_Q);
+    times.emplace_back("queries", ms_since(start));
+    start = Clock::now();
+    const arma::mat K_all = project_all(C, weights.W_K, weights.b_K);
+    times.emplace_back("keys", ms_since(start));
+    start = Clock::now();
+    const arma::mat V_all = project_all(C, weights.W_V, weights.b_V);
+    times.emplace_back("values", ms_since(start));
+    for (int h = 1; h <= heads; ++h) {
+        const arma::uword first = (h - 1) * weights.d_k;
+        if (keep("queries", h)) {
+            result.kept[{"queries", h}] = Q_all.cols(first, first + weights.d_k - 1);
+        }
+        if (keep("keys", h)) {
+            result.kept[{"keys", h}] = K_all.cols(first, first + weights.d_k - 1);
+        }
+        if (keep("values", h)) {
+            result.kept[{"values", h}] = V_all.cols((h - 1) * weights.d_v, h * weights.d_v - 1);
+        }
+    }
+
+    // steps per head: scores, masking, softmax and weighted sum, block by block;
+    // each head's output lands in its columns of the concatenation (n × H·d_v)
+    arma::mat concat(X.n_rows, weights.heads * weights.d_v);
+    {
+        HeadSteps steps(request, Q_all, K_all, V_all, concat, result);
+        const int workers = static_cast<int>(std::min<arma::uword>(threads, steps.items()));
+        // allocated here, so that running out of memory is an exception of this thread
+        std::vector<HeadSteps::Scratch> scratch;
+        for (int w = 0; w < workers; ++w) {
+            scratch.push_back(steps.make_scratch());
+        }
+        std::atomic<arma::uword> next{0};
+        start = Clock::now();
+        {
+            // each worker calls BLAS on its own, single-threaded
+            ScopedBlasThreads single(workers > 1 ? 1 : threads);
+            std::vector<std::thread> pool;
+            for (int w = 1; w < workers; ++w) {
+                pool.emplace_back([&steps, &next, &scratch, w] { steps.work(next, scratch[w]); });
+            }
+            steps.work(next, scratch[0]);
+            for (auto& thread : pool) {
+                thread.join();
+            }
+        }
+        // the workers ran side by side: share the wall time among the steps in
+        // proportion to the time the workers spent in each
+        const double wall = ms_since(start);
+        std::array<double, HeadSteps::k_parts> per_part{};
+        double busy = 0.0;
+        for (const auto& local : scratch) {
+            for (int part = 0; part < HeadSteps::k_parts; ++part) {
+                per_part[part] += local.times[part];
+                busy += local.times[part];
+            }
+        }
+        for (int part = 0; part < HeadSteps::k_parts; ++part) {
+            // the scaling is part of the score product; masking exists only with a mask
+            if (part == HeadSteps::p_scaled || (part == HeadSteps::p_masked && !request.mask.any())) {
+                continue;
+            }
+            times.emplace_back(HeadSteps::k_ids[part], busy > 0.0 ? wall * per_part[part] / busy : 0.0);
+        }
+    }
+    for (int h = 1; h <= heads; ++h) {
+        if (keep("head_output", h)) {
+            result.kept[{"head_output", h}] = concat.cols((h - 1) * weights.d_v, h * weights.d_v - 1);
+        }
+    }
+    if (heads > 1 && keep("concat", 0)) {
+        result.kept[{"concat", 0}] = concat;
+    }
+
+    // step: output projection, (n × d_out) = concat (n × H·d_v) · W_O (H·d_v × d_out) + b_O
+    start = Clock::now();
+    if (weights.W_O.is_empty()) {
+        result.output = std::move(concat);
+    } else {
+        result.output = project_all(concat, weights.W_O, weights.b_O);
+    }
+    times.emplace_back("output", ms_since(start));
+
+    if (request.times != nullptr) {
+        *request.times = std::move(times);
+    }
+    return result;
+}
+
+std::string blas_name() {
+    std::string name = "none";
+#ifdef QKV_BLAS_OPENBLAS
+    name = openblas_get_config();
+    switch (openblas_get_parallel()) {
+        case 0:
+            name += " (sequential)";
+            break;
+        case 1:
+            name += " (pthreads)";
+            break;
+        case 2:
+            name += " (OpenMP)";
+            break;
+        default:
+            break;
+    }
+    if (const char* core = std::getenv("OPENBLAS_CORETYPE"); core != nullptr && core[0] != '\0') {
+        name += " OPENBLAS_CORETYPE=" + std::string(core);
+    }
+#elif defined(QKV_BLAS_NAME)
+    name = QKV_BLAS_NAME;
+#endif
+    return name;
+}
+
+int blas_threads() {
+#ifdef QKV_BLAS_OPENBLAS
+    return openblas_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+void set_blas_threads(int threads) {
+#ifdef QKV_BLAS_OPENBLAS
+    openblas_set_num_threads(std::max(threads, 1));
+#else
+    (void)threads;
+#endif
+}
+
+int default_threads() {
+#ifdef QKV_BLAS_OPENBLAS
+    return std::max(openblas_get_num_threads(), 1);
+#else
+    return static_cast<int>(std::max(std::thread::hardware_concurrency(), 1U));
+#endif
+}
+
+}  // namespace qkv

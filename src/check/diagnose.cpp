@@ -1,0 +1,609 @@
+// The catalogue of classic mistakes, step by step, and the search for the one
+// that explains a wrong answer. Rows are tokens throughout: Q = X·W_Q.
+#include "check/diagnose.hpp"
+
+#include "attention/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace qkv::checking {
+
+namespace {
+
+std::string number_text(double value) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.4f", value);
+    std::string text = buffer;
+    while (text.back() == '0') {
+        text.pop_back();
+    }
+    if (text.back() == '.') {
+        text.pop_back();
+    }
+    return text;
+}
+
+std::string shape_text(arma::uword rows, arma::uword cols) {
+    return std::to_string(rows) + " × " + std::to_string(cols);
+}
+
+// "√d_k = √3" or "the scale 2.5".
+std::string divisor_text(const Model& model) {
+    if (model.scale_kind == ScaleKind::sqrt_dk) {
+        return "√d_k = √" + std::to_string(model.d_k());
+    }
+    return "the scale " + number_text(model.scale());
+}
+
+// "S' = S / √d_k = S / √3" or "S' = S / 2.5".
+std::string scaled_formula(const Model& model) {
+    if (model.scale_kind == ScaleKind::sqrt_dk) {
+        return "S' = S / √d_k = S / √" + std::to_string(model.d_k());
+    }
+    return "S' = S / " + number_text(model.scale());
+}
+
+Mistake one(std::string key, std::string mistake, std::string correct, const StepKey& step, arma::mat value) {
+    Mistake result{std::move(key), std::move(mistake), std::move(correct), {}, false};
+    result.values.emplace_back(step, std::move(value));
+    return result;
+}
+
+// Looks a step's value up; the learner's values hold every step before the one diagnosed.
+class LearnerValues {
+public:
+    LearnerValues(const Model& model, const Values& values) : m_model(model), m_values(values) {}
+
+    const arma::mat& operator()(const std::string& id, int head = 0) const { return *m_values.at({id, head}); }
+    bool has(const std::string& id, int head = 0) const { return m_values.count({id, head}) != 0; }
+
+    // What the projections read: (X + P) or X; keys and values read C in cross-attention.
+    const arma::mat& query_source() const { return m_model.P ? (*this)("encoded") : (*this)("inputs"); }
+    const arma::mat& key_source() const { return m_model.C ? (*this)("context") : query_source(); }
+
+private:
+    const Model& m_model;
+    const Values& m_values;
+};
+
+// ── projections: queries, keys, values ──────────────────────────────────────
+
+struct Projection {
+    const char* id;      // "queries"
+    const char* letter;  // "Q"
+    const char* plural;  // "queries"
+};
+
+constexpr Projection k_projections[] = {{"queries", "Q", "queries"}, {"keys", "K", "keys"}, {"values", "V", "values"}};
+
+const arma::mat& weight_of(const HeadWeights& head, const std::string& letter) {
+    return letter == "Q" ? head.W_Q : letter == "K" ? head.W_K : head.W_V;
+}
+
+const std::optional<arma::rowvec>& bias_of(const HeadWeights& head, const std::string& letter) {
+    return letter == "Q" ? head.b_Q : letter == "K" ? head.b_K : head.b_V;
+}
+
+void projection_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+    const Projection* p = nullptr;
+    for (const auto& candidate : k_projections) {
+        p = candidate.id == key.id ? &candidate : p;
+    }
+    const int h = key.head;
+    const HeadWeights& head = model.heads[static_cast<std::size_t>(h - 1)];
+    const std::string letter = p->letter;
+    const bool is_query = letter == "Q";
+    const arma::mat& source = is_query ? L.query_source() : L.key_source();
+    const std::string source_name = is_query ? (model.P ? "(X + P)" : "X") : (model.C ? "C" : (model.P ? "(X + P)" : "X"));
+    const arma::mat& W = weight_of(head, letter);
+    const auto& b = bias_of(head, letter);
+    const std::string W_name = "W_" + letter;
+    const std::string bias_part = b ? " + b_" + letter : "";
+    const std::string correct = letter + " = " + source_name + "·" + W_name + bias_part +
+                                ": each token's row times " + W_name + " (" + shape_text(W.n_rows, W.n_cols) + ")";
+
+    // W·x: the column-vector convention applied to weights stored for x·W
+    if (W.is_square()) {
+        if (model.layout == Layout::x_w) {
+            out.push_back(one("projection_w_x",
+                              "The " + std::string(p->plural) + " were computed as " + W_name +
+                                  "·x for each token (the column-vector convention), which is " + source_name + "·" +
+                                  W_name + "ᵀ.",
+                              correct, key, project(source, W.t(), b)));
+        } else {
+            out.push_back(one("projection_w_x",
+                              W_name + " was used as written, but this file writes weights out × in (layout: pytorch).",
+                              letter + " = " + source_name + "·" + W_name + "ᵀ" + bias_part + " with " + W_name +
+                                  " as written: the same as " + std::string(1, static_cast<char>(letter[0] + 32)) +
+                                  " = " + W_name + "·x for each token",
+                              key, project(source, W.t(), b)));
+        }
+    }
+    // the wrong weight matrix: W_K for the queries, W_Q for the keys, ...
+    for (const auto& other : k_projections) {
+        const std::string other_letter = other.letter;
+        if (other_letter == letter) {
+            continue;
+        }
+        const arma::mat& W_other = weight_of(head, other_letter);
+        if (W_other.n_cols != W.n_cols) {
+            continue;
+        }
+        const bool swapped = (letter == "Q" && other_letter == "K") || (letter == "K" && other_letter == "Q");
+        out.push_back(one(swapped ? "weights_swapped" : "wrong_weight",
+                          "The " + std::string(p->plural) + " were computed with W_" + other_letter + " instead of " +
+                              W_name + (swapped ? ": the query and key weights are swapped." : "."),
+                          correct, key, project(source, W_other, bias_of(head, other_letter))));
+    }
+    if (b) {
+        out.push_back(one("bias_forgotten", "The bias b_" + letter + " was not added.",
+                          letter + " = " + source_name + "·" + W_name + " + b_" + letter + ": b_" + letter +
+                              " is added to every row",
+                          key, project(source, W, std::nullopt)));
+    }
+    if (model.P && !(model.C && !is_query)) {
+        out.push_back(one("positions_forgotten",
+                          "The positional encodings were left out: this is X·" + W_name + " instead of (X + P)·" +
+                              W_name + ".",
+                          correct, key, project(L("inputs"), W, b)));
+    }
+    if (model.C) {
+        if (is_query) {
+            out.push_back(one("cross_source_swapped",
+                              "The queries were computed from the context C; in cross-attention the queries come "
+                              "from the inputs and the keys and values from the context.",
+                              correct, key, project(L("context"), W, b)));
+        } else {
+            out.push_back(one("cross_source_swapped",
+                              "The " + std::string(p->plural) +
+                                  " were computed from the inputs; in cross-attention the keys and values come from "
+                                  "the context C.",
+                              correct, key, project(L.query_source(), W, b)));
+        }
+    }
+    // another head's weights
+    for (int other = 1; other <= static_cast<int>(model.n_heads()); ++other) {
+        if (other == h) {
+            continue;
+        }
+        const HeadWeights& other_head = model.heads[static_cast<std::size_t>(other - 1)];
+        out.push_back(one("other_head_weights",
+                          "The " + std::string(p->plural) + " of head " + std::to_string(h) + " were computed with head " +
+                              std::to_string(other) + "'s " + W_name + ".",
+                          "each head has its own weights: " + correct, key,
+                          project(source, weight_of(other_head, letter), bias_of(other_head, letter))));
+    }
+
+    // Mistakes made in all of a head's projections at once, found from a later
+    // step (e.g. the scores) when the projections themselves are not answered.
+    if (!is_query) {
+        return;
+    }
+    const arma::mat& kv_source = L.key_source();
+    Mistake w_x{"projection_w_x",
+                model.layout == Layout::x_w
+                    ? "The projections were computed as W·x for each token (the column-vector convention), which is "
+                      "X·Wᵀ."
+                    : "The weights were used as written, but this file writes them out × in (layout: pytorch).",
+                model.layout == Layout::x_w ? "Q = X·W_Q, K = X·W_K, V = X·W_V: each token's row times the weights"
+                                            : "Q = X·W_Qᵀ, K = X·W_Kᵀ, V = X·W_Vᵀ with the weights as written",
+                {},
+                true};
+    for (const auto& q : k_projections) {
+        const arma::mat& W_q = weight_of(head, q.letter);
+        if (W_q.is_square()) {
+            w_x.values.emplace_back(StepKey{q.id, h},
+                                    project(std::string(q.letter) == "Q" ? source : kv_source, W_q.t(), bias_of(head, q.letter)));
+        }
+    }
+    if (w_x.values.size() > 1) {
+        out.push_back(std::move(w_x));
+    }
+    Mistake swapped{"weights_swapped", "The query and key weights are swapped: Q was computed with W_K and K with W_Q.",
+                    "Q = " + source_name + "·W_Q and K = " + (model.C ? std::string("C") : source_name) + "·W_K",
+                    {},
+                    true};
+    swapped.values.emplace_back(StepKey{"queries", h}, project(source, head.W_K, head.b_K));
+    swapped.values.emplace_back(StepKey{"keys", h}, project(kv_source, head.W_Q, head.b_Q));
+    out.push_back(std::move(swapped));
+    if (int(head.b_Q.has_value()) + int(head.b_K.has_value()) + int(head.b_V.has_value()) > 1) {
+        Mistake no_bias{"bias_forgotten", "The biases were not added to the projections.",
+                        "Q = X·W_Q + b_Q, and the same for K and V: each bias is added to every row", {}, true};
+        for (const auto& q : k_projections) {
+            if (bias_of(head, q.letter)) {
+                no_bias.values.emplace_back(StepKey{q.id, h}, project(std::string(q.letter) == "Q" ? source : kv_source,
+                                                                      weight_of(head, q.letter), std::nullopt));
+            }
+        }
+        out.push_back(std::move(no_bias));
+    }
+    if (model.C) {
+        Mistake from_inputs{"cross_source_swapped",
+                            "The keys and values were computed from the inputs; in cross-attention they come from the "
+                            "context C.",
+                            "K = C·W_K and V = C·W_V", {}, true};
+        from_inputs.values.emplace_back(StepKey{"keys", h}, project(source, head.W_K, head.b_K));
+        from_inputs.values.emplace_back(StepKey{"values", h}, project(source, head.W_V, head.b_V));
+        out.push_back(std::move(from_inputs));
+    }
+    for (int other = 1; other <= static_cast<int>(model.n_heads()); ++other) {
+        if (other == h) {
+            continue;
+        }
+        const HeadWeights& other_head = model.heads[static_cast<std::size_t>(other - 1)];
+        Mistake wrong_head{"other_head_weights",
+                           "Head " + std::to_string(h) + " was computed with head " + std::to_string(other) + "'s weights.",
+                           "each head has its own W_Q, W_K and W_V", {}, true};
+        wrong_head.values.emplace_back(StepKey{"queries", h}, project(source, other_head.W_Q, other_head.b_Q));
+        wrong_head.values.emplace_back(StepKey{"keys", h}, project(kv_source, other_head.W_K, other_head.b_K));
+        wrong_head.values.emplace_back(StepKey{"values", h}, project(kv_source, other_head.W_V, other_head.b_V));
+        out.push_back(std::move(wrong_head));
+    }
+}
+
+// ── scores, scaling, mask ───────────────────────────────────────────────────
+
+void score_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+    const int h = key.head;
+    const arma::mat& Q = L("queries", h);
+    const arma::mat& K = L("keys", h);
+    const std::string correct = "S = Q·Kᵀ: entry (i, j) is query i dotted with key j (row i of Q with row j of K)";
+    if (Q.n_cols == K.n_rows) {
+        out.push_back(one("scores_no_transpose", "The scores were computed as Q·K, without transposing K.", correct, key,
+                          Q * K));
+    }
+    out.push_back(one("scores_k_qt",
+                      "The scores were computed as K·Qᵀ, keys and queries the wrong way round: row i holds key i "
+                      "against every query.",
+                      correct, key, K * Q.t()));
+    if (Q.n_rows == K.n_rows) {
+        out.push_back(one("scores_qt_k", "The scores were computed as Qᵀ·K, which pairs up dimensions instead of tokens.",
+                          correct, key, Q.t() * K));
+    }
+    if (model.scale() != 1.0) {
+        out.push_back(one("scores_already_scaled",
+                          "These scores are already divided by " + divisor_text(model) +
+                              "; the scores step is Q·Kᵀ alone.",
+                          "S = Q·Kᵀ; the next step divides it: " + scaled_formula(model), key,
+                          Q * K.t() / model.scale()));
+    }
+    const arma::mat& V = L("values", h);
+    if (V.n_cols == Q.n_cols) {
+        out.push_back(one("scores_used_values", "The scores were computed with the values instead of the keys: Q·Vᵀ.",
+                          correct, key, Q * V.t()));
+    }
+}
+
+void scaling_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+    const arma::mat& S = L("scores", key.head);
+    const double d_k = static_cast<double>(model.d_k());
+    const double d_model = static_cast<double>(model.d_model());
+    const std::string dk = std::to_string(model.d_k());
+    if (model.scale_kind == ScaleKind::none) {
+        if (model.d_k() > 1) {
+            out.push_back(one("scaled_without_scale",
+                              "The scores were divided by √d_k = √" + dk +
+                                  ", but this example does not scale them (scale: none).",
+                              "S' = S: with scale: none the scores pass through unchanged", key, S / std::sqrt(d_k)));
+        }
+        return;
+    }
+    const std::string correct = scaled_formula(model) + (model.scale_kind == ScaleKind::sqrt_dk
+                                                             ? " (√" + dk + " ≈ " + number_text(model.scale()) + ")"
+                                                             : "");
+    if (model.scale() != 1.0) {
+        out.push_back(one("scaling_forgotten", "Scaling forgotten: the scores were not divided by " + divisor_text(model) + ".",
+                          correct, key, S));
+    }
+    if (model.scale_kind == ScaleKind::sqrt_dk && model.d_k() > 1) {
+        out.push_back(one("scaled_by_dk", "The scores were divided by d_k = " + dk + " instead of √d_k = √" + dk + ".",
+                          correct, key, S / d_k));
+    }
+    if (model.scale_kind == ScaleKind::sqrt_dk && model.d_model() != model.d_k()) {
+        out.push_back(one("scaled_by_sqrt_d_model",
+                          "The scores were divided by √d_model = √" + std::to_string(model.d_model()) +
+                              " instead of √d_k = √" + dk + ": d_k is the width of a query or key, not of the inputs.",
+                          correct, key, S / std::sqrt(d_model)));
+    }
+    if (model.scale() != 1.0) {
+        out.push_back(one("scale_multiplied",
+                          "The scores were multiplied by " + divisor_text(model) + " instead of divided by it.", correct,
+                          key, S * model.scale()));
+    }
+}
+
+void mask_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+    const arma::mat& S = L("scaled_scores", key.head);
+    const arma::mat allowed = model.allowed();
+    const std::string correct = std::string("cells the mask blocks become −∞") +
+                                (model.mask_kind == MaskKind::causal ? " (causal: query i sees keys 1 … i)" : "") +
+                                ", so that the softmax gives them a weight of exactly 0";
+    arma::mat zeroed = S;
+    zeroed.elem(arma::find(allowed == 0.0)).zeros();
+    out.push_back(one("mask_zero",
+                      "Blocked cells were set to 0 instead of −∞; exp(0) = 1, so they would still get weight.", correct,
+                      key, zeroed));
+    out.push_back(one("mask_ignored", "The mask was not applied: blocked cells still hold their scores.", correct, key, S));
+    if (allowed.is_square() && !arma::approx_equal(allowed, allowed.t(), "absdiff", 0.0)) {
+        out.push_back(one("mask_transposed",
+                          model.mask_kind == MaskKind::causal
+                              ? "The causal mask was applied the wrong way round: query i was let see keys i … n "
+                                "instead of 1 … i."
+                              : "The mask was applied transposed: its row i was used for key i instead of query i.",
+                          correct, key, apply_mask(S, allowed.t())));
+    }
+    out.push_back(one("mask_inverted",
+                      "The mask was read the other way round (1 = blocked, as PyTorch's boolean attn_mask); in qkv 1 "
+                      "means may attend.",
+                      correct, key, apply_mask(S, 1.0 - allowed)));
+}
+
+// ── softmax ─────────────────────────────────────────────────────────────────
+
+void softmax_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+    const int h = key.head;
+    const arma::mat& M = model.masked() ? L("masked_scores", h) : L("scaled_scores", h);
+    const std::string correct = "A = softmax of each row: a_ij = exp(s'_ij) / Σ_k exp(s'_ik), so that each row sums to 1";
+    out.push_back(one("softmax_columns", "The softmax was taken down each column instead of along each row.", correct,
+                      key, softmax_columns(M)));
+    arma::mat finite = M;
+    finite.elem(arma::find_nonfinite(finite)).zeros();
+    arma::mat ratios = finite;
+    bool sums_ok = true;
+    for (arma::uword i = 0; i < ratios.n_rows; ++i) {
+        const double sum = arma::accu(ratios.row(i));
+        sums_ok = sums_ok && sum != 0.0;
+        ratios.row(i) /= sum;
+    }
+    if (sums_ok) {
+        out.push_back(one("softmax_no_exp", "Each row was divided by its sum without exponentiating first.", correct, key,
+                          ratios));
+    }
+    out.push_back(one("softmax_not_normalised", "The exponentials were not divided by their row's sum.", correct, key,
+                      arma::exp(M)));
+    if (model.masked()) {
+        arma::mat after = softmax_rows(L("scaled_scores", h));
+        after.elem(arma::find(model.allowed() == 0.0)).zeros();
+        out.push_back(one("mask_after_softmax",
+                          "The mask was applied after the softmax: blocked weights were set to 0, and the rows no "
+                          "longer sum to 1.",
+                          "mask first (blocked scores become −∞), then take the softmax of each row", key, after));
+    }
+    arma::mat whole = arma::exp(M - M.max());
+    whole /= arma::accu(whole);
+    out.push_back(one("softmax_whole_matrix", "The softmax was taken over the whole matrix instead of each row.", correct,
+                      key, whole));
+}
+
+// ── weighted sum, heads, output ─────────────────────────────────────────────
+
+// The weighted sum of head h; `key` is head_output, or the output when that is Z itself.
+void weighted_sum_mistakes(const LearnerValues& L, const StepKey& key, int h, std::vector<Mistake>& out) {
+    const arma::mat& A = L("weights", h);
+    const arma::mat& V = L("values", h);
+    const std::string correct =
+        "Z = A·V: row i is Σ_j a_ij · v_j, the value rows weighted by query i's attention weights";
+    if (A.n_rows == V.n_rows) {
+        out.push_back(one("output_at_v", "The weighted sum was computed as Aᵀ·V: the weights were transposed.", correct,
+                          key, A.t() * V));
+    }
+    out.push_back(one("output_scores_v", "V was multiplied by the scores, not by the weights: the softmax was skipped.",
+                      correct, key, L("scaled_scores", h) * V));
+    const arma::mat& source = L.key_source();
+    if (source.n_rows == A.n_cols) {
+        out.push_back(one("output_weighted_inputs", "The weights were applied to the inputs instead of the values.",
+                          correct, key, A * source));
+    }
+}
+
+void head_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+    const int n_heads = static_cast<int>(model.n_heads());
+    arma::mat sum = L("head_output", 1);
+    arma::mat stacked = sum;
+    arma::mat reversed = L("head_output", n_heads);
+    for (int h = 2; h <= n_heads; ++h) {
+        sum += L("head_output", h);
+        stacked = arma::join_cols(stacked, L("head_output", h));
+        reversed = arma::join_rows(reversed, L("head_output", n_heads + 1 - h));
+    }
+    const arma::uword width = static_cast<arma::uword>(n_heads) * model.d_v();
+    const std::string correct = "concat = [Z₁ … Z_" + std::to_string(n_heads) +
+                                "]: the heads side by side, one block of d_v columns each (" +
+                                shape_text(model.n(), width) + ")";
+    out.push_back(one("heads_averaged", "The heads were averaged instead of concatenated.", correct, key,
+                      sum / static_cast<double>(n_heads)));
+    out.push_back(one("heads_summed", "The heads were added up instead of concatenated.", correct, key, sum));
+    out.push_back(one("heads_reversed", "The heads were concatenated in reverse order.", correct, key, reversed));
+    out.push_back(one("heads_stacked", "The heads were stacked as rows instead of side by side.", correct, key, stacked));
+}
+
+void output_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+    if (!model.W_O) {
+        // with no W_O the output is the concatenation, or the one head's weighted sum
+        if (model.n_heads() > 1) {
+            head_mistakes(model, L, key, out);
+        } else {
+            weighted_sum_mistakes(L, key, 1, out);
+        }
+        return;
+    }
+    const arma::mat& source = model.n_heads() > 1 ? L("concat") : L("head_output", 1);
+    const std::string source_name = model.n_heads() > 1 ? "concat" : "Z";
+    const std::string bias_part = model.b_O ? " + b_O" : "";
+    const std::string correct = "O = " + source_name + "·W_O" + bias_part;
+    if (source.n_cols == model.W_O->n_cols) {
+        out.push_back(one("output_projection_forgotten", "W_O was not applied.", correct, key, source));
+    }
+    if (model.b_O) {
+        out.push_back(one("bias_forgotten", "The bias b_O was not added.", correct + ": b_O is added to every row", key,
+                          project(source, *model.W_O, std::nullopt)));
+    }
+    if (model.W_O->is_square()) {
+        out.push_back(one("projection_w_x",
+                          model.layout == Layout::x_w
+                              ? "The output was computed as W_O·x for each token (the column-vector convention), "
+                                "which is " + source_name + "·W_Oᵀ."
+                              : "W_O was used as written, but this file writes weights out × in (layout: pytorch).",
+                          correct, key, project(source, model.W_O->t(), model.b_O)));
+    }
+}
+
+}  // namespace
+
+std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const StepKey& key, const Values& learner) {
+    (void)trace;
+    const LearnerValues L(model, learner);
+    std::vector<Mistake> out;
+    const std::string& id = key.id;
+    if (id == "encoded") {
+        out.push_back(one("positions_not_added", "The positional encodings were not added: this is X, not X + P.",
+                          "X + P: each token's vector plus its position's vector", key, L("inputs")));
+    } else if (id == "queries" || id == "keys" || id == "values") {
+        projection_mistakes(model, L, key, out);
+    } else if (id == "scores") {
+        score_mistakes(model, L, key, out);
+    } else if (id == "scaled_scores") {
+        scaling_mistakes(model, L, key, out);
+    } else if (id == "masked_scores") {
+        mask_mistakes(model, L, key, out);
+    } else if (id == "weights") {
+        softmax_mistakes(model, L, key, out);
+    } else if (id == "head_output") {
+        weighted_sum_mistakes(L, key, key.head, out);
+    } else if (id == "concat") {
+        head_mistakes(model, L, key, out);
+    } else if (id == "output") {
+        output_mistakes(model, L, key, out);
+    }
+    return out;
+}
+
+const std::vector<Mistake>& Diagnoser::mistakes_at(std::size_t version, const StepKey& key) {
+    auto found = m_mistakes.find({version, key});
+    if (found == m_mistakes.end()) {
+        found = m_mistakes.emplace(std::make_pair(version, key), mistakes_in(m_model, m_trace, key, *m_versions[version]))
+                    .first;
+    }
+    return found->second;
+}
+
+bool Diagnoser::explains(const arma::mat& candidate, const StepCheck& check) const {
+    const StepAnswer& answer = *check.answer;
+    if (candidate.n_rows != answer.n_rows || candidate.n_cols != answer.n_cols) {
+        return false;
+    }
+    for (arma::uword i = 0; i < answer.n_rows; ++i) {
+        for (arma::uword j = 0; j < answer.n_cols; ++j) {
+            const AnswerCell& cell = answer.at(i, j);
+            if (cell.given && !matches(cell.value, cell.decimals, candidate(i, j), m_options)) {
+                return false;
+            }
+        }
+    }
+    // every wrong cell must be explained by the mistake, not by a slip near the true value
+    for (const auto& cell : check.cells) {
+        if (cell.verdict == Verdict::wrong &&
+            matches(candidate(cell.row, cell.col), cell.answer->decimals, cell.expected, m_options)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::optional<arma::mat> Diagnoser::carried(const Values& learner, const Mistake& mistake, const StepKey& target) const {
+    Values values = learner;
+    std::set<StepKey> changed;
+    for (const auto& [key, value] : mistake.values) {
+        values[key] = std::make_shared<const arma::mat>(value);
+        changed.insert(key);
+    }
+    // work forward, in the order of the trace, through the steps that read a changed one
+    for (const auto& step : m_trace.steps) {
+        const StepKey key{step.id, step.head};
+        if (changed.count(key) != 0 || (m_answered.count(key) != 0 && !(key == target))) {
+            continue;
+        }
+        const auto inputs = dependencies(m_model, key);
+        const bool affected = std::any_of(inputs.begin(), inputs.end(),
+                                          [&changed](const StepKey& input) { return changed.count(input) != 0; });
+        if (!affected) {
+            if (key == target) {
+                return std::nullopt;  // the mistake does not reach this step
+            }
+            continue;
+        }
+        auto value = recompute(m_model, key, values);
+        if (!value) {
+            return std::nullopt;
+        }
+        if (key == target) {
+            return value;
+        }
+        values[key] = std::make_shared<const arma::mat>(std::move(*value));
+        changed.insert(key);
+    }
+    return std::nullopt;
+}
+
+std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check) {
+    for (std::size_t version = 0; version < m_versions.size(); ++version) {
+        if (auto found = diagnose(check, version)) {
+            return found;
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check, std::size_t version) {
+    const Values& learner = *m_versions[version];
+    const StepKey target{check.answer->id, check.answer->head};
+    // a mistake made in this very step
+    for (const auto& mistake : mistakes_at(version, target)) {
+        if (mistake.several_steps) {
+            continue;
+        }
+        for (const auto& [key, value] : mistake.values) {
+            if (key == target && explains(value, check)) {
+                return Diagnosis{mistake.key, mistake.mistake, mistake.correct, ""};
+            }
+        }
+    }
+    // rows and columns swapped, whatever the step
+    if (target.id != "scores") {
+        if (auto value = recompute(m_model, target, learner); value && explains(value->t(), check)) {
+            return Diagnosis{"transposed", "Rows and columns are swapped: this is the transpose of the right answer.",
+                             "rows are tokens: " + target.id + " is " + shape_text(value->n_rows, value->n_cols), ""};
+        }
+    }
+    // a mistake made in an earlier step that is not answered, carried into this one
+    std::vector<StepKey> earlier;
+    for (const auto& step : m_trace.steps) {
+        const StepKey key{step.id, step.head};
+        if (key == target) {
+            break;
+        }
+        earlier.push_back(key);
+    }
+    for (auto it = earlier.rbegin(); it != earlier.rend(); ++it) {
+        if (m_answered.count(*it) != 0) {
+            continue;
+        }
+        for (const auto& mistake : mistakes_at(version, *it)) {
+            const bool all_unanswered = std::all_of(mistake.values.begin(), mistake.values.end(), [this](const auto& entry) {
+                return m_answered.count(entry.first) == 0;
+            });
+            if (!all_unanswered) {
+                continue;
+            }
+            if (auto value = carried(learner, mistake, target); value && explains(*value, check)) {
+                return Diagnosis{mistake.key, mistake.mistake, mistake.correct,
+                                 step_label(m_trace, it->id, it->head)};
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace qkv::checking

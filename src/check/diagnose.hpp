@@ -1,0 +1,57 @@
+// The classic mistakes of attention by hand, and how to recognise one in a
+// learner's answer. Every mistake is a recipe: the value a step takes when it
+// is done in that wrong way, worked out from the learner's own earlier values.
+// An answer shows a mistake when every answered cell matches that value and
+// every wrong cell is clearly away from the true one.
+#pragma once
+
+#include "check/check.hpp"
+#include "check/recompute.hpp"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+namespace qkv::checking {
+
+struct Mistake {
+    std::string key;      // e.g. "scores_no_transpose"
+    std::string mistake;  // what was done, one sentence
+    std::string correct;  // the correct operation
+    std::vector<std::pair<StepKey, arma::mat>> values;  // the steps as the mistake makes them
+    bool several_steps = false;  // several steps at once: only recognised in later steps
+};
+
+// The mistakes that can be made in one step, computed from `learner`.
+std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const StepKey& key, const Values& learner);
+
+class Diagnoser {
+public:
+    // versions: the learner's value of every step (their answers, the rest
+    // worked out from them), in one or more versions (as written, and without
+    // their rounding); answered: the steps they wrote down.
+    Diagnoser(const Model& model, const Trace& trace, std::vector<const Values*> versions,
+              const std::set<StepKey>& answered, const CheckOptions& options)
+        : m_model(model), m_trace(trace), m_versions(std::move(versions)), m_answered(answered), m_options(options) {}
+
+    // The first mistake that explains this step's answer: one made in the step
+    // itself, else one made in an earlier step that was not answered.
+    std::optional<Diagnosis> diagnose(const StepCheck& check);
+
+private:
+    const Model& m_model;
+    const Trace& m_trace;
+    std::vector<const Values*> m_versions;
+    const std::set<StepKey>& m_answered;
+    const CheckOptions& m_options;
+    std::map<std::pair<std::size_t, StepKey>, std::vector<Mistake>> m_mistakes;
+
+    std::optional<Diagnosis> diagnose(const StepCheck& check, std::size_t version);
+    const std::vector<Mistake>& mistakes_at(std::size_t version, const StepKey& key);
+    bool explains(const arma::mat& candidate, const StepCheck& check) const;
+    // The value of `target` when `mistake` is made, carried through the steps in between.
+    std::optional<arma::mat> carried(const Values& learner, const Mistake& mistake, const StepKey& target) const;
+};
+
+}  // namespace qkv::checking

@@ -1,0 +1,560 @@
+// The check report in text, Markdown and JSON. Text and Markdown show each
+// answered step as a table of the learner's numbers, each marked right (✓),
+// wrong (✗, with the true value in brackets) or following from their earlier
+// answers (→); JSON is the auto-grading contract of SPEC §5.
+#include "check/report.hpp"
+
+#include "render/table.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace qkv {
+
+namespace {
+
+constexpr std::size_t k_details_per_step = 3;  // wrong cells explained in words under a table
+
+const char* const k_heading = "\x1b[1;36m";
+const char* const k_bold = "\x1b[1m";
+const char* const k_green = "\x1b[32m";
+const char* const k_red = "\x1b[31m";
+const char* const k_yellow = "\x1b[33m";
+const char* const k_reset = "\x1b[0m";
+
+std::string plural(std::size_t count, const std::string& one, const std::string& many) {
+    return std::to_string(count) + " " + (count == 1 ? one : many);
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& last_separator) {
+    std::string text;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i > 0) {
+            text += i + 1 == items.size() ? last_separator : ", ";
+        }
+        text += items[i];
+    }
+    return text;
+}
+
+// The step's number among the ids the trace holds, in their order (heads of
+// one step share it): "Step 9" for concat whatever the number of heads.
+int number_of(const Trace& trace, const std::string& id) {
+    std::vector<std::string> seen;
+    for (const auto& step : trace.steps) {
+        if (std::find(seen.begin(), seen.end(), step.id) == seen.end()) {
+            seen.push_back(step.id);
+        }
+        if (step.id == id) {
+            return static_cast<int>(seen.size());
+        }
+    }
+    return 0;
+}
+
+std::string shape_of(arma::uword rows, arma::uword cols) { return std::to_string(rows) + " × " + std::to_string(cols); }
+
+// The true value as the learner should have written it: rounded to their
+// decimals, or (with --tolerance) at --precision.
+std::string expected_text(const CheckReport& report, const CellCheck& cell, const RenderOptions& options) {
+    const double value = cell.expected;
+    if (std::isinf(value)) {
+        return value < 0 ? "−∞" : "∞";
+    }
+    if (report.options.tolerance) {
+        return format_number(value, options.precision, std::floor(value) == value, false);
+    }
+    char buffer[512];
+    std::snprintf(buffer, sizeof buffer, "%.*f", std::min(cell.answer->decimals, 300), value);
+    std::string text = buffer;
+    if (text[0] == '-' && text.find_first_not_of("-0.") == std::string::npos) {
+        text.erase(0, 1);
+    }
+    return text;
+}
+
+std::string true_value_text(double value, const RenderOptions& options) {
+    return format_number(value, options.precision, std::isfinite(value) && std::floor(value) == value, false);
+}
+
+// "3 answered: 2 right, 1 follows from your weights."
+std::string counts_sentence(const StepCheck& step) {
+    const std::size_t right = step.count(Verdict::right);
+    const std::size_t wrong = step.count(Verdict::wrong);
+    const std::size_t consistent = step.count(Verdict::consistent);
+    std::vector<std::string> parts;
+    if (right > 0) {
+        parts.push_back(std::to_string(right) + " right");
+    }
+    if (wrong > 0) {
+        parts.push_back(std::to_string(wrong) + " wrong");
+    }
+    if (consistent > 0) {
+        parts.push_back(std::to_string(consistent) + (consistent == 1 ? " follows" : " follow") + " from your " +
+                        join(step.follows_from, " and ") + " (error carried forward)");
+    }
+    return std::to_string(step.cells.size()) + " answered: " + join(parts, ", ") + ".";
+}
+
+std::string shape_sentence(const StepCheck& step) {
+    const StepAnswer& answer = *step.answer;
+    std::string text = "Your answer is " + shape_of(answer.n_rows, answer.n_cols) + "; " + answer.id + " is " +
+                       shape_of(step.step->values.n_rows, step.step->values.n_cols) + ".";
+    if (answer.n_rows < step.step->values.n_rows) {
+        text += " Write ~ for a row you leave out.";
+    }
+    return text;
+}
+
+std::string mistake_sentence(const StepCheck& step) {
+    const Diagnosis& d = *step.diagnosis;
+    std::string text = d.mistake;
+    if (!d.carried.empty()) {
+        text += " This was in " + d.carried + ", which is not among your answers; your " + step.answer->id +
+                " answer follows from it.";
+    }
+    return text;
+}
+
+std::string correct_sentence(const StepCheck& step) { return step.diagnosis->correct + "."; }
+
+std::string wrong_cell_sentence(const Trace& trace, const CheckReport& report, const StepCheck& step,
+                                const CellCheck& cell, const RenderOptions& options) {
+    std::string text = cell_name(trace, step, cell) + ": you wrote " + cell.answer->text + "; ";
+    const bool exact_at_decimals =
+        std::isfinite(cell.expected) && std::stod(expected_text(report, cell, options)) == cell.expected;
+    if (report.options.tolerance || !std::isfinite(cell.expected) || exact_at_decimals) {
+        return text + "the true value is " + true_value_text(cell.expected, options) + ".";
+    }
+    return text + "the true value " + true_value_text(cell.expected, options) + " rounds to " +
+           expected_text(report, cell, options) + ".";
+}
+
+struct Totals {
+    std::size_t steps = 0;
+    std::size_t cells = 0;
+    std::size_t right = 0;
+    std::size_t wrong = 0;
+    std::size_t consistent = 0;
+    std::size_t wrong_shapes = 0;
+};
+
+Totals totals_of(const CheckReport& report) {
+    Totals t;
+    for (const auto& step : report.steps) {
+        ++t.steps;
+        t.cells += step.cells.size();
+        t.right += step.count(Verdict::right);
+        t.wrong += step.count(Verdict::wrong);
+        t.consistent += step.count(Verdict::consistent);
+        t.wrong_shapes += step.shape_ok ? 0 : 1;
+    }
+    return t;
+}
+
+std::string summary_sentence(const Trace& trace, const CheckReport& report) {
+    const Totals t = totals_of(report);
+    std::vector<std::string> parts;
+    parts.push_back(std::to_string(t.right) + " right");
+    if (t.wrong > 0) {
+        parts.push_back(std::to_string(t.wrong) + " wrong");
+    }
+    if (t.consistent > 0) {
+        parts.push_back(std::to_string(t.consistent) + (t.consistent == 1 ? " follows" : " follow") +
+                        " from your earlier answers");
+    }
+    if (t.wrong_shapes > 0) {
+        parts.push_back(plural(t.wrong_shapes, "answer", "answers") + " of the wrong shape");
+    }
+    std::string text = plural(t.cells, "answered cell", "answered cells") + " in " + plural(t.steps, "step", "steps") +
+                       ": " + join(parts, ", ") + ".";
+    if (const StepCheck* first = report.first_mistake()) {
+        text += " First mistake: " + step_label(trace, first->answer->id, first->answer->head) + ".";
+    } else if (t.consistent > 0) {
+        text += " No mistakes.";
+    } else {
+        text += " All right.";
+    }
+    return text;
+}
+
+std::string rule_sentence(const CheckReport& report) {
+    if (report.options.tolerance) {
+        return "A number is right when it is within " + format_number(*report.options.tolerance, 6, false, false) +
+               " of the true value.";
+    }
+    return "A number written with k decimals is right when it equals the true value rounded to k decimals.";
+}
+
+// The first wrong cell of the first mistake, for the `qkv explain` hint.
+const CellCheck* first_wrong_cell(const CheckReport& report, const StepCheck*& step) {
+    step = report.first_mistake();
+    if (step == nullptr) {
+        return nullptr;
+    }
+    for (const auto& cell : step->cells) {
+        if (cell.verdict == Verdict::wrong) {
+            return &cell;
+        }
+    }
+    return nullptr;
+}
+
+// ── text ────────────────────────────────────────────────────────────────────
+
+class CheckTextWriter {
+public:
+    CheckTextWriter(const Trace& trace, const CheckReport& report, const RenderOptions& options, std::ostream& out)
+        : m_trace(trace), m_report(report), m_options(options), m_out(out) {}
+
+    void write(const std::string& example) {
+        const std::string title = m_trace.title.empty() ? example : m_trace.title;
+        line(styled("Checking answers · " + title, k_bold));
+        line("Answers from " + m_report.answers_source + ". " + rule_sentence(m_report));
+        line(mark(Verdict::right) + " right   " + mark(Verdict::wrong) + " wrong, the true value in brackets   " +
+             mark(Verdict::consistent) + " follows from your earlier answers   ~ not answered");
+        for (const auto& step : m_report.steps) {
+            write_step(step);
+        }
+        m_out << '\n';
+        line(styled("Summary: " + summary_sentence(m_trace, m_report), k_bold));
+        const StepCheck* first = nullptr;
+        if (const CellCheck* cell = first_wrong_cell(m_report, first); cell != nullptr && example != "-") {
+            line("To see how the true value is worked out: qkv explain " + example + " '" +
+                 cell_name(m_trace, *first, *cell) + "'");
+        }
+    }
+
+private:
+    const Trace& m_trace;
+    const CheckReport& m_report;
+    const RenderOptions& m_options;
+    std::ostream& m_out;
+
+    std::string symbols(const std::string& text) const { return m_options.ascii ? to_ascii(text) : text; }
+    std::string styled(const std::string& text, const char* style) const {
+        return m_options.color ? std::string(style) + text + k_reset : text;
+    }
+    void line(const std::string& text) { m_out << symbols(text) << '\n'; }
+
+    std::string mark(Verdict verdict) const {
+        switch (verdict) {
+            case Verdict::right:
+                return styled(m_options.ascii ? "ok" : "✓", k_green);
+            case Verdict::wrong:
+                return styled(m_options.ascii ? "X" : "✗", k_red);
+            case Verdict::consistent:
+                return styled(m_options.ascii ? "->" : "→", k_yellow);
+        }
+        return "";
+    }
+    void write_step(const StepCheck& step) {
+        const Step& trace_step = *step.step;
+        std::string heading = "Step " + std::to_string(number_of(m_trace, trace_step.id)) + " · " + trace_step.title;
+        if (trace_step.head != 0 && m_trace.dims.heads > 1) {
+            heading += " · head " + std::to_string(trace_step.head);
+        }
+        heading += "  [" + trace_step.id + "]";
+        m_out << '\n' << styled(symbols(heading), k_heading) << '\n';
+        line("  " + trace_step.formula + "    (" + shape_of(trace_step.values.n_rows, trace_step.values.n_cols) + ")");
+        m_out << '\n';
+        if (step.shape_ok) {
+            draw_table(step);
+            line("  " + counts_sentence(step));
+            std::size_t shown = 0;
+            const std::size_t wrong = step.count(Verdict::wrong);
+            for (const auto& cell : step.cells) {
+                if (cell.verdict != Verdict::wrong) {
+                    continue;
+                }
+                if (shown == k_details_per_step) {
+                    line("  … and " + plural(wrong - shown, "more wrong cell", "more wrong cells") + ".");
+                    break;
+                }
+                m_out << "  " << mark(Verdict::wrong) << ' '
+                      << symbols(wrong_cell_sentence(m_trace, m_report, step, cell, m_options)) << '\n';
+                ++shown;
+            }
+        } else {
+            line("  " + shape_sentence(step));
+        }
+        if (step.diagnosis) {
+            m_out << "  " << styled(symbols("Mistake:"), k_red) << ' ' << symbols(mistake_sentence(step)) << '\n';
+            line("  Correct: " + correct_sentence(step));
+        }
+    }
+
+    void draw_table(const StepCheck& step) {
+        const StepAnswer& answer = *step.answer;
+        const Step& trace_step = *step.step;
+        const std::string bar = m_options.ascii ? "|" : "│";
+        const std::string rule = m_options.ascii ? "-" : "─";
+        const std::string cross = m_options.ascii ? "+" : "┼";
+        const std::string gap = m_options.ascii ? "..." : "…";
+        const auto rows = kept_indices(answer.n_rows, m_options.full);
+        const auto cols = kept_indices(answer.n_cols, m_options.full);
+
+        // verdict of each answered cell
+        std::vector<const CellCheck*> checked(answer.n_rows * answer.n_cols, nullptr);
+        for (const auto& cell : step.cells) {
+            checked[cell.row * answer.n_cols + cell.col] = &cell;
+        }
+        // cells: number (right-aligned within its column), then the mark
+        struct Cell {
+            std::string number;
+            std::string suffix;        // " ✓", " ✗ [0.1]" (plain, for widths)
+            std::string styled_suffix; // with colour
+        };
+        std::vector<std::vector<Cell>> cells;
+        for (const auto i : rows) {
+            std::vector<Cell> row;
+            for (const auto j : cols) {
+                if (i == k_gap || j == k_gap) {
+                    row.push_back({gap, "", ""});
+                    continue;
+                }
+                const CellCheck* cell = checked[i * answer.n_cols + j];
+                if (cell == nullptr) {
+                    row.push_back({"~", "", ""});
+                    continue;
+                }
+                const std::string number = symbols(cell->answer->text);
+                std::string plain_mark = m_options.ascii ? (cell->verdict == Verdict::right   ? "ok"
+                                                            : cell->verdict == Verdict::wrong ? "X"
+                                                                                              : "->")
+                                                         : (cell->verdict == Verdict::right   ? "✓"
+                                                            : cell->verdict == Verdict::wrong ? "✗"
+                                                                                              : "→");
+                std::string extra = cell->verdict == Verdict::wrong
+                                        ? " [" + symbols(expected_text(m_report, *cell, m_options)) + "]"
+                                        : "";
+                row.push_back({number, " " + plain_mark + extra, " " + mark(cell->verdict) + extra});
+            }
+            cells.push_back(std::move(row));
+        }
+        std::vector<std::string> col_labels;
+        for (const auto j : cols) {
+            col_labels.push_back(j == k_gap ? gap : symbols(truncate_label(trace_step.col_labels[j], 16, m_options.ascii)));
+        }
+        std::vector<std::string> row_labels;
+        std::size_t label_width = 0;
+        for (const auto i : rows) {
+            row_labels.push_back(i == k_gap ? gap : symbols(truncate_label(trace_step.row_labels[i], 16, m_options.ascii)));
+            label_width = std::max(label_width, display_width(row_labels.back()));
+        }
+        std::vector<std::size_t> number_widths(cols.size(), 0);
+        std::vector<std::size_t> widths(cols.size(), 0);
+        for (std::size_t c = 0; c < cols.size(); ++c) {
+            for (const auto& row : cells) {
+                number_widths[c] = std::max(number_widths[c], display_width(row[c].number));
+            }
+            widths[c] = display_width(col_labels[c]);
+            for (const auto& row : cells) {
+                widths[c] = std::max(widths[c], number_widths[c] + display_width(row[c].suffix));
+            }
+        }
+
+        m_out << "  " << pad_right("", label_width) << ' ' << bar;
+        for (std::size_t c = 0; c < cols.size(); ++c) {
+            m_out << "  " << pad_right(col_labels[c], c + 1 == cols.size() ? 0 : widths[c]);
+        }
+        m_out << '\n' << "  " << repeat(rule, label_width + 1) << cross;
+        for (const auto width : widths) {
+            m_out << repeat(rule, width + 2);
+        }
+        m_out << '\n';
+        for (std::size_t r = 0; r < cells.size(); ++r) {
+            std::string text = "  " + pad_right(row_labels[r], label_width) + ' ' + bar;
+            for (std::size_t c = 0; c < cols.size(); ++c) {
+                const Cell& cell = cells[r][c];
+                const std::size_t used = number_widths[c] + display_width(cell.suffix);
+                text += "  " + pad_left(cell.number, number_widths[c]) + cell.styled_suffix;
+                if (c + 1 < cols.size()) {
+                    text += std::string(widths[c] - used, ' ');
+                }
+            }
+            m_out << text << '\n';
+        }
+        m_out << '\n';
+    }
+
+    static std::string pad_left(const std::string& text, std::size_t width) {
+        const std::size_t w = display_width(text);
+        return w >= width ? text : std::string(width - w, ' ') + text;
+    }
+    static std::string pad_right(const std::string& text, std::size_t width) {
+        const std::size_t w = display_width(text);
+        return w >= width ? text : text + std::string(width - w, ' ');
+    }
+    static std::string repeat(const std::string& text, std::size_t count) {
+        std::string result;
+        for (std::size_t i = 0; i < count; ++i) {
+            result += text;
+        }
+        return result;
+    }
+};
+
+// ── Markdown ────────────────────────────────────────────────────────────────
+
+std::string markdown_cell(const std::string& text) {
+    std::string escaped;
+    for (const char c : text) {
+        if (c == '|' || c == '*' || c == '_' || c == '`' || c == '\\' || c == '[' || c == ']' || c == '<') {
+            escaped += '\\';
+        }
+        escaped += c;
+    }
+    return escaped;
+}
+
+}  // namespace
+
+std::string cell_name(const Trace& trace, const StepCheck& step, const CellCheck& cell) {
+    std::string name = step.answer->id + "[" + std::to_string(cell.row + 1) + "," + std::to_string(cell.col + 1) + "]";
+    if (step.answer->head != 0 && trace.dims.heads > 1) {
+        name += "@" + std::to_string(step.answer->head);
+    }
+    return name;
+}
+
+std::string diagnosis_line(const StepCheck& step) {
+    std::string text;
+    if (!step.shape_ok) {
+        text = shape_sentence(step);
+    }
+    if (step.diagnosis) {
+        text += (text.empty() ? "" : " ") + mistake_sentence(step) + " Correct: " + correct_sentence(step);
+    }
+    return text;
+}
+
+void render_check_text(const Trace& trace, const CheckReport& report, const RenderOptions& options,
+                       const std::string& example, std::ostream& out) {
+    CheckTextWriter(trace, report, options, out).write(example);
+}
+
+void render_check_markdown(const Trace& trace, const CheckReport& report, const RenderOptions& options,
+                           const std::string& example, std::ostream& out) {
+    const std::string title = trace.title.empty() ? example : trace.title;
+    out << "# Checking answers: " << markdown_cell(title) << "\n\n";
+    out << "Answers from `" << report.answers_source << "`. " << rule_sentence(report) << "\n\n";
+    out << "✓ right · ✗ wrong, the true value in brackets · → follows from your earlier answers · ~ not answered\n";
+    for (const auto& step : report.steps) {
+        const Step& trace_step = *step.step;
+        std::string heading = "Step " + std::to_string(number_of(trace, trace_step.id)) + " · " + trace_step.title;
+        if (trace_step.head != 0 && trace.dims.heads > 1) {
+            heading += " · head " + std::to_string(trace_step.head);
+        }
+        out << "\n## " << heading << " [" << trace_step.id << "]\n\n";
+        out << "$" << trace_step.latex << "$ (" << shape_of(trace_step.values.n_rows, trace_step.values.n_cols)
+            << ")\n\n";
+        if (step.shape_ok) {
+            const StepAnswer& answer = *step.answer;
+            std::vector<const CellCheck*> checked(answer.n_rows * answer.n_cols, nullptr);
+            for (const auto& cell : step.cells) {
+                checked[cell.row * answer.n_cols + cell.col] = &cell;
+            }
+            const auto rows = kept_indices(answer.n_rows, options.full);
+            const auto cols = kept_indices(answer.n_cols, options.full);
+            out << "| |";
+            for (const auto j : cols) {
+                out << ' ' << (j == k_gap ? "…" : markdown_cell(trace_step.col_labels[j])) << " |";
+            }
+            out << "\n|---|";
+            for (std::size_t c = 0; c < cols.size(); ++c) {
+                out << "---:|";
+            }
+            out << '\n';
+            for (const auto i : rows) {
+                out << "| " << (i == k_gap ? "…" : markdown_cell(trace_step.row_labels[i])) << " |";
+                for (const auto j : cols) {
+                    if (i == k_gap || j == k_gap) {
+                        out << " … |";
+                        continue;
+                    }
+                    const CellCheck* cell = checked[i * answer.n_cols + j];
+                    if (cell == nullptr) {
+                        out << " ~ |";
+                        continue;
+                    }
+                    out << ' ' << markdown_cell(cell->answer->text);
+                    switch (cell->verdict) {
+                        case Verdict::right:
+                            out << " ✓";
+                            break;
+                        case Verdict::consistent:
+                            out << " →";
+                            break;
+                        case Verdict::wrong:
+                            out << " ✗ (" << expected_text(report, *cell, options) << ")";
+                            break;
+                    }
+                    out << " |";
+                }
+                out << '\n';
+            }
+            out << '\n' << counts_sentence(step) << '\n';
+            std::size_t shown = 0;
+            for (const auto& cell : step.cells) {
+                if (cell.verdict == Verdict::wrong && shown++ < k_details_per_step) {
+                    out << (shown == 1 ? "\n" : "") << "- ✗ "
+                        << markdown_cell(wrong_cell_sentence(trace, report, step, cell, options)) << '\n';
+                }
+            }
+        } else {
+            out << shape_sentence(step) << '\n';
+        }
+        if (step.diagnosis) {
+            out << "\n**Mistake:** " << markdown_cell(mistake_sentence(step)) << "  \n";
+            out << "**Correct:** " << markdown_cell(correct_sentence(step)) << '\n';
+        }
+    }
+    out << "\n**Summary:** " << summary_sentence(trace, report) << '\n';
+}
+
+void render_check_json(const CheckReport& report, std::ostream& out) {
+    auto number = [](double value) -> std::string {
+        if (std::isinf(value)) {
+            return value < 0 ? "\"-inf\"" : "\"inf\"";
+        }
+        return round_trip(value);
+    };
+    const StepCheck* first = report.first_mistake();
+    out << "{\"schema_version\": 1,\n";
+    out << " \"correct\": " << (report.correct() ? "true" : "false") << ",\n";
+    out << " \"first_mistake\": " << (first != nullptr ? nlohmann::json(first->answer->id).dump() : "null") << ",\n";
+    out << " \"steps\": [";
+    for (std::size_t s = 0; s < report.steps.size(); ++s) {
+        const StepCheck& step = report.steps[s];
+        out << (s == 0 ? "\n  " : ",\n  ");
+        out << "{\"id\": " << nlohmann::json(step.answer->id).dump() << ", \"head\": "
+            << (step.answer->head == 0 ? "null" : std::to_string(step.answer->head)) << ",\n   \"cells\": [";
+        for (std::size_t c = 0; c < step.cells.size(); ++c) {
+            const CellCheck& cell = step.cells[c];
+            out << (c == 0 ? "" : ",\n             ") << "{\"row\": " << cell.row + 1 << ", \"col\": " << cell.col + 1
+                << ", \"given\": " << number(cell.answer->value) << ", \"expected\": " << number(cell.expected)
+                << ", \"verdict\": \"" << verdict_name(cell.verdict) << "\"}";
+        }
+        const std::string diagnosis = diagnosis_line(step);
+        out << "],\n   \"diagnosis\": " << (diagnosis.empty() ? "null" : nlohmann::json(diagnosis).dump()) << "}";
+    }
+    out << (report.steps.empty() ? "]}\n" : "\n ]}\n");
+}
+
+void render_check(const Trace& trace, const CheckReport& report, const RenderOptions& options,
+                  const std::string& example, std::ostream& out) {
+    if (options.format == Format::json) {
+        render_check_json(report, out);
+    } else if (options.format == Format::markdown) {
+        render_check_markdown(trace, report, options, example, out);
+    } else {
+        render_check_text(trace, report, options, example, out);
+    }
+}
+
+}  // namespace qkv

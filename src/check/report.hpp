@@ -1,0 +1,30 @@
+// The report of `qkv check`, as annotated text, Markdown, or the JSON of
+// SPEC §5 for auto-grading.
+#pragma once
+
+#include "check/check.hpp"
+#include "render/render.hpp"
+
+#include <ostream>
+#include <string>
+
+namespace qkv {
+
+// The example as the user named it (FILE, NAME or -), for the `qkv explain` hint.
+void render_check(const Trace& trace, const CheckReport& report, const RenderOptions& options,
+                  const std::string& example, std::ostream& out);
+
+void render_check_text(const Trace& trace, const CheckReport& report, const RenderOptions& options,
+                       const std::string& example, std::ostream& out);
+void render_check_markdown(const Trace& trace, const CheckReport& report, const RenderOptions& options,
+                           const std::string& example, std::ostream& out);
+void render_check_json(const CheckReport& report, std::ostream& out);
+
+// The diagnosis in one line: the mistake, where it was made when that was in an
+// earlier step, and the correct operation.
+std::string diagnosis_line(const StepCheck& step);
+
+// "weights[1,2]", or "weights[1,2]@2" for head 2 of several: the CELL syntax of `qkv explain`.
+std::string cell_name(const Trace& trace, const StepCheck& step, const CellCheck& cell);
+
+}  // namespace qkv

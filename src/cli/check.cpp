@@ -1,0 +1,72 @@
+#include "attention/attention.hpp"
+#include "check/check.hpp"
+#include "check/report.hpp"
+#include "cli/commands.hpp"
+#include "io/answers.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace qkv::cli {
+
+namespace {
+
+Diagnostic usage_error(const std::string& what, const std::string& hint) { return {"", 0, 0, what, hint}; }
+
+}  // namespace
+
+CLI::App* setup_check(CLI::App& app, CheckCommandOptions& options) {
+    CLI::App* command = app.add_subcommand("check", "Grade hand-calculated answers; exit 1 on any mistake");
+    command->add_option("file", options.file, "Example file, built-in example name, or - for stdin")
+        ->required()
+        ->type_name("FILE|NAME|-");
+    command->add_option("--answers", options.answers, "Read the answers from FILE instead of the example's answers:")
+        ->type_name("FILE");
+    command->add_option("--tolerance", options.tolerance, "Right when within T of the true value (not rounding-aware)")
+        ->check(CLI::NonNegativeNumber)
+        ->type_name("T");
+    add_common_options(*command, options.common);
+    return command;
+}
+
+int run_check(const CheckCommandOptions& options) {
+    const std::string& format = options.common.format;
+    if (format != "text" && format != "markdown" && format != "json") {
+        throw InputError(usage_error("--format " + format + " is not available for check",
+                                     "check writes text, markdown or json"));
+    }
+    if (options.file == "-" && options.answers == "-") {
+        throw InputError(usage_error("the example and the answers cannot both be read from standard input",
+                                     "give one of them as a file"));
+    }
+    const Source source = read_source(options.file);
+    const Model model = load_model(source, load_options(options.common));
+    const Trace trace = compute(model);
+    const RenderOptions rendering = render_options(options.common, trace);
+    const Answers answers = options.answers.empty()
+                                ? read_answers(source, trace, AnswersIn::example_file)
+                                : read_answers(read_answer_source(options.answers), trace, AnswersIn::answer_file);
+
+    CheckOptions checking;
+    if (options.tolerance >= 0.0) {
+        checking.tolerance = options.tolerance;
+    }
+    CheckReport report = check_answers(model, trace, answers, checking);
+
+    // --steps and --head choose which answers are graded and shown
+    const auto chosen = select_steps(trace, rendering);
+    std::erase_if(report.steps, [&chosen](const StepCheck& step) {
+        return std::find(chosen.begin(), chosen.end(), step.step) == chosen.end();
+    });
+    if (report.steps.empty()) {
+        throw InputError(usage_error("none of the answers is in the steps chosen by --steps and --head",
+                                     "leave out --steps and --head to grade every answer"));
+    }
+
+    std::ostringstream out;
+    render_check(trace, report, rendering, options.file, out);
+    write_result(out.str(), options.common);
+    return report.correct() ? 0 : 1;
+}
+
+}  // namespace qkv::cli

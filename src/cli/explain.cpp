@@ -1,0 +1,40 @@
+#include "attention/attention.hpp"
+#include "cli/commands.hpp"
+#include "explain/explain.hpp"
+
+#include <sstream>
+
+namespace qkv::cli {
+
+CLI::App* setup_explain(CLI::App& app, ExplainOptions& options) {
+    CLI::App* command = app.add_subcommand("explain", "Show the arithmetic behind cells, e.g. scores[1,2] or output[1]");
+    command->add_option("file", options.file, "Example file, built-in example name, or - for stdin")
+        ->required()
+        ->type_name("FILE|NAME|-");
+    command->add_option("cells", options.cells, "Cells: STEP[ROW,COL] or STEP[ROW], then @HEAD if needed")
+        ->required()
+        ->type_name("CELL");
+    add_common_options(*command, options.common);
+    return command;
+}
+
+int run_explain(const ExplainOptions& options) {
+    // parse every cell first, so that a typo is reported before any work
+    std::vector<CellRef> cells;
+    for (const auto& text : options.cells) {
+        cells.push_back(parse_cell(text));
+    }
+    const Model model = load(options.file, options.common);
+    const Trace trace = compute(model);
+    const RenderOptions rendering = render_options(options.common, trace);
+    std::vector<Explanation> explanations;
+    for (const auto& cell : cells) {
+        explanations.push_back(explain_cell(model, trace, cell, rendering));
+    }
+    std::ostringstream out;
+    render_explanations(explanations, rendering, out);
+    write_result(out.str(), options.common);
+    return 0;
+}
+
+}  // namespace qkv::cli

@@ -1,0 +1,146 @@
+#include "builtin/builtin.hpp"
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "io/lesson_loader.hpp"
+#include "lesson/player.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <iostream>
+#include <sstream>
+
+namespace qkv::cli {
+
+namespace {
+
+// The learner at a terminal: one line of standard input per answer or Enter.
+class TerminalLearner : public Learner {
+public:
+    std::optional<std::string> read_line() override {
+        std::string line;
+        if (!std::getline(std::cin, line)) {
+            return std::nullopt;
+        }
+        return line;
+    }
+};
+
+// Ctrl-C during a lesson: end any colour and the half-written line, then leave.
+extern "C" void leave_on_interrupt(int signal_number) {
+    const char text[] = "\x1b[0m\n";
+    [[maybe_unused]] const auto written = write(STDOUT_FILENO, text, sizeof text - 1);
+    _exit(128 + signal_number);
+}
+
+Diagnostic usage_error(const std::string& what, const std::string& hint) { return {"", 0, 0, what, hint}; }
+
+int list_lessons() {
+    const auto& lessons = builtin_lessons();
+    std::size_t width = 0;
+    for (const auto& lesson : lessons) {
+        width = std::max(width, lesson.name.size());
+    }
+    std::string listing;
+    int number = 0;
+    for (const auto& lesson : lessons) {
+        const std::string name(lesson.name);
+        const Lesson loaded = load_lesson({"lesson:" + name, std::string(lesson.text), ""}, name);
+        const std::string index = std::to_string(++number);
+        listing += std::string(index.size() < 2 ? 1 : 0, ' ') + index + "  " + name +
+                   std::string(width - name.size() + 2, ' ') + loaded.summary + "\n";
+    }
+    write_stdout(listing);
+    return 0;
+}
+
+std::string next_step(int number) {
+    const auto& lessons = builtin_lessons();
+    if (number <= 0) {
+        return "";
+    }
+    if (static_cast<std::size_t>(number) < lessons.size()) {
+        return "Next: qkv lesson " + std::to_string(number + 1) + " (" +
+               std::string(lessons[static_cast<std::size_t>(number)].name) + ").";
+    }
+    return "That was the last lesson: write an example of your own and run it with qkv run FILE.";
+}
+
+}  // namespace
+
+CLI::App* setup_lesson(CLI::App& app, LessonOptions& options) {
+    CLI::App* command = app.add_subcommand("lesson", "List the lessons, or play one");
+    command->add_option("lesson", options.lesson, "Lesson number, name, or a lesson file")
+        ->type_name("NUMBER|NAME|FILE");
+    command->add_flag("--no-pause", options.no_pause, "Play straight through, answers shown, without waiting");
+    add_common_options(*command, options.common);
+    return command;
+}
+
+int run_lesson(const LessonOptions& options) {
+    if (options.lesson.empty()) {
+        return list_lessons();
+    }
+    const CommonOptions& common = options.common;
+    if (common.format != "text" && common.format != "markdown") {
+        throw InputError(usage_error("a lesson is played as text or written as markdown, not " + common.format,
+                                     "use --format text (the default) or --format markdown"));
+    }
+    const LessonSource found = find_lesson(options.lesson);
+    const Lesson lesson = load_lesson(found.source, found.name, load_options(common));
+
+    // --steps and --head narrow what each page shows; they are checked here
+    // rather than against one trace, since a lesson may have several models.
+    CommonOptions shared = common;
+    shared.steps.clear();
+    shared.head = 0;
+    PlayOptions play;
+    play.render = render_options(shared, lesson.models.front().trace);
+    play.number = found.number;
+    play.next = next_step(found.number);
+    std::stringstream ids(common.steps);
+    std::string id;
+    while (std::getline(ids, id, ',')) {
+        id.erase(0, id.find_first_not_of(' '));
+        id.erase(id.find_last_not_of(' ') + 1);
+        if (id.empty()) {
+            continue;
+        }
+        if (!is_step_id(id)) {
+            const std::string near = closest_match(id, step_id_names());
+            throw InputError(usage_error("--steps: unknown step id \"" + id + "\"",
+                                         (near.empty() ? "" : "did you mean " + near + "? ") +
+                                             "valid step ids: " + step_id_list()));
+        }
+        play.steps.push_back(id);
+    }
+    arma::uword most_heads = 0;
+    for (const auto& model : lesson.models) {
+        most_heads = std::max(most_heads, model.trace.dims.heads);
+    }
+    if (common.head > static_cast<int>(most_heads)) {
+        throw InputError(usage_error("--head " + std::to_string(common.head) + " does not exist: this lesson's models have " +
+                                         std::to_string(most_heads) + (most_heads == 1 ? " head" : " heads"),
+                                     "heads are numbered from 1 to " + std::to_string(most_heads)));
+    }
+    play.head = common.head;
+
+    const bool interactive = !options.no_pause && common.format == "text" && common.output.empty() &&
+                             isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1;
+    if (interactive) {
+        std::signal(SIGINT, leave_on_interrupt);
+        TerminalLearner learner;
+        auto writer = make_lesson_writer(play.render, std::cout);
+        play_lesson(lesson, play, *writer, &learner);
+        std::cout.flush();
+        return 0;
+    }
+    std::ostringstream out;
+    auto writer = make_lesson_writer(play.render, out);
+    play_lesson(lesson, play, *writer, nullptr);
+    write_result(out.str(), common);
+    return 0;
+}
+
+}  // namespace qkv::cli

@@ -1,0 +1,671 @@
+// `qkv explain`: one cell's arithmetic written out with the numbers of the
+// trace. Every operand is read from the trace (or, for a projection's weights,
+// from the model), so an explanation shows exactly what `qkv run` computed;
+// only the intermediate terms (products, exponentials, sums) are worked here.
+#include "explain/explain.hpp"
+
+#include "attention/attention.hpp"
+#include "io/diagnostics.hpp"
+#include "render/table.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+namespace qkv {
+
+namespace {
+
+Diagnostic cell_error(const std::string& what, const std::string& hint) { return {"", 0, 0, what, hint}; }
+
+const char* const k_cell_syntax = "write a cell as STEP[ROW,COL] or STEP[ROW], optionally followed by @HEAD, "
+                                  "e.g. scores[1,2], output[1] or weights[2,3]@2";
+
+std::string decimals_text(int decimals) {
+    return std::to_string(decimals) + (decimals == 1 ? " decimal" : " decimals");
+}
+
+// A positive whole number, or -1 when `text` is not one.
+int parse_index(const std::string& text) {
+    if (text.empty() || text.size() > 9) {
+        return -1;
+    }
+    for (const char c : text) {
+        if (!std::isdigit(static_cast<unsigned char>(c))) {
+            return -1;
+        }
+    }
+    return std::stoi(text);
+}
+
+// Numbers as the tables show them: whole numbers without decimals, the
+// others at --precision, −∞ as a symbol.
+class Numbers {
+public:
+    explicit Numbers(const RenderOptions& options) : m_precision(options.precision) {}
+
+    std::string operator()(double value) const {
+        const bool whole = std::isfinite(value) && std::floor(value) == value && std::fabs(value) < 1e15;
+        return format_number(value, m_precision, whole, false);
+    }
+
+    // A factor after "·": negative numbers in parentheses.
+    std::string factor(double value) const {
+        const std::string text = (*this)(value);
+        return text[0] == '-' ? "(" + text + ")" : text;
+    }
+
+    std::string vector(const std::vector<double>& values) const {
+        std::string text = "[";
+        for (std::size_t k = 0; k < values.size(); ++k) {
+            text += (k == 0 ? "" : ", ") + (*this)(values[k]);
+        }
+        return text + "]";
+    }
+
+    std::string vector(const arma::rowvec& values) const {
+        return vector(std::vector<double>(values.begin(), values.end()));
+    }
+
+    // "a₁·b₁ + a₂·b₂ + …" with a term's negative first factor written as "− |a|·b".
+    std::string dot_terms(const arma::rowvec& a, const arma::rowvec& b) const {
+        std::string text;
+        for (arma::uword k = 0; k < a.n_elem; ++k) {
+            const std::string first = (*this)(a(k));
+            const bool negative = first[0] == '-';
+            if (k == 0) {
+                text += first;
+            } else {
+                text += negative ? " − " + first.substr(1) : " + " + first;
+            }
+            text += "·" + factor(b(k));
+        }
+        return text;
+    }
+
+private:
+    int m_precision;
+};
+
+// Works out one explanation: checks the cell, then dispatches on its step.
+class Explainer {
+public:
+    Explainer(const Model& model, const Trace& trace, const CellRef& cell, const RenderOptions& options)
+        : m_model(model), m_trace(trace), m_cell(cell), m_num(options) {}
+
+    Explanation run() {
+        const Step& step = checked_step();
+        m_step = &step;
+        m_row = static_cast<arma::uword>(m_cell.row - 1);
+        m_whole_row = m_cell.col == 0;
+        m_col = m_whole_row ? 0 : static_cast<arma::uword>(m_cell.col - 1);
+
+        Explanation result;
+        result.cell = m_cell;
+        result.cell.head = step.head;
+        if (m_whole_row) {
+            const arma::rowvec row = step.values.row(m_row);
+            result.values.assign(row.begin(), row.end());
+        } else {
+            result.values.push_back(step.values(m_row, m_col));
+        }
+        result.heading = name() + " = " + (m_whole_row ? m_num.vector(result.values) : m_num(result.values[0]));
+        const std::string& label = step.row_labels[m_row];
+        result.heading += "    (" + step.title + ", row " + std::to_string(m_cell.row) + " \"" + label + "\"";
+        if (!m_whole_row) {
+            result.heading += ", column " + std::to_string(m_cell.col) + " \"" + step.col_labels[m_col] + "\"";
+        }
+        result.heading += ")";
+
+        const std::string& id = step.id;
+        if (id == "inputs" || id == "context") {
+            given();
+        } else if (id == "positional") {
+            positional();
+        } else if (id == "encoded") {
+            encoded();
+        } else if (id == "queries" || id == "keys" || id == "values") {
+            projection();
+        } else if (id == "scores") {
+            scores();
+        } else if (id == "scaled_scores") {
+            scaled_scores();
+        } else if (id == "masked_scores") {
+            masked_scores();
+        } else if (id == "weights") {
+            weights();
+        } else if (id == "head_output") {
+            head_output(step.head);
+        } else if (id == "concat") {
+            concat();
+        } else if (id == "output") {
+            output();
+        }
+        result.lines = std::move(m_lines);
+        return result;
+    }
+
+private:
+    // ── checking the cell against the trace ─────────────────────────────────
+    const Step& checked_step() const {
+        const int heads = static_cast<int>(m_trace.dims.heads);
+        const bool per_head = is_per_head_step(m_cell.step);
+        if (m_trace.find(m_cell.step, per_head ? 1 : 0) == nullptr) {
+            std::string present;
+            std::string previous;
+            for (const auto& step : m_trace.steps) {
+                if (step.id != previous) {
+                    present += (present.empty() ? "" : ", ") + step.id;
+                    previous = step.id;
+                }
+            }
+            throw InputError(cell_error("cell " + m_cell.text + ": this example has no " + m_cell.step + " step",
+                                        "its steps are " + present));
+        }
+        // @HEAD must name a head of the example; steps that are not per head ignore it
+        if (m_cell.head < 1 || m_cell.head > heads) {
+            throw InputError(cell_error("cell " + m_cell.text + ": head " + std::to_string(m_cell.head) +
+                                            " does not exist; this example has " + std::to_string(heads) +
+                                            (heads == 1 ? " head" : " heads"),
+                                        heads == 1 ? "leave out @HEAD: there is only head 1"
+                                                   : "heads are numbered @1 to @" + std::to_string(heads)));
+        }
+        const Step& step = *m_trace.find(m_cell.step, per_head ? m_cell.head : 0);
+        const int n_rows = static_cast<int>(step.values.n_rows);
+        const int n_cols = static_cast<int>(step.values.n_cols);
+        const std::string ranges = valid_cells(step, n_rows, n_cols, heads);
+        if (m_cell.row < 1 || m_cell.row > n_rows) {
+            throw InputError(cell_error("cell " + m_cell.text + ": row " + std::to_string(m_cell.row) + " is out of range; " +
+                                            step.id + " has " + std::to_string(n_rows) +
+                                            (n_rows == 1 ? " row" : " rows"),
+                                        ranges));
+        }
+        if (m_cell.col < 0 || m_cell.col > n_cols) {
+            throw InputError(cell_error("cell " + m_cell.text + ": column " + std::to_string(m_cell.col) +
+                                            " is out of range; " + step.id + " has " + std::to_string(n_cols) +
+                                            (n_cols == 1 ? " column" : " columns"),
+                                        ranges));
+        }
+        return step;
+    }
+
+    static std::string valid_cells(const Step& step, int n_rows, int n_cols, int heads) {
+        std::string text = "valid cells: " + step.id + "[ROW,COL] with ROW 1 to " + std::to_string(n_rows) +
+                           " and COL 1 to " + std::to_string(n_cols) + ", or " + step.id + "[ROW] for a whole row";
+        if (step.head != 0 && heads > 1) {
+            text += ", then @1 to @" + std::to_string(heads) + " for the head";
+        }
+        return text;
+    }
+
+    // ── naming ──────────────────────────────────────────────────────────────
+    // "scores[1,2]" (with "@2" when the example has several heads and the step is per head)
+    std::string name() const { return cell_name(m_step->id, m_row, m_whole_row ? -1 : static_cast<long>(m_col), m_step->head); }
+
+    std::string cell_name(const std::string& id, arma::uword row, long col, int head) const {
+        std::string text = id + "[" + std::to_string(row + 1);
+        if (col >= 0) {
+            text += "," + std::to_string(col + 1);
+        }
+        text += "]";
+        if (head != 0 && m_trace.dims.heads > 1) {
+            text += "@" + std::to_string(head);
+        }
+        return text;
+    }
+
+    std::string row_name(const Step& step, arma::uword row) const {
+        return cell_name(step.id, row, -1, step.head) + " (" + step.row_labels[row] + ")";
+    }
+
+    const Step& step_of(const std::string& id, int head) const { return *m_trace.find(id, head); }
+
+    // The decimals this step is rounded to by `round:`, or -1.
+    int rounding(const std::string& id) const {
+        if (auto found = m_model.round.find(id); found != m_model.round.end()) {
+            return found->second;
+        }
+        if (auto all = m_model.round.find("*"); all != m_model.round.end()) {
+            return all->second;
+        }
+        return -1;
+    }
+
+    // "… = computed" and, when the step is rounded by hand, the rounded value the trace keeps.
+    std::string result_of(double computed, double kept) const {
+        const int decimals = rounding(m_step->id);
+        if (decimals < 0) {
+            return m_num(kept);
+        }
+        return m_num(computed) + ", rounded to " + decimals_text(decimals) + ": " + m_num(kept);
+    }
+
+    std::vector<arma::uword> columns() const {
+        std::vector<arma::uword> cols;
+        if (m_whole_row) {
+            for (arma::uword j = 0; j < m_step->values.n_cols; ++j) {
+                cols.push_back(j);
+            }
+        } else {
+            cols.push_back(m_col);
+        }
+        return cols;
+    }
+
+    void line(std::string text) { m_lines.push_back(std::move(text)); }
+
+    // ── the steps ───────────────────────────────────────────────────────────
+    void given() {
+        const std::string matrix = m_step->id == "inputs" ? "X" : "C";
+        if (m_step->id == "inputs") {
+            line("given by the example: row " + std::to_string(m_row + 1) + " of the inputs X is token \"" +
+                 m_step->row_labels[m_row] + "\"'s vector");
+        } else {
+            line("given by the example: row " + std::to_string(m_row + 1) + " of the context C is context token \"" +
+                 m_step->row_labels[m_row] + "\"'s vector");
+        }
+        line("nothing is computed for " + matrix + "; every later step starts from it");
+    }
+
+    void positional() {
+        const bool sinusoidal =
+            arma::approx_equal(*m_model.P, sinusoidal_positions(m_model.n(), m_model.d_model()), "absdiff", 1e-15);
+        if (!sinusoidal) {
+            line("given by the example (positional:): the vector added at position " + std::to_string(m_row + 1));
+            return;
+        }
+        const double d_model = static_cast<double>(m_model.d_model());
+        const auto p = static_cast<double>(m_row);
+        line("sinusoidal: P[p, 2i] = sin(p / 10000^(2i/d_model)), P[p, 2i+1] = cos(p / 10000^(2i/d_model)), "
+             "positions p from 0, d_model = " + m_num(d_model));
+        for (const arma::uword c : columns()) {
+            const auto two_i = static_cast<double>(c - c % 2);
+            const double angle = p / std::pow(10000.0, two_i / d_model);
+            const std::string function = c % 2 == 0 ? "sin" : "cos";
+            line(cell_name("positional", m_row, static_cast<long>(c), 0) + " = " + function + "(" + m_num(p) +
+                 " / 10000^(" + m_num(two_i) + "/" + m_num(d_model) + ")) = " + function + "(" + m_num(angle) +
+                 ") = " + result_of(c % 2 == 0 ? std::sin(angle) : std::cos(angle), m_step->values(m_row, c)));
+        }
+    }
+
+    void encoded() {
+        const Step& inputs = step_of("inputs", 0);
+        const Step& positions = step_of("positional", 0);
+        for (const arma::uword c : columns()) {
+            const double x = inputs.values(m_row, c);
+            const double p = positions.values(m_row, c);
+            line(cell_name("encoded", m_row, static_cast<long>(c), 0) + " = " +
+                 cell_name("inputs", m_row, static_cast<long>(c), 0) + " + " +
+                 cell_name("positional", m_row, static_cast<long>(c), 0) + " = " + m_num(x) + " + " + m_num.factor(p) +
+                 " = " + result_of(x + p, m_step->values(m_row, c)));
+        }
+    }
+
+    // x (a source row) times each column of W, plus the bias: queries, keys,
+    // values and the output projection.
+    void project_row(const Step& source, const std::string& source_name, const arma::mat& W, const std::string& w_name,
+                     const std::optional<arma::rowvec>& b, const std::string& b_name) {
+        const arma::rowvec x = source.values.row(m_row);
+        line("x = " + row_name(source, m_row) + " = " + m_num.vector(x) + "    (row " + std::to_string(m_row + 1) +
+             " of " + source_name + ")");
+        const bool pytorch = m_model.layout == Layout::pytorch;
+        for (const arma::uword j : columns()) {
+            const arma::rowvec w = W.col(j).t();
+            const std::string w_part = pytorch ? "row " + std::to_string(j + 1) + " of " + w_name + " as written"
+                                               : "column " + std::to_string(j + 1) + " of " + w_name;
+            line("w = " + w_part + " = " + m_num.vector(w));
+            double computed = arma::dot(x, w);
+            std::string working = "x·w = " + m_num.dot_terms(x, w);
+            if (b) {
+                const std::string bias = m_num((*b)(j));
+                working = "x·w + " + b_name + "[" + std::to_string(j + 1) + "] = " + m_num.dot_terms(x, w) +
+                          (bias[0] == '-' ? " − " + bias.substr(1) : " + " + bias);
+                computed += (*b)(j);
+            }
+            line(cell_name(m_step->id, m_row, static_cast<long>(j), m_step->head) + " = " + working + " = " +
+                 result_of(computed, m_step->values(m_row, j)));
+        }
+        if (pytorch) {
+            line("(layout: pytorch: the file's " + w_name + " is out × in, so x meets its rows: x·" + w_name + "ᵀ)");
+        }
+    }
+
+    void projection() {
+        const HeadWeights& weights = m_model.heads[static_cast<std::size_t>(m_step->head - 1)];
+        const bool has_positions = m_trace.find("encoded", 0) != nullptr;
+        const Step* source = m_trace.find(has_positions ? "encoded" : "inputs", 0);
+        std::string source_name = has_positions ? "X + P" : "X";
+        if (m_step->id != "queries" && m_trace.cross) {
+            source = m_trace.find("context", 0);
+            source_name = "the context C";
+        }
+        const std::string letter = m_step->id == "queries" ? "Q" : m_step->id == "keys" ? "K" : "V";
+        const arma::mat& W = letter == "Q" ? weights.W_Q : letter == "K" ? weights.W_K : weights.W_V;
+        const auto& b = letter == "Q" ? weights.b_Q : letter == "K" ? weights.b_K : weights.b_V;
+        std::string w_name = "W_" + letter;
+        if (m_trace.dims.heads > 1) {
+            w_name += " (head " + std::to_string(m_step->head) + ")";
+        }
+        project_row(*source, source_name, W, w_name, b, "b_" + letter);
+    }
+
+    void scores() {
+        const int h = m_step->head;
+        const Step& queries = step_of("queries", h);
+        const Step& keys = step_of("keys", h);
+        const arma::rowvec q = queries.values.row(m_row);
+        line("q = " + row_name(queries, m_row) + " = " + m_num.vector(q) + "    (query " +
+             std::to_string(m_row + 1) + ")");
+        for (const arma::uword j : columns()) {
+            const arma::rowvec k = keys.values.row(j);
+            line("k = " + row_name(keys, j) + " = " + m_num.vector(k) + "    (key " + std::to_string(j + 1) +
+                 ": column " + std::to_string(j + 1) + " of Kᵀ)");
+            line(cell_name("scores", m_row, static_cast<long>(j), h) + " = q·k = " + m_num.dot_terms(q, k) + " = " +
+                 result_of(arma::dot(q, k), m_step->values(m_row, j)));
+        }
+    }
+
+    std::string scale_text() const {
+        switch (m_model.scale_kind) {
+            case ScaleKind::sqrt_dk:
+                return "√d_k = √" + std::to_string(m_model.d_k()) + " = " + m_num(m_trace.scale);
+            case ScaleKind::divisor:
+                return "the example's scale, " + m_num(m_trace.scale);
+            case ScaleKind::none:
+                break;
+        }
+        return "1 (scale: none)";
+    }
+
+    void scaled_scores() {
+        const Step& scores = step_of("scores", m_step->head);
+        if (m_model.scale_kind == ScaleKind::none) {
+            line("this example does not scale (scale: none), so the scores pass through unchanged");
+        } else {
+            line("the divisor is " + scale_text());
+        }
+        for (const arma::uword j : columns()) {
+            const double s = scores.values(m_row, j);
+            std::string text = cell_name("scaled_scores", m_row, static_cast<long>(j), m_step->head) + " = " +
+                               cell_name("scores", m_row, static_cast<long>(j), m_step->head);
+            if (m_model.scale_kind == ScaleKind::none) {
+                text += " = " + result_of(s, m_step->values(m_row, j));
+            } else {
+                text += " / " + m_num(m_trace.scale) + " = " + m_num(s) + " / " + m_num(m_trace.scale) + " = " +
+                        result_of(s / m_trace.scale, m_step->values(m_row, j));
+            }
+            line(text);
+        }
+    }
+
+    // Why query i may not attend to key j, or "" when it may.
+    std::string blocked_because(arma::uword i, arma::uword j) const {
+        std::vector<std::string> reasons;
+        if (m_model.mask_kind == MaskKind::causal && j > i) {
+            reasons.push_back("the causal mask: query " + std::to_string(i + 1) + " sees keys 1 to " +
+                              std::to_string(i + 1));
+        }
+        if (m_model.mask_kind == MaskKind::matrix && m_model.mask(i, j) == 0.0) {
+            reasons.push_back("the mask: mask[" + std::to_string(i + 1) + "," + std::to_string(j + 1) + "] = 0");
+        }
+        if (m_model.padding && (*m_model.padding)(j) == 0.0) {
+            reasons.push_back("padding: key " + std::to_string(j + 1) + " is marked 0");
+        }
+        std::string text;
+        for (const auto& reason : reasons) {
+            text += (text.empty() ? "" : ", and ") + reason;
+        }
+        return text;
+    }
+
+    void masked_scores() {
+        const Step& scaled = step_of("scaled_scores", m_step->head);
+        for (const arma::uword j : columns()) {
+            const std::string here = cell_name("masked_scores", m_row, static_cast<long>(j), m_step->head);
+            const std::string reason = blocked_because(m_row, j);
+            if (reason.empty()) {
+                line(here + " = " + cell_name("scaled_scores", m_row, static_cast<long>(j), m_step->head) + " = " +
+                     m_num(scaled.values(m_row, j)) + "    (query " + std::to_string(m_row + 1) +
+                     " may attend to key " + std::to_string(j + 1) + ")");
+            } else {
+                line(here + " = −∞    (blocked by " + reason + ")");
+            }
+        }
+        line("a −∞ score becomes exp(−∞) = 0 in the softmax: a weight of exactly 0");
+    }
+
+    void weights() {
+        const int h = m_step->head;
+        const Step* source = m_trace.find("masked_scores", h);
+        if (source == nullptr) {
+            source = m_trace.find("scaled_scores", h);
+        }
+        const arma::rowvec s = source->values.row(m_row);
+        const double row_max = s.max();
+        line("s = " + row_name(*source, m_row) + " = " + m_num.vector(s));
+        line("max = " + m_num(row_max) + "    (subtracted first, so that exp() cannot overflow; the weights do not change)");
+        arma::rowvec e(s.n_elem);
+        std::string exponents;
+        for (arma::uword k = 0; k < s.n_elem; ++k) {
+            e(k) = std::exp(s(k) - row_max);
+            exponents += (k == 0 ? "" : ", ") + std::string("exp(") + m_num(s(k) - row_max) + ")";
+        }
+        line("exp(s − max) = [" + exponents + "] = " + m_num.vector(e));
+        const double sum = arma::accu(e);
+        std::string terms;
+        for (arma::uword k = 0; k < e.n_elem; ++k) {
+            terms += (k == 0 ? "" : " + ") + m_num(e(k));
+        }
+        line("sum = " + terms + " = " + m_num(sum));
+        if (m_whole_row) {
+            const arma::rowvec computed = e / sum;
+            const arma::rowvec kept = m_step->values.row(m_row);
+            std::string text = name() + " = exp(s − max) / sum = " + m_num.vector(e) + " / " + m_num(sum) + " = " +
+                               m_num.vector(computed);
+            if (rounding("weights") >= 0) {
+                text += ", rounded to " + decimals_text(rounding("weights")) + ": " + m_num.vector(kept);
+            }
+            line(text);
+            line("the weights of a row sum to 1");
+        } else {
+            line(name() + " = exp(s" + std::to_string(m_col + 1) + " − max) / sum = " + m_num(e(m_col)) + " / " +
+                 m_num(sum) + " = " + result_of(e(m_col) / sum, m_step->values(m_row, m_col)));
+        }
+    }
+
+    void head_output(int h) {
+        const Step& weights = step_of("weights", h);
+        const Step& values = step_of("values", h);
+        const Step& target = step_of("head_output", h);
+        const arma::rowvec a = weights.values.row(m_row);
+        if (!m_whole_row) {
+            const arma::rowvec v = values.values.col(m_col).t();
+            line("a = " + row_name(weights, m_row) + " = " + m_num.vector(a));
+            line("v = column " + std::to_string(m_col + 1) + " of the values = " + m_num.vector(v));
+            line(cell_name("head_output", m_row, static_cast<long>(m_col), h) + " = a·v = " + m_num.dot_terms(a, v) +
+                 " = " + m_num(target.values(m_row, m_col)));
+            return;
+        }
+        // the weighted value vectors, one per key, then their sum
+        line("each value row times query " + std::to_string(m_row + 1) + "'s weight for it, then the sum:");
+        std::vector<std::string> left;
+        std::vector<std::string> right;
+        for (arma::uword j = 0; j < a.n_elem; ++j) {
+            const arma::rowvec v = values.values.row(j);
+            left.push_back(m_num(a(j)) + " · " + m_num.vector(v));
+            right.push_back(m_num.vector(arma::rowvec(a(j) * v)) + "    (" + values.row_labels[j] + ")");
+        }
+        std::size_t width = 0;
+        for (const auto& text : left) {
+            width = std::max(width, display_width(text));
+        }
+        for (std::size_t j = 0; j < left.size(); ++j) {
+            line((j == 0 ? "  " : "+ ") + left[j] + std::string(width - display_width(left[j]), ' ') + " = " +
+                 right[j]);
+        }
+        line("= " + m_num.vector(arma::rowvec(target.values.row(m_row))));
+    }
+
+    void concat() {
+        const auto d_v = static_cast<arma::uword>(m_trace.dims.d_v);
+        if (m_whole_row) {
+            line("the heads' output rows side by side, head 1 first:");
+            std::vector<double> joined;
+            for (int h = 1; h <= static_cast<int>(m_trace.dims.heads); ++h) {
+                const arma::rowvec z = step_of("head_output", h).values.row(m_row);
+                line("  " + cell_name("head_output", m_row, -1, h) + " = " + m_num.vector(z));
+                joined.insert(joined.end(), z.begin(), z.end());
+            }
+            line("= " + m_num.vector(joined));
+            return;
+        }
+        const int h = static_cast<int>(m_col / d_v) + 1;
+        const arma::uword column = m_col % d_v;
+        line("columns " + std::to_string((h - 1) * d_v + 1) + " to " + std::to_string(h * d_v) + " hold head " +
+             std::to_string(h) + "'s output (d_v = " + std::to_string(d_v) + ")");
+        line(name() + " = " + cell_name("head_output", m_row, static_cast<long>(column), h) + " = " +
+             m_num(step_of("head_output", h).values(m_row, column)));
+    }
+
+    void output() {
+        const bool several = m_trace.dims.heads > 1;
+        if (m_model.W_O) {
+            const Step& source = several ? step_of("concat", 0) : step_of("head_output", 1);
+            project_row(source, several ? "the concatenated heads" : "the head output Z", *m_model.W_O, "W_O",
+                        m_model.b_O, "b_O");
+            return;
+        }
+        if (several) {
+            line("there is no W_O, so the output is the concatenation of the heads");
+            concat();
+            return;
+        }
+        line("there is one head and no W_O, so the output is the head's weighted sum of the values");
+        head_output(1);
+    }
+
+    const Model& m_model;
+    const Trace& m_trace;
+    const CellRef& m_cell;
+    Numbers m_num;
+    const Step* m_step = nullptr;
+    arma::uword m_row = 0;
+    arma::uword m_col = 0;
+    bool m_whole_row = false;
+    std::vector<std::string> m_lines;
+};
+
+std::string symbols(const std::string& text, const RenderOptions& options) {
+    return options.ascii ? to_ascii(text) : text;
+}
+
+}  // namespace
+
+CellRef parse_cell(const std::string& text) {
+    CellRef cell;
+    cell.text = text;
+    std::string compact;
+    for (const char c : text) {
+        if (!std::isspace(static_cast<unsigned char>(c))) {
+            compact += c;
+        }
+    }
+    const auto open = compact.find('[');
+    const auto close = compact.find(']');
+    if (open == std::string::npos || close == std::string::npos || close < open || open == 0) {
+        throw InputError(cell_error("cell \"" + text + "\" is not STEP[ROW,COL] or STEP[ROW]", k_cell_syntax));
+    }
+    cell.step = compact.substr(0, open);
+    if (!is_step_id(cell.step)) {
+        const std::string near = closest_match(cell.step, step_id_names());
+        throw InputError(cell_error("cell \"" + text + "\": unknown step \"" + cell.step + "\"",
+                                    (near.empty() ? "" : "did you mean " + near + "? ") + "valid steps: " +
+                                        step_id_list()));
+    }
+    const std::string inside = compact.substr(open + 1, close - open - 1);
+    const auto comma = inside.find(',');
+    cell.row = parse_index(inside.substr(0, comma));
+    cell.col = comma == std::string::npos ? 0 : parse_index(inside.substr(comma + 1));
+    const std::string after = compact.substr(close + 1);
+    if (!after.empty()) {
+        cell.head = after[0] == '@' ? parse_index(after.substr(1)) : -1;
+    }
+    if (cell.row < 0 || cell.col < 0 || cell.head < 0) {
+        throw InputError(cell_error("cell \"" + text + "\" is not STEP[ROW,COL] or STEP[ROW]", k_cell_syntax));
+    }
+    if (cell.row == 0 || (comma != std::string::npos && cell.col == 0) || cell.head == 0) {
+        throw InputError(cell_error("cell \"" + text + "\" counts from 0",
+                                    "rows, columns and heads are numbered from 1, as in a_ij"));
+    }
+    return cell;
+}
+
+Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& cell, const RenderOptions& options) {
+    Explanation result = Explainer(model, trace, cell, options).run();
+    result.heading = symbols(result.heading, options);
+    for (auto& line : result.lines) {
+        line = symbols(line, options);
+    }
+    return result;
+}
+
+void render_explanations(const std::vector<Explanation>& explanations, const RenderOptions& options,
+                         std::ostream& out) {
+    switch (options.format) {
+        case Format::text:
+            for (std::size_t k = 0; k < explanations.size(); ++k) {
+                const Explanation& e = explanations[k];
+                out << (k == 0 ? "" : "\n");
+                out << (options.color ? "\x1b[1m" + e.heading + "\x1b[0m" : e.heading) << '\n';
+                for (const auto& line : e.lines) {
+                    out << "  " << line << '\n';
+                }
+            }
+            return;
+        case Format::markdown:
+            for (std::size_t k = 0; k < explanations.size(); ++k) {
+                const Explanation& e = explanations[k];
+                out << (k == 0 ? "" : "\n") << "### " << e.heading << "\n\n```text\n";
+                for (const auto& line : e.lines) {
+                    out << line << '\n';
+                }
+                out << "```\n";
+            }
+            return;
+        case Format::json: {
+            nlohmann::ordered_json doc;
+            doc["schema_version"] = 1;
+            doc["cells"] = nlohmann::ordered_json::array();
+            for (const auto& e : explanations) {
+                nlohmann::ordered_json cell;
+                cell["cell"] = e.cell.text;
+                cell["step"] = e.cell.step;
+                cell["head"] = e.cell.head == 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(e.cell.head);
+                cell["row"] = e.cell.row;
+                cell["col"] = e.cell.col == 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(e.cell.col);
+                nlohmann::ordered_json values = nlohmann::ordered_json::array();
+                for (const double value : e.values) {
+                    if (std::isinf(value)) {
+                        values.push_back(value < 0 ? "-inf" : "inf");
+                    } else {
+                        values.push_back(value);
+                    }
+                }
+                cell["values"] = values;
+                cell["heading"] = e.heading;
+                cell["lines"] = e.lines;
+                doc["cells"].push_back(cell);
+            }
+            out << doc.dump(1) << '\n';
+            return;
+        }
+        default:
+            break;
+    }
+    throw InputError(cell_error("explain writes text, markdown or json",
+                                "use --format text, markdown or json with explain"));
+}
+
+}  // namespace qkv

@@ -1,0 +1,399 @@
+// Reads a learner's answers (`answers:`) into plain matrices of cells, keeping
+// each number's text so that its decimals are known, and reporting every
+// problem with its FILE:LINE:COL.
+#include "io/answers.hpp"
+
+#include "io/yaml_util.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+namespace qkv {
+
+namespace {
+
+// More numbers than anyone writes by hand; keeps a runaway file from filling the memory.
+constexpr std::size_t k_max_answer_cells = 1000000;
+
+const char* const k_number_hint = "write a number such as 0.25 or -1, ~ for a cell you leave out, or -inf for a blocked score";
+
+// "answers.scores", or "scores" in an answer file that is the map of answers itself.
+std::string joined(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
+
+std::string where_of(const Source& source, const YAML::Node& node) {
+    std::string where = source.name;
+    const YAML::Mark mark = node.Mark();
+    if (mark.line >= 0) {
+        where += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+    }
+    return where;
+}
+
+// Why a valid step id is missing from an example.
+std::string why_absent(const std::string& id) {
+    if (id == "positional" || id == "encoded") {
+        return "this step exists only when the example sets positional:";
+    }
+    if (id == "context") {
+        return "this step exists only for cross-attention (context:)";
+    }
+    if (id == "masked_scores") {
+        return "this step exists only when the example sets a mask or padding";
+    }
+    if (id == "concat") {
+        return "this step exists only when the example has more than one head";
+    }
+    return "";
+}
+
+class AnswerReader {
+public:
+    AnswerReader(YamlReader& yaml, const Source& source, const Trace& trace)
+        : m_yaml(yaml), m_source(source), m_trace(trace) {}
+
+    void read(const YAML::Node& answers, const std::string& path) {
+        if (!answers || answers.IsNull()) {
+            m_yaml.error(answers, path + " is empty; expected a map from step ids to your values",
+                         "write e.g. answers: {scores: [[2, 4, 4], ~, ~]}");
+            return;
+        }
+        if (!answers.IsMap()) {
+            m_yaml.error(answers, path + " is " + m_yaml.describe(answers) + "; expected a map from step ids to your values",
+                         "write e.g. answers: {scores: [[2, 4, 4], ~, ~]}");
+            return;
+        }
+        read_map(answers, path, 0);
+        const YAML::Node heads = answers["heads"];
+        if (heads) {
+            read_heads(heads, joined(path, "heads"));
+        }
+    }
+
+    std::vector<StepAnswer> take() { return std::move(m_steps); }
+
+private:
+    YamlReader& m_yaml;
+    const Source& m_source;
+    const Trace& m_trace;
+    std::vector<StepAnswer> m_steps;
+    std::size_t m_cells = 0;
+
+    int n_heads() const { return static_cast<int>(m_trace.dims.heads); }
+
+    void read_heads(const YAML::Node& heads, const std::string& path) {
+        if (heads.IsNull()) {
+            return;
+        }
+        if (!heads.IsSequence()) {
+            m_yaml.error(heads, path + " is " + m_yaml.describe(heads) + "; expected a list with one map per head",
+                         "write heads: [{scores: ...}, {scores: ...}], head 1 first");
+            return;
+        }
+        int h = 0;
+        for (const auto& item : heads) {
+            ++h;
+            const std::string item_path = path + "[" + std::to_string(h) + "]";
+            if (h > n_heads()) {
+                m_yaml.error(item, item_path + " does not exist: this example has " + std::to_string(n_heads()) +
+                                       (n_heads() == 1 ? " head" : " heads"),
+                             "heads are numbered from 1 to " + std::to_string(n_heads()) +
+                                 "; answers.heads holds one map per head, in order");
+                return;
+            }
+            if (item.IsNull()) {
+                continue;
+            }
+            if (!item.IsMap()) {
+                m_yaml.error(item, item_path + " is " + m_yaml.describe(item) + "; expected a map from step ids to values",
+                             "write e.g. {scores: [[...], ...], weights: [[...], ...]} for one head");
+                continue;
+            }
+            read_map(item, item_path, h);
+        }
+    }
+
+    // Top level (head 0) or one item of answers.heads (head h).
+    void read_map(const YAML::Node& map, const std::string& path, int head) {
+        for (const auto& entry : map) {
+            const std::string id = key_text(entry.first);
+            const std::string entry_path = joined(path, id);
+            if (head == 0 && id == "heads") {
+                continue;
+            }
+            if (!is_step_id(id)) {
+                const std::string near = closest_match(id, step_id_names());
+                m_yaml.error(entry.first, "unknown step id " + entry_path,
+                             (near.empty() ? "" : "did you mean " + near + "? ") + "valid step ids: " + step_id_list() +
+                                 (head == 0 ? "; per-head answers go under heads" : ""));
+                continue;
+            }
+            const bool per_head = is_per_head_step(id);
+            int step_head = head;
+            if (head == 0 && per_head) {
+                if (n_heads() > 1) {
+                    m_yaml.error(entry.first,
+                                 entry_path + " is a per-head step, and this example has " + std::to_string(n_heads()) +
+                                     " heads",
+                                 "write it under answers.heads, one map per head: heads: [{" + id + ": ...}, {" + id +
+                                     ": ...}]");
+                    continue;
+                }
+                step_head = 1;
+            }
+            if (head != 0 && !per_head) {
+                m_yaml.error(entry.first, entry_path + " is not a per-head step",
+                             "write " + id + " directly under answers:, next to heads");
+                continue;
+            }
+            if (m_trace.find(id, step_head) == nullptr) {
+                m_yaml.error(entry.first, entry_path + ": this example has no step " + id, why_absent(id));
+                continue;
+            }
+            const bool twice = std::any_of(m_steps.begin(), m_steps.end(), [&](const StepAnswer& other) {
+                return other.id == id && other.head == step_head;
+            });
+            if (twice) {
+                m_yaml.error(entry.first, entry_path + " is answered twice",
+                             "keep one answer for " + id + (step_head != 0 ? " of head " + std::to_string(step_head) : ""));
+                continue;
+            }
+            read_matrix(entry.second, id, step_head, entry_path);
+        }
+    }
+
+    // A list of rows; each row a list of numbers or ~, or ~ for a whole row.
+    // A flat list of numbers is read as one row.
+    void read_matrix(const YAML::Node& node, const std::string& id, int head, const std::string& path) {
+        if (node.IsNull()) {
+            return;  // `scores: ~`: not answered
+        }
+        if (!node.IsSequence()) {
+            m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a list of rows",
+                         "write one row per token, e.g. [[2, 4, 4], [4, 16, 12], ~], with ~ for what you leave out");
+            return;
+        }
+        if (node.size() == 0) {
+            m_yaml.error(node, path + " is an empty list; expected a list of rows",
+                         "write one row per token, or ~ to leave the whole step out");
+            return;
+        }
+        bool any_row = false;
+        bool any_number = false;
+        for (const auto& item : node) {
+            any_row = any_row || item.IsSequence();
+            any_number = any_number || item.IsScalar();
+        }
+        StepAnswer answer;
+        answer.id = id;
+        answer.head = head;
+        answer.where = where_of(m_source, node);
+        bool ok = true;
+        if (any_number && !any_row) {
+            // a flat list: one row
+            answer.n_rows = 1;
+            answer.n_cols = node.size();
+            if (!room_for(node, path, answer.n_cols)) {
+                return;
+            }
+            arma::uword col = 0;
+            for (const auto& item : node) {
+                ++col;
+                answer.cells.push_back(cell(item, path + "[1," + std::to_string(col) + "]", ok));
+            }
+        } else {
+            const YAML::Node* first_row = nullptr;
+            arma::uword row = 0;
+            for (const auto& item : node) {
+                ++row;
+                const std::string row_path = path + " row " + std::to_string(row);
+                if (item.IsNull()) {
+                    continue;
+                }
+                if (!item.IsSequence()) {
+                    m_yaml.error(item, row_path + " is " + m_yaml.describe(item) + "; expected a list of numbers or ~",
+                                 "write each row in brackets, e.g. [0.1, 0.5, 0.4], or ~ for a row you leave out");
+                    ok = false;
+                    continue;
+                }
+                if (item.size() == 0) {
+                    m_yaml.error(item, row_path + " is empty; expected numbers", "write ~ for a row you leave out");
+                    ok = false;
+                    continue;
+                }
+                if (first_row == nullptr) {
+                    first_row = &item;
+                    answer.n_cols = item.size();
+                } else if (item.size() != answer.n_cols) {
+                    m_yaml.error(item, row_path + " has " + std::to_string(item.size()) + " numbers; the first row has " +
+                                           std::to_string(answer.n_cols),
+                                 "give every row the same length, with ~ for a number you leave out");
+                    ok = false;
+                }
+            }
+            if (!ok) {
+                return;
+            }
+            answer.n_rows = node.size();
+            if (!room_for(node, path, answer.n_rows * answer.n_cols)) {
+                return;
+            }
+            row = 0;
+            for (const auto& item : node) {
+                ++row;
+                if (item.IsNull()) {
+                    answer.cells.insert(answer.cells.end(), answer.n_cols, AnswerCell{});
+                    continue;
+                }
+                arma::uword col = 0;
+                for (const auto& value : item) {
+                    ++col;
+                    answer.cells.push_back(
+                        cell(value, path + "[" + std::to_string(row) + "," + std::to_string(col) + "]", ok));
+                }
+            }
+        }
+        if (ok && answer.answered() > 0) {
+            m_steps.push_back(std::move(answer));
+        }
+    }
+
+    bool room_for(const YAML::Node& node, const std::string& path, std::size_t cells) {
+        m_cells += cells;
+        if (m_cells > k_max_answer_cells) {
+            m_yaml.error(node, path + " takes the answers past " + std::to_string(k_max_answer_cells) + " numbers",
+                         "answer a few cells of each step; qkv computes the rest");
+            return false;
+        }
+        return true;
+    }
+
+    AnswerCell cell(const YAML::Node& node, const std::string& path, bool& ok) {
+        AnswerCell result;
+        if (node.IsNull()) {
+            return result;
+        }
+        if (!node.IsScalar()) {
+            m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a number", k_number_hint);
+            ok = false;
+            return result;
+        }
+        std::string text = node.Scalar();
+        text.erase(0, text.find_first_not_of(" \t"));
+        text.erase(text.find_last_not_of(" \t") + 1);
+        std::optional<double> value;
+        if (text == "−∞" || text == "-∞") {
+            value = -std::numeric_limits<double>::infinity();
+        } else if (text == "∞" || text == "+∞") {
+            value = std::numeric_limits<double>::infinity();
+        } else {
+            value = parse_number(text);
+        }
+        if (!value || std::isnan(*value)) {
+            m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a number", k_number_hint);
+            ok = false;
+            return result;
+        }
+        result.given = true;
+        result.value = *value;
+        result.decimals = std::isfinite(*value) ? count_decimals(text) : 0;
+        result.text = text;
+        return result;
+    }
+};
+
+}  // namespace
+
+std::size_t StepAnswer::answered() const {
+    return static_cast<std::size_t>(
+        std::count_if(cells.begin(), cells.end(), [](const AnswerCell& cell) { return cell.given; }));
+}
+
+int count_decimals(const std::string& text) {
+    const auto exponent_at = text.find_first_of("eE");
+    const std::string mantissa = text.substr(0, exponent_at);
+    int decimals = 0;
+    if (const auto point = mantissa.find('.'); point != std::string::npos) {
+        decimals = static_cast<int>(mantissa.size() - point - 1);
+    }
+    if (exponent_at != std::string::npos) {
+        std::string exponent = text.substr(exponent_at + 1);
+        if (!exponent.empty() && exponent[0] == '+') {
+            exponent.erase(0, 1);
+        }
+        long value = 0;
+        const auto [end, error] = std::from_chars(exponent.data(), exponent.data() + exponent.size(), value);
+        if (error == std::errc() && end == exponent.data() + exponent.size()) {
+            decimals -= static_cast<int>(std::clamp(value, -400L, 400L));
+        }
+    }
+    return std::clamp(decimals, 0, 300);
+}
+
+Answers read_answers(const Source& source, const Trace& trace, AnswersIn where) {
+    Diagnostics diagnostics;
+    YamlReader yaml(source, diagnostics);
+    const YAML::Node root = yaml.parse_document();
+    diagnostics.throw_if_any();
+
+    // (yaml-cpp nodes are bound once: assigning to one writes into what it refers to)
+    if (where == AnswersIn::answer_file && !root.IsMap()) {
+        yaml.error(root, root.IsNull() ? "the answer file is empty" : "the top level of the answer file is not a map",
+                   "write your values under step ids, e.g. scores: [[2, 4, 4], ~, ~]");
+        diagnostics.throw_if_any();
+    }
+    const YAML::Node wrapped = root.IsMap() ? root["answers"] : YAML::Node(YAML::NodeType::Undefined);
+    if (where == AnswersIn::example_file && !wrapped) {
+        throw InputError(Diagnostic{source.name, 0, 0, "has no answers to check",
+                                    "add answers: with your values under step ids (e.g. answers: {scores: [[...], "
+                                    "...]}), or give them in a separate file with --answers FILE"});
+    }
+    // an answer file holds `answers: {...}`, or is the map of answers itself
+    const YAML::Node answers = wrapped ? wrapped : root;
+    if (!wrapped) {
+        for (const char* key : {"title", "description", "tokens", "inputs", "layout", "scale", "mask", "sentence"}) {
+            if (root[key]) {
+                throw InputError(Diagnostic{source.name, 0, 0, "looks like an example file, and has no answers: to check",
+                                            "add answers: with your values under step ids, or give the file that "
+                                            "holds them"});
+            }
+        }
+    }
+    const std::string path = wrapped ? "answers" : "";
+
+    AnswerReader reader(yaml, source, trace);
+    reader.read(answers, path);
+    diagnostics.throw_if_any();
+
+    Answers result;
+    result.source = source.name;
+    result.steps = reader.take();
+    if (result.steps.empty()) {
+        throw InputError(Diagnostic{source.name, 0, 0, "holds no answered cells: every answer is ~",
+                                    "write at least one number under a step id, e.g. scores: [[2, 4, 4], ~, ~]"});
+    }
+    // in the order of the trace
+    auto position = [&trace](const StepAnswer& answer) {
+        const Step* step = trace.find(answer.id, answer.head);
+        return step - trace.steps.data();
+    };
+    std::stable_sort(result.steps.begin(), result.steps.end(),
+                     [&](const StepAnswer& a, const StepAnswer& b) { return position(a) < position(b); });
+    return result;
+}
+
+Source read_answer_source(const std::string& path) {
+    if (path != "-") {
+        std::error_code error;
+        if (!std::filesystem::exists(path, error)) {
+            throw InputError(Diagnostic{path, 0, 0, "no such answer file", "give the path of a YAML file with your answers"});
+        }
+    }
+    return read_source(path);
+}
+
+}  // namespace qkv

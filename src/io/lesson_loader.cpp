@@ -1,0 +1,624 @@
+// The lesson loader: reads the YAML of a lesson, loads and computes its models
+// (built-in examples or inline), and checks the script against their traces.
+#include "io/lesson_loader.hpp"
+
+#include "attention/attention.hpp"
+#include "builtin/builtin.hpp"
+#include "io/yaml_util.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+
+namespace qkv {
+
+namespace {
+
+const std::vector<std::string> k_lesson_keys = {"title", "summary", "model", "models", "script"};
+const std::vector<std::string> k_page_keys = {"say",  "model", "show",   "head",
+                                              "explain", "then", "ask", "answer", "tolerance"};
+constexpr std::size_t k_max_summary_bytes = 100;
+
+bool is_name(const std::string& text) {
+    return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+        return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+               c == '-' || c == '_';
+    });
+}
+
+std::string join(const std::vector<std::string>& items) {
+    std::string list;
+    for (const auto& item : items) {
+        list += (list.empty() ? "" : ", ") + item;
+    }
+    return list;
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+    const std::string near = closest_match(word, candidates);
+    return near.empty() ? "" : "did you mean " + near + "? ";
+}
+
+class LessonLoader {
+public:
+    LessonLoader(const Source& source, const LoadOptions& options)
+        : m_yaml(source, m_diagnostics), m_source(source), m_options(options) {}
+
+    Lesson load(const std::string& name) {
+        m_lesson.name = name;
+        const YAML::Node root = m_yaml.parse_document();
+        m_diagnostics.throw_if_any();
+        if (!root.IsMap()) {
+            m_yaml.error(root, root.IsNull() ? "the lesson file is empty" : "the top level is not a map of keys",
+                         "a lesson has title, summary, model (or models) and script; see `man qkv`");
+            m_diagnostics.throw_if_any();
+        }
+        m_yaml.check_keys(root, "", k_lesson_keys);
+        read_title(root);
+        read_models(root);
+        // the script is checked against the models' traces: it needs them all
+        m_diagnostics.throw_if_any();
+        read_script(root);
+        m_diagnostics.throw_if_any();
+        return m_lesson;
+    }
+
+private:
+    YamlReader m_yaml;
+    Diagnostics m_diagnostics;
+    const Source& m_source;
+    const LoadOptions& m_options;
+    Lesson m_lesson;
+
+    void read_title(const YAML::Node& root) {
+        if (!root["title"]) {
+            m_yaml.error(root, "title is missing", "add `title:` with the lesson's name as a learner reads it");
+        } else {
+            m_lesson.title = m_yaml.string(root["title"], "title").value_or("");
+        }
+        if (!root["summary"]) {
+            m_yaml.error(root, "summary is missing", "add `summary:`, one line shown by `qkv lesson`");
+            return;
+        }
+        auto summary = m_yaml.string(root["summary"], "summary");
+        if (!summary) {
+            return;
+        }
+        while (!summary->empty() && std::isspace(static_cast<unsigned char>(summary->back()))) {
+            summary->pop_back();
+        }
+        if (summary->find('\n') != std::string::npos || summary->size() > k_max_summary_bytes) {
+            m_yaml.error(root["summary"], "summary is not one short line",
+                         "keep it on one line of at most " + std::to_string(k_max_summary_bytes) + " characters");
+            return;
+        }
+        m_lesson.summary = *summary;
+    }
+
+    // ── models ─────────────────────────────────────────────────────────────
+
+    void read_models(const YAML::Node& root) {
+        const YAML::Node model = root["model"];
+        const YAML::Node models = root["models"];
+        if (!model && !models) {
+            m_yaml.error(root, "model is missing",
+                         "add `model:` with a built-in example's name (see `qkv examples`) or a model written inline");
+            return;
+        }
+        if (model) {
+            read_model(model, "main", "model");
+        }
+        if (!models) {
+            return;
+        }
+        if (!models.IsMap() || models.size() == 0) {
+            m_yaml.error(models, "models is " + m_yaml.describe(models) + "; expected a map of names to models",
+                         "write models: {name: illustrated, other: {inputs: ..., weights: ...}}");
+            return;
+        }
+        for (const auto& entry : models) {
+            const std::string name = key_text(entry.first);
+            if (!is_name(name)) {
+                m_yaml.error(entry.first, "models." + name + ": a model's name is lower-case letters, digits, - and _",
+                             "placeholders name it as {" + std::string("name:scores[1,2]}"));
+                continue;
+            }
+            if (find_model(name) >= 0) {
+                m_yaml.error(entry.first, "models." + name + " is defined twice",
+                             name == "main" ? "main is the name of `model:`; choose another name" : "give each model its own name");
+                continue;
+            }
+            read_model(entry.second, name, "models." + name);
+        }
+    }
+
+    void read_model(const YAML::Node& node, const std::string& name, const std::string& path) {
+        LessonModel entry;
+        entry.name = name;
+        if (node.IsScalar()) {
+            const BuiltinFile* example = find_builtin_example(node.Scalar());
+            if (example == nullptr) {
+                std::vector<std::string> names;
+                for (const auto& candidate : builtin_examples()) {
+                    names.emplace_back(candidate.name);
+                }
+                m_yaml.error(node, path + " is \"" + node.Scalar() + "\", which is not a built-in example",
+                             did_you_mean(node.Scalar(), names) + "built-in examples: " + join(names) +
+                                 "; or write the model inline, as a map");
+                return;
+            }
+            try {
+                entry.model = load_model({"builtin:" + std::string(example->name), std::string(example->text), ""});
+            } catch (const InputError& error) {
+                add_all(error);
+                return;
+            }
+        } else if (node.IsMap()) {
+            try {
+                entry.model = load_model(m_source, node, m_options);
+            } catch (const InputError& error) {
+                add_all(error);
+                return;
+            }
+        } else {
+            m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a built-in example's name or a map",
+                         "write e.g. `" + path + ": illustrated`, or the model's keys (inputs, weights, …) beneath it");
+            return;
+        }
+        entry.trace = compute(entry.model);
+        m_lesson.models.push_back(std::move(entry));
+    }
+
+    void add_all(const InputError& error) {
+        for (const auto& diagnostic : error.diagnostics()) {
+            m_diagnostics.add(diagnostic);
+        }
+    }
+
+    int find_model(const std::string& name) const {
+        for (std::size_t i = 0; i < m_lesson.models.size(); ++i) {
+            if (m_lesson.models[i].name == name) {
+                return static_cast<int>(i);
+            }
+        }
+        return -1;
+    }
+
+    std::vector<std::string> model_names() const {
+        std::vector<std::string> names;
+        for (const auto& model : m_lesson.models) {
+            names.push_back(model.name);
+        }
+        return names;
+    }
+
+    const Trace& trace_of(int model) const { return m_lesson.models[static_cast<std::size_t>(model)].trace; }
+
+    // ── the script ─────────────────────────────────────────────────────────
+
+    void read_script(const YAML::Node& root) {
+        const YAML::Node script = root["script"];
+        if (!script) {
+            m_yaml.error(root, "script is missing",
+                         "add `script:` with a list of pages, each with say, show, explain, then or ask");
+            return;
+        }
+        if (!script.IsSequence() || script.size() == 0) {
+            m_yaml.error(script, "script is " + m_yaml.describe(script) + "; expected a list of pages",
+                         "write each page as `- say: ...` with optional show, explain, then and ask");
+            return;
+        }
+        for (std::size_t i = 0; i < script.size(); ++i) {
+            read_page(script[i], "script[" + std::to_string(i + 1) + "]");
+        }
+    }
+
+    void read_page(const YAML::Node& node, const std::string& path) {
+        if (!node.IsMap() || node.size() == 0) {
+            m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a page (a map)",
+                         "a page has say, show, explain, then or ask");
+            return;
+        }
+        m_yaml.check_keys(node, path, k_page_keys);
+        Page page;
+        if (const YAML::Node model = node["model"]) {
+            auto name = m_yaml.string(model, path + ".model");
+            if (!name) {
+                return;
+            }
+            page.model = find_model(*name);
+            if (page.model < 0) {
+                m_yaml.error(model, path + ".model is \"" + *name + "\", which this lesson does not define",
+                             did_you_mean(*name, model_names()) + "models: " + join(model_names()));
+                return;
+            }
+        }
+        const Trace& trace = trace_of(page.model);
+        if (const YAML::Node head = node["head"]) {
+            if (auto value = m_yaml.integer(head, path + ".head", 1, static_cast<long>(trace.dims.heads))) {
+                page.head = static_cast<int>(*value);
+            }
+        }
+        page.say = narration(node["say"], path + ".say", page.model);
+        page.then = narration(node["then"], path + ".then", page.model);
+        read_show(node["show"], path + ".show", page);
+        read_explain(node["explain"], path + ".explain", page);
+        read_question(node, path, page);
+        if (!node["say"] && !node["show"] && !node["explain"] && !node["then"] && !node["ask"]) {
+            m_yaml.error(node, path + " has nothing to play", "give it at least one of say, show, explain, then or ask");
+        }
+        m_lesson.pages.push_back(std::move(page));
+    }
+
+    // A scalar or a list of scalars, as positioned nodes.
+    std::vector<YAML::Node> items(const YAML::Node& node, const std::string& path) {
+        std::vector<YAML::Node> result;
+        if (node.IsScalar()) {
+            result.push_back(node);
+        } else if (node.IsSequence() && node.size() > 0) {
+            for (std::size_t i = 0; i < node.size(); ++i) {
+                if (node[i].IsScalar()) {
+                    result.push_back(node[i]);
+                } else {
+                    m_yaml.error(node[i], path + "[" + std::to_string(i + 1) + "] is " + m_yaml.describe(node[i]) +
+                                              "; expected text",
+                                 "");
+                }
+            }
+        } else {
+            m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected one item or a list",
+                         "write e.g. [scores, weights]");
+        }
+        return result;
+    }
+
+    void read_show(const YAML::Node& node, const std::string& path, Page& page) {
+        if (!node) {
+            return;
+        }
+        const Trace& trace = trace_of(page.model);
+        for (const auto& item : items(node, path)) {
+            const std::string id = item.Scalar();
+            if (!is_step_id(id)) {
+                m_yaml.error(item, path + ": unknown step id \"" + id + "\"",
+                             did_you_mean(id, step_id_names()) + "valid step ids: " + step_id_list());
+                continue;
+            }
+            const bool present = std::any_of(trace.steps.begin(), trace.steps.end(),
+                                             [&](const Step& step) { return step.id == id; });
+            if (!present) {
+                m_yaml.error(item, path + ": model " + m_lesson.models[page.model].name + " has no " + id + " step",
+                             "positional and encoded need positional:, context needs context:, "
+                             "masked_scores a mask or padding, concat more than one head");
+                continue;
+            }
+            page.show.push_back(id);
+        }
+    }
+
+    // A cell as `explain` and `answer` take it, [MODEL:]CELL; reports and
+    // returns nullopt when unusable.
+    std::optional<ValueRef> cell(const YAML::Node& node, const std::string& path, int model, bool single) {
+        std::string text = node.Scalar();
+        if (const auto colon = text.find(':'); colon != std::string::npos) {
+            const std::string name = text.substr(0, colon);
+            model = find_model(name);
+            if (model < 0) {
+                m_yaml.error(node, path + " names the model \"" + name + "\", which this lesson does not define",
+                             did_you_mean(name, model_names()) + "models: " + join(model_names()));
+                return std::nullopt;
+            }
+            text = text.substr(colon + 1);
+        }
+        CellRef parsed;
+        try {
+            parsed = parse_cell(text);
+        } catch (const InputError& error) {
+            const Diagnostic& first = error.diagnostics().front();
+            m_yaml.error(node, path + ": " + first.what, first.hint);
+            return std::nullopt;
+        }
+        if (single && parsed.col == 0) {
+            m_yaml.error(node, path + " is the whole row " + parsed.text + "; expected one cell",
+                         "write the column too, e.g. " + parsed.step + "[" + std::to_string(parsed.row) + ",1]");
+            return std::nullopt;
+        }
+        const LessonModel& entry = m_lesson.models[static_cast<std::size_t>(model)];
+        try {
+            // explain checks the cell against the trace, naming the valid ranges
+            explain_cell(entry.model, entry.trace, parsed, RenderOptions{});
+        } catch (const InputError& error) {
+            const Diagnostic& first = error.diagnostics().front();
+            m_yaml.error(node, path + ": " + first.what, first.hint);
+            return std::nullopt;
+        }
+        ValueRef ref;
+        ref.model = model;
+        ref.is_cell = true;
+        ref.cell = parsed;
+        return ref;
+    }
+
+    void read_explain(const YAML::Node& node, const std::string& path, Page& page) {
+        if (!node) {
+            return;
+        }
+        for (const auto& item : items(node, path)) {
+            if (auto parsed = cell(item, path, page.model, false)) {
+                page.explain.push_back(*parsed);
+            }
+        }
+    }
+
+    void read_question(const YAML::Node& node, const std::string& path, Page& page) {
+        const YAML::Node ask = node["ask"];
+        const YAML::Node answer = node["answer"];
+        const YAML::Node tolerance = node["tolerance"];
+        if (!ask) {
+            for (const auto& [key, value] : {std::pair{"answer", answer}, std::pair{"tolerance", tolerance}}) {
+                if (value) {
+                    m_yaml.error(value, path + "." + key + " is given without ask",
+                                 "add `ask:` with the question, or remove " + std::string(key));
+                }
+            }
+            return;
+        }
+        if (!answer) {
+            m_yaml.error(ask, path + ".answer is missing", "name the cell that answers the question, e.g. answer: scores[1,2]");
+            return;
+        }
+        Question question;
+        question.prompt = narration(ask, path + ".ask", page.model);
+        if (!answer.IsScalar()) {
+            m_yaml.error(answer, path + ".answer is " + m_yaml.describe(answer) + "; expected a cell",
+                         "write e.g. answer: scores[1,2]");
+            return;
+        }
+        auto parsed = cell(answer, path + ".answer", page.model, true);
+        if (!parsed) {
+            return;
+        }
+        if (!std::isfinite(cell_value(trace_of(parsed->model), parsed->cell))) {
+            m_yaml.error(answer, path + ".answer " + parsed->cell.text + " is −∞; a learner types a finite number",
+                         "ask about a cell that is not blocked, or about its weight");
+            return;
+        }
+        question.answer = *parsed;
+        if (tolerance) {
+            auto value = m_yaml.number(tolerance, path + ".tolerance");
+            if (value && !(*value > 0.0)) {
+                m_yaml.error(tolerance, path + ".tolerance is " + m_yaml.describe(tolerance) + "; expected a positive number",
+                             "an answer is right when it is within this distance of the true value");
+                return;
+            }
+            if (!value) {
+                return;
+            }
+            question.tolerance = *value;
+        }
+        page.ask = question;
+    }
+
+    // ── narration and its placeholders ─────────────────────────────────────
+
+    // Reports a problem at the placeholder's own position when it can be found
+    // in the file, otherwise at the narration's.
+    void placeholder_error(const YAML::Node& node, std::size_t& search_from, const std::string& placeholder,
+                           const std::string& what, const std::string& hint) {
+        YAML::Mark mark = node.Mark();
+        const std::size_t at = m_source.text.find(placeholder, search_from);
+        if (node.Mark().pos >= 0 && at != std::string::npos) {
+            mark.pos = static_cast<int>(at);
+            mark.line = static_cast<int>(std::count(m_source.text.begin(), m_source.text.begin() + at, '\n'));
+            const std::size_t line_start = m_source.text.rfind('\n', at == 0 ? 0 : at - 1);
+            const std::size_t from = line_start == std::string::npos || at == 0 ? 0 : line_start + 1;
+            int column = 0;
+            for (std::size_t i = from; i < at; ++i) {
+                column += (static_cast<unsigned char>(m_source.text[i]) & 0xC0) != 0x80 ? 1 : 0;
+            }
+            mark.column = column;
+            search_from = at + placeholder.size();
+        }
+        m_yaml.error_at(mark, what, hint);
+    }
+
+    Narration narration(const YAML::Node& node, const std::string& path, int page_model) {
+        Narration result;
+        if (!node) {
+            return result;
+        }
+        auto text = m_yaml.string(node, path);
+        if (!text) {
+            return result;
+        }
+        std::size_t search_from = node.Mark().pos >= 0 ? static_cast<std::size_t>(node.Mark().pos) : 0;
+        std::string literal;
+        bool failed = false;
+        std::size_t i = 0;
+        while (i < text->size()) {
+            const char c = (*text)[i];
+            if ((c == '{' || c == '}') && i + 1 < text->size() && (*text)[i + 1] == c) {
+                literal += c;  // {{ and }} stand for the braces themselves
+                i += 2;
+                continue;
+            }
+            if (c == '}') {
+                placeholder_error(node, search_from, "}", path + ": a } without its {",
+                                  "write }} for a brace in the text");
+                return {};
+            }
+            if (c != '{') {
+                literal += c;
+                ++i;
+                continue;
+            }
+            const std::size_t close = text->find('}', i);
+            if (close == std::string::npos) {
+                placeholder_error(node, search_from, text->substr(i, 20), path + ": a { without its }",
+                                  "close the placeholder, e.g. {scores[1,2]}, or write {{ for a brace in the text");
+                return {};
+            }
+            const std::string source = text->substr(i, close - i + 1);
+            auto segment = placeholder(node, search_from, path, source, page_model);
+            i = close + 1;
+            if (!segment) {
+                failed = true;  // go on: report every bad placeholder at once
+                continue;
+            }
+            if (!literal.empty()) {
+                result.push_back(Segment{literal, std::nullopt, {}, ""});
+                literal.clear();
+            }
+            result.push_back(*segment);
+        }
+        if (!literal.empty()) {
+            result.push_back(Segment{literal, std::nullopt, {}, ""});
+        }
+        return failed ? Narration{} : result;
+    }
+
+    // {[MODEL:]CELL-OR-SIZE[|STYLE]}, e.g. {scores[1,2]}, {article:scores[1]}, {weights[2,4]|e2}, {d_k}
+    std::optional<Segment> placeholder(const YAML::Node& node, std::size_t& search_from, const std::string& path,
+                                       const std::string& source, int page_model) {
+        const std::string syntax_hint =
+            "write {CELL} or {MODEL:CELL} with an optional |DECIMALS or |eDIGITS, e.g. {scores[1,2]}, "
+            "{weights[1]|2}, {other:keys[2,1]}; or a size: " + join(lesson_dimension_names());
+        std::string body = source.substr(1, source.size() - 2);
+        Segment segment;
+        segment.source = source;
+        if (const auto bar = body.rfind('|'); bar != std::string::npos) {
+            const std::string style = body.substr(bar + 1);
+            body = body.substr(0, bar);
+            std::string digits = style;
+            if (!style.empty() && style[0] == 'e') {
+                segment.style.scientific = true;
+                digits = style.substr(1);
+            }
+            if (!digits.empty()) {
+                const bool numeric = digits.size() <= 2 && std::all_of(digits.begin(), digits.end(), [](char d) {
+                                         return std::isdigit(static_cast<unsigned char>(d));
+                                     });
+                if (!numeric || std::stoi(digits) > 17) {
+                    placeholder_error(node, search_from, source,
+                                      path + ": " + source + " has the style \"" + style + "\"", syntax_hint);
+                    return std::nullopt;
+                }
+                segment.style.decimals = std::stoi(digits);
+            } else if (!segment.style.scientific) {
+                placeholder_error(node, search_from, source, path + ": " + source + " has an empty style after |",
+                                  syntax_hint);
+                return std::nullopt;
+            }
+        }
+        ValueRef ref;
+        ref.model = page_model;
+        if (const auto colon = body.find(':'); colon != std::string::npos) {
+            const std::string name = body.substr(0, colon);
+            ref.model = find_model(name);
+            if (ref.model < 0) {
+                placeholder_error(node, search_from, source,
+                                  path + ": " + source + " names the model \"" + name + "\", which this lesson does not define",
+                                  did_you_mean(name, model_names()) + "models: " + join(model_names()));
+                return std::nullopt;
+            }
+            body = body.substr(colon + 1);
+        }
+        const auto& sizes = lesson_dimension_names();
+        if (std::find(sizes.begin(), sizes.end(), body) != sizes.end()) {
+            ref.dimension = body;
+            segment.value = ref;
+            skip_past(source, search_from);
+            return segment;
+        }
+        if (body.find('[') == std::string::npos) {
+            placeholder_error(node, search_from, source, path + ": " + source + " is neither a cell nor a size",
+                              did_you_mean(body, sizes) + syntax_hint);
+            return std::nullopt;
+        }
+        try {
+            ref.cell = parse_cell(body);
+        } catch (const InputError& error) {
+            const Diagnostic& first = error.diagnostics().front();
+            placeholder_error(node, search_from, source, path + ": " + source + ": " + first.what, first.hint);
+            return std::nullopt;
+        }
+        const LessonModel& entry = m_lesson.models[static_cast<std::size_t>(ref.model)];
+        try {
+            explain_cell(entry.model, entry.trace, ref.cell, RenderOptions{});
+        } catch (const InputError& error) {
+            const Diagnostic& first = error.diagnostics().front();
+            placeholder_error(node, search_from, source,
+                              path + ": " + source + " in model " + entry.name + ": " + first.what, first.hint);
+            return std::nullopt;
+        }
+        ref.is_cell = true;
+        segment.value = ref;
+        skip_past(source, search_from);
+        return segment;
+    }
+
+    // A later placeholder with the same text is searched for after this one.
+    void skip_past(const std::string& placeholder, std::size_t& search_from) const {
+        const std::size_t at = m_source.text.find(placeholder, search_from);
+        if (at != std::string::npos) {
+            search_from = at + placeholder.size();
+        }
+    }
+};
+
+}  // namespace
+
+Lesson load_lesson(const Source& source, const std::string& name, const LoadOptions& options) {
+    LessonLoader loader(source, options);
+    return loader.load(name);
+}
+
+std::string builtin_lesson_list() {
+    std::string list;
+    int number = 0;
+    for (const auto& lesson : builtin_lessons()) {
+        list += (list.empty() ? "" : ", ") + std::to_string(++number) + " " + std::string(lesson.name);
+    }
+    return list;
+}
+
+LessonSource find_lesson(const std::string& argument) {
+    namespace fs = std::filesystem;
+    std::error_code error;
+    if (argument == "-" || fs::exists(fs::path(argument), error)) {
+        LessonSource found;
+        found.source = read_source(argument);
+        found.name = argument == "-" ? "stdin" : fs::path(argument).stem().string();
+        return found;
+    }
+    const auto& lessons = builtin_lessons();
+    const bool numeric = !argument.empty() && argument.size() < 9 &&
+                         std::all_of(argument.begin(), argument.end(),
+                                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (numeric) {
+        const int number = std::stoi(argument);
+        if (number >= 1 && static_cast<std::size_t>(number) <= lessons.size()) {
+            const BuiltinFile& lesson = lessons[static_cast<std::size_t>(number - 1)];
+            return {{"lesson:" + std::string(lesson.name), std::string(lesson.text), ""}, std::string(lesson.name), number};
+        }
+        throw InputError(Diagnostic{"", 0, 0,
+                                    "there is no lesson " + argument + "; the lessons are numbered 1 to " +
+                                        std::to_string(lessons.size()),
+                                    "lessons: " + builtin_lesson_list()});
+    }
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < lessons.size(); ++i) {
+        if (lessons[i].name == argument) {
+            return {{"lesson:" + argument, std::string(lessons[i].text), ""}, argument, static_cast<int>(i + 1)};
+        }
+        names.emplace_back(lessons[i].name);
+    }
+    throw InputError(Diagnostic{argument, 0, 0, "no such lesson file, and no built-in lesson by that name",
+                                did_you_mean(argument, names) + "lessons: " + builtin_lesson_list()});
+}
+
+}  // namespace qkv

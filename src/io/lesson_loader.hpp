@@ -1,0 +1,50 @@
+// Reads a lesson file (YAML) into a validated Lesson: its models are loaded
+// and computed, and every placeholder, step, cell and question of its script
+// is checked against their traces. Every problem is reported with its
+// FILE:LINE:COL, like the problems of an example file.
+//
+//   title: The three-input walk-through
+//   summary: one line for `qkv lesson`
+//   model: illustrated          # a built-in example, or a model written inline
+//   models:                     # more models, by name (optional)
+//     rounded: {...}
+//   script:                     # pages, played in order
+//     - say: Narration with placeholders such as {scores[1,2]} or {other:weights[1]|2}.
+//       model: rounded          # the model this page refers to (default: the first)
+//       show: [scores, weights] # steps to print
+//       head: 2                 # only this head (optional)
+//       explain: scores[1,2]    # cells whose arithmetic is written out
+//       then: Narration after the tables.
+//       ask: What is the score of query 1 against key 3?
+//       answer: scores[1,3]
+//       tolerance: 0.01         # absolute (default 0.005)
+#pragma once
+
+#include "io/loader.hpp"
+#include "lesson/lesson.hpp"
+
+#include <string>
+
+namespace qkv {
+
+// Parse and validate; `name` is the lesson's short name (the file name
+// without .yaml). Throws InputError listing every problem found.
+Lesson load_lesson(const Source& source, const std::string& name, const LoadOptions& options = {});
+
+// Where a lesson comes from: a built-in lesson (number ≥ 1, in the order of
+// lessons/INDEX) or a file (number 0).
+struct LessonSource {
+    Source source;
+    std::string name;
+    int number = 0;
+};
+
+// Resolve a `qkv lesson` argument: an existing path (or - for standard input)
+// wins over a number or a built-in lesson's name. Throws InputError, with the
+// list of lessons as hint, when none matches.
+LessonSource find_lesson(const std::string& path_number_or_name);
+
+// "1 walkthrough, 2 scaling, …" for hints.
+std::string builtin_lesson_list();
+
+}  // namespace qkv

@@ -1,0 +1,93 @@
+// A lesson: one or more models with their computed traces, and a script of
+// pages that narrate them, show their steps, work out cells and ask questions.
+// Loaded and validated by io/lesson_loader; played by lesson/player.
+//
+// Narration never states a computed number as text: it names it with a
+// placeholder, {scores[1,2]}, filled from the trace when the lesson is played,
+// so that what a lesson says always agrees with what qkv computes.
+#pragma once
+
+#include "attention/trace.hpp"
+#include "explain/explain.hpp"
+#include "model/model.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qkv {
+
+// What a placeholder names: a cell or a row of a step ({scores[1,2]},
+// {weights[1]}, {keys[2,1]@2}) or a size of the model ({d_k}, {scale}).
+struct ValueRef {
+    int model = 0;           // index into Lesson::models
+    bool is_cell = false;
+    CellRef cell;            // when is_cell
+    std::string dimension;   // otherwise: n, m, d_model, d_k, d_v, d_out, heads or scale
+};
+
+// The sizes a placeholder may name, in the order the error hint lists them.
+const std::vector<std::string>& lesson_dimension_names();
+
+// How a filled-in number is written: `decimals` digits after the point
+// (whole numbers without any) or, with scientific, as 2.06e-09.
+struct NumberStyle {
+    std::optional<int> decimals;   // nullopt: the precision of the lesson (-p)
+    bool scientific = false;
+};
+
+// Narration is literal text and placeholders, in order.
+struct Segment {
+    std::string text;                 // literal text (empty for a placeholder)
+    std::optional<ValueRef> value;    // a placeholder
+    NumberStyle style;
+    std::string source;               // the placeholder as written, "{scores[1,2]}"
+};
+using Narration = std::vector<Segment>;
+
+struct Question {
+    Narration prompt;
+    ValueRef answer;       // a single cell
+    double tolerance = 0.005;
+};
+
+struct Page {
+    int model = 0;                    // the model this page's steps, cells and placeholders refer to
+    Narration say;                    // before the tables
+    std::vector<std::string> show;    // step ids, in trace order when played
+    int head = 0;                     // 0 = every head
+    std::vector<ValueRef> explain;    // cells whose arithmetic is written out
+    Narration then;                   // after the tables and workings
+    std::optional<Question> ask;
+};
+
+struct LessonModel {
+    std::string name;     // "main" for `model:`, otherwise the key under `models:`
+    Model model;
+    Trace trace;
+};
+
+struct Lesson {
+    std::string name;      // the file name without .yaml
+    std::string title;
+    std::string summary;   // one line, for `qkv lesson`
+    std::vector<LessonModel> models;
+    std::vector<Page> pages;
+};
+
+// The number a cell reference names (one cell: col != 0), or throws
+// std::out_of_range when the trace does not hold it.
+double cell_value(const Trace& trace, const CellRef& cell);
+// A whole row (col == 0) or one cell, as the trace holds it.
+std::vector<double> cell_values(const Trace& trace, const CellRef& cell);
+// A size of the model by its name in lesson_dimension_names().
+double dimension_value(const Trace& trace, const std::string& name);
+
+// The text of a placeholder: one number, or a row as "[2, 4, 4]". Whole
+// numbers print without decimals; −∞ as "−∞" ("-inf" with ascii).
+std::string format_value(const std::vector<double>& values, const NumberStyle& style, int precision, bool ascii);
+
+// The values a placeholder stands for.
+std::vector<double> resolve(const Lesson& lesson, const ValueRef& ref);
+
+}  // namespace qkv

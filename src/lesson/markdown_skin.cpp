@@ -1,0 +1,146 @@
+// The Markdown skin of the lesson writer: the lesson as a document, with the
+// narration as paragraphs, the steps as the Markdown renderer writes them, and
+// each question followed by its answer and working.
+#include "lesson/skins.hpp"
+
+#include <sstream>
+
+namespace qkv {
+
+namespace {
+
+// Escapes what Markdown would read as markup in prose; `code spans` are kept.
+std::string escape(const std::string& text) {
+    std::string result;
+    bool in_code = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '`') {
+            in_code = !in_code;
+            result += c;
+            continue;
+        }
+        if (in_code) {
+            result += c;
+            continue;
+        }
+        switch (c) {
+            case '<':
+                result += "&lt;";
+                break;
+            case '>':
+                result += "&gt;";
+                break;
+            case '&':
+                result += "&amp;";
+                break;
+            case '*':
+            case '\\':
+            case '|':
+            case '$':
+            case '#':
+                result += '\\';
+                result += c;
+                break;
+            default:
+                result += c;
+        }
+    }
+    return result;
+}
+
+class MarkdownLessonWriter : public LessonWriter {
+public:
+    MarkdownLessonWriter(const RenderOptions& options, std::ostream& out) : m_options(options), m_out(out) {}
+
+    void title(const Lesson& lesson, int number) override {
+        m_out << "# " << (number > 0 ? "Lesson " + std::to_string(number) + " · " : std::string())
+              << escape(lesson.title) << "\n\n*" << escape(lesson.summary) << "*\n";
+    }
+
+    void page(int page, int pages) override {
+        (void)page;
+        (void)pages;
+    }
+
+    void narration(const std::vector<Piece>& pieces) override {
+        for (const auto& paragraph : paragraphs_of(marked_text(pieces))) {
+            const bool item = paragraph.rfind("- ", 0) == 0;
+            m_out << (item && m_last_was_item ? "" : "\n") << (item ? "- " + prose(paragraph.substr(2)) : prose(paragraph))
+                  << '\n';
+            m_last_was_item = item;
+        }
+        m_last_was_item = false;
+    }
+
+    void steps(const Trace& trace, const RenderOptions& options) override {
+        std::string text = render_steps_only(trace, options);
+        while (!text.empty() && text.front() == '\n') {
+            text.erase(0, 1);
+        }
+        while (!text.empty() && text.back() == '\n') {
+            text.pop_back();
+        }
+        if (!text.empty()) {
+            m_out << '\n' << text << '\n';
+        }
+    }
+
+    void workings(const std::vector<Explanation>& explanations) override {
+        std::ostringstream text;
+        render_explanations(explanations, m_options, text);
+        m_out << '\n' << text.str();
+    }
+
+    void question(const std::vector<Piece>& prompt) override {
+        m_out << "\n**Question.** " << prose(marked_text(prompt)) << '\n';
+    }
+
+    void answer(const Explanation& working) override {
+        m_out << "\n**Answer:** `" << working.heading << "`\n";
+        working_block(working);
+    }
+
+    void verdict(bool right, const std::string& given, const Explanation& working) override {
+        m_out << "\n**" << (right ? "Right." : "Not quite:") << "** "
+              << (right ? "" : "you wrote " + escape(given) + "; ") << '`' << working.heading << "`\n";
+        working_block(working);
+    }
+
+    void prompt(const std::string& text) override { (void)text; }
+
+    void end(const Lesson& lesson, int number, const std::string& next) override {
+        (void)lesson;
+        m_out << "\n*" << (number > 0 ? "End of lesson " + std::to_string(number) + "." : std::string("End of the lesson."))
+              << (next.empty() ? "" : " " + escape(next)) << "*\n";
+    }
+
+    void flush() override { m_out.flush(); }
+
+private:
+    // Narration without the value marks, escaped.
+    static std::string prose(const std::string& marked) { return escape(unmarked(marked)); }
+
+    void working_block(const Explanation& working) {
+        if (working.lines.empty()) {
+            return;
+        }
+        m_out << "\n```text\n";
+        for (const auto& line : working.lines) {
+            m_out << line << '\n';
+        }
+        m_out << "```\n";
+    }
+
+    const RenderOptions& m_options;
+    std::ostream& m_out;
+    bool m_last_was_item = false;
+};
+
+}  // namespace
+
+std::unique_ptr<LessonWriter> make_markdown_lesson_writer(const RenderOptions& options, std::ostream& out) {
+    return std::make_unique<MarkdownLessonWriter>(options, out);
+}
+
+}  // namespace qkv

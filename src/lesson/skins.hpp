@@ -1,0 +1,33 @@
+// The two skins of the lesson writer and what they share. Internal to lesson/.
+#pragma once
+
+#include "lesson/writer.hpp"
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace qkv {
+
+std::unique_ptr<LessonWriter> make_text_lesson_writer(const RenderOptions& options, std::ostream& out);
+std::unique_ptr<LessonWriter> make_markdown_lesson_writer(const RenderOptions& options, std::ostream& out);
+
+// The chosen steps as the renderer of options.format writes them, without the
+// header (title and sizes) it writes before them.
+std::string render_steps_only(const Trace& trace, const RenderOptions& options);
+
+// Narration as one string in which each filled-in value is enclosed by these
+// two control characters, so that a skin can style it (or drop the marks).
+// unmarked() gives the plain text back.
+inline constexpr char k_value_start = '\x01';
+inline constexpr char k_value_end = '\x02';
+inline constexpr char k_value_space = '\x03';  // a space inside a value, where no line may break
+std::string marked_text(const std::vector<Piece>& pieces);
+std::string unmarked(const std::string& text);
+
+// Splits at blank lines, joins the lines of each paragraph with spaces; a line
+// starting with "- " begins a paragraph of its own (a list item).
+std::vector<std::string> paragraphs_of(const std::string& text);
+
+}  // namespace qkv

@@ -1,0 +1,112 @@
+#include "lesson/writer.hpp"
+
+#include "lesson/skins.hpp"
+#include "render/table.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+namespace qkv {
+
+std::vector<Piece> fill(const Lesson& lesson, const Narration& narration, int precision, bool ascii) {
+    std::vector<Piece> pieces;
+    for (const auto& segment : narration) {
+        if (segment.value) {
+            pieces.push_back({format_value(resolve(lesson, *segment.value), segment.style, precision, ascii), true});
+        } else {
+            pieces.push_back({ascii ? to_ascii(segment.text) : segment.text, false});
+        }
+    }
+    return pieces;
+}
+
+std::string render_steps_only(const Trace& trace, const RenderOptions& options) {
+    // A renderer writes a header (title, sizes) before the steps. A lesson has
+    // its own title, so the header is cut off: it is what the renderer writes
+    // when no step is chosen, the part both outputs share.
+    std::ostringstream full;
+    render(trace, options, full);
+    RenderOptions header_only = options;
+    header_only.steps = {""};
+    std::ostringstream header;
+    render(trace, header_only, header);
+    const std::string with_steps = full.str();
+    const std::string without = header.str();
+    std::size_t shared = 0;
+    while (shared < with_steps.size() && shared < without.size() && with_steps[shared] == without[shared]) {
+        ++shared;
+    }
+    return with_steps.substr(shared);
+}
+
+std::string marked_text(const std::vector<Piece>& pieces) {
+    std::string text;
+    for (const auto& piece : pieces) {
+        if (piece.is_value) {
+            // a value is never broken over two lines: its spaces are kept apart
+            std::string value = piece.text;
+            std::replace(value.begin(), value.end(), ' ', k_value_space);
+            text += k_value_start + value + k_value_end;
+            continue;
+        }
+        for (const char c : piece.text) {
+            if (c != k_value_start && c != k_value_end && c != k_value_space) {
+                text += c;
+            }
+        }
+    }
+    return text;
+}
+
+std::string unmarked(const std::string& text) {
+    std::string plain;
+    for (const char c : text) {
+        if (c == k_value_space) {
+            plain += ' ';
+        } else if (c != k_value_start && c != k_value_end) {
+            plain += c;
+        }
+    }
+    return plain;
+}
+
+std::vector<std::string> paragraphs_of(const std::string& text) {
+    std::vector<std::string> paragraphs;
+    std::istringstream lines(text);
+    std::string line;
+    std::string current;
+    auto finish = [&]() {
+        if (!current.empty()) {
+            paragraphs.push_back(current);
+            current.clear();
+        }
+    };
+    while (std::getline(lines, line)) {
+        const auto first = line.find_first_not_of(" \t");
+        if (first == std::string::npos) {
+            finish();
+            continue;
+        }
+        if (line.compare(first, 2, "- ") == 0) {
+            finish();  // each list item is a paragraph of its own
+        }
+        current += (current.empty() ? "" : " ") + line.substr(first);
+    }
+    finish();
+    return paragraphs;
+}
+
+std::unique_ptr<LessonWriter> make_lesson_writer(const RenderOptions& options, std::ostream& out) {
+    switch (options.format) {
+        case Format::text:
+            return make_text_lesson_writer(options, out);
+        case Format::markdown:
+            return make_markdown_lesson_writer(options, out);
+        default:
+            break;
+    }
+    throw std::logic_error("a lesson is written as text or markdown");
+}
+
+}  // namespace qkv

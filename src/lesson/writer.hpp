@@ -1,0 +1,56 @@
+// How a lesson is written: narration, tables, workings and questions all go
+// through one LessonWriter, which has a text skin (for the terminal) and a
+// Markdown skin (a document). The player decides what to write and when; a
+// skin decides only how it looks.
+#pragma once
+
+#include "attention/trace.hpp"
+#include "explain/explain.hpp"
+#include "lesson/lesson.hpp"
+#include "render/render.hpp"
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace qkv {
+
+// A piece of narration with its placeholders filled in.
+struct Piece {
+    std::string text;
+    bool is_value = false;   // a number from the trace (bold on a colour terminal)
+};
+
+class LessonWriter {
+public:
+    virtual ~LessonWriter() = default;
+
+    // "Lesson 1 · The three-input walk-through" (number 0: a lesson file) and its summary.
+    virtual void title(const Lesson& lesson, int number) = 0;
+    // The start of page `page` (1-based) of `pages`.
+    virtual void page(int page, int pages) = 0;
+    // Paragraphs are separated by blank lines; lines starting with "- " are list items.
+    virtual void narration(const std::vector<Piece>& pieces) = 0;
+    // The chosen steps of a trace as tables (options.steps and options.head select them).
+    virtual void steps(const Trace& trace, const RenderOptions& options) = 0;
+    virtual void workings(const std::vector<Explanation>& explanations) = 0;
+    virtual void question(const std::vector<Piece>& prompt) = 0;
+    // Playing straight through: the answer, then its working.
+    virtual void answer(const Explanation& working) = 0;
+    // After the learner answered: right or wrong, then the working.
+    virtual void verdict(bool right, const std::string& given, const Explanation& working) = 0;
+    // A line for the learner between pages or after a wrong input (text only).
+    virtual void prompt(const std::string& text) = 0;
+    // The end: what to do next ("" when there is no next lesson).
+    virtual void end(const Lesson& lesson, int number, const std::string& next) = 0;
+    virtual void flush() = 0;
+};
+
+// options.format is text or markdown; the writer keeps a reference to options.
+std::unique_ptr<LessonWriter> make_lesson_writer(const RenderOptions& options, std::ostream& out);
+
+// The narration's text at the given precision, placeholders filled in.
+std::vector<Piece> fill(const Lesson& lesson, const Narration& narration, int precision, bool ascii);
+
+}  // namespace qkv

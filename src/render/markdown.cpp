@@ -1,0 +1,121 @@
+// GitHub-flavoured Markdown: a heading per step, the formula as $…$ math, the
+// matrix as a pipe table with its labels, the notes as a list. Written to be
+// pasted into docs; it renders on GitHub and through `pandoc -f gfm`.
+#include "render/render.hpp"
+#include "render/table.hpp"
+
+#include <cctype>
+#include <sstream>
+
+namespace qkv {
+
+namespace {
+
+bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || (c & 0x80) != 0; }
+
+// Backslash-escapes what Markdown would read as markup: emphasis, code, HTML
+// tags (a token like <s> would otherwise strike the rest through), links,
+// table pipes and math dollars. An underscore inside a word (d_k) is left as
+// it is: GFM never reads it as emphasis.
+std::string md_escape(const std::string& text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        bool escape = std::string_view("\\`*<>[]|$&~").find(c) != std::string_view::npos;
+        if (c == '_') {
+            escape = i == 0 || i + 1 == text.size() || !is_word_char(text[i - 1]) || !is_word_char(text[i + 1]);
+        }
+        if (c == '#' && i == 0) {
+            escape = true;
+        }
+        if (escape) {
+            out += '\\';
+        }
+        out += c;
+    }
+    return out;
+}
+
+// The lines of a paragraph joined with spaces; blank lines keep paragraphs apart.
+std::vector<std::string> paragraphs(const std::string& text) {
+    std::vector<std::string> result;
+    std::istringstream lines(text);
+    std::string line;
+    std::string current;
+    while (std::getline(lines, line)) {
+        if (line.find_first_not_of(" \t") == std::string::npos) {
+            if (!current.empty()) {
+                result.push_back(current);
+                current.clear();
+            }
+            continue;
+        }
+        current += (current.empty() ? "" : " ") + line.substr(line.find_first_not_of(" \t"));
+    }
+    if (!current.empty()) {
+        result.push_back(current);
+    }
+    return result;
+}
+
+// Pipe tables: labels escaped, the label column left-aligned and the numbers
+// right-aligned.
+class MarkdownSkin : public TableSkin {
+public:
+    std::string label(const std::string& text) const override { return md_escape(text); }
+
+    std::string row(const std::string& label, const std::vector<std::string>& cells, int) const override {
+        std::string line = "| " + label + " |";
+        for (const auto& cell : cells) {
+            line += " " + cell + " |";
+        }
+        return line + "\n";
+    }
+
+    std::string divider(std::size_t label_width, const std::vector<std::size_t>& widths) const override {
+        std::string line = "| :" + std::string(label_width > 1 ? label_width - 1 : 1, '-') + " |";
+        for (const auto width : widths) {
+            line += " " + std::string(width > 1 ? width - 1 : 1, '-') + ": |";
+        }
+        return line + "\n";
+    }
+};
+
+}  // namespace
+
+void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out) {
+    const auto symbols = [&](const std::string& text) { return options.ascii ? to_ascii(text) : text; };
+    const std::string title = trace.title.empty() ? "Self-attention, step by step" : trace.title;
+    out << "# " << md_escape(symbols(title)) << "\n\n";
+    if (!options.brief) {
+        for (const auto& paragraph : paragraphs(trace.description)) {
+            out << md_escape(symbols(paragraph)) << "\n\n";
+        }
+    }
+    const Dims& d = trace.dims;
+    out << "n = " << d.n << (trace.cross ? " queries, m = " + std::to_string(d.m) + " keys" : " tokens")
+        << ", d_model = " << d.d_model << ", heads = " << d.heads << ", d_k = " << d.d_k << ", d_v = " << d.d_v
+        << ", d_out = " << d.d_out << "\n";
+
+    for (const Step* step : select_steps(trace, options)) {
+        std::string heading = "Step " + std::to_string(step_number(trace, *step)) + " · " + step->title;
+        if (step->head != 0 && d.heads > 1) {
+            heading += " · head " + std::to_string(step->head);
+        }
+        out << "\n## " << md_escape(symbols(heading)) << " `" << step->id << "`\n\n";
+        const Table table = build_table(*step, options);
+        out << '$' << step->latex << "$ (" << table.shape << ")\n\n";
+        if (!options.brief) {
+            out << md_escape(symbols(step->explanation)) << "\n\n";
+        }
+        out << draw_table(table, MarkdownSkin());
+        if (!step->notes.empty()) {
+            out << '\n';
+            for (const auto& note : step->notes) {
+                out << "- " << md_escape(symbols(note)) << '\n';
+            }
+        }
+    }
+}
+
+}  // namespace qkv

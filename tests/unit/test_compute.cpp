@@ -1,0 +1,226 @@
+// The large-input path of compute() (attention/engine.hpp) against the step
+// functions and against PyTorch, and compute()'s choice of steps to keep.
+#include "support.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+
+using namespace qkv;
+using qkv::test::require_near;
+
+namespace {
+
+Trace compute_with(const Model& model, Kernels kernels, int threads = 0) {
+    ComputeOptions options;
+    options.kernels = kernels;
+    options.threads = threads;
+    return compute(model, options);
+}
+
+// Every step of `expected` is in `actual` with the same shape and values within eps.
+void require_same_trace(const Trace& actual, const Trace& expected, double eps) {
+    REQUIRE(actual.steps.size() == expected.steps.size());
+    for (std::size_t s = 0; s < expected.steps.size(); ++s) {
+        const Step& want = expected.steps[s];
+        const Step& got = actual.steps[s];
+        REQUIRE(got.id == want.id);
+        REQUIRE(got.head == want.head);
+        CHECK(got.formula == want.formula);
+        CHECK(got.notes == want.notes);
+        CHECK(got.row_labels == want.row_labels);
+        CHECK(got.col_labels == want.col_labels);
+        require_near(got.values, want.values, eps, want.id + " head " + std::to_string(want.head));
+    }
+}
+
+arma::mat to_matrix(const nlohmann::json& rows_json) {
+    arma::mat result(rows_json.size(), rows_json.at(0).size());
+    for (std::size_t i = 0; i < rows_json.size(); ++i) {
+        for (std::size_t j = 0; j < rows_json[i].size(); ++j) {
+            result(i, j) = rows_json[i][j].get<double>();
+        }
+    }
+    return result;
+}
+
+// "[0.5, -0.3, …]": `count` numbers in [−1, 1) that vary with j, for bias vectors.
+std::string vector_text(int count, double phase) {
+    std::string text = "[";
+    for (int j = 0; j < count; ++j) {
+        text += (j == 0 ? "" : ", ") + std::to_string(std::sin(phase + 1.7 * j));
+    }
+    return text + "]";
+}
+
+// A random example large enough for the fast path (n·m ≥ 64·64) yet quick:
+// 3 heads of width 8, with biases and W_O.
+std::string large_example(int n, const std::string& extra) {
+    const std::string rows = std::to_string(n);
+    return "inputs: {random: {rows: " + rows + ", cols: 24, seed: 1}}\n"
+           "heads: 3\n"
+           "weights:\n"
+           "  query: {random: {rows: 24, cols: 24, seed: 2}}\n"
+           "  key: {random: {rows: 24, cols: 24, seed: 3}}\n"
+           "  value: {random: {rows: 24, cols: 24, seed: 4}}\n"
+           "  output: {random: {rows: 24, cols: 24, seed: 5}}\n"
+           "bias:\n"
+           "  query: " + vector_text(24, 0.1) + "\n"
+           "  value: " + vector_text(24, 0.2) + "\n"
+           "  output: " + vector_text(24, 0.3) + "\n" +
+           extra;
+}
+
+}  // namespace
+
+TEST_CASE("the fast path agrees with PyTorch's reference values to 1e-12", "[compute]") {
+    // the same cases and tolerance as test_reference.cpp, forced through the fast path
+    namespace fs = std::filesystem;
+    const fs::path folder = fs::path(test::source_dir()) / "tests/reference/cases";
+    int cases = 0;
+    for (const auto& entry : fs::directory_iterator(folder)) {
+        if (entry.path().extension() != ".yaml") {
+            continue;
+        }
+        const std::string name = entry.path().stem().string();
+        CAPTURE(name);
+        const std::string relative = "tests/reference/cases/" + name;
+        const Model model =
+            load_model({name + ".yaml", test::read_repo_file(relative + ".yaml"), folder.string()});
+        const Trace trace = compute_with(model, Kernels::fast);
+        const auto expected = nlohmann::json::parse(test::read_repo_file(relative + ".expected.json"));
+        const int heads = expected.at("heads").get<int>();
+        for (const char* id : {"queries", "keys", "values", "scores", "weights", "head_output"}) {
+            for (int h = 1; h <= heads; ++h) {
+                const Step* step = trace.find(id, h);
+                REQUIRE(step != nullptr);
+                require_near(step->values, to_matrix(expected.at("steps").at(id)[h - 1]), 1e-12,
+                             name + ": " + id + " head " + std::to_string(h));
+            }
+        }
+        require_near(trace.find("output")->values, to_matrix(expected.at("steps").at("output")), 1e-12,
+                     name + ": output");
+        // and every other step (scaled and masked scores, concat) as the step functions give it
+        require_same_trace(trace, compute_with(model, Kernels::textbook), 1e-12);
+        ++cases;
+    }
+    CHECK(cases >= 16);
+}
+
+TEST_CASE("the fast path agrees with the step functions on large examples", "[compute]") {
+    // variants of a random example of 100-160 tokens, each checked step by step at 1e-12
+    const std::string what = GENERATE("self-attention", "causal mask", "padding and scale: none",
+                                      "positions and a numeric scale", "cross-attention with a mask");
+    CAPTURE(what);
+    std::string yaml;
+    if (what == "self-attention") {
+        yaml = large_example(160, "");
+    } else if (what == "causal mask") {
+        yaml = large_example(160, "mask: causal\n");
+    } else if (what == "padding and scale: none") {
+        // the first two of 130 keys are padding
+        std::string padding = "padding: [0, 0";
+        for (int j = 2; j < 130; ++j) {
+            padding += ", 1";
+        }
+        yaml = large_example(130, padding + "]\nscale: none\n");
+    } else if (what == "positions and a numeric scale") {
+        yaml = large_example(96, "positional: sinusoidal\nscale: 2.5\n");
+    } else {
+        // 100 queries over 70 context rows, a pseudo-random 0/1 mask (a quarter
+        // blocked) in which key 1 is always allowed, so that no query is fully blocked
+        std::string mask = "context: {random: {rows: 70, cols: 24, seed: 9}}\nmask:\n";
+        std::uint64_t state = 12345;
+        for (int i = 0; i < 100; ++i) {
+            mask += "  - [1";
+            for (int j = 1; j < 70; ++j) {
+                state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+                mask += (state >> 62) == 0 ? ", 0" : ", 1";
+            }
+            mask += "]\n";
+        }
+        yaml = large_example(100, mask);
+    }
+    const Model model = test::load_text(yaml);
+    REQUIRE(model.n() * model.m() >= k_fast_path_cells);
+    const Trace fast = compute_with(model, Kernels::automatic);
+    const Trace textbook = compute_with(model, Kernels::textbook);
+    require_same_trace(fast, textbook, 1e-12);
+    // blocked cells: −∞ before the softmax, weights of exactly 0 after it
+    if (model.masked()) {
+        const arma::mat allowed = model.allowed();
+        const arma::uvec blocked = arma::find(allowed == 0.0);
+        REQUIRE(!blocked.is_empty());
+        for (int h = 1; h <= 3; ++h) {
+            const arma::mat& masked = fast.find("masked_scores", h)->values;
+            const arma::mat& A = fast.find("weights", h)->values;
+            CHECK(arma::all(arma::vectorise(masked(blocked)) == -arma::datum::inf));
+            CHECK(arma::all(arma::vectorise(A(blocked)) == 0.0));
+            CHECK(arma::all(arma::vectorise(A(arma::find(allowed != 0.0))) > 0.0));
+        }
+    }
+}
+
+TEST_CASE("scores far beyond exp()'s range give zeros, not NaN, on the fast path", "[compute]") {
+    // inputs in ±300: scores reach the hundreds of thousands, so most exp(s − max)
+    // are far below the smallest double. The step functions give 0 or subnormals
+    // there, the fast path 0; both agree within 1e-12, and every row still sums to 1.
+    std::string yaml = large_example(100, "scale: none\n");
+    const std::string from = "inputs: {random: {rows: 100, cols: 24, seed: 1}}";
+    yaml.replace(yaml.find(from), from.size(), "inputs: {random: {rows: 100, cols: 24, seed: 1, low: -300, high: 300}}");
+    const Model model = test::load_text(yaml);
+    const Trace fast = compute_with(model, Kernels::fast);
+    require_same_trace(fast, compute_with(model, Kernels::textbook), 1e-12);
+    for (int h = 1; h <= 3; ++h) {
+        const arma::mat& A = fast.find("weights", h)->values;
+        CHECK(A.is_finite());
+        CHECK(arma::accu(A == 0.0) > A.n_elem / 2);  // saturated: most weights vanish
+        require_near(arma::sum(A, 1), arma::ones(A.n_rows), 1e-14, "row sums");
+    }
+}
+
+TEST_CASE("compute keeps only the chosen steps, with the same numbering", "[compute]") {
+    const Model model = test::load_text(large_example(120, "mask: causal\n"));
+    const Trace full = compute(model);
+    ComputeOptions options;
+    options.steps = {"weights", "output"};
+    options.head = 2;
+    const Trace some = compute(model, options);
+    // the same steps in the same order, so "Step 9 · Attention weights" keeps its number
+    REQUIRE(some.steps.size() == full.steps.size());
+    for (std::size_t s = 0; s < full.steps.size(); ++s) {
+        const Step& step = some.steps[s];
+        CAPTURE(step.id, step.head);
+        CHECK(step.id == full.steps[s].id);
+        CHECK(step.head == full.steps[s].head);
+        CHECK(step.title == full.steps[s].title);
+        const bool kept = step.id == "output" || (step.id == "weights" && step.head == 2);
+        CHECK(step.values.is_empty() == !kept);
+        CHECK(step.row_labels.empty() == !kept);
+        if (kept) {
+            // the kept steps are bit for bit those of the whole trace
+            CHECK(arma::approx_equal(step.values, full.find(step.id, step.head)->values, "absdiff", 0.0));
+        }
+    }
+}
+
+TEST_CASE("the fast path gives the same numbers with one thread or two", "[compute]") {
+    const Model model = test::load_text(large_example(200, "mask: causal\n"));
+    const Trace one = compute_with(model, Kernels::fast, 1);
+    const Trace two = compute_with(model, Kernels::fast, 2);
+    require_same_trace(two, one, 1e-14);
+}
+
+TEST_CASE("small examples keep the step functions' exact numbers", "[compute]") {
+    // below k_fast_path_cells the automatic choice is the textbook path, which the
+    // golden files and the articles' numbers were made with
+    const Model model = test::load_text(test::read_repo_file("examples/two-heads.yaml"));
+    REQUIRE(model.n() * model.m() < k_fast_path_cells);
+    require_same_trace(compute(model), compute_with(model, Kernels::textbook), 0.0);
+    // hand rounding always takes the textbook path, even when fast is asked for
+    const Model rounded = test::load_text(large_example(80, "round: {weights: 2}\n"));
+    const Trace trace = compute_with(rounded, Kernels::fast);
+    const arma::mat& A = trace.find("weights", 1)->values;
+    CHECK(arma::approx_equal(A, arma::round(A * 100) / 100, "absdiff", 1e-15));
+}

@@ -1,0 +1,498 @@
+// Lessons: every built-in lesson played straight through (golden files), the
+// numbers their narration states, the lesson file format's errors, and the
+// player's handling of answers.
+#include "builtin/builtin.hpp"
+#include "io/lesson_loader.hpp"
+#include "lesson/player.hpp"
+#include "support.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+using Catch::Matchers::WithinAbs;
+using qkv::test::check_golden;
+using qkv::test::require_input_error;
+using qkv::test::run_qkv;
+
+namespace {
+
+qkv::Lesson builtin_lesson(const std::string& name) {
+    const auto found = qkv::find_lesson(name);
+    return qkv::load_lesson(found.source, found.name);
+}
+
+int model_index(const qkv::Lesson& lesson, const std::string& name) {
+    for (std::size_t i = 0; i < lesson.models.size(); ++i) {
+        if (lesson.models[i].name == name) {
+            return static_cast<int>(i);
+        }
+    }
+    FAIL("lesson " << lesson.name << " has no model " << name);
+    return -1;
+}
+
+// A row of a step of one of the lesson's models.
+std::vector<double> row_of(const qkv::Lesson& lesson, const std::string& model, const std::string& cell) {
+    const auto& trace = lesson.models[static_cast<std::size_t>(model_index(lesson, model))].trace;
+    return qkv::cell_values(trace, qkv::parse_cell(cell));
+}
+
+void require_row(const std::vector<double>& got, const std::vector<double>& expected, double eps) {
+    REQUIRE(got.size() == expected.size());
+    for (std::size_t j = 0; j < expected.size(); ++j) {
+        CAPTURE(j);
+        CHECK_THAT(got[j], WithinAbs(expected[j], eps));
+    }
+}
+
+// A folder of its own for the lesson files a test writes.
+std::string write_temp(const std::string& name, const std::string& text) {
+    const auto folder = std::filesystem::temp_directory_path() / ("qkv-lesson-tests-" + std::to_string(getpid()));
+    std::filesystem::create_directories(folder);
+    const auto path = folder / name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path.string();
+}
+
+// Every narration of a lesson: the say and then of each page and each question.
+std::vector<const qkv::Narration*> narrations(const qkv::Lesson& lesson) {
+    std::vector<const qkv::Narration*> all;
+    for (const auto& page : lesson.pages) {
+        all.push_back(&page.say);
+        all.push_back(&page.then);
+        if (page.ask) {
+            all.push_back(&page.ask->prompt);
+        }
+    }
+    return all;
+}
+
+// A learner who types the given lines, then reaches the end of the input.
+class ScriptedLearner : public qkv::Learner {
+public:
+    explicit ScriptedLearner(std::vector<std::string> lines) : m_lines(std::move(lines)) {}
+    std::optional<std::string> read_line() override {
+        if (m_next == m_lines.size()) {
+            return std::nullopt;
+        }
+        return m_lines[m_next++];
+    }
+    std::size_t used() const { return m_next; }
+
+private:
+    std::vector<std::string> m_lines;
+    std::size_t m_next = 0;
+};
+
+const char* const k_small_lesson = R"(title: Two questions
+summary: a small lesson for the tests
+model: illustrated
+script:
+  - say: Query 1 is {queries[1]}.
+    ask: What is the score of query 1 against key 2?
+    answer: scores[1,2]
+  - ask: What weight does query 1 give key 2?
+    answer: weights[1,2]
+    tolerance: 0.01
+)";
+
+}  // namespace
+
+TEST_CASE("every built-in lesson plays straight through and matches its golden file", "[lesson][golden]") {
+    REQUIRE(qkv::builtin_lessons().size() >= 9);
+    for (const auto& lesson : qkv::builtin_lessons()) {
+        const std::string name(lesson.name);
+        CAPTURE(name);
+        // standard input and output are pipes here, so the lesson does not pause
+        const auto result = run_qkv({"lesson", name});
+        REQUIRE(result.status == 0);
+        CHECK(result.err.empty());
+        CHECK(result.out.find("Answer:") != std::string::npos);
+        check_golden("lesson-" + name + ".txt", result.out);
+    }
+}
+
+TEST_CASE("a lesson by number is the same as by name, and --no-pause plays it the same way", "[lesson][cli]") {
+    const auto by_number = run_qkv({"lesson", "6", "--no-pause"});
+    const auto by_name = run_qkv({"lesson", "masking"});
+    REQUIRE(by_number.status == 0);
+    CHECK(by_number.out == by_name.out);
+    CHECK(by_number.out.rfind("Lesson 6 · Masking", 0) == 0);
+}
+
+TEST_CASE("a lesson written as Markdown matches its golden file", "[lesson][golden]") {
+    const auto result = run_qkv({"lesson", "1", "--format", "markdown"});
+    REQUIRE(result.status == 0);
+    CHECK(result.out.rfind("# Lesson 1 · ", 0) == 0);
+    CHECK(result.out.find("\x1b[") == std::string::npos);
+    CHECK(result.out.find("**Question.**") != std::string::npos);
+    check_golden("lesson-walkthrough.md", result.out);
+}
+
+TEST_CASE("qkv lesson lists every lesson with its number, name and summary", "[lesson][cli]") {
+    const auto result = run_qkv({"lesson"});
+    REQUIRE(result.status == 0);
+    std::istringstream lines(result.out);
+    std::string line;
+    int number = 0;
+    for (const auto& lesson : qkv::builtin_lessons()) {
+        REQUIRE(std::getline(lines, line));
+        ++number;
+        CAPTURE(line);
+        const std::regex shape("^ ?" + std::to_string(number) + "  " + std::string(lesson.name) + " +\\S.*$");
+        CHECK(std::regex_match(line, shape));
+    }
+    CHECK_FALSE(std::getline(lines, line));
+    check_golden("lesson-list.txt", result.out);
+}
+
+TEST_CASE("an unknown lesson is a usage error that lists the lessons", "[lesson][cli]") {
+    SECTION("a number past the last lesson") {
+        const auto result = run_qkv({"lesson", "42"});
+        require_input_error(result, "there is no lesson 42; the lessons are numbered 1 to 9");
+        CHECK(result.err.find("hint: lessons: 1 walkthrough, 2 scaling") != std::string::npos);
+    }
+    SECTION("a misspelt name") {
+        const auto result = run_qkv({"lesson", "maskng"});
+        require_input_error(result, "maskng: no such lesson file, and no built-in lesson by that name");
+        CHECK(result.err.find("did you mean masking?") != std::string::npos);
+    }
+    SECTION("a format a lesson cannot be written in") {
+        require_input_error(run_qkv({"lesson", "1", "--format", "csv"}), "a lesson is played as text or written as markdown");
+    }
+    SECTION("an unknown step id in --steps") {
+        require_input_error(run_qkv({"lesson", "1", "--steps", "scores,wieghts"}), "--steps: unknown step id \"wieghts\"");
+    }
+}
+
+TEST_CASE("--steps and --head narrow the tables a lesson shows", "[lesson][cli]") {
+    const auto result = run_qkv({"lesson", "multi-head", "--steps", "scores", "--head", "2"});
+    REQUIRE(result.status == 0);
+    CHECK(result.out.find("Step 5 · Scores · head 2") != std::string::npos);
+    CHECK(result.out.find("Scores · head 1") == std::string::npos);
+    CHECK(result.out.find("[weights]") == std::string::npos);
+    // narration and questions stay
+    CHECK(result.out.find("Question: In head 2") != std::string::npos);
+}
+
+TEST_CASE("-o writes a lesson as a Markdown document", "[lesson][cli]") {
+    const std::string path = write_temp("lesson.md", "");
+    std::filesystem::remove(path);
+    const auto result = run_qkv({"lesson", "2", "-f", "markdown", "-o", path});
+    REQUIRE(result.status == 0);
+    CHECK(result.out.empty());
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    CHECK(text.str().rfind("# Lesson 2 · Why the scores are scaled", 0) == 0);
+}
+
+TEST_CASE("the lessons' models reproduce the numbers of the reference articles", "[lesson]") {
+    SECTION("lesson 1: the illustrated article's scores") {
+        // from the illustrated article (seed 000): scores [[2,4,4],[4,16,12],[4,12,10]]
+        const auto lesson = builtin_lesson("walkthrough");
+        require_row(row_of(lesson, "main", "scores[1]"), {2, 4, 4}, 0);
+        require_row(row_of(lesson, "main", "scores[2]"), {4, 16, 12}, 0);
+        // worked by hand: round(softmax([2,4,4]), 1) = [0.1, 0.5, 0.5] (0.0634 rounds up);
+        // then 0.1·[1,2,3] + 0.5·[2,8,0] + 0.5·[2,6,3] = [2.1, 7.2, 1.8]
+        require_row(row_of(lesson, "rounded", "weights[1]"), {0.1, 0.5, 0.5}, 1e-12);
+        require_row(row_of(lesson, "rounded", "output[1]"), {2.1, 7.2, 1.8}, 1e-12);
+    }
+    SECTION("lesson 2: softmax([1,2,3,4]) against softmax([10,20,30,40])") {
+        // from NumPy: np.exp(s) / np.exp(s).sum() for s = [1,2,3,4] and s = [10,20,30,40]
+        const auto lesson = builtin_lesson("scaling");
+        require_row(row_of(lesson, "saturation", "scores[2]"), {10, 20, 30, 40}, 0);
+        require_row(row_of(lesson, "saturation", "weights[1]"), {0.0320586, 0.0871443, 0.2368828, 0.6439143}, 1e-7);
+        require_row(row_of(lesson, "saturation", "weights[2]"), {9.3576e-14, 2.0611e-09, 4.5398e-05, 0.9999546}, 1e-7);
+        // worked by hand: ±1 vectors of width 4 score from −4 to 4; √4 = 2 halves them
+        require_row(row_of(lesson, "unscaled", "scores[1]"), {4, 2, 0, -2}, 0);
+        require_row(row_of(lesson, "scaled", "scaled_scores[1]"), {2, 1, 0, -1}, 0);
+    }
+    SECTION("lesson 3: the sky-is-blue notebook's weights") {
+        // from the notebook (seed 003): attention weights of "sky", to 4 decimals
+        const auto lesson = builtin_lesson("words");
+        require_row(row_of(lesson, "main", "weights[1]"), {0.2809, 0.3595, 0.3595}, 0.00005);
+    }
+    SECTION("lesson 4: the essay's Q·K table and its softmax") {
+        // from the essay (seed 002): its "QK^T" table row 1 is 47 55 63, its
+        // softmax row 1 is 9.63506E-05 0.009767 0.990136; by hand, Q·Kᵀ row 1 is
+        // [0·1+3·2+5·3, 0·4+3·5+5·6, 0·7+3·8+5·9] = [21, 45, 69]
+        const auto lesson = builtin_lesson("transpose");
+        require_row(row_of(lesson, "article", "scores[1]"), {47, 55, 63}, 0);
+        require_row(row_of(lesson, "article", "scores[3]"), {68, 82, 96}, 0);
+        require_row(row_of(lesson, "article", "weights[1]"), {9.63506e-05, 0.009767, 0.990136}, 5e-7);
+        require_row(row_of(lesson, "right", "scores[1]"), {21, 45, 69}, 0);
+    }
+    SECTION("lesson 8: sinusoidal positions") {
+        // by hand: with d_model = 2, P[p] = [sin p, cos p]
+        const auto lesson = builtin_lesson("positions");
+        require_row(row_of(lesson, "placed", "positional[2]"), {std::sin(1.0), std::cos(1.0)}, 1e-15);
+        require_row(row_of(lesson, "placed", "positional[3]"), {std::sin(2.0), std::cos(2.0)}, 1e-15);
+        // and without positions the two dogs' outputs are equal, with them they differ
+        require_row(row_of(lesson, "plain", "output[1]"), row_of(lesson, "plain", "output[3]"), 0);
+        CHECK(row_of(lesson, "placed", "output[1]") != row_of(lesson, "placed", "output[3]"));
+    }
+}
+
+TEST_CASE("every number a lesson's narration states comes from its trace", "[lesson]") {
+    // Computed numbers are written as placeholders ({scores[1,2]}) and filled
+    // from the trace. A digit in the literal text is allowed only as an index
+    // (query 1, key 2, scores[2,3]) or inside one of the phrases below, each a
+    // fact of the mathematics or a convention rather than a computed value.
+    const std::map<std::string, std::vector<std::string>> k_phrases = {
+        {"walkthrough", {"sum to 1", "lesson 2", "to one decimal"}},
+        {"scaling", {"1 or −1", "exactly 0 or 1", "about 1"}},
+        {"words", {"close to 0", "lesson 8"}},
+        {"transpose", {}},
+        {"multi-head", {}},
+        {"masking", {"keys 1 to i", "exactly 0", "exp(0) is 1", "already 0"}},
+        {"cross-attention", {}},
+        {"positions", {"counted from 0", "10000^(2i/d_model)"}},
+        {"pytorch", {"holds 1", "and 0 where", "it is 1 on", "allowed ones 0", "writes 0"}},
+    };
+    const std::regex number("[0-9]+(\\.[0-9]+)?");
+    const std::regex index_before(
+        "(query|queries|key|keys|row|rows|column|columns|head|heads|token|tokens|input|inputs|output|step|lesson|"
+        "position|word)\\s+([0-9]+\\s*(,|and|or|to|…)\\s*)*$|[a-z_]+\\[[0-9,]*$",
+        std::regex::icase);
+    for (const auto& file : qkv::builtin_lessons()) {
+        const std::string name(file.name);
+        CAPTURE(name);
+        REQUIRE(k_phrases.count(name) == 1);
+        const auto lesson = builtin_lesson(name);
+        int placeholders = 0;
+        for (const auto* narration : narrations(lesson)) {
+            for (const auto& segment : *narration) {
+                if (segment.value) {
+                    ++placeholders;
+                    // the filled text is the trace's value, at the lesson's precision
+                    const auto values = qkv::resolve(lesson, *segment.value);
+                    CHECK_FALSE(qkv::format_value(values, segment.style, 4, false).empty());
+                    continue;
+                }
+                const std::string& text = segment.text;
+                for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
+                    const auto at = static_cast<std::size_t>(it->position());
+                    const std::string before = text.substr(0, at);
+                    if (std::regex_search(before, index_before)) {
+                        continue;
+                    }
+                    bool in_phrase = false;
+                    for (const auto& phrase : k_phrases.at(name)) {
+                        for (auto p = text.find(phrase); p != std::string::npos; p = text.find(phrase, p + 1)) {
+                            in_phrase = in_phrase || (p <= at && at < p + phrase.size());
+                        }
+                    }
+                    const std::string context = text.substr(at < 30 ? 0 : at - 30, 60);
+                    CAPTURE(context);
+                    CHECK(in_phrase);
+                }
+            }
+        }
+        // a lesson built on numbers states some of them
+        CHECK(placeholders >= 5);
+    }
+}
+
+TEST_CASE("placeholders are filled from the trace, rows in brackets and −∞ spelt out", "[lesson]") {
+    const auto lesson = builtin_lesson("masking");
+    // by hand: <s> = [1, 0] and we = [0, 1] with identity weights score 0; read = [1, 1] scores 2 with itself
+    CHECK(qkv::format_value(row_of(lesson, "masked", "scores[3]"), {}, 4, false) == "[1, 1, 2, 0]");
+    CHECK(qkv::format_value(row_of(lesson, "masked", "masked_scores[1]"), {}, 4, false) == "[1, −∞, −∞, −∞]");
+    CHECK(qkv::format_value(row_of(lesson, "masked", "masked_scores[1]"), {}, 4, true) == "[1, -inf, -inf, -inf]");
+    // e/(e + 1) = 0.7311 (by hand), at 2 decimals and in scientific form
+    qkv::NumberStyle two;
+    two.decimals = 2;
+    CHECK(qkv::format_value(row_of(lesson, "masked", "weights[2,2]"), two, 4, false) == "0.73");
+    qkv::NumberStyle scientific;
+    scientific.scientific = true;
+    CHECK(qkv::format_value(row_of(lesson, "masked", "weights[2,2]"), scientific, 4, false) == "7.31e-01");
+}
+
+TEST_CASE("a bad lesson file is refused with the position of every problem", "[lesson][errors]") {
+    SECTION("placeholders, steps, cells and keys of the script") {
+        const std::string path = write_temp("bad-script.yaml", R"(title: Bad
+summary: bad
+model: illustrated
+script:
+  - say: |
+      The score is {scores[4,1]} and {nosuch:scores[1,1]}.
+    show: [scores, masked_scores, wieghts]
+    explain: scores[1]@3
+    ask: What?
+    answer: scores[1]
+  - sya: hello
+)");
+        const auto result = run_qkv({"lesson", path});
+        require_input_error(result, path + ":6:20: script[1].say: {scores[4,1]} in model main: cell scores[4,1]: row 4 is out of range");
+        CHECK(result.err.find(path + ":6:38: script[1].say: {nosuch:scores[1,1]} names the model \"nosuch\"") != std::string::npos);
+        CHECK(result.err.find(path + ":7:20: script[1].show: model main has no masked_scores step") != std::string::npos);
+        CHECK(result.err.find(path + ":7:35: script[1].show: unknown step id \"wieghts\"") != std::string::npos);
+        CHECK(result.err.find("hint: did you mean weights?") != std::string::npos);
+        CHECK(result.err.find(path + ":8:14: script[1].explain: cell scores[1]@3: head 3 does not exist") != std::string::npos);
+        CHECK(result.err.find(path + ":10:13: script[1].answer is the whole row scores[1]; expected one cell") !=
+              std::string::npos);
+        CHECK(result.err.find(path + ":11:5: unknown key script[2].sya") != std::string::npos);
+        CHECK(result.err.find("hint: did you mean script[2].say?") != std::string::npos);
+    }
+    SECTION("an inline model's own problems, positioned in the lesson file") {
+        const std::string path = write_temp("bad-model.yaml", R"(title: Bad model
+summary: bad
+model:
+  inputs: [[1, 0], [0, 1]]
+  weights:
+    query: [[1, 0, 0]]
+    key: [[1, 0], [0, 1]]
+    value: [[1, 0], [0, 1]]
+models:
+  other: ilustrated
+script:
+  - say: Hello.
+)");
+        const auto result = run_qkv({"lesson", path});
+        require_input_error(result, path + ":6:12: weights.query is 1 × 3; expected 2 rows");
+        CHECK(result.err.find(path + ":10:10: models.other is \"ilustrated\", which is not a built-in example") !=
+              std::string::npos);
+        CHECK(result.err.find("did you mean illustrated?") != std::string::npos);
+    }
+    SECTION("placeholder syntax") {
+        const std::string path = write_temp("bad-placeholders.yaml", R"(title: Bad placeholders
+summary: bad
+model: illustrated
+script:
+  - say: "{d_kk} and {scores[1,1]|x} and {weights}"
+  - say: "an open { brace"
+)");
+        const auto result = run_qkv({"lesson", path});
+        require_input_error(result, path + ":5:11: script[1].say: {d_kk} is neither a cell nor a size");
+        CHECK(result.err.find("did you mean d_k?") != std::string::npos);
+        CHECK(result.err.find(path + ":5:22: script[1].say: {scores[1,1]|x} has the style \"x\"") != std::string::npos);
+        CHECK(result.err.find(path + ":5:42: script[1].say: {weights} is neither a cell nor a size") != std::string::npos);
+        CHECK(result.err.find(path + ":6:19: script[2].say: a { without its }") != std::string::npos);
+    }
+    SECTION("missing parts") {
+        const std::string path = write_temp("bad-empty.yaml", "title: Nothing\n");
+        const auto result = run_qkv({"lesson", path});
+        require_input_error(result, path + ":1:1: summary is missing");
+        CHECK(result.err.find(path + ":1:1: model is missing") != std::string::npos);
+    }
+    SECTION("invalid YAML") {
+        const std::string path = write_temp("bad-yaml.yaml", "title: [unclosed\nsummary: x\n");
+        require_input_error(run_qkv({"lesson", path}), path + ":");
+    }
+    SECTION("a question about a blocked cell") {
+        const std::string path = write_temp("bad-question.yaml", R"(title: Bad question
+summary: bad
+model: masked
+script:
+  - ask: What is it?
+    answer: masked_scores[1,2]
+    tolerance: -1
+)");
+        const auto result = run_qkv({"lesson", path});
+        require_input_error(result, path + ":6:13: script[1].answer masked_scores[1,2] is −∞");
+    }
+}
+
+TEST_CASE("a lesson file given by path plays like a built-in one", "[lesson][cli]") {
+    const std::string path = write_temp("small.yaml", k_small_lesson);
+    const auto result = run_qkv({"lesson", path});
+    REQUIRE(result.status == 0);
+    CHECK(result.out.rfind("Two questions\n=============\n", 0) == 0);
+    // from the illustrated article: query 1 = [1, 0, 2], scores[1,2] = 4
+    CHECK(result.out.find("Query 1 is [1, 0, 2].") != std::string::npos);
+    CHECK(result.out.find("  Answer: scores[1,2] = 4") != std::string::npos);
+    CHECK(result.out.find("End of the lesson.") != std::string::npos);
+}
+
+TEST_CASE("the player says right or wrong, shows the working, and lets the learner leave", "[lesson][player]") {
+    const auto lesson = qkv::load_lesson({"small.yaml", k_small_lesson, ""}, "small");
+    qkv::PlayOptions options;
+    auto play = [&](std::vector<std::string> lines, qkv::PlayEnd& end, std::size_t& used) {
+        std::ostringstream out;
+        auto writer = qkv::make_lesson_writer(options.render, out);
+        ScriptedLearner learner(std::move(lines));
+        end = qkv::play_lesson(lesson, options, *writer, &learner);
+        used = learner.used();
+        return out.str();
+    };
+    qkv::PlayEnd end{};
+    std::size_t used = 0;
+    SECTION("one answer right, one wrong, with a retry after text that is not a number") {
+        // scores[1,2] = 4 (illustrated article); weights[1,2] = 0.4683, so 0.5 is outside 0.01
+        const std::string out = play({"4", "", "half", "0.5"}, end, used);
+        CHECK(end == qkv::PlayEnd::finished);
+        CHECK(used == 4);
+        CHECK(out.find("  Right. scores[1,2] = 4") != std::string::npos);
+        CHECK(out.find("    scores[1,2] = q·k = 1·4 + 0·4 + 2·0 = 4") != std::string::npos);
+        CHECK(out.find("Press Enter for page 2 of 2, or q to leave: ") != std::string::npos);
+        CHECK(out.find("Please type a number, Enter to see the answer, or q to leave: ") != std::string::npos);
+        CHECK(out.find("  Not quite: you wrote 0.5; weights[1,2] = 0.4683") != std::string::npos);
+        CHECK(out.find("End of the lesson.") != std::string::npos);
+    }
+    SECTION("an answer within the tolerance is right") {
+        const std::string out = play({"4", "", "0.47"}, end, used);
+        CHECK(out.find("  Right. weights[1,2] = 0.4683") != std::string::npos);
+    }
+    SECTION("Enter at a question shows the answer") {
+        const std::string out = play({"", "", ""}, end, used);
+        CHECK(out.find("  Answer: scores[1,2] = 4") != std::string::npos);
+        CHECK(end == qkv::PlayEnd::finished);
+    }
+    SECTION("q at a question leaves at once") {
+        const std::string out = play({"q", "4"}, end, used);
+        CHECK(end == qkv::PlayEnd::left);
+        CHECK(used == 1);
+        CHECK(out.find("Right.") == std::string::npos);
+        CHECK(out.find("End of") == std::string::npos);
+    }
+    SECTION("q between pages leaves") {
+        const std::string out = play({"4", "q"}, end, used);
+        CHECK(end == qkv::PlayEnd::left);
+        CHECK(out.find("weight does query 1 give") == std::string::npos);
+    }
+    SECTION("the end of the input leaves") {
+        play({"4"}, end, used);
+        CHECK(end == qkv::PlayEnd::left);
+    }
+}
+
+TEST_CASE("a learner's reply is read as a number, a skip or leaving", "[lesson][player]") {
+    using Kind = qkv::Reply::Kind;
+    const auto table = GENERATE(table<std::string, Kind, double>({
+        {"4", Kind::number, 4.0},
+        {"  -1.5 ", Kind::number, -1.5},
+        {"−2", Kind::number, -2.0},
+        {"+0.25", Kind::number, 0.25},
+        {"1e-3", Kind::number, 0.001},
+        {"", Kind::skip, 0.0},
+        {"   ", Kind::skip, 0.0},
+        {"q", Kind::leave, 0.0},
+        {"quit", Kind::leave, 0.0},
+        {"four", Kind::not_a_number, 0.0},
+        {"0,5", Kind::not_a_number, 0.0},
+        {"inf", Kind::not_a_number, 0.0},
+        {"4 5", Kind::not_a_number, 0.0},
+    }));
+    const std::string line = std::get<0>(table);
+    CAPTURE(line);
+    const auto reply = qkv::read_reply(line);
+    CHECK(reply.kind == std::get<1>(table));
+    if (reply.kind == Kind::number) {
+        CHECK_THAT(reply.value, WithinAbs(std::get<2>(table), 1e-15));
+    }
+}
+
+TEST_CASE("an answer is right within the tolerance and wrong outside it", "[lesson][player]") {
+    CHECK(qkv::is_right(0.47, 0.4683, 0.005));
+    CHECK(qkv::is_right(0.47, 0.475, 0.005));  // the boundary counts as right
+    CHECK_FALSE(qkv::is_right(0.46, 0.4683, 0.005));
+    CHECK(qkv::is_right(4, 4, 0.005));
+    CHECK_FALSE(qkv::is_right(5, 4, 0.005));
+}
