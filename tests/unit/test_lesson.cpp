@@ -171,7 +171,7 @@ TEST_CASE("an unknown lesson is a usage error that lists the lessons", "[lesson]
     }
 }
 
-TEST_CASE("--steps and --head narrow the tables a lesson shows", "[lesson][cli]") {
+TEST_CASE("the --steps and --head options narrow the tables a lesson shows", "[lesson][cli]") {
     const auto result = run_qkv({"lesson", "multi-head", "--steps", "scores", "--head", "2"});
     REQUIRE(result.status == 0);
     CHECK(result.out.find("Step 5 · Scores · head 2") != std::string::npos);
@@ -181,7 +181,7 @@ TEST_CASE("--steps and --head narrow the tables a lesson shows", "[lesson][cli]"
     CHECK(result.out.find("Question: In head 2") != std::string::npos);
 }
 
-TEST_CASE("-o writes a lesson as a Markdown document", "[lesson][cli]") {
+TEST_CASE("the -o option writes a lesson as a Markdown document", "[lesson][cli]") {
     const std::string path = write_temp("lesson.md", "");
     std::filesystem::remove(path);
     const auto result = run_qkv({"lesson", "2", "-f", "markdown", "-o", path});

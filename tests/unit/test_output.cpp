@@ -61,7 +61,7 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("-o writes the same output to a file and nothing to stdout", "[output]") {
+TEST_CASE("the -o option: writes the same output to a file and nothing to stdout", "[output]") {
     TempDir dir;
     for (const std::string format : {"text", "markdown", "latex", "csv", "json", "svg"}) {
         CAPTURE(format);
@@ -86,7 +86,7 @@ TEST_CASE("-o writes the same output to a file and nothing to stdout", "[output]
     CHECK((status.st_mode & 0777) == (0666 & ~mask));
 }
 
-TEST_CASE("-o refuses to replace an existing file unless --force", "[output]") {
+TEST_CASE("the -o option: refuses to replace an existing file unless --force", "[output]") {
     TempDir dir;
     const std::string path = dir.file("notes.md");
     std::ofstream(path) << "my notes\n";
@@ -107,7 +107,7 @@ TEST_CASE("-o refuses to replace an existing file unless --force", "[output]") {
     CHECK(dir.names() == std::vector<std::string>{"notes.md"});
 }
 
-TEST_CASE("-o leaves no file and no temporary file behind on an error", "[output]") {
+TEST_CASE("the -o option: leaves no file and no temporary file behind on an error", "[output]") {
     TempDir dir;
     SECTION("invalid input") {
         qkv::test::require_input_error(run_qkv({"run", "-", "-o", dir.file("out.txt")}, "inputs: [[1, 2], [3]]\n"),
@@ -145,7 +145,7 @@ TEST_CASE("-o leaves no file and no temporary file behind on an error", "[output
     }
 }
 
-TEST_CASE("-o removes its temporary file when the write fails or qkv is interrupted", "[output]") {
+TEST_CASE("writing with -o removes its temporary file when the write fails or qkv is interrupted", "[output]") {
     TempDir dir;
     const std::string yaml = dir.file("big.yaml");
     std::ofstream(yaml) << "inputs: {random: {rows: 300, cols: 8, seed: 1}}\n"

@@ -1,0 +1,563 @@
+// Unit tests of `qkv check` as a library: reading answers, rounding-aware
+// verdicts, error carried forward, and every diagnosis (one answer that shows
+// the mistake, one correct answer that must not).
+#include "check/check.hpp"
+#include "io/answers.hpp"
+#include "support.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+
+using namespace qkv;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// A model, its trace, the answers and the report, kept together because the
+// report points into the trace and the answers.
+struct Checked {
+    Model model;
+    Trace trace;
+    Answers answers;
+    CheckReport report;
+
+    const StepCheck& step(const std::string& id, int head = 1) const {
+        for (const auto& step : report.steps) {
+            if (step.answer->id == id && (step.answer->head == head || step.answer->head == 0)) {
+                return step;
+            }
+        }
+        FAIL("no answer for " << id);
+        return report.steps.front();
+    }
+};
+
+Answers answers_from(const std::string& yaml, const Trace& trace) {
+    return read_answers({"answers.yaml", yaml, ""}, trace, AnswersIn::answer_file);
+}
+
+std::unique_ptr<Checked> check_yaml(const std::string& model_yaml, const std::string& answers_yaml,
+                                    CheckOptions options = {}) {
+    auto checked = std::make_unique<Checked>();
+    checked->model = test::load_text(model_yaml);
+    checked->trace = compute(checked->model);
+    checked->answers = answers_from(answers_yaml, checked->trace);
+    checked->report = check_answers(checked->model, checked->trace, checked->answers, options);
+    return checked;
+}
+
+// A matrix as an answer: [[1.2346, -inf], ...] with `decimals` digits.
+std::string yaml_matrix(const arma::mat& M, int decimals) {
+    std::string text = "[";
+    for (arma::uword i = 0; i < M.n_rows; ++i) {
+        text += i == 0 ? "[" : ", [";
+        for (arma::uword j = 0; j < M.n_cols; ++j) {
+            char buffer[64];
+            if (std::isinf(M(i, j))) {
+                std::snprintf(buffer, sizeof buffer, "%s", M(i, j) < 0 ? "-inf" : "inf");
+            } else {
+                std::snprintf(buffer, sizeof buffer, "%.*f", decimals, M(i, j));
+            }
+            text += (j == 0 ? "" : ", ") + std::string(buffer);
+        }
+        text += "]";
+    }
+    return text + "]";
+}
+
+// `id: [[...]]`, under answers.heads when the example has several heads.
+std::string answer_yaml(const std::string& id, int head, int n_heads, const arma::mat& M, int decimals = 4) {
+    if (head == 0 || n_heads == 1) {
+        return id + ": " + yaml_matrix(M, decimals) + "\n";
+    }
+    std::string heads = "heads: [";
+    for (int h = 1; h < head; ++h) {
+        heads += "~, ";
+    }
+    return heads + "{" + id + ": " + yaml_matrix(M, decimals) + "}]\n";
+}
+
+const arma::mat& value(const Trace& trace, const std::string& id, int head = 0) {
+    const Step* step = trace.find(id, head);
+    REQUIRE(step != nullptr);
+    return step->values;
+}
+
+arma::mat softmax(const arma::mat& S) { return softmax_rows(S); }
+
+// ── the examples the cases use ──────────────────────────────────────────────
+
+// The homework model: causal mask, √d_k scaling, d_model = 4, d_k = d_v = 3, n = m = 3.
+std::string three_words() { return test::read_repo_file("examples/homework/three-words/model.yaml"); }
+
+// Two heads with square weights, per-head biases, and a square W_O with a bias.
+const char* const k_two_heads_bias = R"(
+inputs: [[1, 0], [0, 1], [1, 1]]
+heads:
+  - query: [[1, 2], [0, 1]]
+    key:   [[1, 0], [1, 1]]
+    value: [[2, 0], [1, 1]]
+    bias: {query: [1, 0], key: [0, 1], value: [1, 1]}
+  - query: [[0, 1], [2, 0]]
+    key:   [[2, 1], [0, 1]]
+    value: [[1, 2], [0, 1]]
+weights:
+  output: [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]]
+bias: {output: [0.5, 0, 0, -0.5]}
+)";
+
+// Two heads without W_O (the output is the concatenation).
+std::string two_heads() { return test::read_repo_file("examples/homework/two-heads/model.yaml"); }
+
+const char* const k_pytorch_layout = R"(
+layout: pytorch
+inputs: [[1, 0], [0, 1], [2, 1]]
+weights:
+  query: [[1, 2], [0, 1]]
+  key:   [[1, 0], [3, 1]]
+  value: [[2, 1], [1, 1]]
+)";
+
+const char* const k_positional = R"(
+positional: sinusoidal
+inputs: [[1, 0], [0, 1], [1, 1]]
+weights:
+  query: [[1, 2], [0, 1]]
+  key:   [[1, 0], [1, 1]]
+  value: [[2, 0], [1, 1]]
+)";
+
+std::string illustrated() { return test::read_repo_file("examples/illustrated.yaml"); }
+std::string cross() { return test::read_repo_file("examples/cross.yaml"); }
+
+// The mask of the three-words model (causal): 1 where query i may attend to key j.
+arma::mat causal3() { return test::rows({{1, 0, 0}, {1, 1, 0}, {1, 1, 1}}); }
+
+struct DiagnosisCase {
+    const char* key;
+    std::function<std::string()> model;
+    const char* step;
+    int head;
+    // The learner's wrong value: the mistaken operation applied to the trace's own values.
+    std::function<arma::mat(const Model&, const Trace&)> wrong;
+    const char* carried = "";  // the earlier, unanswered step the mistake is in ("" = this step)
+};
+
+std::vector<DiagnosisCase> diagnosis_cases() {
+    const auto two_bias = [] { return std::string(k_two_heads_bias); };
+    const auto pytorch = [] { return std::string(k_pytorch_layout); };
+    const auto positional = [] { return std::string(k_positional); };
+    return {
+        // projections
+        {"projection_w_x", two_bias, "queries", 1,
+         [](const Model& m, const Trace&) {
+             arma::mat Q = m.X * m.heads[0].W_Q.t();
+             Q.each_row() += *m.heads[0].b_Q;
+             return Q;
+         }},
+        {"projection_w_x", pytorch, "keys", 1,
+         // W_K as written is the transpose of the stored x·W weight: X·W_K(as written)
+         [](const Model& m, const Trace&) { return arma::mat(m.X * m.heads[0].W_K.t()); }},
+        {"weights_swapped", three_words, "queries", 1,
+         [](const Model& m, const Trace&) { return arma::mat(m.X * m.heads[0].W_K); }},
+        {"wrong_weight", three_words, "values", 1,
+         [](const Model& m, const Trace&) { return arma::mat(m.X * m.heads[0].W_Q); }},
+        {"bias_forgotten", two_bias, "keys", 1,
+         [](const Model& m, const Trace&) { return arma::mat(m.X * m.heads[0].W_K); }},
+        {"positions_forgotten", positional, "queries", 1,
+         [](const Model& m, const Trace&) { return arma::mat(m.X * m.heads[0].W_Q); }},
+        {"cross_source_swapped", cross, "keys", 1,
+         // keys from the 2 inputs instead of the 3 context rows: a 2 × 2 answer for a 3 × 2 step
+         [](const Model& m, const Trace&) { return arma::mat(m.X * m.heads[0].W_K); }},
+        {"other_head_weights", two_bias, "queries", 2,
+         [](const Model& m, const Trace&) {
+             arma::mat Q = m.X * m.heads[0].W_Q;
+             Q.each_row() += *m.heads[0].b_Q;
+             return Q;
+         }},
+        {"positions_not_added", positional, "encoded", 0, [](const Model& m, const Trace&) { return m.X; }},
+        // scores
+        {"scores_no_transpose", three_words, "scores", 1,
+         [](const Model&, const Trace& t) { return arma::mat(value(t, "queries", 1) * value(t, "keys", 1)); }},
+        {"scores_k_qt", three_words, "scores", 1,
+         [](const Model&, const Trace& t) { return arma::mat(value(t, "keys", 1) * value(t, "queries", 1).t()); }},
+        {"scores_qt_k", three_words, "scores", 1,
+         [](const Model&, const Trace& t) { return arma::mat(value(t, "queries", 1).t() * value(t, "keys", 1)); }},
+        {"scores_already_scaled", three_words, "scores", 1,
+         [](const Model&, const Trace& t) { return arma::mat(value(t, "scores", 1) / std::sqrt(3.0)); }},
+        {"scores_used_values", three_words, "scores", 1,
+         [](const Model&, const Trace& t) { return arma::mat(value(t, "queries", 1) * value(t, "values", 1).t()); }},
+        // scaling: d_k = 3, d_model = 4
+        {"scaling_forgotten", three_words, "scaled_scores", 1,
+         [](const Model&, const Trace& t) { return value(t, "scores", 1); }},
+        {"scaled_by_dk", three_words, "scaled_scores", 1,
+         [](const Model&, const Trace& t) { return arma::mat(value(t, "scores", 1) / 3.0); }},
+        {"scaled_by_sqrt_d_model", three_words, "scaled_scores", 1,
+         [](const Model&, const Trace& t) { return arma::mat(value(t, "scores", 1) / 2.0); }},
+        {"scale_multiplied", three_words, "scaled_scores", 1,
+         [](const Model&, const Trace& t) { return arma::mat(value(t, "scores", 1) * std::sqrt(3.0)); }},
+        {"scaled_without_scale", illustrated, "scaled_scores", 1,
+         [](const Model&, const Trace& t) { return arma::mat(value(t, "scores", 1) / std::sqrt(3.0)); }},
+        // the causal mask
+        {"mask_zero", three_words, "masked_scores", 1,
+         [](const Model&, const Trace& t) { return arma::mat(value(t, "scaled_scores", 1) % causal3()); }},
+        {"mask_ignored", three_words, "masked_scores", 1,
+         [](const Model&, const Trace& t) { return value(t, "scaled_scores", 1); }},
+        {"mask_transposed", three_words, "masked_scores", 1,
+         [](const Model&, const Trace& t) { return apply_mask(value(t, "scaled_scores", 1), causal3().t()); }},
+        {"mask_inverted", three_words, "masked_scores", 1,
+         [](const Model&, const Trace& t) { return apply_mask(value(t, "scaled_scores", 1), 1.0 - causal3()); }},
+        // softmax
+        {"softmax_columns", three_words, "weights", 1,
+         [](const Model&, const Trace& t) { return arma::mat(softmax(value(t, "masked_scores", 1).t()).t()); }},
+        {"softmax_no_exp", three_words, "weights", 1,
+         [](const Model&, const Trace& t) {
+             arma::mat M = value(t, "scaled_scores", 1) % causal3();  // blocked cells count as 0
+             M.each_col() /= arma::sum(M, 1);
+             return M;
+         }},
+        {"softmax_not_normalised", three_words, "weights", 1,
+         [](const Model&, const Trace& t) { return arma::mat(arma::exp(value(t, "masked_scores", 1))); }},
+        {"mask_after_softmax", three_words, "weights", 1,
+         [](const Model&, const Trace& t) { return arma::mat(softmax(value(t, "scaled_scores", 1)) % causal3()); }},
+        {"softmax_whole_matrix", three_words, "weights", 1,
+         [](const Model&, const Trace& t) {
+             arma::mat E = arma::exp(value(t, "masked_scores", 1));
+             return arma::mat(E / arma::accu(E));
+         }},
+        // weighted sum (one head, no W_O: the output is Z)
+        {"output_at_v", three_words, "output", 0,
+         [](const Model&, const Trace& t) { return arma::mat(value(t, "weights", 1).t() * value(t, "values", 1)); }},
+        {"output_scores_v", three_words, "output", 0,
+         [](const Model&, const Trace& t) { return arma::mat(value(t, "scaled_scores", 1) * value(t, "values", 1)); }},
+        {"output_weighted_inputs", three_words, "head_output", 1,
+         // A (3 × 3) · X (3 × 4): a 3 × 4 answer for a 3 × 3 step
+         [](const Model& m, const Trace& t) { return arma::mat(value(t, "weights", 1) * m.X); }},
+        // heads
+        {"heads_averaged", two_heads, "concat", 0,
+         [](const Model&, const Trace& t) {
+             return arma::mat((value(t, "head_output", 1) + value(t, "head_output", 2)) / 2.0);
+         }},
+        {"heads_summed", two_heads, "concat", 0,
+         [](const Model&, const Trace& t) { return arma::mat(value(t, "head_output", 1) + value(t, "head_output", 2)); }},
+        {"heads_reversed", two_heads, "concat", 0,
+         [](const Model&, const Trace& t) {
+             return arma::mat(arma::join_rows(value(t, "head_output", 2), value(t, "head_output", 1)));
+         }},
+        {"heads_stacked", two_heads, "concat", 0,
+         [](const Model&, const Trace& t) {
+             return arma::mat(arma::join_cols(value(t, "head_output", 1), value(t, "head_output", 2)));
+         }},
+        {"heads_averaged", two_heads, "output", 0,
+         [](const Model&, const Trace& t) {
+             return arma::mat((value(t, "head_output", 1) + value(t, "head_output", 2)) / 2.0);
+         }},
+        // output projection
+        {"output_projection_forgotten", two_bias, "output", 0,
+         [](const Model&, const Trace& t) { return value(t, "concat"); }},
+        {"bias_forgotten", two_bias, "output", 0,
+         [](const Model& m, const Trace& t) { return arma::mat(value(t, "concat") * *m.W_O); }},
+        {"projection_w_x", two_bias, "output", 0,
+         [](const Model& m, const Trace& t) {
+             arma::mat O = value(t, "concat") * m.W_O->t();
+             O.each_row() += *m.b_O;
+             return O;
+         }},
+        // any step
+        {"transposed", three_words, "queries", 1, [](const Model&, const Trace& t) { return arma::mat(value(t, "queries", 1).t()); }},
+        // mistakes in an earlier step that is not answered, found from a later one
+        {"scaling_forgotten", three_words, "weights", 1,
+         [](const Model&, const Trace& t) { return softmax(apply_mask(value(t, "scores", 1), causal3())); },
+         "scaled_scores"},
+        {"scores_no_transpose", three_words, "weights", 1,
+         [](const Model&, const Trace& t) {
+             const arma::mat S = value(t, "queries", 1) * value(t, "keys", 1);
+             return softmax(apply_mask(S / std::sqrt(3.0), causal3()));
+         },
+         "scores"},
+        {"projection_w_x", two_heads, "scores", 1,
+         [](const Model& m, const Trace&) {
+             const arma::mat Q = m.X * m.heads[0].W_Q.t();
+             const arma::mat K = m.X * m.heads[0].W_K.t();
+             return arma::mat(Q * K.t());
+         },
+         "queries (head 1)"},
+        {"heads_averaged", [] { return std::string(k_two_heads_bias); }, "output", 0,
+         // averaged heads (3 × 2) cannot meet W_O (4 × 4): nothing carries; kept to show that no other mistake is named
+         [](const Model&, const Trace& t) {
+             return arma::mat((value(t, "head_output", 1) + value(t, "head_output", 2)) / 2.0);
+         },
+         "-"},
+    };
+}
+
+}  // namespace
+
+TEST_CASE("every diagnosis names its mistake, and none fires on a correct answer", "[check][diagnosis]") {
+    for (const auto& c : diagnosis_cases()) {
+        CAPTURE(c.key, c.step, c.head, c.carried);
+        const Model model = test::load_text(c.model());
+        const Trace trace = compute(model);
+        const int n_heads = static_cast<int>(model.n_heads());
+        const Step* step = trace.find(c.step, c.head);
+        REQUIRE(step != nullptr);
+
+        // the mistake: every answered cell comes from the mistaken operation
+        const arma::mat wrong = c.wrong(model, trace);
+        const Answers mistaken = answers_from(answer_yaml(c.step, c.head, n_heads, wrong), trace);
+        const CheckReport report = check_answers(model, trace, mistaken, {});
+        REQUIRE(report.steps.size() == 1);
+        const StepCheck& checked = report.steps.front();
+        CHECK(checked.has_mistake());
+        CHECK_FALSE(report.correct());
+        if (std::string(c.carried) == "-") {
+            CHECK_FALSE(checked.diagnosis.has_value());
+        } else {
+            REQUIRE(checked.diagnosis.has_value());
+            CHECK(checked.diagnosis->key == c.key);
+            CHECK(checked.diagnosis->carried == c.carried);
+            CHECK_FALSE(checked.diagnosis->mistake.empty());
+            CHECK_FALSE(checked.diagnosis->correct.empty());
+        }
+
+        // the correct answer, at 4 and at 2 decimals: right, and no mistake recognised in it
+        for (const int decimals : {4, 2}) {
+            CAPTURE(decimals);
+            const Answers correct = answers_from(answer_yaml(c.step, c.head, n_heads, step->values, decimals), trace);
+            const CheckReport right = check_answers(model, trace, correct, {});
+            CHECK(right.correct());
+            CHECK(right.steps.front().count(Verdict::right) == step->values.n_elem);
+            const int head = is_per_head_step(c.step) ? c.head : 0;
+            CHECK_FALSE(diagnose_answer(model, trace, correct, c.step, head, {}).has_value());
+        }
+    }
+}
+
+TEST_CASE("a diagnosis names the operation in words and gives the correct one", "[check][diagnosis]") {
+    // the scores of the three-words homework computed as Q·K (worked with NumPy: Q·K = [[3,4,5],[2,1,5],[5,5,5]])
+    const auto checked = check_yaml(three_words(), "scores: [[3, 4, 5], [2, 1, 5], [5, 5, 5]]\n");
+    const StepCheck& scores = checked->step("scores");
+    REQUIRE(scores.diagnosis.has_value());
+    CHECK_THAT(scores.diagnosis->mistake, Contains("Q·K, without transposing K"));
+    CHECK_THAT(scores.diagnosis->correct, Contains("S = Q·Kᵀ"));
+    // the pytorch layout gets its own wording
+    const Model model = test::load_text(k_pytorch_layout);
+    const Trace trace = compute(model);
+    const Answers answers = answers_from(answer_yaml("keys", 1, 1, arma::mat(model.X * model.heads[0].W_K.t())), trace);
+    const auto diagnosis = check_answers(model, trace, answers, {}).steps.front().diagnosis;
+    REQUIRE(diagnosis.has_value());
+    CHECK_THAT(diagnosis->mistake, Contains("layout: pytorch"));
+}
+
+// ── verdicts ────────────────────────────────────────────────────────────────
+
+TEST_CASE("an answer with k decimals is right when it equals the true value rounded to k decimals", "[check]") {
+    const CheckOptions rounding;
+    CHECK(matches(0.5, 1, 0.4683, rounding));
+    CHECK_FALSE(matches(0.50, 2, 0.4683, rounding));   // "0.50" claims two decimals: 0.47
+    CHECK(matches(0.47, 2, 0.4683, rounding));
+    CHECK_FALSE(matches(0.0, 1, 0.0634, rounding));   // 0.0634 rounds to 0.1 (the illustrated article)
+    CHECK(matches(0.1, 1, 0.0634, rounding));
+    CHECK(matches(2.0, 0, 2.4, rounding));
+    CHECK_FALSE(matches(2.0, 0, 2.6, rounding));
+    // an exact tie may be rounded either way
+    CHECK(matches(0.2, 1, 0.25, rounding));
+    CHECK(matches(0.3, 1, 0.25, rounding));
+    // -inf only for -inf; NaN never
+    const double inf = std::numeric_limits<double>::infinity();
+    CHECK(matches(-inf, 0, -inf, rounding));
+    CHECK_FALSE(matches(-1e9, 0, -inf, rounding));
+    CHECK_FALSE(matches(0.0, 0, std::nan(""), rounding));
+    // an absolute tolerance instead
+    const CheckOptions tolerance{0.1};
+    CHECK(matches(0.0, 1, 0.0634, tolerance));
+    CHECK_FALSE(matches(0.5, 1, 0.62, tolerance));
+    CHECK(matches(7, 0, 7.0, CheckOptions{0.0}));
+}
+
+TEST_CASE("the decimals of an answer are counted as written, exponent included", "[check]") {
+    CHECK(count_decimals("2") == 0);
+    CHECK(count_decimals("0.50") == 2);
+    CHECK(count_decimals("-0.125") == 3);
+    CHECK(count_decimals("2.") == 0);
+    CHECK(count_decimals(".5") == 1);
+    CHECK(count_decimals("9.63506E-05") == 10);
+    CHECK(count_decimals("1.5e-3") == 4);
+    CHECK(count_decimals("2.5e1") == 0);
+    CHECK(count_decimals("1e+2") == 0);
+}
+
+TEST_CASE("the illustrated article's rounded weights: one wrong cell, and an output that follows from them", "[check]") {
+    // SPEC §5: 0.0634 written as 0.0 is wrong (it rounds to 0.1); Output 1 [2.0, 7.0, 1.5] is what the
+    // article's own weights [0.0, 0.5, 0.5] give: 0.5·[2, 8, 0] + 0.5·[2, 6, 3] (worked by hand).
+    const auto checked = check_yaml(illustrated(), R"(
+answers:
+  keys:    [[0, 1, 1], [4, 4, 0], [2, 3, 1]]
+  scores:  [[2, 4, 4], [4, 16, 12], [4, 12, 10]]
+  weights: [[0.0, 0.5, 0.5], [0.0, 1.0, 0.0], [0.0, 0.9, 0.1]]
+  output:  [[2.0, 7.0, 1.5], ~, ~]
+)");
+    const CheckReport& report = checked->report;
+    REQUIRE(report.steps.size() == 4);
+    CHECK(checked->step("keys").count(Verdict::right) == 9);
+    CHECK(checked->step("scores").count(Verdict::right) == 9);
+    const StepCheck& weights = checked->step("weights");
+    REQUIRE(weights.cells.size() == 9);
+    CHECK(weights.cells[0].verdict == Verdict::wrong);
+    CHECK_THAT(weights.cells[0].expected, Catch::Matchers::WithinAbs(0.0634, 5e-5));
+    for (std::size_t i = 1; i < 9; ++i) {
+        CAPTURE(i);
+        CHECK(weights.cells[i].verdict == Verdict::right);
+    }
+    CHECK_FALSE(weights.diagnosis.has_value());  // a rounding slip, not a classic mistake
+    const StepCheck& output = checked->step("output");
+    REQUIRE(output.cells.size() == 3);
+    for (const auto& cell : output.cells) {
+        CHECK(cell.verdict == Verdict::consistent);
+    }
+    CHECK(output.follows_from == std::vector<std::string>{"weights"});
+    CHECK_FALSE(report.correct());
+    REQUIRE(report.first_mistake() != nullptr);
+    CHECK(report.first_mistake()->answer->id == "weights");
+}
+
+TEST_CASE("values rounded by hand and carried forward are consistent, not wrong", "[check]") {
+    // examples/homework/three-words/rounded.yaml: softmax of the scaled scores rounded to two decimals gives
+    // 0.5738 for weights[3,3] (NumPy), written 0.57, where the exact 0.5753 rounds to 0.58
+    const auto checked = check_yaml(three_words(), test::read_repo_file("examples/homework/three-words/rounded.yaml"));
+    const StepCheck& weights = checked->step("weights");
+    CHECK(weights.count(Verdict::wrong) == 0);
+    CHECK(weights.count(Verdict::consistent) == 1);
+    CHECK(weights.cells.back().verdict == Verdict::consistent);
+    CHECK(weights.follows_from == std::vector<std::string>{"scaled_scores"});
+    CHECK(checked->step("output").count(Verdict::consistent) == 3);
+    CHECK(checked->report.correct());
+    CHECK(checked->report.first_mistake() == nullptr);
+}
+
+TEST_CASE("values written rounded but worked on unrounded are consistent too", "[check]") {
+    // the essay's softmax 9.63506E-05 comes from the unrounded 47/√3, not from its written 27.13546
+    // (NumPy: 9.635060e-05 from the exact value, 9.635006e-05 from the rounded one)
+    const auto checked = check_yaml(test::read_repo_file("examples/homework/how-are-you/model.yaml"),
+                                    test::read_repo_file("examples/homework/how-are-you/model.yaml"));
+    CHECK(checked->step("scaled_scores").count(Verdict::consistent) == 9);
+    CHECK(checked->step("weights").count(Verdict::consistent) == 9);
+    const StepCheck& scores = checked->step("scores");
+    CHECK(scores.count(Verdict::wrong) == 9);
+    REQUIRE(scores.diagnosis.has_value());
+    CHECK(scores.diagnosis->key == "scores_no_transpose");
+}
+
+TEST_CASE("an answer that is not consistent with earlier answers is wrong", "[check]") {
+    // scaled scores that follow neither from the true scores nor from the learner's: [[9, ...]]
+    const auto checked = check_yaml(three_words(), R"(
+scores: [[2, 4, 7], [2, 1, 6], [3, 5, 6]]
+scaled_scores: [[9, ~, ~], ~, ~]
+)");
+    const StepCheck& scaled = checked->step("scaled_scores");
+    REQUIRE(scaled.cells.size() == 1);
+    CHECK(scaled.cells[0].verdict == Verdict::wrong);
+    CHECK_FALSE(scaled.diagnosis.has_value());
+}
+
+TEST_CASE("a tolerance replaces the rounding rule", "[check]") {
+    const std::string answers = "weights: [[0.0, 0.5, 0.5], ~, ~]\n";
+    CHECK_FALSE(check_yaml(illustrated(), answers)->report.correct());
+    const auto tolerant = check_yaml(illustrated(), answers, CheckOptions{0.07});
+    CHECK(tolerant->report.correct());
+    CHECK(tolerant->step("weights").count(Verdict::right) == 3);
+    CHECK_FALSE(check_yaml(illustrated(), answers, CheckOptions{0.06})->report.correct());
+}
+
+TEST_CASE("an answer of the wrong shape is a wrong answer with no cells", "[check]") {
+    const auto checked = check_yaml(illustrated(), "scores: [[2, 4, 4], [4, 16, 12]]\n");
+    const StepCheck& scores = checked->step("scores");
+    CHECK_FALSE(scores.shape_ok);
+    CHECK(scores.cells.empty());
+    CHECK(scores.has_mistake());
+    CHECK_FALSE(checked->report.correct());
+    CHECK(checked->report.first_mistake() == &scores);
+}
+
+TEST_CASE("the first mistake is the earliest step in the order of the steps, then by head", "[check]") {
+    // head 1's weights and head 2's scores are wrong; scores come first whatever the head
+    const auto checked = check_yaml(two_heads(), R"(
+heads:
+  - {weights: [[0.9, ~, ~], ~, ~]}
+  - {scores: [[9, ~, ~], ~, ~]}
+)");
+    REQUIRE(checked->report.first_mistake() != nullptr);
+    CHECK(checked->report.first_mistake()->answer->id == "scores");
+    CHECK(checked->report.first_mistake()->answer->head == 2);
+}
+
+TEST_CASE("answers may leave out cells, rows and whole steps with ~", "[check]") {
+    const auto checked = check_yaml(illustrated(), R"(
+keys: [[0, ~, 1], ~, [2, 3, 1]]
+scores: ~
+)");
+    REQUIRE(checked->report.steps.size() == 1);
+    CHECK(checked->step("keys").cells.size() == 5);
+    CHECK(checked->report.correct());
+}
+
+// ── reading answers ─────────────────────────────────────────────────────────
+
+namespace {
+
+void require_answer_error(const std::string& model_yaml, const std::string& answers_yaml, const std::string& fragment) {
+    const Trace trace = test::compute_text(model_yaml);
+    try {
+        answers_from(answers_yaml, trace);
+        FAIL("no error for: " << answers_yaml);
+    } catch (const InputError& error) {
+        const std::string text = format_where_what(error.diagnostics().front());
+        CHECK_THAT(text, Contains(fragment));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("bad answer files are input errors with their position", "[check][errors]") {
+    // "abc" is at line 2, column 18
+    require_answer_error(illustrated(), "answers:\n  scores: [[2, 4, abc], ~, ~]\n",
+                         "answers.yaml:2:18: answers.scores[1,3] is \"abc\"; expected a number");
+    require_answer_error(illustrated(), "answers:\n  score: [[2]]\n", "answers.yaml:2:3: unknown step id answers.score");
+    require_answer_error(illustrated(), "scores: [[.nan, 1, 1], ~, ~]\n", "scores[1,1] is \".nan\"; expected a number");
+    require_answer_error(two_heads(), "heads: [~, ~, {scores: [[1]]}]\n",
+                         "answers.yaml:1:15: heads[3] does not exist: this example has 2 heads");
+    require_answer_error(two_heads(), "scores: [[1, 2, 3]]\n", "scores is a per-head step, and this example has 2 heads");
+    require_answer_error(two_heads(), "heads: [{output: [[1]]}]\n", "heads[1].output is not a per-head step");
+    require_answer_error(illustrated(), "masked_scores: [[1]]\n", "this example has no step masked_scores");
+    require_answer_error(illustrated(), "scores: [[1, 2, 3], [1, 2]]\n", "scores row 2 has 2 numbers; the first row has 3");
+    require_answer_error(illustrated(), "scores: 4\n", "scores is \"4\"; expected a list of rows");
+    require_answer_error(illustrated(), "scores: [[1, 2, 3], 4]\n", "scores row 2 is \"4\"; expected a list of numbers or ~");
+    require_answer_error(illustrated(), "scores: [~, ~, ~]\n", "holds no answered cells");
+    require_answer_error(illustrated(), "answers: ~\n", "answers is empty");
+    require_answer_error(illustrated(), "[1, 2]\n", "the top level of the answer file is not a map");
+    require_answer_error(illustrated(), "heads: [{scores: [[1]]}]\nscores: [[1]]\n", "scores is answered twice");
+    require_answer_error(illustrated(), "title: mine\ninputs: [[1]]\n", "looks like an example file");
+}
+
+TEST_CASE("an example file without answers cannot be checked", "[check][errors]") {
+    const Trace trace = test::compute_text(illustrated());
+    CHECK_THROWS_AS(read_answers({"illustrated.yaml", illustrated(), ""}, trace, AnswersIn::example_file), InputError);
+}
+
+TEST_CASE("answers read blocked cells as -inf, and a single row as a flat list", "[check]") {
+    const std::string model = three_words();
+    const Trace trace = test::compute_text(model);
+    const Answers answers = answers_from("masked_scores: [[1.15, -inf, −∞], ~, ~]\noutput: [3, 0, 3]\n", trace);
+    REQUIRE(answers.steps.size() == 2);
+    const StepAnswer& masked = answers.steps[0];
+    CHECK(masked.id == "masked_scores");
+    CHECK(masked.at(0, 1).value == -std::numeric_limits<double>::infinity());
+    CHECK(masked.at(0, 2).value == -std::numeric_limits<double>::infinity());
+    CHECK(masked.at(0, 0).decimals == 2);
+    CHECK(masked.at(0, 0).text == "1.15");
+    const StepAnswer& output = answers.steps[1];
+    CHECK(output.n_rows == 1);
+    CHECK(output.n_cols == 3);
+}

@@ -1,0 +1,330 @@
+// `qkv check` as a user runs it: the homework examples against golden files,
+// the JSON contract of SPEC §5, exit statuses, and input errors.
+#include "support.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+using qkv::test::check_golden;
+using qkv::test::CliRun;
+using qkv::test::require_input_error;
+using qkv::test::run_qkv;
+
+namespace {
+
+// The SPEC §5 answers for the illustrated article.
+const char* const k_illustrated_answers = R"(answers:
+  keys:    [[0, 1, 1], [4, 4, 0], [2, 3, 1]]
+  scores:  [[2, 4, 4], [4, 16, 12], [4, 12, 10]]
+  weights: [[0.0, 0.5, 0.5], [0.0, 1.0, 0.0], [0.0, 0.9, 0.1]]   # 0.0634 rounds to 0.1: the first cell is wrong
+  output:  [[2.0, 7.0, 1.5], ~, ~]   # ~ = not answered; row 1 follows from the weights above: consistent
+)";
+
+// Runs qkv from the repository's root, so that paths in reports read as a user types them.
+qkv::test::CliResult run_in_repo(const std::vector<std::string>& args, const std::string& input = "") {
+    CliRun run;
+    run.args = args;
+    run.input = input;
+    run.cwd = qkv::test::source_dir();
+    return run_qkv(run);
+}
+
+// Numbers within 1e-12 (BLAS may differ in the last bits), everything else exactly.
+void compare_json(const nlohmann::json& got, const nlohmann::json& expected, const std::string& path) {
+    if (expected.is_number() && got.is_number()) {
+        const double e = expected.get<double>();
+        const double g = got.get<double>();
+        if (!(std::fabs(g - e) <= 1e-12 * std::max(1.0, std::fabs(e)))) {
+            FAIL(path << " is " << g << "; expected " << e);
+        }
+        return;
+    }
+    if (expected.type() != got.type() || expected.size() != got.size()) {
+        FAIL(path << " is " << got.dump() << "; expected " << expected.dump());
+    }
+    if (expected.is_object()) {
+        for (auto it = expected.begin(); it != expected.end(); ++it) {
+            if (!got.contains(it.key())) {
+                FAIL(path << "." << it.key() << " is missing");
+            }
+            compare_json(got[it.key()], it.value(), path + "." + it.key());
+        }
+    } else if (expected.is_array()) {
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+            compare_json(got[i], expected[i], path + "[" + std::to_string(i) + "]");
+        }
+    } else if (expected != got) {
+        FAIL(path << " is " << got.dump() << "; expected " << expected.dump());
+    }
+}
+
+void check_json_golden(const std::string& name, const std::string& actual) {
+    const char* update = std::getenv("QKV_UPDATE_GOLDEN");
+    if (update != nullptr && std::string(update) == "1") {
+        check_golden(name, actual);
+        return;
+    }
+    compare_json(nlohmann::json::parse(actual), nlohmann::json::parse(qkv::test::read_repo_file("tests/golden/" + name)),
+                 "$");
+    SUCCEED(name << " agrees");
+}
+
+struct Homework {
+    std::string name;     // golden name: check-FOLDER or check-FOLDER-FILE
+    std::string model;    // relative to the repository
+    std::string answers;  // relative to the repository; empty: the model's own answers
+};
+
+// Every answer file under examples/homework/FOLDER/ against that folder's model.yaml,
+// and each model.yaml that holds answers of its own.
+std::vector<Homework> homework() {
+    namespace fs = std::filesystem;
+    std::vector<Homework> all;
+    const fs::path root = fs::path(qkv::test::source_dir()) / "examples" / "homework";
+    for (const auto& folder : fs::directory_iterator(root)) {
+        if (!folder.is_directory()) {
+            continue;
+        }
+        const std::string name = folder.path().filename().string();
+        const std::string model = "examples/homework/" + name + "/model.yaml";
+        if (qkv::test::read_repo_file(model).find("\nanswers:") != std::string::npos) {
+            all.push_back({"check-" + name, model, ""});
+        }
+        for (const auto& file : fs::directory_iterator(folder.path())) {
+            const std::string file_name = file.path().filename().string();
+            if (file_name == "model.yaml" || file.path().extension() != ".yaml") {
+                continue;
+            }
+            all.push_back({"check-" + name + "-" + file.path().stem().string(), model,
+                           "examples/homework/" + name + "/" + file_name});
+        }
+    }
+    std::sort(all.begin(), all.end(), [](const Homework& a, const Homework& b) { return a.name < b.name; });
+    return all;
+}
+
+std::vector<std::string> check_args(const Homework& h) {
+    std::vector<std::string> args = {"check", h.model};
+    if (!h.answers.empty()) {
+        args.insert(args.end(), {"--answers", h.answers});
+    }
+    return args;
+}
+
+}  // namespace
+
+TEST_CASE("every homework answer file's report matches its golden file", "[cli][check][golden]") {
+    const auto files = homework();
+    REQUIRE(files.size() >= 16);
+    for (const auto& h : files) {
+        CAPTURE(h.name);
+        const auto result = run_in_repo(check_args(h));
+        CHECK(result.err.empty());
+        const bool all_right = h.name.find("-mistake-") == std::string::npos && h.name != "check-how-are-you";
+        // exit 0 when every answer is right (following from earlier answers counts), 1 otherwise
+        CHECK(result.status == (all_right ? 0 : 1));
+        // every file of a classic mistake gets that mistake named
+        CHECK((result.out.find("\n  Mistake: ") != std::string::npos) == !all_right);
+        check_golden(h.name + ".txt", result.out);
+    }
+}
+
+TEST_CASE("the JSON report of the homework matches its golden files", "[cli][check][golden][json]") {
+    for (const auto& h : homework()) {
+        if (h.name != "check-three-words-right" && h.name != "check-three-words-rounded" &&
+            h.name != "check-three-words-mistake-no-transpose" && h.name != "check-two-heads-mistake-heads-averaged" &&
+            h.name != "check-how-are-you") {
+            continue;
+        }
+        CAPTURE(h.name);
+        auto args = check_args(h);
+        args.insert(args.end(), {"--format", "json"});
+        const auto result = run_in_repo(args);
+        CHECK(result.err.empty());
+        check_json_golden(h.name + ".json", result.out);
+    }
+}
+
+TEST_CASE("the Markdown report matches its golden file", "[cli][check][golden]") {
+    const auto result = run_in_repo({"check", "examples/homework/three-words/model.yaml", "--answers",
+                                     "examples/homework/three-words/mistake-mask-zero.yaml", "-f", "markdown"});
+    CHECK(result.status == 1);
+    check_golden("check-three-words-mistake-mask-zero.md", result.out);
+}
+
+TEST_CASE("the illustrated article's answers: a wrong weight, and an output that follows from it", "[cli][check]") {
+    const auto text = run_qkv({"check", "illustrated", "--answers", "-"}, k_illustrated_answers);
+    CHECK(text.status == 1);
+    CHECK(text.err.empty());
+    check_golden("check-illustrated.txt", text.out);
+
+    const auto json = run_qkv({"check", "illustrated", "--answers", "-", "-f", "json"}, k_illustrated_answers);
+    CHECK(json.status == 1);
+    check_json_golden("check-illustrated.json", json.out);
+    const auto doc = nlohmann::json::parse(json.out);
+    CHECK(doc["first_mistake"] == "weights");
+    const auto& weights = doc["steps"][2];
+    REQUIRE(weights["id"] == "weights");
+    CHECK(weights["cells"][0]["verdict"] == "wrong");
+    CHECK(weights["cells"][0]["given"] == 0.0);
+    // from the illustrated article, step 5 (PyTorch's printout): 6.3379e-02
+    CHECK_THAT(weights["cells"][0]["expected"].get<double>(), Catch::Matchers::WithinAbs(0.063379, 5e-7));
+    const auto& output = doc["steps"][3];
+    REQUIRE(output["cells"].size() == 3);
+    for (const auto& cell : output["cells"]) {
+        CHECK(cell["verdict"] == "consistent");
+        CHECK(cell["row"] == 1);
+    }
+}
+
+TEST_CASE("the check JSON follows the contract of SPEC 5", "[cli][check][json]") {
+    const auto result = run_in_repo({"check", "examples/homework/two-heads/model.yaml", "--answers",
+                                     "examples/homework/two-heads/mistake-heads-averaged.yaml", "--format", "json"});
+    CHECK(result.status == 1);
+    const auto doc = nlohmann::json::parse(result.out);
+    std::vector<std::string> keys;
+    for (auto it = doc.begin(); it != doc.end(); ++it) {
+        keys.push_back(it.key());
+    }
+    std::sort(keys.begin(), keys.end());
+    CHECK(keys == std::vector<std::string>{"correct", "first_mistake", "schema_version", "steps"});
+    CHECK(doc["schema_version"] == 1);
+    CHECK(doc["correct"] == false);
+    CHECK(doc["first_mistake"] == "concat");
+    REQUIRE(doc["steps"].size() == 3);
+    for (const auto& step : doc["steps"]) {
+        CHECK(step.size() == 4);
+        CHECK(step.contains("id"));
+        CHECK(step.contains("head"));
+        CHECK(step.contains("cells"));
+        CHECK(step.contains("diagnosis"));
+        for (const auto& cell : step["cells"]) {
+            CHECK(cell.size() == 5);
+            for (const char* key : {"row", "col", "given", "expected", "verdict"}) {
+                CHECK(cell.contains(key));
+            }
+        }
+    }
+    CHECK(doc["steps"][0]["head"] == 1);
+    CHECK(doc["steps"][1]["head"] == 2);
+    // the wrong shape: no cells, both shapes in the diagnosis, and the mistake named
+    const auto& concat = doc["steps"][2];
+    CHECK(concat["head"].is_null());
+    CHECK(concat["cells"].empty());
+    const std::string diagnosis = concat["diagnosis"];
+    CHECK(diagnosis.find("3 × 2") != std::string::npos);
+    CHECK(diagnosis.find("3 × 4") != std::string::npos);
+    CHECK(diagnosis.find("averaged instead of concatenated") != std::string::npos);
+
+    const auto right = nlohmann::json::parse(run_in_repo({"check", "examples/homework/two-heads/model.yaml",
+                                                          "--answers", "examples/homework/two-heads/right.yaml", "-f",
+                                                          "json"})
+                                                 .out);
+    CHECK(right["correct"] == true);
+    CHECK(right["first_mistake"].is_null());
+    CHECK(right["steps"][0]["diagnosis"].is_null());
+}
+
+TEST_CASE("blocked cells are given and expected as -inf in the JSON", "[cli][check][json]") {
+    const auto result = run_in_repo({"check", "examples/homework/three-words/model.yaml", "--answers",
+                                     "examples/homework/three-words/right.yaml", "-f", "json", "-s", "masked_scores"});
+    CHECK(result.status == 0);
+    const auto doc = nlohmann::json::parse(result.out);
+    REQUIRE(doc["steps"].size() == 1);
+    CHECK(doc["steps"][0]["cells"][1]["given"] == "-inf");
+    CHECK(doc["steps"][0]["cells"][1]["expected"] == "-inf");
+    CHECK(doc["steps"][0]["cells"][1]["verdict"] == "right");
+}
+
+TEST_CASE("the --tolerance option: grades against an absolute tolerance", "[cli][check]") {
+    // weights[1,1] = 0.0634 is within 0.07 of the article's 0.0; its output row still only follows from its weights
+    const auto result = run_qkv({"check", "illustrated", "--answers", "-", "--tolerance", "0.07", "-f", "json"},
+                                k_illustrated_answers);
+    CHECK(result.status == 0);
+    const auto doc = nlohmann::json::parse(result.out);
+    CHECK(doc["correct"] == true);
+    CHECK(doc["steps"][2]["cells"][0]["verdict"] == "right");
+    CHECK(doc["steps"][3]["cells"][1]["verdict"] == "consistent");
+    const auto text = run_qkv({"check", "illustrated", "--answers", "-", "--tolerance", "0.07"}, k_illustrated_answers);
+    CHECK(text.out.find("within 0.07") != std::string::npos);
+    require_input_error(run_qkv({"check", "illustrated", "--tolerance", "-1"}), "--tolerance");
+}
+
+TEST_CASE("the --steps and --head options choose which answers are graded", "[cli][check]") {
+    const auto only_scores = run_qkv({"check", "illustrated", "--answers", "-", "-s", "scores"}, k_illustrated_answers);
+    CHECK(only_scores.status == 0);
+    CHECK(only_scores.out.find("[scores]") != std::string::npos);
+    CHECK(only_scores.out.find("[weights]") == std::string::npos);
+    const auto head_2 = run_in_repo({"check", "examples/homework/two-heads/model.yaml", "--answers",
+                                     "examples/homework/two-heads/right.yaml", "--head", "2"});
+    CHECK(head_2.status == 0);
+    CHECK(head_2.out.find("head 1") == std::string::npos);
+    CHECK(head_2.out.find("head 2") != std::string::npos);
+    require_input_error(run_qkv({"check", "illustrated", "--answers", "-", "-s", "values"}, k_illustrated_answers),
+                        "none of the answers is in the steps chosen");
+}
+
+TEST_CASE("the model file's own answers are checked when --answers is not given", "[cli][check]") {
+    const auto result = run_in_repo({"check", "examples/homework/how-are-you/model.yaml"});
+    CHECK(result.status == 1);
+    CHECK(result.out.find("The scores were computed as Q·K, without transposing K.") != std::string::npos);
+    // the same from standard input
+    const auto piped = run_qkv({"check", "-"}, qkv::test::read_repo_file("examples/homework/how-are-you/model.yaml"));
+    CHECK(piped.status == 1);
+    CHECK(piped.out.find("Answers from <stdin>.") != std::string::npos);
+}
+
+TEST_CASE("check reports in ASCII and in colour when asked", "[cli][check]") {
+    const auto ascii = run_qkv({"check", "illustrated", "--answers", "-", "--ascii"}, k_illustrated_answers);
+    CHECK(ascii.status == 1);
+    for (const char c : ascii.out) {
+        if (static_cast<unsigned char>(c) >= 0x80) {
+            FAIL("non-ASCII byte in --ascii output");
+        }
+    }
+    CHECK(ascii.out.find("0.0 X [0.1]") != std::string::npos);
+    const auto plain = run_qkv({"check", "illustrated", "--answers", "-"}, k_illustrated_answers);
+    CHECK(plain.out.find('\x1b') == std::string::npos);
+    const auto colour = run_qkv({"check", "illustrated", "--answers", "-", "--color", "always"}, k_illustrated_answers);
+    CHECK(colour.out.find("\x1b[31m✗") != std::string::npos);
+}
+
+TEST_CASE("check writes its report to a file and still exits 1 on a mistake", "[cli][check]") {
+    namespace fs = std::filesystem;
+    const fs::path folder = fs::temp_directory_path() / ("qkv-check-" + std::to_string(::getpid()));
+    fs::create_directories(folder);
+    const std::string out = (folder / "report.json").string();
+    const auto result = run_qkv({"check", "illustrated", "--answers", "-", "-f", "json", "-o", out}, k_illustrated_answers);
+    CHECK(result.status == 1);
+    CHECK(result.out.empty());
+    std::ifstream in(out);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(nlohmann::json::parse(text)["first_mistake"] == "weights");
+    fs::remove_all(folder);
+}
+
+TEST_CASE("bad input to check is exit 2 with the one-line error", "[cli][check][errors]") {
+    // a number that is not one, with its position (line 2, column 18)
+    require_input_error(run_qkv({"check", "illustrated", "--answers", "-"}, "answers:\n  scores: [[2, 4, 4x], ~, ~]\n"),
+                        "<stdin>:2:18: answers.scores[1,3] is \"4x\"; expected a number");
+    require_input_error(run_qkv({"check", "illustrated", "--answers", "-"}, "answers:\n  weight: [[1]]\n"),
+                        "<stdin>:2:3: unknown step id answers.weight");
+    require_input_error(run_in_repo({"check", "examples/homework/two-heads/model.yaml", "--answers", "-"},
+                                    "heads: [~, ~, {scores: [[1]]}]\n"),
+                        "heads[3] does not exist: this example has 2 heads");
+    require_input_error(run_qkv({"check", "illustrated"}), "builtin:illustrated: has no answers to check");
+    require_input_error(run_qkv({"check", "illustrated", "--answers", "no-such-file.yaml"}),
+                        "no-such-file.yaml: no such answer file");
+    require_input_error(run_qkv({"check", "-", "--answers", "-"}), "cannot both be read from standard input");
+    require_input_error(run_qkv({"check", "illustrated", "--answers", "-", "-f", "latex"}, k_illustrated_answers),
+                        "--format latex is not available for check");
+    require_input_error(run_qkv({"check"}), "file is required");
+    require_input_error(run_qkv({"check", "illustrated", "--answers", "-"}, "answers: [[1, 2]\n"), "<stdin>:");
+}
