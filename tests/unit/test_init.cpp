@@ -98,7 +98,7 @@ TEST_CASE("qkv init makes every asked-for shape, with W_O for several heads", "[
         CHECK(model.W_O->n_cols == arma::uword(d_model));
         require_small_whole_numbers(*model.W_O, max_int, "W_O");
     }
-    CHECK(text.find("--d-v " + std::to_string(d_v)) != std::string::npos || d_v == d_k);
+    CHECK((text.find("--d-v " + std::to_string(d_v)) != std::string::npos || d_v == d_k));
 }
 
 TEST_CASE("qkv init is the same for a seed, on every machine", "[init]") {
@@ -124,6 +124,24 @@ TEST_CASE("qkv init output runs from a pipe and from a file", "[init]") {
     const Trace trace = compute(model);
     const arma::mat Q1 = model.X * model.heads[0].W_Q;
     test::require_near(trace.find("queries", 1)->values, Q1, 0, "Q, head 1");
+}
+
+TEST_CASE("the suggestions commented out in qkv init's file run once uncommented", "[init]") {
+    std::string text = init_text({"--heads", "2", "--d-k", "2"});
+    for (const std::string key : {"mask", "positional", "round"}) {
+        const auto at = text.find("\n# " + key + ": ");
+        REQUIRE(at != std::string::npos);
+        text.erase(at + 1, 2);  // "# mask: causal" → "mask: causal"
+    }
+    const Trace trace = test::compute_text(text);
+    // each uncommented key adds what it promises: the positional steps, the mask, the rounding
+    CHECK(trace.find("positional") != nullptr);
+    CHECK(trace.find("masked_scores", 2) != nullptr);
+    const auto& notes = trace.find("weights", 1)->notes;
+    CHECK(std::find(notes.begin(), notes.end(),
+                    "rounded to 2 decimals by hand (round); later steps use the rounded values") != notes.end());
+    // from a pipe as well
+    CHECK(run_qkv({"run", "-", "-s", "output"}, text).status == 0);
 }
 
 TEST_CASE("qkv init -o writes the file and never replaces one without --force", "[init]") {
