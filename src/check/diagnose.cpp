@@ -502,6 +502,19 @@ bool Diagnoser::explains(const arma::mat& candidate, const StepCheck& check) con
             }
         }
     }
+    // a mistake that gives the true value in every answered cell cannot be told
+    // from a right answer (e.g. the transpose of symmetric scores)
+    const arma::mat& truth = check.step->values;
+    bool differs = candidate.n_rows != truth.n_rows || candidate.n_cols != truth.n_cols;
+    for (arma::uword i = 0; i < answer.n_rows && !differs; ++i) {
+        for (arma::uword j = 0; j < answer.n_cols && !differs; ++j) {
+            const AnswerCell& cell = answer.at(i, j);
+            differs = cell.given && !matches(candidate(i, j), cell.decimals, truth(i, j), m_options);
+        }
+    }
+    if (!differs) {
+        return false;
+    }
     // every wrong cell must be explained by the mistake, not by a slip near the true value
     for (const auto& cell : check.cells) {
         if (cell.verdict == Verdict::wrong &&

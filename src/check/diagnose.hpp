@@ -1,8 +1,9 @@
 // The classic mistakes of attention by hand, and how to recognise one in a
 // learner's answer. Every mistake is a recipe: the value a step takes when it
 // is done in that wrong way, worked out from the learner's own earlier values.
-// An answer shows a mistake when every answered cell matches that value and
-// every wrong cell is clearly away from the true one.
+// An answer shows a mistake when every answered cell matches that value, the
+// value differs from the true one in some answered cell, and every wrong cell
+// is clearly away from the true one.
 #pragma once
 
 #include "check/check.hpp"

@@ -450,7 +450,7 @@ void render_check_markdown(const Trace& trace, const CheckReport& report, const 
         if (trace_step.head != 0 && trace.dims.heads > 1) {
             heading += " · head " + std::to_string(trace_step.head);
         }
-        out << "\n## " << heading << " [" << trace_step.id << "]\n\n";
+        out << "\n## " << heading << " `" << trace_step.id << "`\n\n";
         out << "$" << trace_step.latex << "$ (" << shape_of(trace_step.values.n_rows, trace_step.values.n_cols)
             << ")\n\n";
         if (step.shape_ok) {

@@ -5,6 +5,7 @@
 #include "io/answers.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 namespace qkv::cli {
@@ -23,7 +24,15 @@ CLI::App* setup_check(CLI::App& app, CheckCommandOptions& options) {
     command->add_option("--answers", options.answers, "Read the answers from FILE instead of the example's answers:")
         ->type_name("FILE");
     command->add_option("--tolerance", options.tolerance, "Right when within T of the true value (not rounding-aware)")
-        ->check(CLI::NonNegativeNumber)
+        ->check(CLI::Validator(
+            [](std::string& text) {
+                // NonNegativeNumber's own message would quote the largest double
+                char* end = nullptr;
+                const double value = std::strtod(text.c_str(), &end);
+                const bool number = !text.empty() && *end == '\0' && value >= 0 && value <= 1e30;
+                return number ? std::string() : "\"" + text + "\" is not a number from 0 to 1e30";
+            },
+            "T >= 0", "tolerance"))
         ->type_name("T");
     add_common_options(*command, options.common);
     return command;

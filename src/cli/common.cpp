@@ -92,7 +92,8 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
         ->check(CLI::Range(0, 17))
         ->type_name("N");
     command.add_option("-s,--steps", options.steps, "Only these steps (comma-separated ids)")->type_name("LIST");
-    command.add_option("--head", options.head, "Only head N (1-based)")->check(CLI::PositiveNumber)->type_name("N");
+    // Range, not PositiveNumber: its message would quote the largest double
+    command.add_option("--head", options.head, "Only head N (1-based)")->check(CLI::Range(1, 4096))->type_name("N");
     command.add_flag("--full", options.full, "Show large matrices whole");
     command.add_option("--color", options.color, "Colour: auto, always or never")
         ->check(CLI::IsMember({"auto", "always", "never"}))

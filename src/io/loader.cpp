@@ -119,6 +119,9 @@ private:
             return;
         }
         if (!inputs) {
+            if (m_yaml.has_misspelling_of(m_root, "inputs", k_top_keys)) {
+                return;
+            }
             m_yaml.error(m_root, "inputs is missing",
                          "add `inputs:` with one row of numbers per token, e.g. inputs: [[1, 0], [0, 1]]");
             return;
@@ -433,6 +436,9 @@ private:
         const Layout layout = model.layout;
         const YAML::Node weights = root()["weights"];
         if (!weights) {
+            if (m_yaml.has_misspelling_of(m_root, "weights", k_top_keys)) {
+                return;
+            }
             m_yaml.error(m_root, "weights is missing",
                          "add `weights:` with query, key and value matrices (d_model rows each)");
             return;
@@ -443,7 +449,7 @@ private:
         }
         m_yaml.check_keys(weights, "weights", k_weight_keys);
         for (const char* key : {"query", "key", "value"}) {
-            if (!weights[key]) {
+            if (!weights[key] && !m_yaml.has_misspelling_of(weights, key, k_weight_keys)) {
                 m_yaml.error(weights, std::string("weights.") + key + " is missing",
                              "query, key and value are all needed; output is optional");
             }
@@ -565,7 +571,10 @@ private:
             m_yaml.check_keys(head_node, prefix, k_head_keys);
             for (const char* key : {"query", "key", "value"}) {
                 if (!head_node[key]) {
-                    m_yaml.error(head_node, prefix + "." + key + " is missing", "each head needs query, key and value");
+                    if (!m_yaml.has_misspelling_of(head_node, key, k_head_keys)) {
+                        m_yaml.error(head_node, prefix + "." + key + " is missing",
+                                     "each head needs query, key and value");
+                    }
                     ok = false;
                 }
             }
@@ -665,7 +674,7 @@ private:
         }
         m_yaml.check_keys(block, "pytorch", k_pytorch_keys);
         for (const char* key : {"num_heads", "in_proj_weight"}) {
-            if (!block[key]) {
+            if (!block[key] && !m_yaml.has_misspelling_of(block, key, k_pytorch_keys)) {
                 m_yaml.error(block, std::string("pytorch.") + key + " is missing",
                              "copy num_heads and in_proj_weight from the module's state_dict");
             }
@@ -921,6 +930,10 @@ Source read_source(const std::string& file_or_name) {
             throw too_large("<stdin>");
         }
         return {"<stdin>", *text, ""};
+    }
+    if (file_or_name.empty()) {
+        throw InputError(Diagnostic{"", 0, 0, "the example's file or name is empty",
+                                    "give a YAML file, - for standard input, or a name that `qkv examples` lists"});
     }
     namespace fs = std::filesystem;
     std::error_code error;

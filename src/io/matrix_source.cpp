@@ -32,10 +32,14 @@ bool fits_limits(YamlReader& yaml, const YAML::Node& node, const std::string& pa
     }
     // the matrices of one file are held together, so they share the limit
     if (yaml.matrix_bytes() + bytes > options.max_memory) {
-        yaml.error(node, path + " would need " + size_text(bytes) + ", and the matrices before it " +
-                             size_text(yaml.matrix_bytes()) + "; the memory limit is " +
-                             size_text(options.max_memory),
-                   "raise the limit with --max-memory");
+        // reported once: the matrices after this one are then past the limit too
+        if (yaml.matrix_bytes() <= options.max_memory) {
+            yaml.error(node, path + " would need " + size_text(bytes) + ", and the matrices before it " +
+                                 size_text(yaml.matrix_bytes()) + "; the memory limit is " +
+                                 size_text(options.max_memory),
+                       "raise the limit with --max-memory");
+        }
+        yaml.matrix_bytes() += bytes;
         return false;
     }
     return true;
@@ -116,8 +120,9 @@ std::optional<arma::mat> from_csv(YamlReader& yaml, const YAML::Node& node, cons
             return relative.empty() || *relative.begin() == "..";
         };
         std::error_code error;
-        const fs::path real_full = fs::weakly_canonical(full, error);
-        const fs::path real_folder = error ? fs::path() : fs::weakly_canonical(folder, error);
+        // absolute first: a relative path that does not exist would stay relative
+        const fs::path real_full = fs::weakly_canonical(fs::absolute(full, error), error);
+        const fs::path real_folder = error ? fs::path() : fs::weakly_canonical(fs::absolute(folder, error), error);
         if (given.is_absolute() || escapes(full, folder.lexically_normal()) ||
             (!error && escapes(real_full, real_folder))) {
             yaml.error(file_node, path + ".file \"" + *name + "\" is outside the example's folder",
@@ -239,9 +244,17 @@ std::optional<arma::mat> from_random(YamlReader& yaml, const YAML::Node& node, c
                    "write {random: {rows: 3, cols: 4, seed: 1}}");
         return std::nullopt;
     }
-    yaml.check_keys(spec, path + ".random", {"rows", "cols", "seed", "low", "high"});
+    const std::size_t errors_before = yaml.diagnostics().size();
+    const std::vector<std::string> known = {"rows", "cols", "seed", "low", "high"};
+    yaml.check_keys(spec, path + ".random", known);
+    // a misspelt key (sed: 1) must not fall back to its default
+    const bool unknown_key = yaml.diagnostics().size() > errors_before;
     if (!spec["rows"] || !spec["cols"]) {
-        yaml.error(spec, path + ".random needs rows and cols", "write {random: {rows: 3, cols: 4, seed: 1}}");
+        // a misspelt rows or cols is reported once, as an unknown key
+        if (!(spec["rows"] || yaml.has_misspelling_of(spec, "rows", known)) ||
+            !(spec["cols"] || yaml.has_misspelling_of(spec, "cols", known))) {
+            yaml.error(spec, path + ".random needs rows and cols", "write {random: {rows: 3, cols: 4, seed: 1}}");
+        }
         return std::nullopt;
     }
     auto rows = yaml.integer(spec["rows"], path + ".random.rows", 1, 1L << 40);
@@ -255,8 +268,10 @@ std::optional<arma::mat> from_random(YamlReader& yaml, const YAML::Node& node, c
     if (!(*low < *high)) {
         std::ostringstream what;
         what << path << ".random has low " << *low << " ≥ high " << *high;
-        yaml.error(spec, what.str(),
-                   "low must be below high");
+        yaml.error(spec, what.str(), "low must be below high");
+        return std::nullopt;
+    }
+    if (unknown_key) {
         return std::nullopt;
     }
     if (!fits_limits(yaml, node, path, *rows, *cols, options)) {
@@ -301,12 +316,20 @@ std::optional<arma::mat> read_matrix(YamlReader& yaml, const YAML::Node& node, c
     if (node.IsSequence()) {
         return from_rows(yaml, node, path, options);
     }
+    // a spec with an unknown key is not read: its matrix would only add errors about its shape
+    const std::size_t errors_before = yaml.diagnostics().size();
     if (node.IsMap() && node["file"] && !node["random"]) {
         yaml.check_keys(node, path, {"file"});
+        if (yaml.diagnostics().size() > errors_before) {
+            return std::nullopt;
+        }
         return from_csv(yaml, node, path, source, options);
     }
     if (node.IsMap() && node["random"] && !node["file"]) {
         yaml.check_keys(node, path, {"random"});
+        if (yaml.diagnostics().size() > errors_before) {
+            return std::nullopt;
+        }
         return from_random(yaml, node, path, options);
     }
     yaml.error(node, path + " is " + yaml.describe(node) + "; expected a matrix",

@@ -242,6 +242,21 @@ void YamlReader::check_keys(const YAML::Node& map, const std::string& path, cons
     }
 }
 
+bool YamlReader::has_misspelling_of(const YAML::Node& map, const std::string& key,
+                                    const std::vector<std::string>& known) const {
+    if (!map.IsMap()) {
+        return false;
+    }
+    for (const auto& entry : map) {
+        const std::string other = key_text(entry.first);
+        const bool unknown = std::find(known.begin(), known.end(), other) == known.end();
+        if (unknown && closest_match(other, known) == key) {
+            return true;
+        }
+    }
+    return false;
+}
+
 std::string YamlReader::describe(const YAML::Node& node) const {
     if (!node.IsDefined() || node.IsNull()) {
         return "empty";

@@ -42,6 +42,12 @@ public:
     // A flat list of numbers (a single-row nested list is accepted too).
     std::optional<arma::rowvec> vector(const YAML::Node& node, const std::string& path);
 
+    // True when map holds an unknown key (one not in known) that is a misspelling
+    // of key: its "unknown key" error then says all, and "KEY is missing" would
+    // only repeat it.
+    bool has_misspelling_of(const YAML::Node& map, const std::string& key,
+                            const std::vector<std::string>& known) const;
+
     // "a map", "a list of 3 items", "\"abc\"" — for "found …" messages.
     std::string describe(const YAML::Node& node) const;
 

@@ -52,9 +52,9 @@ std::string tex_escape(const std::string& text) {
                 case '_': out += "\\_"; break;
                 case '^': out += "\\^{}"; break;
                 case '~': out += "\\~{}"; break;
-                case '<': out += "\\textless{}"; break;
-                case '>': out += "\\textgreater{}"; break;
-                case '|': out += "\\textbar{}"; break;
+                case '<': out += "$<$"; break;
+                case '>': out += "$>$"; break;
+                case '|': out += "$|$"; break;
                 case '\n': case '\r': case '\t': out += ' '; break;
                 default:
                     out += byte < 0x20 ? ' ' : text[i];
@@ -129,8 +129,8 @@ void render_latex(const Trace& trace, const RenderOptions& options, std::ostream
     if (options.standalone) {
         out << "\\documentclass{article}\n"
                "\\usepackage[utf8]{inputenc}\n"
-               "\\usepackage[T1]{fontenc}\n"
-               "\\usepackage{lmodern}\n"
+               "% T1 and Latin Modern when installed; plain Computer Modern otherwise\n"
+               "\\IfFileExists{lmodern.sty}{\\usepackage[T1]{fontenc}\\usepackage{lmodern}}{}\n"
                "\\usepackage{amsmath}\n"
                "\\usepackage[margin=2.5cm]{geometry}\n"
                "\\begin{document}\n\n";

@@ -206,7 +206,7 @@ TEST_CASE("A bad file read from standard input is reported as <stdin> with its p
     CliRun run;
     run.args = {"run", "-"};
     run.input = read_file(bad_dir() + "/ragged-rows.yaml");
-    const Case c{"ragged-rows.yaml on stdin", run, {{"<stdin>:4:5: inputs row 2 has 2 numbers; row 1 has 3", ""}}};
+    const Case c{"ragged-rows.yaml on stdin", run, {{"<stdin>:6:5: inputs row 2 has 2 numbers; row 1 has 3", ""}}};
     check_case(c);
 }
 
@@ -274,10 +274,10 @@ TEST_CASE("A bad input with -o leaves no output file and no temporary file", "[b
     CliRun run;
     run.args = {"run", bad_dir() + "/ragged-rows.yaml", "-o", "out.txt", "--force"};
     run.cwd = folder.path.string();
-    check_case({"a bad file with -o --force", run, {{bad_dir() + "/ragged-rows.yaml:4:5: inputs row 2", ""}}});
+    check_case({"a bad file with -o --force", run, {{bad_dir() + "/ragged-rows.yaml:6:5: inputs row 2", ""}}});
     CHECK(read_file(folder.path / "out.txt") == "keep me\n");
     run.args = {"run", bad_dir() + "/ragged-rows.yaml", "-o", "new.txt"};
-    check_case({"a bad file with -o", run, {{bad_dir() + "/ragged-rows.yaml:4:5: inputs row 2", ""}}});
+    check_case({"a bad file with -o", run, {{bad_dir() + "/ragged-rows.yaml:6:5: inputs row 2", ""}}});
     CHECK(folder.names() == std::vector<std::string>{"out.txt"});
 }
 

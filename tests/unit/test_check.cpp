@@ -108,6 +108,21 @@ weights:
 bias: {output: [0.5, 0, 0, -0.5]}
 )";
 
+// Two heads with square weights chosen so that head 1's scores from W·x projections,
+// X·W_Qᵀ·W_K·Xᵀ, differ from K·Qᵀ = X·W_K·W_Qᵀ·Xᵀ (W_Qᵀ·W_K = [[1, 1], [2, 3]] and
+// W_K·W_Qᵀ = [[3, 1], [2, 1]], by hand): the homework model's head 1 has W_Qᵀ·W_K = W_K·W_Qᵀ,
+// so there the two mistakes give the same scores.
+const char* const k_two_heads_square = R"(
+inputs: [[1, 0], [0, 1], [1, 1]]
+heads:
+  - query: [[1, 2], [0, 1]]
+    key:   [[1, 1], [0, 1]]
+    value: [[2, 0], [1, 1]]
+  - query: [[0, 1], [2, 0]]
+    key:   [[2, 1], [0, 1]]
+    value: [[1, 2], [0, 1]]
+)";
+
 // Two heads without W_O (the output is the concatenation).
 std::string two_heads() { return test::read_repo_file("examples/homework/two-heads/model.yaml"); }
 
@@ -277,7 +292,7 @@ std::vector<DiagnosisCase> diagnosis_cases() {
              return softmax(apply_mask(S / std::sqrt(3.0), causal3()));
          },
          "scores"},
-        {"projection_w_x", two_heads, "scores", 1,
+        {"projection_w_x", [] { return std::string(k_two_heads_square); }, "scores", 1,
          [](const Model& m, const Trace&) {
              const arma::mat Q = m.X * m.heads[0].W_Q.t();
              const arma::mat K = m.X * m.heads[0].W_K.t();
@@ -333,6 +348,25 @@ TEST_CASE("every diagnosis names its mistake, and none fires on a correct answer
             CHECK_FALSE(diagnose_answer(model, trace, correct, c.step, head, {}).has_value());
         }
     }
+}
+
+TEST_CASE("a mistake that gives the true values is not named", "[check][diagnosis]") {
+    // the illustrated article's scores are symmetric ([[2, 4, 4], [4, 16, 12], [4, 12, 10]], its step 4),
+    // so K·Qᵀ = Sᵀ = S: a right answer must not be taken for that mistake, nor for a transpose
+    const Model model = test::load_text(illustrated());
+    const Trace trace = compute(model);
+    const Answers right = answers_from("scores: [[2, 4, 4], [4, 16, 12], [4, 12, 10]]\n", trace);
+    CHECK_FALSE(diagnose_answer(model, trace, right, "scores", 1, {}).has_value());
+    const Answers scaled = answers_from("scaled_scores: [[2, 4, 4], [4, 16, 12], [4, 12, 10]]\n", trace);
+    CHECK_FALSE(diagnose_answer(model, trace, scaled, "scaled_scores", 1, {}).has_value());
+    // a wrong answer still gets its mistake named: Q·K without the transpose
+    // (NumPy: [[4, 7, 3], [12, 16, 4], [10, 15, 5]])
+    const Answers wrong = answers_from(answer_yaml("scores", 1, 1, arma::mat(value(trace, "queries", 1) *
+                                                                             value(trace, "keys", 1)), 0),
+                                       trace);
+    const auto diagnosis = diagnose_answer(model, trace, wrong, "scores", 1, {});
+    REQUIRE(diagnosis.has_value());
+    CHECK(diagnosis->key == "scores_no_transpose");
 }
 
 TEST_CASE("a diagnosis names the operation in words and gives the correct one", "[check][diagnosis]") {
@@ -521,9 +555,9 @@ void require_answer_error(const std::string& model_yaml, const std::string& answ
 }  // namespace
 
 TEST_CASE("bad answer files are input errors with their position", "[check][errors]") {
-    // "abc" is at line 2, column 18
+    // "abc" is at line 2, column 19 (1-based: two spaces, "scores: " and "[[2, 4, " come before it)
     require_answer_error(illustrated(), "answers:\n  scores: [[2, 4, abc], ~, ~]\n",
-                         "answers.yaml:2:18: answers.scores[1,3] is \"abc\"; expected a number");
+                         "answers.yaml:2:19: answers.scores[1,3] is \"abc\"; expected a number");
     require_answer_error(illustrated(), "answers:\n  score: [[2]]\n", "answers.yaml:2:3: unknown step id answers.score");
     require_answer_error(illustrated(), "scores: [[.nan, 1, 1], ~, ~]\n", "scores[1,1] is \".nan\"; expected a number");
     require_answer_error(two_heads(), "heads: [~, ~, {scores: [[1]]}]\n",

@@ -311,9 +311,9 @@ TEST_CASE("check writes its report to a file and still exits 1 on a mistake", "[
 }
 
 TEST_CASE("bad input to check is exit 2 with the one-line error", "[cli][check][errors]") {
-    // a number that is not one, with its position (line 2, column 18)
+    // a number that is not one, with its position (line 2, column 19: after "  scores: [[2, 4, ")
     require_input_error(run_qkv({"check", "illustrated", "--answers", "-"}, "answers:\n  scores: [[2, 4, 4x], ~, ~]\n"),
-                        "<stdin>:2:18: answers.scores[1,3] is \"4x\"; expected a number");
+                        "<stdin>:2:19: answers.scores[1,3] is \"4x\"; expected a number");
     require_input_error(run_qkv({"check", "illustrated", "--answers", "-"}, "answers:\n  weight: [[1]]\n"),
                         "<stdin>:2:3: unknown step id answers.weight");
     require_input_error(run_in_repo({"check", "examples/homework/two-heads/model.yaml", "--answers", "-"},

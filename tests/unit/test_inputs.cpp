@@ -230,7 +230,7 @@ TEST_CASE("round: {weights: 1} on the illustrated example gives Output 1 = [2.1,
                                 test::read_repo_file("examples/illustrated.yaml") + "round: {weights: 1}\n");
     REQUIRE(result.status == 0);
     CHECK(result.out.find("rounded to 1 decimal by hand") != std::string::npos);
-    CHECK(result.out.find("2.1    7.2    1.8") != std::string::npos);
+    CHECK(result.out.find("Input 1 │ 2.1 7.2 1.8\n") != std::string::npos);
 }
 
 TEST_CASE("round: N rounds every step and carries each rounded value forward", "[inputs]") {
@@ -326,7 +326,7 @@ TEST_CASE("a CSV path leaving the example's folder is refused unless --allow-any
         const std::string yaml = "inputs: [[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]]\n"
                                  "weights:\n  query: {file: " + csv + "}\n  key: [[0,0,1],[1,1,0],[0,1,0],[1,1,0]]\n"
                                  "  value: [[0,2,0],[0,3,0],[1,0,3],[1,1,0]]\n";
-        require_one_error(run_stdin(yaml), "<stdin>:3:10: weights.query.file \"" + csv + "\" is outside the example's folder");
+        require_one_error(run_stdin(yaml), "<stdin>:3:17: weights.query.file \"" + csv + "\" is outside the example's folder");
         CHECK(run_stdin(yaml, {"--allow-any-path"}).status == 0);
     }
     SECTION("a symbolic link inside the folder that points outside it") {
@@ -347,7 +347,7 @@ TEST_CASE("a CSV path leaving the example's folder is refused unless --allow-any
         run.args.push_back("--allow-any-path");
         const auto allowed_link = run_qkv(run);
         std::filesystem::remove_all(folder);
-        require_one_error(refused_link, "m.yaml:3:10: weights.query.file \"link.csv\" is outside the example's folder");
+        require_one_error(refused_link, "m.yaml:3:17: weights.query.file \"link.csv\" is outside the example's folder");
         CHECK(allowed_link.status == 0);
     }
 }
@@ -357,10 +357,12 @@ TEST_CASE("a folder or an empty file given as a CSV matrix is an error at its fi
     test::CliRun run;
     run.cwd = inputs_dir();
     run.args = {"run", "-"};
+    // errors about the file point at its path, which starts at column 17 of "  query: {file: csv}";
+    // an unknown key points at the key, and its matrix is not read (no second error about its shape)
     run.input = "inputs: [[1, 0], [0, 1]]\nweights:\n  query: {file: csv}" + rest;
-    require_one_error(run_qkv(run), "<stdin>:3:10: weights.query.file \"csv\" is not a regular file");
+    require_one_error(run_qkv(run), "<stdin>:3:17: weights.query.file \"csv\" is not a regular file");
     run.input = "inputs: [[1, 0], [0, 1]]\nweights:\n  query: {file: csv/empty.csv}" + rest;
-    require_one_error(run_qkv(run), "<stdin>:3:10: weights.query.file \"csv/empty.csv\" holds no numbers");
+    require_one_error(run_qkv(run), "<stdin>:3:17: weights.query.file \"csv/empty.csv\" holds no numbers");
     run.input = "inputs: [[1, 0], [0, 1]]\nweights:\n  query: {file: csv/query.csv, rows: 4}" + rest;
     require_one_error(run_qkv(run), "<stdin>:3:32: unknown key weights.query.rows");
 }
@@ -404,11 +406,14 @@ weights: {query: {random: {rows: 40, cols: 2, seed: 3, low: 10, high: 11}}, key:
 
 TEST_CASE("bad random specs are errors with their positions", "[inputs]") {
     const std::string rest = "\nweights: {query: [[1], [1]], key: [[1], [1]], value: [[1], [1]]}\n";
+    // columns counted on each line: the spec's "{" is at 18, "sed" at 37, the value of cols at 34;
+    // a misspelt key is an error of its own and the matrix is not drawn with the default it would fall back to
     require_one_error(run_stdin("inputs: {random: {rows: 2, cols: 2, low: 1, high: -1}}" + rest),
                       "<stdin>:1:18: inputs.random has low 1 ≥ high -1");
     require_one_error(run_stdin("inputs: {random: {rows: 2}}" + rest), "<stdin>:1:18: inputs.random needs rows and cols");
-    require_one_error(run_stdin("inputs: {random: {rows: 2, cols: 2, sed: 1}}" + rest),
-                      "<stdin>:1:38: unknown key inputs.random.sed");
+    // (3 columns against the weights' 2 rows would be a second error, were the matrix drawn)
+    require_one_error(run_stdin("inputs: {random: {rows: 2, cols: 3, sed: 1}}" + rest),
+                      "<stdin>:1:37: unknown key inputs.random.sed");
     require_one_error(run_stdin("inputs: {random: {rows: 2, cols: 0}}" + rest),
-                      "<stdin>:1:33: inputs.random.cols is \"0\"; expected a whole number from 1 to");
+                      "<stdin>:1:34: inputs.random.cols is \"0\"; expected a whole number from 1 to");
 }

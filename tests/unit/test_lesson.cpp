@@ -465,7 +465,7 @@ TEST_CASE("the player says right or wrong, shows the working, and lets the learn
 
 TEST_CASE("a learner's reply is read as a number, a skip or leaving", "[lesson][player]") {
     using Kind = qkv::Reply::Kind;
-    const auto table = GENERATE(table<std::string, Kind, double>({
+    const auto row = GENERATE(table<std::string, Kind, double>({
         {"4", Kind::number, 4.0},
         {"  -1.5 ", Kind::number, -1.5},
         {"−2", Kind::number, -2.0},
@@ -480,12 +480,12 @@ TEST_CASE("a learner's reply is read as a number, a skip or leaving", "[lesson][
         {"inf", Kind::not_a_number, 0.0},
         {"4 5", Kind::not_a_number, 0.0},
     }));
-    const std::string line = std::get<0>(table);
+    const std::string line = std::get<0>(row);
     CAPTURE(line);
     const auto reply = qkv::read_reply(line);
-    CHECK(reply.kind == std::get<1>(table));
+    CHECK(reply.kind == std::get<1>(row));
     if (reply.kind == Kind::number) {
-        CHECK_THAT(reply.value, WithinAbs(std::get<2>(table), 1e-15));
+        CHECK_THAT(reply.value, WithinAbs(std::get<2>(row), 1e-15));
     }
 }
 

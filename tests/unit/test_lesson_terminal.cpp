@@ -46,9 +46,9 @@ public:
         close(m_master);
     }
 
-    // Reads until `text` has appeared since the last wait (or fails after 10 s).
+    // Reads until `text` has appeared since the last wait (or fails after 5 s).
     void wait_for(const std::string& text) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        const auto deadline = std::chrono::steady_clock::now() + k_patience;
         while (m_screen.find(text, m_seen) == std::string::npos) {
             if (std::chrono::steady_clock::now() > deadline) {
                 FAIL("waited in vain for \"" << text << "\"; the terminal shows:\n" << m_screen.substr(m_seen));
@@ -60,13 +60,27 @@ public:
 
     void type(const std::string& keys) { REQUIRE(write(m_master, keys.data(), keys.size()) == static_cast<ssize_t>(keys.size())); }
 
-    // Drains the output until qkv exits; returns its status (128 + signal when killed).
+    // Drains the output until qkv exits; returns its status (128 + signal when
+    // killed). Fails, rather than hangs, when qkv is still running after 5 s.
     int exit_status() {
-        while (read_some(200)) {
-        }
+        const auto deadline = std::chrono::steady_clock::now() + k_patience;
         int status = 0;
-        REQUIRE(waitpid(m_pid, &status, 0) == m_pid);
-        m_reaped = true;
+        while (true) {
+            const bool got_output = read_some(100);
+            const pid_t done = waitpid(m_pid, &status, WNOHANG);
+            if (done < 0) {
+                FAIL("waitpid failed");
+            }
+            if (done == m_pid) {
+                m_reaped = true;
+                break;
+            }
+            if (!got_output && std::chrono::steady_clock::now() > deadline) {
+                FAIL("qkv is still running; the terminal shows:\n" << m_screen.substr(m_seen));
+            }
+        }
+        while (read_some(100)) {
+        }
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
 
@@ -74,6 +88,8 @@ public:
     std::string since_last_wait() const { return m_screen.substr(m_seen); }
 
 private:
+    static constexpr std::chrono::seconds k_patience{5};
+
     // false when nothing more can be read (timeout, or qkv has closed the terminal)
     bool read_some(int timeout_ms) {
         pollfd fd{m_master, POLLIN, 0};
@@ -127,10 +143,25 @@ TEST_CASE("in a terminal a lesson pauses, asks, says right and wrong, and q leav
 
 TEST_CASE("in a terminal Ctrl-C leaves a lesson at once, ending the colour and the line", "[lesson][terminal]") {
     Terminal terminal({"lesson", "2"});
-    terminal.wait_for("Press Enter for page 2 of 4, or q to leave: ");
+    SECTION("at a question") {
+        // page 1 of lesson 2 ends with a question
+        terminal.wait_for("Your answer (Enter shows it, q leaves): ");
+    }
+    SECTION("between pages") {
+        terminal.wait_for("Your answer (Enter shows it, q leaves): ");
+        terminal.type("\n");
+        terminal.wait_for("Press Enter for page 2 of 4, or q to leave: ");
+    }
+    // the prompt has ended its own colour; what follows it is the terminal's
+    // echo of ^C and what qkv writes on leaving
+    terminal.wait_for("\x1b[0m");
     terminal.type("\x03");
     CHECK(terminal.exit_status() == 128 + SIGINT);
-    CHECK(terminal.since_last_wait().find("\x1b[0m") != std::string::npos);
+    const std::string after = terminal.since_last_wait();
+    CAPTURE(after);
+    CHECK(after.find("\x1b[0m") != std::string::npos);
+    CHECK(after.ends_with("\n"));
+    CHECK(after.find("page 2 of 4 ───") == std::string::npos);
 }
 
 TEST_CASE("in a terminal --no-pause plays straight through with the answers shown", "[lesson][terminal]") {
