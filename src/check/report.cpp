@@ -4,6 +4,7 @@
 // answers (→); JSON is the auto-grading contract of SPEC §5.
 #include "check/report.hpp"
 
+#include "render/render.hpp"
 #include "render/table.hpp"
 
 #include <nlohmann/json.hpp>
@@ -39,21 +40,6 @@ std::string join(const std::vector<std::string>& items, const std::string& last_
         text += items[i];
     }
     return text;
-}
-
-// The step's number among the ids the trace holds, in their order (heads of
-// one step share it): "Step 9" for concat whatever the number of heads.
-int number_of(const Trace& trace, const std::string& id) {
-    std::vector<std::string> seen;
-    for (const auto& step : trace.steps) {
-        if (std::find(seen.begin(), seen.end(), step.id) == seen.end()) {
-            seen.push_back(step.id);
-        }
-        if (step.id == id) {
-            return static_cast<int>(seen.size());
-        }
-    }
-    return 0;
 }
 
 std::string shape_of(arma::uword rows, arma::uword cols) { return std::to_string(rows) + " × " + std::to_string(cols); }
@@ -254,7 +240,7 @@ private:
     }
     void write_step(const StepCheck& step) {
         const Step& trace_step = *step.step;
-        std::string heading = "Step " + std::to_string(number_of(m_trace, trace_step.id)) + " · " + trace_step.title;
+        std::string heading = "Step " + std::to_string(step_number(m_trace, trace_step.id)) + " · " + trace_step.title;
         if (trace_step.head != 0 && m_trace.dims.heads > 1) {
             heading += " · head " + std::to_string(trace_step.head);
         }
@@ -446,7 +432,7 @@ void render_check_markdown(const Trace& trace, const CheckReport& report, const 
     out << "✓ right · ✗ wrong, the true value in brackets · → follows from your earlier answers · ~ not answered\n";
     for (const auto& step : report.steps) {
         const Step& trace_step = *step.step;
-        std::string heading = "Step " + std::to_string(number_of(trace, trace_step.id)) + " · " + trace_step.title;
+        std::string heading = "Step " + std::to_string(step_number(trace, trace_step.id)) + " · " + trace_step.title;
         if (trace_step.head != 0 && trace.dims.heads > 1) {
             heading += " · head " + std::to_string(trace_step.head);
         }

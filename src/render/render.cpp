@@ -38,20 +38,21 @@ std::string round_trip(double value) {
     return text;
 }
 
-int step_number(const Trace& trace, const Step& step) {
-    int number = 0;
-    std::string previous;
+int step_number(const Trace& trace, const std::string& id) {
+    // the heads of a per-head step share its number: concat is step 9 whatever the number of heads
+    std::vector<std::string> seen;
     for (const auto& candidate : trace.steps) {
-        if (candidate.id != previous) {
-            ++number;
-            previous = candidate.id;
+        if (std::find(seen.begin(), seen.end(), candidate.id) == seen.end()) {
+            seen.push_back(candidate.id);
         }
-        if (candidate.id == step.id) {
-            return number;
+        if (candidate.id == id) {
+            return static_cast<int>(seen.size());
         }
     }
-    return number;
+    return 0;
 }
+
+int step_number(const Trace& trace, const Step& step) { return step_number(trace, step.id); }
 
 void render(const Trace& trace, const RenderOptions& options, std::ostream& out) {
     switch (options.format) {

@@ -43,6 +43,8 @@ std::string round_trip(double value);
 
 // "Step 6 · Scores · head 2" numbering: the position of the step's id among
 // the ids the trace holds (heads of one step share a number).
+// 1-based number of a step among the ids the trace holds, in the order of SPEC §3
+int step_number(const Trace& trace, const std::string& id);
 int step_number(const Trace& trace, const Step& step);
 
 }  // namespace qkv

@@ -343,3 +343,12 @@ weights: {query: {random: {rows: 13, cols: 2, seed: 1}}, key: {random: {rows: 13
     CHECK(run_ok({"run", "-", "-s", "inputs", "-f", "markdown", "--full"}, yaml).find("| x7 ") != std::string::npos);
     CHECK(run_ok({"run", "-", "-s", "inputs", "-f", "latex"}, yaml).find("$\\cdots$") != std::string::npos);
 }
+
+TEST_CASE("the heads of a step share its number, so concat is step 9 with any number of heads", "[formats][text]") {
+    const std::string text = run_ok({"run", "two-heads", "--brief", "--color", "never"});
+    CHECK(text.find("Step 2 · Queries · head 2") != std::string::npos);
+    CHECK(text.find("Step 9 · Concatenated heads") != std::string::npos);
+    CHECK(text.find("Step 10 · Output") != std::string::npos);
+    const std::string markdown = run_ok({"run", "two-heads", "-f", "markdown", "-s", "concat"});
+    CHECK(markdown.find("Step 9 · Concatenated heads") != std::string::npos);
+}
