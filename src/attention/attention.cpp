@@ -161,7 +161,11 @@ public:
         return make_step("queries", h, "Queries",
                          projection_formula("Q", m_x_name, "Q", head.b_Q.has_value(), m_model.layout),
                          projection_latex("Q", m_x_name, "Q", head.b_Q.has_value(), m_model.layout),
-                         "Each token's query, what it looks for: its row times W_Q. Every token uses the same weights.",
+                         m_model.layout == Layout::pytorch
+                             ? "Each token's query, what it looks for: its row times W_Qᵀ. Every token uses the same "
+                               "weights."
+                             : "Each token's query, what it looks for: its row times W_Q. Every token uses the same "
+                               "weights.",
                          m_tokens, dimension_labels(m_model.d_k()));
     }
 
