@@ -132,7 +132,8 @@ public:
         Step step = make_step("inputs", 0, "Inputs", "X", "X",
                               "Each row is one token's vector. Attention mixes these rows; every later step starts here.",
                               m_tokens, dimension_labels(m_model.d_model()));
-        step.notes.push_back(std::to_string(m_model.n()) + " tokens, d_model = " + std::to_string(m_model.d_model()));
+        step.notes.push_back(std::to_string(m_model.n()) + (m_model.n() == 1 ? " token" : " tokens") +
+                             ", d_model = " + std::to_string(m_model.d_model()));
         return step;
     }
 
@@ -258,7 +259,7 @@ public:
 
     Step concat() const {
         const int n_heads = static_cast<int>(m_model.n_heads());
-        Step step = make_step("concat", 0, "Concatenated heads", "[Z₁ … Z_" + std::to_string(n_heads) + "]",
+        Step step = make_step("concat", 0, "Concatenated heads", "[Z_1 … Z_" + std::to_string(n_heads) + "]",
                               "\\begin{bmatrix} Z_1 & \\cdots & Z_{" + std::to_string(n_heads) + "} \\end{bmatrix}",
                               "The heads' outputs side by side, one block of d_v columns per head, in head order.",
                               m_tokens, dimension_labels(m_model.n_heads() * m_model.d_v()));
@@ -269,7 +270,7 @@ public:
 
     Step output() const {
         const int n_heads = static_cast<int>(m_model.n_heads());
-        const std::string source = n_heads > 1 ? "[Z₁ … Z_" + std::to_string(n_heads) + "]" : "Z";
+        const std::string source = n_heads > 1 ? "[Z_1 … Z_" + std::to_string(n_heads) + "]" : "Z";
         const std::string source_latex = n_heads > 1 ? "\\mathrm{concat}" : "Z";
         if (m_model.W_O) {
             return make_step("output", 0, "Output",

@@ -45,8 +45,9 @@ std::string scaled_formula(const Model& model) {
     return "S' = S / " + number_text(model.scale());
 }
 
-Mistake one(std::string key, std::string mistake, std::string correct, const StepKey& step, arma::mat value) {
-    Mistake result{std::move(key), std::move(mistake), std::move(correct), {}, false};
+Mistake one(std::string key, std::string mistake, std::string correct, const StepKey& step, arma::mat value,
+            double rounding_slack = 0.0) {
+    Mistake result{std::move(key), std::move(mistake), std::move(correct), {}, false, rounding_slack};
     result.values.emplace_back(step, std::move(value));
     return result;
 }
@@ -398,32 +399,47 @@ void weighted_sum_mistakes(const LearnerValues& L, const StepKey& key, int h, st
     }
 }
 
-void head_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+void head_mistakes(const Model& model, const Trace& trace, const LearnerValues& L, const StepKey& key,
+                   std::vector<Mistake>& out) {
     const int n_heads = static_cast<int>(model.n_heads());
     arma::mat sum = L("head_output", 1);
+    arma::mat true_sum = trace.find("head_output", 1)->values;
     arma::mat stacked = sum;
     arma::mat reversed = L("head_output", n_heads);
     for (int h = 2; h <= n_heads; ++h) {
         sum += L("head_output", h);
+        true_sum += trace.find("head_output", h)->values;
         stacked = arma::join_cols(stacked, L("head_output", h));
         reversed = arma::join_rows(reversed, L("head_output", n_heads + 1 - h));
     }
     const arma::uword width = static_cast<arma::uword>(n_heads) * model.d_v();
-    const std::string correct = "concat = [Z₁ … Z_" + std::to_string(n_heads) +
+    // SPEC §3's notation, [Z_1 … Z_H]; the text report writes the subscripts as Z₁ … Z₂
+    const std::string correct = "concat = [Z_1 … Z_" + std::to_string(n_heads) +
                                 "]: the heads side by side, one block of d_v columns each (" +
                                 shape_text(model.n(), width) + ")";
-    out.push_back(one("heads_averaged", "The heads were averaged instead of concatenated.", correct, key,
-                      sum / static_cast<double>(n_heads)));
-    out.push_back(one("heads_summed", "The heads were added up instead of concatenated.", correct, key, sum));
+    const std::string averaged = "The heads were averaged instead of concatenated.";
+    const std::string summed = "The heads were added up instead of concatenated.";
+    // Averaging the Z_h rounded to k decimals, as a learner does by hand, can
+    // move the result by up to half a unit in the k-th decimal; adding them, by H halves.
+    const double h_halves = 0.5 * static_cast<double>(n_heads);
+    // the learner's own head outputs (their answers, or worked out from their earlier ones) ...
+    out.push_back(one("heads_averaged", averaged, correct, key, sum / static_cast<double>(n_heads), 0.5));
+    out.push_back(one("heads_summed", summed, correct, key, sum, h_halves));
+    // ... and the true ones, for a learner whose written head outputs are not the ones they combined
+    if (!arma::approx_equal(true_sum, sum, "absdiff", 0.0)) {
+        out.push_back(one("heads_averaged", averaged, correct, key, true_sum / static_cast<double>(n_heads), 0.5));
+        out.push_back(one("heads_summed", summed, correct, key, true_sum, h_halves));
+    }
     out.push_back(one("heads_reversed", "The heads were concatenated in reverse order.", correct, key, reversed));
     out.push_back(one("heads_stacked", "The heads were stacked as rows instead of side by side.", correct, key, stacked));
 }
 
-void output_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+void output_mistakes(const Model& model, const Trace& trace, const LearnerValues& L, const StepKey& key,
+                     std::vector<Mistake>& out) {
     if (!model.W_O) {
         // with no W_O the output is the concatenation, or the one head's weighted sum
         if (model.n_heads() > 1) {
-            head_mistakes(model, L, key, out);
+            head_mistakes(model, trace, L, key, out);
         } else {
             weighted_sum_mistakes(L, key, 1, out);
         }
@@ -453,7 +469,6 @@ void output_mistakes(const Model& model, const LearnerValues& L, const StepKey& 
 }  // namespace
 
 std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const StepKey& key, const Values& learner) {
-    (void)trace;
     const LearnerValues L(model, learner);
     std::vector<Mistake> out;
     const std::string& id = key.id;
@@ -473,9 +488,9 @@ std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const S
     } else if (id == "head_output") {
         weighted_sum_mistakes(L, key, key.head, out);
     } else if (id == "concat") {
-        head_mistakes(model, L, key, out);
+        head_mistakes(model, trace, L, key, out);
     } else if (id == "output") {
-        output_mistakes(model, L, key, out);
+        output_mistakes(model, trace, L, key, out);
     }
     return out;
 }
@@ -489,7 +504,7 @@ const std::vector<Mistake>& Diagnoser::mistakes_at(std::size_t version, const St
     return found->second;
 }
 
-bool Diagnoser::explains(const arma::mat& candidate, const StepCheck& check) const {
+bool Diagnoser::explains(const arma::mat& candidate, const StepCheck& check, double rounding_slack) const {
     const StepAnswer& answer = *check.answer;
     if (candidate.n_rows != answer.n_rows || candidate.n_cols != answer.n_cols) {
         return false;
@@ -497,7 +512,15 @@ bool Diagnoser::explains(const arma::mat& candidate, const StepCheck& check) con
     for (arma::uword i = 0; i < answer.n_rows; ++i) {
         for (arma::uword j = 0; j < answer.n_cols; ++j) {
             const AnswerCell& cell = answer.at(i, j);
-            if (cell.given && !matches(cell.value, cell.decimals, candidate(i, j), m_options)) {
+            if (!cell.given) {
+                continue;
+            }
+            CheckOptions options = m_options;
+            if (rounding_slack > 0.0) {
+                const double unit = std::pow(10.0, -cell.decimals);
+                options.tolerance = (m_options.tolerance ? *m_options.tolerance : 0.5 * unit) + rounding_slack * unit;
+            }
+            if (!matches(cell.value, cell.decimals, candidate(i, j), options)) {
                 return false;
             }
         }
@@ -522,7 +545,13 @@ bool Diagnoser::explains(const arma::mat& candidate, const StepCheck& check) con
             return false;
         }
     }
-    return true;
+    // Enough evidence: one wrong number matches some mistake or other by
+    // chance (queries[1,1] = 0 fits swapped weights; scaled_scores[1,1] = 2 is
+    // the unscaled score), so at least k_min_evidence wrong cells, every one of
+    // them explained, the right cells all matched as well (above). An answer of
+    // the wrong shape is wrong in every cell it gives.
+    const std::size_t evidence = check.shape_ok ? check.count(Verdict::wrong) : answer.answered();
+    return evidence >= k_min_evidence;
 }
 
 std::optional<arma::mat> Diagnoser::carried(const Values& learner, const Mistake& mistake, const StepKey& target) const {
@@ -578,14 +607,14 @@ std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check, std::size_t
             continue;
         }
         for (const auto& [key, value] : mistake.values) {
-            if (key == target && explains(value, check)) {
+            if (key == target && explains(value, check, mistake.rounding_slack)) {
                 return Diagnosis{mistake.key, mistake.mistake, mistake.correct, ""};
             }
         }
     }
     // rows and columns swapped, whatever the step
     if (target.id != "scores") {
-        if (auto value = recompute(m_model, target, learner); value && explains(value->t(), check)) {
+        if (auto value = recompute(m_model, target, learner); value && explains(value->t(), check, 0.0)) {
             return Diagnosis{"transposed", "Rows and columns are swapped: this is the transpose of the right answer.",
                              "rows are tokens: " + target.id + " is " + shape_text(value->n_rows, value->n_cols), ""};
         }
@@ -610,7 +639,7 @@ std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check, std::size_t
             if (!all_unanswered) {
                 continue;
             }
-            if (auto value = carried(learner, mistake, target); value && explains(*value, check)) {
+            if (auto value = carried(learner, mistake, target); value && explains(*value, check, 0.0)) {
                 return Diagnosis{mistake.key, mistake.mistake, mistake.correct,
                                  step_label(m_trace, it->id, it->head)};
             }

@@ -2,8 +2,8 @@
 // learner's answer. Every mistake is a recipe: the value a step takes when it
 // is done in that wrong way, worked out from the learner's own earlier values.
 // An answer shows a mistake when every answered cell matches that value, the
-// value differs from the true one in some answered cell, and every wrong cell
-// is clearly away from the true one.
+// value differs from the true one in some answered cell, every wrong cell is
+// clearly away from the true one, and there are at least two wrong cells.
 #pragma once
 
 #include "check/check.hpp"
@@ -22,10 +22,17 @@ struct Mistake {
     std::string correct;  // the correct operation
     std::vector<std::pair<StepKey, arma::mat>> values;  // the steps as the mistake makes them
     bool several_steps = false;  // several steps at once: only recognised in later steps
+    // How far, in units of an answer's last decimal, the mistake's value may
+    // be from the answer beyond the half unit of its own rounding, for a learner
+    // who worked from values rounded to the same decimals (0 = no further).
+    double rounding_slack = 0.0;
 };
 
 // The mistakes that can be made in one step, computed from `learner`.
 std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const StepKey& key, const Values& learner);
+
+// The fewest wrong cells a mistake is named on.
+constexpr std::size_t k_min_evidence = 2;
 
 class Diagnoser {
 public:
@@ -50,7 +57,10 @@ private:
 
     std::optional<Diagnosis> diagnose(const StepCheck& check, std::size_t version);
     const std::vector<Mistake>& mistakes_at(std::size_t version, const StepKey& key);
-    bool explains(const arma::mat& candidate, const StepCheck& check) const;
+    // The answer is this mistake's: every answered cell matches `candidate`
+    // (within rounding_slack more units of its last decimal), the candidate is
+    // not the true value, and there are enough wrong cells to tell.
+    bool explains(const arma::mat& candidate, const StepCheck& check, double rounding_slack) const;
     // The value of `target` when `mistake` is made, carried through the steps in between.
     std::optional<arma::mat> carried(const Values& learner, const Mistake& mistake, const StepKey& target) const;
 };

@@ -1,7 +1,8 @@
 // The check report in text, Markdown and JSON. Text and Markdown show each
 // answered step as a table of the learner's numbers, each marked right (✓),
-// wrong (✗, with the true value in brackets) or following from their earlier
-// answers (→); JSON is the auto-grading contract of SPEC §5.
+// wrong (✗, with the true value in brackets, in parentheses in Markdown) or
+// following from their earlier answers (→); JSON is the auto-grading contract
+// of SPEC §5.
 #include "check/report.hpp"
 
 #include "render/render.hpp"
@@ -67,6 +68,28 @@ std::string true_value_text(double value, const RenderOptions& options) {
     return format_number(value, options.precision, std::isfinite(value) && std::floor(value) == value, false);
 }
 
+// The true value of a wrong cell, for "the true value X rounds to Y": with more
+// decimals than the learner's k (and at least --precision), and more again
+// until X itself plainly rounds to Y. At --precision alone the sentence could
+// contradict itself: 0.640456 shown as 0.6405 "rounds to 0.64046".
+std::string true_value_rounding_text(const CheckReport& report, const CellCheck& cell, const RenderOptions& options) {
+    const double value = cell.expected;
+    const int k = std::min(cell.answer->decimals, 300);
+    const double rounded = std::stod(expected_text(report, cell, options));
+    const double half_unit = 0.5 * std::pow(10.0, -k);
+    std::string text;
+    for (int d = std::max(options.precision, k + 1); d <= std::max(options.precision, k + 1) + 17; ++d) {
+        char buffer[512];
+        std::snprintf(buffer, sizeof buffer, "%.*f", d, value);
+        text = buffer;
+        // strictly inside Y's rounding interval: not a tie either way, whatever the reader's rule
+        if (std::fabs(std::stod(text) - rounded) < half_unit * (1 - 1e-9)) {
+            break;
+        }
+    }
+    return text;
+}
+
 // "3 answered: 2 right, 1 follows from your weights."
 std::string counts_sentence(const StepCheck& step) {
     const std::size_t right = step.count(Verdict::right);
@@ -113,10 +136,16 @@ std::string wrong_cell_sentence(const Trace& trace, const CheckReport& report, c
     std::string text = cell_name(trace, step, cell) + ": you wrote " + cell.answer->text + "; ";
     const bool exact_at_decimals =
         std::isfinite(cell.expected) && std::stod(expected_text(report, cell, options)) == cell.expected;
-    if (report.options.tolerance || !std::isfinite(cell.expected) || exact_at_decimals) {
+    if (report.options.tolerance || !std::isfinite(cell.expected)) {
         return text + "the true value is " + true_value_text(cell.expected, options) + ".";
     }
-    return text + "the true value " + true_value_text(cell.expected, options) + " rounds to " +
+    if (exact_at_decimals) {
+        // exact at the learner's decimals: show them all (0.640625, not 0.6406)
+        RenderOptions enough = options;
+        enough.precision = std::max(options.precision, cell.answer->decimals);
+        return text + "the true value is " + true_value_text(cell.expected, enough) + ".";
+    }
+    return text + "the true value " + true_value_rounding_text(report, cell, options) + " rounds to " +
            expected_text(report, cell, options) + ".";
 }
 
@@ -246,7 +275,7 @@ private:
         }
         heading += "  [" + trace_step.id + "]";
         m_out << '\n' << styled(symbols(heading), k_heading) << '\n';
-        line("  " + trace_step.formula + "    (" + shape_of(trace_step.values.n_rows, trace_step.values.n_cols) + ")");
+        line("  " + formula_text(trace_step.formula, m_options.ascii) + "    (" + shape_of(trace_step.values.n_rows, trace_step.values.n_cols) + ")");
         m_out << '\n';
         if (step.shape_ok) {
             draw_table(step);
@@ -270,7 +299,7 @@ private:
         }
         if (step.diagnosis) {
             m_out << "  " << styled(symbols("Mistake:"), k_red) << ' ' << symbols(mistake_sentence(step)) << '\n';
-            line("  Correct: " + correct_sentence(step));
+            line("  Correct: " + formula_text(correct_sentence(step), m_options.ascii));
         }
     }
 
@@ -419,17 +448,19 @@ std::string diagnosis_line(const StepCheck& step) {
     return text;
 }
 
-void render_check_text(const Trace& trace, const CheckReport& report, const RenderOptions& options,
+void render_check_text(const Trace& trace, const CheckReport& given, const RenderOptions& options,
                        const std::string& example, std::ostream& out) {
+    const CheckReport report = given.regraded();  // credit only from the answers shown
     CheckTextWriter(trace, report, options, out).write(example);
 }
 
-void render_check_markdown(const Trace& trace, const CheckReport& report, const RenderOptions& options,
+void render_check_markdown(const Trace& trace, const CheckReport& given, const RenderOptions& options,
                            const std::string& example, std::ostream& out) {
+    const CheckReport report = given.regraded();  // credit only from the answers shown
     const std::string title = trace.title.empty() ? example : trace.title;
     out << "# Checking answers: " << markdown_cell(title) << "\n\n";
     out << "Answers from `" << report.answers_source << "`. " << rule_sentence(report) << "\n\n";
-    out << "✓ right · ✗ wrong, the true value in brackets · → follows from your earlier answers · ~ not answered\n";
+    out << "✓ right · ✗ wrong, the true value in parentheses · → follows from your earlier answers · ~ not answered\n";
     for (const auto& step : report.steps) {
         const Step& trace_step = *step.step;
         std::string heading = "Step " + std::to_string(step_number(trace, trace_step.id)) + " · " + trace_step.title;
@@ -503,7 +534,8 @@ void render_check_markdown(const Trace& trace, const CheckReport& report, const 
     out << "\n**Summary:** " << summary_sentence(trace, report) << '\n';
 }
 
-void render_check_json(const CheckReport& report, std::ostream& out) {
+void render_check_json(const CheckReport& given, std::ostream& out) {
+    const CheckReport report = given.regraded();  // credit only from the answers shown
     auto number = [](double value) -> std::string {
         if (std::isinf(value)) {
             return value < 0 ? "\"-inf\"" : "\"inf\"";

@@ -5,11 +5,9 @@
 
 #include <unistd.h>
 
-#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <sstream>
-#include <streambuf>
 
 namespace qkv::cli {
 
@@ -126,6 +124,13 @@ Model load(const std::string& file_or_name, const CommonOptions& options) {
     return load_model(read_source(file_or_name), loading);
 }
 
+Model load(const std::string& file_or_name, const CommonOptions& options, const ComputeOptions& kept) {
+    LoadOptions loading = load_options(options);
+    loading.kept_steps = kept.steps;
+    loading.kept_head = kept.head;
+    return load_model(read_source(file_or_name), loading);
+}
+
 bool colour_by_default() {
     const char* no_color = std::getenv("NO_COLOR");
     const char* term = std::getenv("TERM");
@@ -175,53 +180,8 @@ RenderOptions render_options(const CommonOptions& options, const Trace& trace) {
     return result;
 }
 
-namespace {
-
-// An output stream buffer that hands standard output 64 KiB at a time, so that
-// a large result is never held whole (a closed pipe still ends qkv quietly).
-class StdoutBuffer : public std::streambuf {
-public:
-    StdoutBuffer() { setp(m_buffer.data(), m_buffer.data() + m_buffer.size()); }
-    ~StdoutBuffer() override = default;
-
-protected:
-    int_type overflow(int_type c) override {
-        flush_buffer();
-        if (!traits_type::eq_int_type(c, traits_type::eof())) {
-            *pptr() = traits_type::to_char_type(c);
-            pbump(1);
-        }
-        return traits_type::not_eof(c);
-    }
-    int sync() override {
-        flush_buffer();
-        return 0;
-    }
-
-private:
-    void flush_buffer() {
-        if (pptr() > pbase()) {
-            write_stdout(std::string(pbase(), pptr()));
-        }
-        setp(m_buffer.data(), m_buffer.data() + m_buffer.size());
-    }
-
-    std::array<char, 1 << 16> m_buffer{};
-};
-
-}  // namespace
-
 void write_streamed(const std::function<void(std::ostream&)>& produce, const CommonOptions& options) {
-    if (options.output.empty() || options.output == "-") {
-        StdoutBuffer buffer;
-        std::ostream out(&buffer);
-        produce(out);
-        out.flush();
-        return;
-    }
-    std::ostringstream out;
-    produce(out);
-    write_result(out.str(), options);
+    write_to(options.output, options.force, produce);
 }
 
 void write_result(const std::string& content, const CommonOptions& options) {

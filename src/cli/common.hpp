@@ -40,6 +40,9 @@ LoadOptions load_options(const CommonOptions& options);
 
 // Reads FILE|NAME|- and validates it (throws InputError).
 Model load(const std::string& file_or_name, const CommonOptions& options);
+// The same, for a computation that will keep only the steps `kept` chooses
+// (the memory limit then counts only their matrices).
+Model load(const std::string& file_or_name, const CommonOptions& options, const ComputeOptions& kept);
 
 // The steps to keep while computing: those --steps and --head will show, so
 // that a large input does not hold matrices nobody sees (throws InputError on
@@ -49,12 +52,14 @@ ComputeOptions compute_options(const CommonOptions& options);
 // Checks --steps and --head against the trace and resolves --color (throws InputError).
 RenderOptions render_options(const CommonOptions& options, const Trace& trace);
 
-// Runs `produce` on a stream that goes to stdout as it is written, a chunk at
-// a time; with -o, collects it and writes the file as write_result does.
+// Runs `produce` on a stream that goes, a chunk at a time, to stdout or to
+// options.output as write_result places it, so a large result is never held
+// whole. Throws InputError when a write fails.
 void write_streamed(const std::function<void(std::ostream&)>& produce, const CommonOptions& options);
 
-// Writes to stdout, or atomically to options.output (refusing to replace an
-// existing file without --force). Throws InputError on failure.
+// Writes to stdout, or to options.output by the rules of write_to in
+// cli/output.hpp (atomically for a regular file, refusing to replace an
+// existing one without --force). Throws InputError on failure.
 void write_result(const std::string& content, const CommonOptions& options);
 
 // True when stdout is a terminal, NO_COLOR is unset or empty and TERM is not "dumb".

@@ -22,7 +22,8 @@ int run_explain(const ExplainOptions& options) {
     // parse every cell first, so that a typo is reported before any work
     std::vector<CellRef> cells;
     for (const auto& text : options.cells) {
-        cells.push_back(parse_cell(text));
+        // a 0 ("scores[0,1]") is reported once the example is loaded, with its valid ranges
+        cells.push_back(parse_cell(text, true));
     }
     const Model model = load(options.file, options.common);
     const Trace trace = compute(model);

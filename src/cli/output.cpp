@@ -3,15 +3,19 @@
 #include "io/diagnostics.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <iostream>
+#include <streambuf>
 
 namespace qkv::cli {
 
@@ -27,11 +31,10 @@ extern "C" void remove_temporary_and_exit(int signal_number) {
     _exit(128 + signal_number);
 }
 
-bool write_all(int fd, const std::string& content) {
-    const char* data = content.data();
-    std::size_t left = content.size();
-    while (left > 0) {
-        const ssize_t written = write(fd, data, left);
+// Writes every byte, retrying after a signal; false with errno set on failure.
+bool write_all(int fd, const char* data, std::size_t size) {
+    while (size > 0) {
+        const ssize_t written = write(fd, data, size);
         if (written < 0) {
             if (errno == EINTR) {
                 continue;
@@ -39,9 +42,271 @@ bool write_all(int fd, const std::string& content) {
             return false;
         }
         data += written;
-        left -= static_cast<std::size_t>(written);
+        size -= static_cast<std::size_t>(written);
     }
     return true;
+}
+
+void write_stdout_bytes(const char* data, std::size_t size) {
+    if (!write_all(STDOUT_FILENO, data, size)) {
+        if (errno == EPIPE) {
+            std::_Exit(0);
+        }
+        throw InputError(Diagnostic{"", 0, 0, std::string("cannot write to standard output: ") + std::strerror(errno),
+                                    ""});
+    }
+}
+
+InputError already_exists(const std::string& path) {
+    return InputError(Diagnostic{path, 0, 0, "already exists; not replaced",
+                                 "pass --force to replace it, or choose another name with -o"});
+}
+
+InputError cannot_write(const std::string& path, int error_number, const std::string& hint = "") {
+    return InputError(Diagnostic{path, 0, 0, std::string("cannot be written: ") + std::strerror(error_number), hint});
+}
+
+// The name a chain of symbolic links ends at, when that name does not exist
+// (a dangling link): the file to create. `path` itself when it is no link.
+std::string dangling_link_target(const std::string& path) {
+    std::string current = path;
+    for (int hop = 0; hop < 40; ++hop) {
+        struct stat status {};
+        if (lstat(current.c_str(), &status) != 0 || !S_ISLNK(status.st_mode)) {
+            return current;
+        }
+        std::array<char, PATH_MAX> target{};
+        const ssize_t length = readlink(current.c_str(), target.data(), target.size() - 1);
+        if (length <= 0) {
+            return current;
+        }
+        const std::string points_to(target.data(), static_cast<std::size_t>(length));
+        const std::size_t slash = current.rfind('/');
+        current = points_to.front() == '/' || slash == std::string::npos
+                      ? points_to
+                      : current.substr(0, slash + 1) + points_to;
+    }
+    return current;
+}
+
+// Where -o FILE's bytes go: a temporary file beside the target, put in place by
+// commit(), or for a FIFO or a device the target itself.
+class FileSink {
+public:
+    FileSink(const std::string& path, bool force) : m_path(path) {
+        struct stat status {};
+        if (stat(path.c_str(), &status) == 0) {
+            if (S_ISDIR(status.st_mode)) {
+                throw InputError(Diagnostic{path, 0, 0, "is a folder; -o needs a file name", ""});
+            }
+            if (!S_ISREG(status.st_mode)) {
+                // a disk is overwritten in place, as `cat > /dev/sdX` would: only when asked to
+                if (S_ISBLK(status.st_mode) && !force) {
+                    throw InputError(Diagnostic{path, 0, 0, "is a block device; not written",
+                                                "pass --force to write into it, or choose another name with -o"});
+                }
+                open_directly();
+                return;
+            }
+            if (!force) {
+                throw already_exists(path);
+            }
+            // the file a symbolic link points to is replaced, in its own folder
+            char* real = realpath(path.c_str(), nullptr);
+            if (real == nullptr) {
+                throw cannot_write(path, errno);
+            }
+            m_target = real;
+            std::free(real);
+            m_replace = true;
+            m_mode = status.st_mode & 07777;
+            m_owner = status.st_uid;
+            m_group = status.st_gid;
+        } else if (errno == ENOENT) {
+            m_target = dangling_link_target(path);
+            const mode_t mask = umask(0);
+            umask(mask);
+            m_mode = 0666 & ~mask;
+        } else {
+            throw cannot_write(path, errno);
+        }
+        open_temporary();
+    }
+
+    ~FileSink() {
+        if (m_fd >= 0) {
+            close(m_fd);
+        }
+        remove_temporary();
+    }
+
+    FileSink(const FileSink&) = delete;
+    FileSink& operator=(const FileSink&) = delete;
+
+    void write(const char* data, std::size_t size) {
+        if (write_all(m_fd, data, size)) {
+            return;
+        }
+        const int error_number = errno;
+        // a reader that closed its end of a FIFO is a closed pipe, as on stdout
+        if (error_number == EPIPE && m_direct) {
+            std::_Exit(0);
+        }
+        close(m_fd);
+        m_fd = -1;
+        remove_temporary();
+        throw cannot_write(m_path, error_number);
+    }
+
+    void commit() {
+        if (m_direct) {
+            const int closed = close(m_fd);
+            m_fd = -1;
+            if (closed != 0 && errno != EINTR) {
+                throw cannot_write(m_path, errno);
+            }
+            return;
+        }
+        bool done = fsync(m_fd) == 0;
+        int error_number = errno;
+        if (m_replace) {
+            // the owner first: changing it may clear the set-user-ID bit that fchmod sets
+            [[maybe_unused]] const int ignored = fchown(m_fd, m_owner, m_group);
+        }
+        fchmod(m_fd, m_mode);
+        if (close(m_fd) != 0 && done) {
+            done = false;
+            error_number = errno;
+        }
+        m_fd = -1;
+        if (done) {
+            // without --force, link() refuses a file that appeared meanwhile; rename() replaces atomically
+            done = m_replace ? std::rename(g_temporary, m_target.c_str()) == 0
+                             : link(g_temporary, m_target.c_str()) == 0;
+            error_number = errno;
+            if (done && m_replace) {
+                g_temporary[0] = '\0';
+            }
+        }
+        remove_temporary();
+        if (!done) {
+            if (error_number == EEXIST) {
+                throw already_exists(m_path);
+            }
+            throw cannot_write(m_path, error_number);
+        }
+    }
+
+private:
+    void open_directly() {
+        m_direct = true;
+        // a FIFO waits here for a reader, as a shell's `>` does
+        m_fd = open(m_path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        if (m_fd < 0) {
+            throw cannot_write(m_path, errno);
+        }
+    }
+
+    void open_temporary() {
+        const std::string temporary_template = m_target + ".qkv-XXXXXX";
+        if (temporary_template.size() >= sizeof g_temporary) {
+            throw InputError(Diagnostic{m_path, 0, 0, "the path is too long", ""});
+        }
+        std::strcpy(g_temporary, temporary_template.c_str());
+        m_fd = mkstemp(g_temporary);
+        if (m_fd < 0) {
+            const int error_number = errno;
+            g_temporary[0] = '\0';
+            throw cannot_write(m_path, error_number, "check that the folder exists and is writable");
+        }
+    }
+
+    void remove_temporary() {
+        if (g_temporary[0] != '\0') {
+            unlink(g_temporary);
+            g_temporary[0] = '\0';
+        }
+    }
+
+    std::string m_path;    // as given, for messages
+    std::string m_target;  // the name created or replaced (links followed)
+    bool m_direct = false;
+    bool m_replace = false;
+    mode_t m_mode = 0;
+    uid_t m_owner = 0;
+    gid_t m_group = 0;
+    int m_fd = -1;
+};
+
+// An output stream buffer that hands its bytes to `sink` 64 KiB at a time. The
+// first failure (an exception from the sink) is remembered, so that finish()
+// reports it even if a caller's stream swallowed it.
+class ChunkBuffer : public std::streambuf {
+public:
+    explicit ChunkBuffer(std::function<void(const char*, std::size_t)> sink) : m_sink(std::move(sink)) {
+        setp(m_buffer.data(), m_buffer.data() + m_buffer.size());
+    }
+
+    // Hands over what is left; rethrows the first failure.
+    void finish() {
+        flush_buffer();
+        if (m_failure) {
+            std::rethrow_exception(m_failure);
+        }
+    }
+
+protected:
+    int_type overflow(int_type c) override {
+        flush_buffer();
+        if (!traits_type::eq_int_type(c, traits_type::eof())) {
+            *pptr() = traits_type::to_char_type(c);
+            pbump(1);
+        }
+        return traits_type::not_eof(c);
+    }
+
+    int sync() override {
+        flush_buffer();
+        return 0;
+    }
+
+private:
+    void flush_buffer() {
+        if (m_failure) {
+            // nothing more goes out once a write has failed
+            setp(m_buffer.data(), m_buffer.data() + m_buffer.size());
+            std::rethrow_exception(m_failure);
+        }
+        const std::size_t size = static_cast<std::size_t>(pptr() - pbase());
+        setp(m_buffer.data(), m_buffer.data() + m_buffer.size());
+        if (size > 0) {
+            try {
+                m_sink(m_buffer.data(), size);
+            } catch (...) {
+                m_failure = std::current_exception();
+                throw;
+            }
+        }
+    }
+
+    std::function<void(const char*, std::size_t)> m_sink;
+    std::exception_ptr m_failure;
+    std::array<char, 1 << 16> m_buffer{};
+};
+
+// Runs `produce` on a stream over `buffer`. A stream catches what its buffer
+// throws and sets badbit; with badbit in exceptions() it throws it on, so a
+// failed write ends the rendering at once and its error reaches the user.
+void produce_into(ChunkBuffer& buffer, const std::function<void(std::ostream&)>& produce) {
+    std::ostream out(&buffer);
+    out.exceptions(std::ios::badbit);
+    try {
+        produce(out);
+    } catch (const std::ios_base::failure&) {
+        buffer.finish();  // the buffer's own failure, when it has one
+        throw;
+    }
+    buffer.finish();
 }
 
 }  // namespace
@@ -58,60 +323,26 @@ void install_signal_handlers() {
 
 void write_stdout(const std::string& content) {
     std::cout.flush();
-    if (!write_all(STDOUT_FILENO, content)) {
-        if (errno == EPIPE) {
-            std::_Exit(0);
-        }
-        throw InputError(Diagnostic{"", 0, 0, std::string("cannot write to standard output: ") + std::strerror(errno),
-                                    ""});
-    }
+    write_stdout_bytes(content.data(), content.size());
 }
 
 void write_file_atomically(const std::string& path, const std::string& content, bool force) {
-    struct stat status {};
-    if (lstat(path.c_str(), &status) == 0) {
-        if (S_ISDIR(status.st_mode)) {
-            throw InputError(Diagnostic{path, 0, 0, "is a folder; -o needs a file name", ""});
-        }
-        if (!force) {
-            throw InputError(Diagnostic{path, 0, 0, "already exists; not replaced",
-                                        "pass --force to replace it, or choose another name with -o"});
-        }
+    FileSink file(path, force);
+    file.write(content.data(), content.size());
+    file.commit();
+}
+
+void write_to(const std::string& path, bool force, const std::function<void(std::ostream&)>& produce) {
+    if (path.empty() || path == "-") {
+        std::cout.flush();
+        ChunkBuffer buffer(write_stdout_bytes);
+        produce_into(buffer, produce);
+        return;
     }
-    const std::string temporary_template = path + ".qkv-XXXXXX";
-    if (temporary_template.size() >= sizeof g_temporary) {
-        throw InputError(Diagnostic{path, 0, 0, "the path is too long", ""});
-    }
-    std::strcpy(g_temporary, temporary_template.c_str());
-    const int fd = mkstemp(g_temporary);
-    if (fd < 0) {
-        const std::string reason = std::strerror(errno);
-        g_temporary[0] = '\0';
-        throw InputError(Diagnostic{path, 0, 0, "cannot be written: " + reason,
-                                    "check that the folder exists and is writable"});
-    }
-    const bool written = write_all(fd, content) && fsync(fd) == 0;
-    int saved_errno = errno;
-    const mode_t mask = umask(0);
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
-    close(fd);
-    bool placed = false;
-    if (written) {
-        // Without --force, link() refuses to replace a file that appeared meanwhile;
-        // with it, rename() replaces atomically.
-        placed = force ? std::rename(g_temporary, path.c_str()) == 0 : link(g_temporary, path.c_str()) == 0;
-        saved_errno = errno;
-    }
-    unlink(g_temporary);
-    g_temporary[0] = '\0';
-    if (!placed) {
-        if (saved_errno == EEXIST) {
-            throw InputError(Diagnostic{path, 0, 0, "already exists; not replaced",
-                                        "pass --force to replace it, or choose another name with -o"});
-        }
-        throw InputError(Diagnostic{path, 0, 0, std::string("cannot be written: ") + std::strerror(saved_errno), ""});
-    }
+    FileSink file(path, force);
+    ChunkBuffer buffer([&file](const char* data, std::size_t size) { file.write(data, size); });
+    produce_into(buffer, produce);
+    file.commit();
 }
 
 }  // namespace qkv::cli

@@ -13,9 +13,10 @@ CLI::App* setup_run(CLI::App& app, RunOptions& options) {
 }
 
 int run_run(const RunOptions& options) {
-    const Model model = load(options.file, options.common);
     // only the steps that will be shown keep their matrices
-    const Trace trace = compute(model, compute_options(options.common));
+    const ComputeOptions computing = compute_options(options.common);
+    const Model model = load(options.file, options.common, computing);
+    const Trace trace = compute(model, computing);
     const RenderOptions rendering = render_options(options.common, trace);
     write_streamed([&](std::ostream& out) { render(trace, rendering, out); }, options.common);
     return 0;

@@ -47,8 +47,7 @@ public:
     explicit Numbers(const RenderOptions& options) : m_precision(options.precision) {}
 
     std::string operator()(double value) const {
-        const bool whole = std::isfinite(value) && std::floor(value) == value && std::fabs(value) < 1e15;
-        return format_number(value, m_precision, whole, false);
+        return format_number(value, m_precision, is_whole_number(value), false);
     }
 
     // A factor after "·": negative numbers in parentheses.
@@ -93,7 +92,7 @@ private:
 class Explainer {
 public:
     Explainer(const Model& model, const Trace& trace, const CellRef& cell, const RenderOptions& options)
-        : m_model(model), m_trace(trace), m_cell(cell), m_num(options) {}
+        : m_model(model), m_trace(trace), m_cell(cell), m_num(options), m_ascii(options.ascii) {}
 
     Explanation run() {
         const Step& step = checked_step();
@@ -111,13 +110,9 @@ public:
         } else {
             result.values.push_back(step.values(m_row, m_col));
         }
-        result.heading = name() + " = " + (m_whole_row ? m_num.vector(result.values) : m_num(result.values[0]));
-        const std::string& label = step.row_labels[m_row];
-        result.heading += "    (" + step.title + ", row " + std::to_string(m_cell.row) + " \"" + label + "\"";
-        if (!m_whole_row) {
-            result.heading += ", column " + std::to_string(m_cell.col) + " \"" + step.col_labels[m_col] + "\"";
-        }
-        result.heading += ")";
+        result.heading = heading(result.values, [&](const std::string& label) { return symbols(label); });
+        result.heading_markdown =
+            heading(result.values, [&](const std::string& label) { return markdown_escape(symbols(label)); });
 
         const std::string& id = step.id;
         if (id == "inputs" || id == "context") {
@@ -148,23 +143,56 @@ public:
     }
 
 private:
+    std::string symbols(const std::string& text) const { return m_ascii ? to_ascii(text) : text; }
+
+    // "scores[1,2] = 4    (Scores, row 1 "Input 1", column 2 "Input 2")", the
+    // labels written by `label` (escaped for Markdown, or as they are).
+    template <typename LabelWriter>
+    std::string heading(const std::vector<double>& values, const LabelWriter& label) const {
+        std::string text = symbols(name() + " = " + (m_whole_row ? m_num.vector(values) : m_num(values[0])) + "    (" +
+                                   m_step->title + ", row " + std::to_string(m_cell.row) + " \"");
+        text += label(m_step->row_labels[m_row]) + "\"";
+        if (!m_whole_row) {
+            text += ", column " + std::to_string(m_cell.col) + " \"" + label(m_step->col_labels[m_col]) + "\"";
+        }
+        return text + ")";
+    }
+
+    // The ids of the steps this example has, each once, in order; only the
+    // per-head ones when per_head_only.
+    std::string step_ids(bool per_head_only) const {
+        std::vector<std::string> ids;
+        for (const auto& step : m_trace.steps) {
+            if ((!per_head_only || step.head != 0) && std::find(ids.begin(), ids.end(), step.id) == ids.end()) {
+                ids.push_back(step.id);
+            }
+        }
+        std::string text;
+        for (const auto& id : ids) {
+            text += (text.empty() ? "" : ", ") + id;
+        }
+        return text;
+    }
+
     // ── checking the cell against the trace ─────────────────────────────────
     const Step& checked_step() const {
         const int heads = static_cast<int>(m_trace.dims.heads);
         const bool per_head = is_per_head_step(m_cell.step);
         if (m_trace.find(m_cell.step, per_head ? 1 : 0) == nullptr) {
-            std::string present;
-            std::string previous;
-            for (const auto& step : m_trace.steps) {
-                if (step.id != previous) {
-                    present += (present.empty() ? "" : ", ") + step.id;
-                    previous = step.id;
-                }
-            }
             throw InputError(cell_error("cell " + m_cell.text + ": this example has no " + m_cell.step + " step",
-                                        "its steps are " + present));
+                                        "its steps are " + step_ids(false)));
         }
-        // @HEAD must name a head of the example; steps that are not per head ignore it
+        // @HEAD only on the steps that are computed once per head
+        if (!per_head && m_cell.head_given) {
+            throw InputError(cell_error("cell " + m_cell.text + ": " + m_cell.step +
+                                            " is not per head, so it takes no @HEAD",
+                                        "leave out @" + std::to_string(m_cell.head) +
+                                            "; the steps per head are " + step_ids(true)));
+        }
+        if (m_cell.from_zero) {
+            throw InputError(from_zero_error(*m_trace.find(m_cell.step, per_head ? 1 : 0), heads));
+        }
+        // @HEAD must name a head of the example
         if (m_cell.head < 1 || m_cell.head > heads) {
             throw InputError(cell_error("cell " + m_cell.text + ": head " + std::to_string(m_cell.head) +
                                             " does not exist; this example has " + std::to_string(heads) +
@@ -189,6 +217,25 @@ private:
                                         ranges));
         }
         return step;
+    }
+
+    // A row, column or head written as 0: what the example numbers from 1.
+    Diagnostic from_zero_error(const Step& step, int heads) const {
+        const int n_rows = static_cast<int>(step.values.n_rows);
+        const int n_cols = static_cast<int>(step.values.n_cols);
+        // a column 0 is written with its comma ("scores[1,0]"); a whole row has none
+        const bool column_zero = m_cell.col == 0 && m_cell.text.find(',') != std::string::npos;
+        if (m_cell.row != 0 && !column_zero) {
+            // only the head is 0
+            return cell_error("cell " + m_cell.text + " counts from 0; heads are numbered from 1, and this example has " +
+                                  std::to_string(heads) + (heads == 1 ? " head" : " heads"),
+                              heads == 1 ? "leave out @HEAD: there is only head 1"
+                                         : "heads are numbered @1 to @" + std::to_string(heads));
+        }
+        return cell_error("cell " + m_cell.text + " counts from 0; " + step.id + " has " + std::to_string(n_rows) +
+                              (n_rows == 1 ? " row" : " rows") + " and " + std::to_string(n_cols) +
+                              (n_cols == 1 ? " column" : " columns") + ", numbered from 1 as in a_ij",
+                          valid_cells(step, n_rows, n_cols, heads));
     }
 
     static std::string valid_cells(const Step& step, int n_rows, int n_cols, int heads) {
@@ -550,6 +597,7 @@ private:
     const Trace& m_trace;
     const CellRef& m_cell;
     Numbers m_num;
+    bool m_ascii;
     const Step* m_step = nullptr;
     arma::uword m_row = 0;
     arma::uword m_col = 0;
@@ -563,7 +611,7 @@ std::string symbols(const std::string& text, const RenderOptions& options) {
 
 }  // namespace
 
-CellRef parse_cell(const std::string& text) {
+CellRef parse_cell(const std::string& text, bool keep_zero) {
     CellRef cell;
     cell.text = text;
     std::string compact;
@@ -591,11 +639,13 @@ CellRef parse_cell(const std::string& text) {
     const std::string after = compact.substr(close + 1);
     if (!after.empty()) {
         cell.head = after[0] == '@' ? parse_index(after.substr(1)) : -1;
+        cell.head_given = true;
     }
     if (cell.row < 0 || cell.col < 0 || cell.head < 0) {
         throw InputError(cell_error("cell \"" + text + "\" is not STEP[ROW,COL] or STEP[ROW]", k_cell_syntax));
     }
-    if (cell.row == 0 || (comma != std::string::npos && cell.col == 0) || cell.head == 0) {
+    cell.from_zero = cell.row == 0 || (comma != std::string::npos && cell.col == 0) || cell.head == 0;
+    if (cell.from_zero && !keep_zero) {
         throw InputError(cell_error("cell \"" + text + "\" counts from 0",
                                     "rows, columns and heads are numbered from 1, as in a_ij"));
     }
@@ -604,7 +654,6 @@ CellRef parse_cell(const std::string& text) {
 
 Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& cell, const RenderOptions& options) {
     Explanation result = Explainer(model, trace, cell, options).run();
-    result.heading = symbols(result.heading, options);
     for (auto& line : result.lines) {
         line = symbols(line, options);
     }
@@ -627,11 +676,20 @@ void render_explanations(const std::vector<Explanation>& explanations, const Ren
         case Format::markdown:
             for (std::size_t k = 0; k < explanations.size(); ++k) {
                 const Explanation& e = explanations[k];
-                out << (k == 0 ? "" : "\n") << "### " << e.heading << "\n\n```text\n";
+                // the fence is longer than any run of backticks in the working (a label may hold ```)
+                std::size_t longest = 0;
+                for (const auto& line : e.lines) {
+                    for (std::size_t at = 0, run = 0; at < line.size(); ++at) {
+                        run = line[at] == '`' ? run + 1 : 0;
+                        longest = std::max(longest, run);
+                    }
+                }
+                const std::string fence(std::max<std::size_t>(3, longest + 1), '`');
+                out << (k == 0 ? "" : "\n") << "### " << e.heading_markdown << "\n\n" << fence << "text\n";
                 for (const auto& line : e.lines) {
                     out << line << '\n';
                 }
-                out << "```\n";
+                out << fence << "\n";
             }
             return;
         case Format::json: {

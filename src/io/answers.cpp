@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -49,6 +50,14 @@ std::string why_absent(const std::string& id) {
         return "this step exists only when the example has more than one head";
     }
     return "";
+}
+
+// "-inf", "-.inf", "−∞", ...: an infinity written as one, not a number that overflowed (1e400).
+bool spells_infinity(const std::string& text) {
+    std::string lower = text;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return lower.find("inf") != std::string::npos || lower.find("∞") != std::string::npos;
 }
 
 class AnswerReader {
@@ -207,6 +216,7 @@ private:
             }
         } else {
             const YAML::Node* first_row = nullptr;
+            bool ragged = false;
             arma::uword row = 0;
             for (const auto& item : node) {
                 ++row;
@@ -229,11 +239,12 @@ private:
                     first_row = &item;
                     answer.n_cols = item.size();
                 } else if (item.size() != answer.n_cols) {
-                    m_yaml.error(item, row_path + " has " + std::to_string(item.size()) + " numbers; the first row has " +
-                                           std::to_string(answer.n_cols),
-                                 "give every row the same length, with ~ for a number you leave out");
-                    ok = false;
+                    ragged = true;
                 }
+            }
+            if (ragged) {
+                report_ragged_rows(node, id, head, path);
+                return;
             }
             if (!ok) {
                 return;
@@ -259,6 +270,41 @@ private:
         }
         if (ok && answer.answered() > 0) {
             m_steps.push_back(std::move(answer));
+        }
+    }
+
+    // Rows of different lengths. A list of rows that all have the same wrong
+    // length is a wrong answer (graded as the wrong shape); rows that disagree
+    // with each other are an input error, and the rows to blame are those that
+    // differ from the step's own column count, not those that differ from the
+    // first row: in [[2, 4], [2, 1, 6], [3, 5, 6]] for a 3 × 3 step it is row 1.
+    void report_ragged_rows(const YAML::Node& node, const std::string& id, int head, const std::string& path) {
+        std::size_t first = 0;
+        for (const auto& item : node) {
+            if (item.IsSequence() && item.size() > 0) {
+                first = item.size();
+                break;
+            }
+        }
+        const Step* step = m_trace.find(id, head);
+        const std::size_t expected = step != nullptr ? step->values.n_cols : first;
+        const std::string shape =
+            step != nullptr ? " (" + id + " is " + std::to_string(step->values.n_rows) + " × " +
+                                  std::to_string(step->values.n_cols) + ")"
+                            : "";
+        // compared with the first row when that one is right, else with the step
+        const std::string reason = (first == expected ? "the first row has " : "expected ") +
+                                   std::to_string(expected) + shape;
+        arma::uword row = 0;
+        for (const auto& item : node) {
+            ++row;
+            if (!item.IsSequence() || item.size() == 0 || item.size() == expected) {
+                continue;
+            }
+            m_yaml.error(item,
+                         path + " row " + std::to_string(row) + " has " + std::to_string(item.size()) +
+                             (item.size() == 1 ? " number" : " numbers") + "; " + reason,
+                         "give every row the same length, with ~ for a number you leave out");
         }
     }
 
@@ -295,6 +341,16 @@ private:
         }
         if (!value || std::isnan(*value)) {
             m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a number", k_number_hint);
+            ok = false;
+            return result;
+        }
+        // −∞ is a blocked score, written as such; +∞, and a number too large for
+        // a double (1e400, -1e400), are not values anyone works out by hand
+        if (std::isinf(*value) && (*value > 0 || !spells_infinity(text))) {
+            m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a finite number",
+                         std::string(*value > 0 && spells_infinity(text) ? "only -inf is allowed, for a blocked score; "
+                                                                         : "it is beyond the range of a double (about ±1.8e308); ") +
+                             "write the value you worked out, e.g. 0.25 or -1");
             ok = false;
             return result;
         }

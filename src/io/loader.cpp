@@ -6,6 +6,7 @@
 #include "io/yaml_util.hpp"
 #include "attention/attention.hpp"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -80,8 +81,11 @@ public:
         read_weights(model);
         read_scale(model);
         // Shapes that depend on several keys are checked only when each part was readable.
-        if (m_diagnostics.empty()) {
+        const bool sizes_known = !model.X.is_empty() && (!root["context"] || (model.C && !model.C->is_empty()));
+        if (sizes_known) {
             read_mask(model);
+        }
+        if (m_diagnostics.empty()) {
             read_round(model);
             check_memory(model);
         }
@@ -769,52 +773,82 @@ private:
         model.scale_divisor = *value;
     }
 
+    // Whether every entry of M is 0 or 1; otherwise an error naming the first other value and its cell.
+    bool zeros_and_ones(const arma::mat& M, const YAML::Node& node, const std::string& path, const std::string& hint) {
+        for (arma::uword i = 0; i < M.n_rows; ++i) {
+            for (arma::uword j = 0; j < M.n_cols; ++j) {
+                const double value = M(i, j);
+                if (value == 0.0 || value == 1.0) {
+                    continue;
+                }
+                // the cell's own node when the matrix is written out in the file
+                YAML::Node where = node;
+                if (node.IsSequence() && M.n_rows == 1 && node.size() == M.n_cols && node[j].IsScalar()) {
+                    where = node[j];
+                } else if (node.IsSequence() && node.size() == M.n_rows && node[i].IsSequence() &&
+                           node[i].size() == M.n_cols) {
+                    where = node[i][j];
+                }
+                const std::string cell = M.n_rows == 1
+                                             ? "[" + std::to_string(j + 1) + "]"
+                                             : "[" + std::to_string(i + 1) + "," + std::to_string(j + 1) + "]";
+                m_yaml.error(where, path + cell + " is " + fmt::format("{:g}", value) + "; expected 0 or 1", hint);
+                return false;
+            }
+        }
+        return true;
+    }
+
     void read_mask(Model& model) {
         const YAML::Node mask = root()["mask"];
         const YAML::Node padding = root()["padding"];
         const arma::uword n = model.n();
         const arma::uword m = model.m();
+        bool readable = true;  // both parts valid, so that blocked rows can be checked
         if (mask) {
             if (mask.IsScalar() && mask.Scalar() == "causal") {
                 model.mask_kind = MaskKind::causal;
             } else if (mask.IsScalar()) {
                 m_yaml.error(mask, "mask is \"" + mask.Scalar() + "\"; expected causal or a 0/1 matrix",
                              "write mask: causal, or an n × m matrix with 1 = may attend and 0 = blocked");
-                return;
+                readable = false;
             } else if (auto M = matrix(mask, "mask")) {
                 if (M->n_rows != n || M->n_cols != m) {
                     m_yaml.error(mask, "mask is " + shape_text(*M) + "; expected " + std::to_string(n) + " × " +
                                            std::to_string(m) + " (queries × keys)",
                                  "one row per query and one column per key");
-                    return;
+                    readable = false;
+                } else if (!zeros_and_ones(*M, mask, "mask",
+                                           "1 = may attend, 0 = blocked (PyTorch's boolean attn_mask uses the "
+                                           "opposite sense)")) {
+                    readable = false;
+                } else {
+                    model.mask_kind = MaskKind::matrix;
+                    model.mask = *M;
                 }
-                if (!M->is_empty() && arma::any(arma::vectorise((*M != 0.0) % (*M != 1.0)))) {
-                    m_yaml.error(mask, "mask holds a value other than 0 and 1",
-                                 "1 = may attend, 0 = blocked (PyTorch's boolean attn_mask uses the opposite sense)");
-                    return;
-                }
-                model.mask_kind = MaskKind::matrix;
-                model.mask = *M;
             } else {
-                return;
+                readable = false;
             }
         }
         if (padding) {
             auto p = m_yaml.vector(padding, "padding");
             if (!p) {
-                return;
-            }
-            if (p->n_elem != m) {
+                readable = false;
+            } else if (p->n_elem != m) {
                 m_yaml.error(padding, "padding has " + std::to_string(p->n_elem) + " entries; expected " +
                                           std::to_string(m) + " (one per key)",
                              "1 = real token, 0 = padding that no query may attend to");
-                return;
+                readable = false;
+            } else if (!zeros_and_ones(arma::mat(*p), padding, "padding", "1 = real token, 0 = padding")) {
+                readable = false;
+            } else {
+                model.padding = *p;
             }
-            if (arma::any((*p != 0.0) % (*p != 1.0))) {
-                m_yaml.error(padding, "padding holds a value other than 0 and 1", "1 = real token, 0 = padding");
-                return;
-            }
-            model.padding = *p;
+        }
+        if (!readable) {
+            model.mask_kind = MaskKind::none;
+            model.padding.reset();
+            return;
         }
         if (!model.masked()) {
             return;
@@ -823,8 +857,9 @@ private:
         const YAML::Node where = mask ? mask : padding;
         for (arma::uword i = 0; i < n; ++i) {
             if (arma::accu(allowed.row(i)) == 0.0) {
-                m_yaml.error(where, "query " + std::to_string(i + 1) + " (" + model.tokens[i] +
-                                        ") may attend to no key: the mask and padding block its whole row",
+                const std::string label = i < model.tokens.size() ? " (" + model.tokens[i] + ")" : "";
+                m_yaml.error(where, "query " + std::to_string(i + 1) + label +
+                                        " may attend to no key: the mask and padding block its whole row",
                              "softmax of a row of −∞ is 0/0; let every query attend to at least one key");
             }
         }
@@ -864,8 +899,18 @@ private:
         if (model.heads.empty() || model.X.is_empty()) {
             return;
         }
+        // only the n × m matrices of the steps that will be kept count in full
+        std::uint64_t square_steps = 4;
+        if (!m_options.kept_steps.empty()) {
+            square_steps = 0;
+            for (const char* id : {"scores", "scaled_scores", "masked_scores", "weights"}) {
+                const auto& kept = m_options.kept_steps;
+                square_steps += std::find(kept.begin(), kept.end(), id) != kept.end() ? 1 : 0;
+            }
+        }
+        const std::uint64_t kept_heads = m_options.kept_head > 0 ? 1 : model.n_heads();
         const std::uint64_t bytes = estimate_memory(model.n(), model.m(), model.d_model(), model.n_heads(),
-                                                    model.d_k(), model.d_v(), model.d_out());
+                                                    model.d_k(), model.d_v(), model.d_out(), square_steps, kept_heads);
         if (bytes > m_options.max_memory) {
             const std::string what = "the computation needs about " + size_text(bytes) + "; the limit is " +
                                      size_text(m_options.max_memory);
@@ -888,14 +933,20 @@ Model load_model(const Source& source, const YAML::Node& root, const LoadOptions
 }
 
 std::uint64_t estimate_memory(std::uint64_t n, std::uint64_t m, std::uint64_t d_model, std::uint64_t heads,
-                              std::uint64_t d_k, std::uint64_t d_v, std::uint64_t d_out) {
+                              std::uint64_t d_k, std::uint64_t d_v, std::uint64_t d_out, std::uint64_t square_steps,
+                              std::uint64_t kept_heads) {
+    kept_heads = std::min(kept_heads, heads);
     // Everything the trace keeps, in doubles: inputs (with positions and context),
-    // weights, and per head Q, K, V, four n × m matrices and the head output.
+    // weights, the projections of every head, and per kept head its Q, K, V,
+    // head output and kept n × m matrices.
     const std::uint64_t inputs = 3 * n * d_model + m * d_model;
     const std::uint64_t weights = d_model * heads * (2 * d_k + d_v) + heads * d_v * d_out;
-    const std::uint64_t per_head = n * d_k + m * d_k + m * d_v + 4 * n * m + n * d_v;
+    const std::uint64_t projections = heads * (n * d_k + m * d_k + m * d_v);
+    const std::uint64_t per_kept_head = n * d_k + m * d_k + m * d_v + square_steps * n * m + n * d_v;
+    // a few blocks of at most 256 query rows against every key, while the heads are worked on
+    const std::uint64_t scratch = 8 * std::min<std::uint64_t>(n, 256) * m;
     const std::uint64_t outputs = n * heads * d_v + n * d_out;
-    return 8 * (inputs + weights + heads * per_head + outputs);
+    return 8 * (inputs + weights + projections + kept_heads * per_kept_head + scratch + outputs);
 }
 
 namespace {

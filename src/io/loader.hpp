@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace YAML {
 class Node;
@@ -25,6 +26,10 @@ struct Source {
 struct LoadOptions {
     std::uint64_t max_memory = std::uint64_t{4} << 30;  // bytes, estimated for the whole computation
     bool allow_any_path = false;                        // `{file: ...}` outside the YAML's folder
+    // The steps whose matrices the computation will keep (empty: all), and the
+    // head whose steps it keeps (0: every head), for the memory estimate.
+    std::vector<std::string> kept_steps;
+    int kept_head = 0;
 };
 
 inline constexpr std::uint64_t k_max_dimension = 65536;
@@ -37,6 +42,10 @@ inline constexpr std::size_t k_max_yaml_depth = 64;
 inline constexpr double k_max_magnitude = 1e30;
 // Values that aliases (*name) may repeat in one document ("billion laughs").
 inline constexpr std::uint64_t k_max_alias_values = 1000000;
+// Values (numbers, strings, lists, maps) written in one document: yaml-cpp
+// keeps each as a node of a few hundred bytes, so this bounds the memory and
+// time of reading a file; larger matrices come from {file: ...} or {random: ...}.
+inline constexpr std::uint64_t k_max_yaml_values = 1u << 20;
 
 // Parse and validate; throws InputError listing every problem found.
 Model load_model(const Source& source, const LoadOptions& options = {});
@@ -48,8 +57,11 @@ Model load_model(const Source& source, const YAML::Node& root, const LoadOptions
 // Throws InputError when neither exists.
 Source read_source(const std::string& file_or_name);
 
-// Estimated peak bytes for computing and keeping the whole trace of a model.
+// Estimated peak bytes for computing a model's trace, keeping the n × m
+// matrices of `square_steps` steps (scores, scaled, masked, weights: 0 to 4)
+// for `kept_heads` heads; the defaults keep everything.
 std::uint64_t estimate_memory(std::uint64_t n, std::uint64_t m, std::uint64_t d_model, std::uint64_t heads,
-                              std::uint64_t d_k, std::uint64_t d_v, std::uint64_t d_out);
+                              std::uint64_t d_k, std::uint64_t d_v, std::uint64_t d_out,
+                              std::uint64_t square_steps = 4, std::uint64_t kept_heads = UINT64_MAX);
 
 }  // namespace qkv

@@ -43,11 +43,12 @@ class TreeLimits : public YAML::EventHandler {
 public:
     void OnDocumentStart(const YAML::Mark&) override {}
     void OnDocumentEnd() override {}
-    void OnNull(const YAML::Mark&, YAML::anchor_t anchor) override { leaf(anchor); }
-    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, const std::string&) override {
-        leaf(anchor);
+    void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor); }
+    void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, const std::string&) override {
+        leaf(mark, anchor);
     }
     void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+        count(mark);
         const Shape shape = anchor < m_anchors.size() ? m_anchors[anchor] : Shape{1, 0};
         if (m_stack.size() + shape.depth > k_max_yaml_depth) {
             throw TreeLimitExceeded{mark, "this alias nests the document deeper than " +
@@ -85,7 +86,16 @@ private:
     std::vector<Open> m_stack;
     std::vector<Shape> m_anchors;  // by anchor id (ids count from 1)
     std::uint64_t m_aliased = 0;
+    std::uint64_t m_written = 0;  // values as written, aliases counted once
 
+    void count(const YAML::Mark& mark) {
+        if (++m_written > k_max_yaml_values) {
+            throw TreeLimitExceeded{mark, "the document holds more than " + std::to_string(k_max_yaml_values) +
+                                              " values",
+                                    "write a large matrix as {file: m.csv} (a CSV file next to this one) or as "
+                                    "{random: {rows: R, cols: C, seed: S}}"};
+        }
+    }
     void remember(YAML::anchor_t anchor, const Shape& shape) {
         if (anchor == YAML::NullAnchor) {
             return;
@@ -102,11 +112,13 @@ private:
             parent.depth = std::max(parent.depth, shape.depth + 1);
         }
     }
-    void leaf(YAML::anchor_t anchor) {
+    void leaf(const YAML::Mark& mark, YAML::anchor_t anchor) {
+        count(mark);
         remember(anchor, Shape{1, 0});
         add_to_parent(Shape{1, 0});
     }
     void open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+        count(mark);
         if (m_stack.size() >= k_max_yaml_depth) {
             throw TreeLimitExceeded{mark, "the document is nested deeper than " + std::to_string(k_max_yaml_depth) +
                                               " levels",
@@ -123,6 +135,23 @@ private:
         remember(done.anchor, done.shape);
         add_to_parent(done.shape);
     }
+};
+
+// Stops at the start of a second document: qkv reads one document per file.
+class NoSecondDocument : public YAML::EventHandler {
+public:
+    void OnDocumentStart(const YAML::Mark& mark) override {
+        throw TreeLimitExceeded{mark, "a second YAML document starts here; qkv reads one document per file",
+                                "remove the `---` line, or split the file in two"};
+    }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
 };
 
 }  // namespace
@@ -182,6 +211,32 @@ std::string key_text(const YAML::Node& key) {
     return "<a non-text key>";
 }
 
+namespace {
+
+// Whether line `line` (0-based) of text, or the line before it, starts its indentation with a tab.
+bool tab_indented(const std::string& text, int line) {
+    int current = 0;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        if (current == line || current + 1 == line) {
+            for (std::size_t i = start; i < end && (text[i] == ' ' || text[i] == '\t'); ++i) {
+                if (text[i] == '\t') {
+                    return true;
+                }
+            }
+        }
+        if (current >= line) {
+            break;
+        }
+        ++current;
+        start = end + 1;
+    }
+    return false;
+}
+
+}  // namespace
+
 YAML::Node YamlReader::parse_document() {
     if (m_source.text.find('\0') != std::string::npos) {
         m_diagnostics.add({m_source.name, 0, 0, "holds a NUL byte; expected a YAML text file",
@@ -189,16 +244,27 @@ YAML::Node YamlReader::parse_document() {
         return YAML::Node();
     }
     try {
-        // first only the events of the first document (the one YAML::Load reads), to check the limits
-        std::istringstream stream(m_source.text);
+        // YAML breaks lines at CR as at LF; yaml-cpp only knows LF and CR LF
+        std::string text = m_source.text;
+        for (std::size_t i = 0; i < text.size(); ++i) {
+            if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')) {
+                text[i] = '\n';
+            }
+        }
+        // first only the parser's events, to check the limits and that there is one document
+        std::istringstream stream(text);
         YAML::Parser parser(stream);
         TreeLimits limits;
         parser.HandleNextDocument(limits);
-        return YAML::Load(m_source.text);
+        NoSecondDocument second;
+        parser.HandleNextDocument(second);
+        return YAML::Load(text);
     } catch (const TreeLimitExceeded& e) {
         error_at(e.mark, e.what, e.hint);
     } catch (const YAML::Exception& e) {
-        error_at(e.mark, "invalid YAML: " + e.msg, "check the indentation and brackets near this position");
+        error_at(e.mark, "invalid YAML: " + e.msg, tab_indented(m_source.text, e.mark.line)
+                                                       ? "YAML does not allow tabs for indentation; indent with spaces"
+                                                       : "check the indentation and brackets near this position");
     }
     return YAML::Node();
 }
@@ -221,8 +287,18 @@ void YamlReader::check_keys(const YAML::Node& map, const std::string& path, cons
     if (!map.IsMap()) {
         return;
     }
+    std::vector<std::pair<std::string, YAML::Mark>> seen;
     for (const auto& entry : map) {
         const std::string key = key_text(entry.first);
+        const auto first = std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == key; });
+        if (first != seen.end() && entry.first.IsScalar()) {
+            const std::string full = path.empty() ? key : path + "." + key;
+            error(entry.first,
+                  "duplicate key " + full + " (first at line " + std::to_string(first->second.line + 1) + ", column " +
+                      std::to_string(first->second.column + 1) + ")",
+                  "a key may appear once in a map; keep one of the two");
+        }
+        seen.emplace_back(key, entry.first.Mark());
         bool found = false;
         for (const auto& candidate : known) {
             found = found || candidate == key;
@@ -363,8 +439,12 @@ std::optional<double> YamlReader::number(const YAML::Node& node, const std::stri
         return std::nullopt;
     }
     auto value = parse_number(node.Scalar());
-    if (!value) {
-        error(node, path + " is " + describe(node) + "; expected a number", "write digits, e.g. 0.5 or -2");
+    // "3" and !!str 3 are text in YAML, whatever they spell
+    const bool quoted = node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str";
+    if (!value || quoted) {
+        error(node, path + " is " + describe(node) + (quoted && value ? " in quotes, which YAML reads as text" : "") +
+                        "; expected a number",
+              quoted && value ? "remove the quotes (and any !!str tag)" : "write digits, e.g. 0.5 or -2");
         return std::nullopt;
     }
     if (!std::isfinite(*value)) {

@@ -5,69 +5,202 @@
 #include "render/render.hpp"
 #include "render/table.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <iterator>
 #include <sstream>
+#include <string_view>
 
 namespace qkv {
 
 namespace {
 
-// Text-mode LaTeX for labels and prose: the special characters escaped, the
-// symbols qkv writes spelled as LaTeX, other letters outside ASCII kept when
-// pdflatex's utf8 input knows them (Latin-1 and Latin Extended-A) and shown as
-// "?" otherwise, so that any label compiles.
+// ── Unicode as pure ASCII LaTeX ─────────────────────────────────────────────
+// pdflatex reads the output with the document's own input encoding, and the
+// fragment may be pasted into a document set in T1 with Latin Modern or in
+// plain OT1 Computer Modern: so nothing but ASCII is written. Accented Latin
+// letters become accent macros that OT1 has (\'e, \v{s}, \ss{}, \l{}), Greek
+// becomes math, common symbols get their macro, and what OT1 cannot draw
+// (ogonek, eth, thorn, eng, CJK, …) becomes "?".
+
+// U+00A0 … U+017F, indexed by code point − 0xA0; "" = "?".
+constexpr const char* k_latin[] = {
+    // A0: nbsp ¡ ¢ £ ¤ ¥ ¦ § ¨ © ª « ¬ soft-hyphen ® ¯
+    "~", "!`", "\\textcent{}", "$\\pounds$", "\\textcurrency{}", "\\textyen{}", "\\textbrokenbar{}", "$\\S$",
+    "\\\"{}", "\\copyright{}", "\\textsuperscript{a}", "$\\ll$", "$\\neg$", "\\-", "\\textregistered{}", "\\={}",
+    // B0: ° ± ² ³ ´ µ ¶ · ¸ ¹ º » ¼ ½ ¾ ¿
+    "$^{\\circ}$", "$\\pm$", "$^{2}$", "$^{3}$", "\\'{}", "$\\mu$", "$\\P$", "$\\cdot$",
+    "\\c{}", "$^{1}$", "\\textsuperscript{o}", "$\\gg$", "$\\frac{1}{4}$", "$\\frac{1}{2}$", "$\\frac{3}{4}$", "?`",
+    // C0: À Á Â Ã Ä Å Æ Ç È É Ê Ë Ì Í Î Ï
+    "\\`{A}", "\\'{A}", "\\^{A}", "\\~{A}", "\\\"{A}", "\\AA{}", "\\AE{}", "\\c{C}",
+    "\\`{E}", "\\'{E}", "\\^{E}", "\\\"{E}", "\\`{I}", "\\'{I}", "\\^{I}", "\\\"{I}",
+    // D0: Ð Ñ Ò Ó Ô Õ Ö × Ø Ù Ú Û Ü Ý Þ ß
+    "", "\\~{N}", "\\`{O}", "\\'{O}", "\\^{O}", "\\~{O}", "\\\"{O}", "$\\times$",
+    "\\O{}", "\\`{U}", "\\'{U}", "\\^{U}", "\\\"{U}", "\\'{Y}", "", "\\ss{}",
+    // E0: à á â ã ä å æ ç è é ê ë ì í î ï
+    "\\`{a}", "\\'{a}", "\\^{a}", "\\~{a}", "\\\"{a}", "\\aa{}", "\\ae{}", "\\c{c}",
+    "\\`{e}", "\\'{e}", "\\^{e}", "\\\"{e}", "\\`{\\i}", "\\'{\\i}", "\\^{\\i}", "\\\"{\\i}",
+    // F0: ð ñ ò ó ô õ ö ÷ ø ù ú û ü ý þ ÿ
+    "", "\\~{n}", "\\`{o}", "\\'{o}", "\\^{o}", "\\~{o}", "\\\"{o}", "$\\div$",
+    "\\o{}", "\\`{u}", "\\'{u}", "\\^{u}", "\\\"{u}", "\\'{y}", "", "\\\"{y}",
+    // 100: Ā ā Ă ă Ą ą Ć ć Ĉ ĉ Ċ ċ Č č Ď ď
+    "\\={A}", "\\={a}", "\\u{A}", "\\u{a}", "", "", "\\'{C}", "\\'{c}",
+    "\\^{C}", "\\^{c}", "\\.{C}", "\\.{c}", "\\v{C}", "\\v{c}", "\\v{D}", "\\v{d}",
+    // 110: Đ đ Ē ē Ĕ ĕ Ė ė Ę ę Ě ě Ĝ ĝ Ğ ğ
+    "", "", "\\={E}", "\\={e}", "\\u{E}", "\\u{e}", "\\.{E}", "\\.{e}",
+    "", "", "\\v{E}", "\\v{e}", "\\^{G}", "\\^{g}", "\\u{G}", "\\u{g}",
+    // 120: Ġ ġ Ģ ģ Ĥ ĥ Ħ ħ Ĩ ĩ Ī ī Ĭ ĭ Į į
+    "\\.{G}", "\\.{g}", "\\c{G}", "\\c{g}", "\\^{H}", "\\^{h}", "", "$\\hbar$",
+    "\\~{I}", "\\~{\\i}", "\\={I}", "\\={\\i}", "\\u{I}", "\\u{\\i}", "", "",
+    // 130: İ ı Ĳ ĳ Ĵ ĵ Ķ ķ ĸ Ĺ ĺ Ļ ļ Ľ ľ Ŀ
+    "\\.{I}", "\\i{}", "\\IJ{}", "\\ij{}", "\\^{J}", "\\^{\\j}", "\\c{K}", "\\c{k}",
+    "", "\\'{L}", "\\'{l}", "\\c{L}", "\\c{l}", "\\v{L}", "\\v{l}", "L$\\cdot$",
+    // 140: ŀ Ł ł Ń ń Ņ ņ Ň ň ŉ Ŋ ŋ Ō ō Ŏ ŏ
+    "l$\\cdot$", "\\L{}", "\\l{}", "\\'{N}", "\\'{n}", "\\c{N}", "\\c{n}", "\\v{N}",
+    "\\v{n}", "'n", "", "", "\\={O}", "\\={o}", "\\u{O}", "\\u{o}",
+    // 150: Ő ő Œ œ Ŕ ŕ Ŗ ŗ Ř ř Ś ś Ŝ ŝ Ş ş
+    "\\H{O}", "\\H{o}", "\\OE{}", "\\oe{}", "\\'{R}", "\\'{r}", "\\c{R}", "\\c{r}",
+    "\\v{R}", "\\v{r}", "\\'{S}", "\\'{s}", "\\^{S}", "\\^{s}", "\\c{S}", "\\c{s}",
+    // 160: Š š Ţ ţ Ť ť Ŧ ŧ Ũ ũ Ū ū Ŭ ŭ Ů ů
+    "\\v{S}", "\\v{s}", "\\c{T}", "\\c{t}", "\\v{T}", "\\v{t}", "", "",
+    "\\~{U}", "\\~{u}", "\\={U}", "\\={u}", "\\u{U}", "\\u{u}", "\\r{U}", "\\r{u}",
+    // 170: Ű ű Ų ų Ŵ ŵ Ŷ ŷ Ÿ Ź ź Ż ż Ž ž ſ
+    "\\H{U}", "\\H{u}", "", "", "\\^{W}", "\\^{w}", "\\^{Y}", "\\^{y}",
+    "\\\"{Y}", "\\'{Z}", "\\'{z}", "\\.{Z}", "\\.{z}", "\\v{Z}", "\\v{z}", "s",
+};
+static_assert(std::size(k_latin) == 0x180 - 0xA0);
+
+// Greek U+0386 … U+03CE as math, indexed by code point − 0x386; "" = "?".
+// Capitals that look Latin are upright Latin letters, as in Greek typesetting.
+constexpr const char* k_greek[] = {
+    // 386: Ά · Έ Ή Ί (38B) Ό (38D) Ύ Ώ ΐ
+    "\\acute{\\mathrm{A}}", "\\cdot", "\\acute{\\mathrm{E}}", "\\acute{\\mathrm{H}}", "\\acute{\\mathrm{I}}", "",
+    "\\acute{\\mathrm{O}}", "", "\\acute{\\Upsilon}", "\\acute{\\Omega}", "\\acute{\\ddot{\\iota}}",
+    // 391: Α Β Γ Δ Ε Ζ Η Θ Ι Κ Λ Μ Ν Ξ Ο
+    "\\mathrm{A}", "\\mathrm{B}", "\\Gamma", "\\Delta", "\\mathrm{E}", "\\mathrm{Z}", "\\mathrm{H}", "\\Theta",
+    "\\mathrm{I}", "\\mathrm{K}", "\\Lambda", "\\mathrm{M}", "\\mathrm{N}", "\\Xi", "\\mathrm{O}",
+    // 3A0: Π Ρ (3A2) Σ Τ Υ Φ Χ Ψ Ω Ϊ Ϋ
+    "\\Pi", "\\mathrm{P}", "", "\\Sigma", "\\mathrm{T}", "\\Upsilon", "\\Phi", "\\mathrm{X}", "\\Psi", "\\Omega",
+    "\\ddot{\\mathrm{I}}", "\\ddot{\\Upsilon}",
+    // 3AC: ά έ ή ί ΰ
+    "\\acute{\\alpha}", "\\acute{\\varepsilon}", "\\acute{\\eta}", "\\acute{\\iota}", "\\acute{\\ddot{\\upsilon}}",
+    // 3B1: α β γ δ ε ζ η θ ι κ λ μ ν ξ ο
+    "\\alpha", "\\beta", "\\gamma", "\\delta", "\\varepsilon", "\\zeta", "\\eta", "\\theta", "\\iota", "\\kappa",
+    "\\lambda", "\\mu", "\\nu", "\\xi", "o",
+    // 3C0: π ρ ς σ τ υ φ χ ψ ω ϊ ϋ ό ύ ώ
+    "\\pi", "\\rho", "\\varsigma", "\\sigma", "\\tau", "\\upsilon", "\\varphi", "\\chi", "\\psi", "\\omega",
+    "\\ddot{\\iota}", "\\ddot{\\upsilon}", "\\acute{o}", "\\acute{\\upsilon}", "\\acute{\\omega}",
+};
+static_assert(std::size(k_greek) == 0x3CF - 0x386);
+
+// Other code points qkv writes or labels commonly hold.
+struct Spelling {
+    char32_t code;
+    const char* tex;
+};
+constexpr Spelling k_other[] = {
+    {0x03D1, "$\\vartheta$"}, {0x03D5, "$\\phi$"},    {0x03D6, "$\\varpi$"},    {0x03F1, "$\\varrho$"},
+    {0x03F5, "$\\epsilon$"},  {0x1D40, "$^{\\top}$"}, {0x2009, "\\,"},          {0x2013, "--"},
+    {0x2014, "---"},          {0x2018, "`"},          {0x2019, "'"},            {0x201C, "``"},
+    {0x201D, "''"},           {0x2022, "$\\bullet$"}, {0x2026, "\\ldots{}"},    {0x202F, "\\,"},
+    {0x2032, "$'$"},          {0x2070, "$^{0}$"},     {0x2074, "$^{4}$"},       {0x2075, "$^{5}$"},
+    {0x2076, "$^{6}$"},       {0x2077, "$^{7}$"},     {0x2078, "$^{8}$"},       {0x2079, "$^{9}$"},
+    {0x2080, "$_0$"},         {0x2081, "$_1$"},       {0x2082, "$_2$"},         {0x2083, "$_3$"},
+    {0x2084, "$_4$"},         {0x2085, "$_5$"},       {0x2086, "$_6$"},         {0x2087, "$_7$"},
+    {0x2088, "$_8$"},         {0x2089, "$_9$"},       {0x2190, "$\\leftarrow$"}, {0x2192, "$\\rightarrow$"},
+    {0x2193, "$\\downarrow$"}, {0x2202, "$\\partial$"}, {0x2207, "$\\nabla$"},  {0x2208, "$\\in$"},
+    {0x2211, "$\\Sigma$"},    {0x2212, "$-$"},        {0x221A, "$\\surd$"},     {0x221E, "$\\infty$"},
+    {0x2248, "$\\approx$"},   {0x2260, "$\\neq$"},    {0x2264, "$\\le$"},       {0x2265, "$\\ge$"},
+    {0x22C5, "$\\cdot$"},
+};
+
+// Combining accents after an ASCII letter (decomposed text: e + U+0301).
+constexpr Spelling k_combining[] = {
+    {0x0300, "\\`"}, {0x0301, "\\'"}, {0x0302, "\\^"}, {0x0303, "\\~"}, {0x0304, "\\="}, {0x0306, "\\u"},
+    {0x0307, "\\."}, {0x0308, "\\\""}, {0x030A, "\\r"}, {0x030B, "\\H"}, {0x030C, "\\v"}, {0x0327, "\\c"},
+};
+
+// The LaTeX for one code point outside ASCII; "?" when OT1 cannot draw it.
+std::string tex_code_point(char32_t code) {
+    if (code >= 0xA0 && code < 0x180) {
+        const std::string_view tex = k_latin[code - 0xA0];
+        return tex.empty() ? "?" : std::string(tex);
+    }
+    if (code >= 0x386 && code < 0x3CF) {
+        const std::string_view tex = k_greek[code - 0x386];
+        return tex.empty() ? "?" : "$" + std::string(tex) + "$";
+    }
+    for (const auto& [other, tex] : k_other) {
+        if (other == code) {
+            return tex;
+        }
+    }
+    return "?";
+}
+
+// Text-mode LaTeX for labels and prose, pure ASCII: the special characters
+// escaped, everything outside ASCII spelled as above, neighbouring math
+// joined into one formula ("$\alpha\beta$").
 std::string tex_escape(const std::string& text) {
-    static const std::pair<const char*, const char*> k_symbols[] = {
-        {"−∞", "$-\\infty$"}, {"∞", "$\\infty$"}, {"−", "$-$"},       {"·", "$\\cdot$"},  {"ᵀ", "$^{\\top}$"},
-        {"√", "$\\surd$"},    {"…", "\\ldots{}"}, {"×", "$\\times$"}, {"≤", "$\\le$"},    {"≥", "$\\ge$"},
-        {"Σ", "$\\Sigma$"},   {"₁", "$_1$"},      {"₂", "$_2$"},      {"₃", "$_3$"},      {"′", "$'$"},
-        {"—", "---"},         {"–", "--"},        {"“", "``"},        {"”", "''"},        {"’", "'"},
-        {"‘", "`"},
-    };
     std::string out;
+    bool math_open = false;  // out ends with a formula's closing "$"
+    const auto add = [&](const std::string& tex) {
+        const bool math = tex.size() > 2 && tex.front() == '$' && tex.back() == '$';
+        if (math && math_open) {
+            out.pop_back();
+            // "\alpha" then "o" must not read as the command \alphao
+            const bool letters = std::isalpha(static_cast<unsigned char>(out.back())) != 0 &&
+                                 std::isalpha(static_cast<unsigned char>(tex[1])) != 0;
+            out += (letters ? " " : "") + tex.substr(1);
+        } else {
+            out += tex;
+        }
+        math_open = math;
+    };
     std::size_t i = 0;
     while (i < text.size()) {
-        bool matched = false;
-        for (const auto& [from, to] : k_symbols) {
-            const std::string_view symbol(from);
-            if (text.compare(i, symbol.size(), symbol) == 0) {
-                out += to;
-                i += symbol.size();
-                matched = true;
-                break;
-            }
-        }
-        if (matched) {
-            continue;
-        }
         const auto byte = static_cast<unsigned char>(text[i]);
         if (byte < 0x80) {
+            // a letter followed by a combining accent: the accent macro around it
+            if (std::isalpha(byte) != 0 && i + 1 < text.size()) {
+                const auto [next, length] = decode_code_point(text, i + 1);
+                const auto accent = std::find_if(std::begin(k_combining), std::end(k_combining),
+                                                 [&](const Spelling& s) { return s.code == next; });
+                if (accent != std::end(k_combining)) {
+                    const std::string letter = text[i] == 'i' ? "\\i" : text[i] == 'j' ? "\\j" : std::string(1, text[i]);
+                    add(std::string(accent->tex) + "{" + letter + "}");
+                    i += 1 + length;
+                    continue;
+                }
+            }
             switch (text[i]) {
-                case '\\': out += "\\textbackslash{}"; break;
-                case '{': out += "\\{"; break;
-                case '}': out += "\\}"; break;
-                case '$': out += "\\$"; break;
-                case '&': out += "\\&"; break;
-                case '#': out += "\\#"; break;
-                case '%': out += "\\%"; break;
-                case '_': out += "\\_"; break;
-                case '^': out += "\\^{}"; break;
-                case '~': out += "\\~{}"; break;
-                case '<': out += "$<$"; break;
-                case '>': out += "$>$"; break;
-                case '|': out += "$|$"; break;
-                case '\n': case '\r': case '\t': out += ' '; break;
-                default:
-                    out += byte < 0x20 ? ' ' : text[i];
+                case '\\': add("\\textbackslash{}"); break;
+                case '{': add("\\{"); break;
+                case '}': add("\\}"); break;
+                case '$': add("\\$"); break;
+                case '&': add("\\&"); break;
+                case '#': add("\\#"); break;
+                case '%': add("\\%"); break;
+                case '_': add("\\_"); break;
+                case '^': add("\\^{}"); break;
+                case '~': add("\\~{}"); break;
+                case '<': add("$<$"); break;
+                case '>': add("$>$"); break;
+                case '|': add("$|$"); break;
+                default: add(std::string(1, byte < 0x20 || byte == 0x7F ? ' ' : text[i]));
             }
             ++i;
             continue;
         }
-        // one UTF-8 code point
-        std::size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
-        length = std::min(length, text.size() - i);
-        unsigned code = length == 2 ? ((byte & 0x1Fu) << 6) | (static_cast<unsigned char>(text[i + 1]) & 0x3Fu) : 0;
-        const bool latin = length == 2 && code >= 0xC0 && code <= 0x17F && code != 0xD7 && code != 0xF7;
-        out += latin ? text.substr(i, length) : "?";
+        const auto [code, length] = decode_code_point(text, i);
+        // "−∞" as one formula, so that the minus is unary
+        if (code == 0x2212 && i + length < text.size() && decode_code_point(text, i + length).first == 0x221E) {
+            add("$-\\infty$");
+            i += length + decode_code_point(text, i + length).second;
+            continue;
+        }
+        add(tex_code_point(code));
         i += length;
     }
     return out;
@@ -89,10 +222,14 @@ public:
     std::string label(const std::string& text) const override {
         return text == "…" || text == "..." ? "$\\vdots$" : tex_escape(text);
     }
+    // the gap among the columns runs across: ⋯ above the ⋯ of the cells
+    std::string col_label(const std::string& text) const override {
+        return text == "…" || text == "..." ? "$\\cdots$" : tex_escape(text);
+    }
     std::string number(const std::string& text) const override { return tex_number(text); }
 
     std::string begin(std::size_t n_cols) const override {
-        return "\\begin{center}\n\\begin{tabular}{l|" + std::string(n_cols, 'r') + "}\n";
+        return "\\begin{tabular}{l|" + std::string(n_cols, 'r') + "}\n";
     }
     std::string row(const std::string& label, const std::vector<std::string>& cells, int) const override {
         std::string line = label;
@@ -102,8 +239,151 @@ public:
         return line + " \\\\\n";
     }
     std::string divider(std::size_t, const std::vector<std::size_t>&) const override { return "\\hline\n"; }
-    std::string end() const override { return "\\end{tabular}\n\\end{center}\n"; }
+    std::string end() const override { return "\\end{tabular}\n"; }
 };
+
+// ── fitting wide tables to the page ─────────────────────────────────────────
+// The width of a tabular is estimated from Computer Modern's metrics (measured
+// with \settowidth): a digit is the unit, a math minus 1.56 digits, \cdots
+// 2.67, each printable ASCII character its own width. A table that is too
+// wide at \normalsize is set smaller with less space between the columns; one
+// still too wide at \scriptsize is cut into blocks of columns, each with the
+// row labels, so that it fits in any document without extra packages.
+
+// The line width the table must fit: the standalone document's (letter paper,
+// 2.5 cm margins), or for a fragment that of a default article, 345pt.
+constexpr double k_standalone_width = 472.0;
+constexpr double k_fragment_width = 345.0;
+
+struct TableSize {
+    const char* command;   // the font size, "" for \normalsize
+    double digit;          // a digit's width in pt
+    double tabcolsep;      // pt on each side of a column
+};
+constexpr TableSize k_sizes[] = {
+    {"", 5.0, 6.0}, {"\\small", 4.63, 4.0}, {"\\footnotesize", 4.25, 3.0}, {"\\scriptsize", 3.99, 2.0}};
+constexpr std::size_t k_block_size = 2;  // the size of tables cut into blocks: \footnotesize
+
+// cmr10's widths of the ASCII characters from the space to '~' as tex_escape
+// writes them, in digits (5pt), from \settowidth.
+constexpr double k_ascii_widths[] = {
+    0.67, 0.56, 1.00, 1.67, 1.00, 1.67, 1.56, 0.56, 0.78, 0.78, 1.00, 1.56, 0.56, 0.67, 0.56, 1.00,
+    1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 0.56, 0.56, 1.56, 1.56, 1.56, 0.94,
+    1.56, 1.50, 1.42, 1.44, 1.53, 1.36, 1.31, 1.57, 1.50, 0.72, 1.03, 1.56, 1.25, 1.83, 1.50, 1.56,
+    1.36, 1.56, 1.47, 1.11, 1.44, 1.50, 1.50, 2.06, 1.50, 1.50, 1.22, 0.56, 1.00, 0.56, 1.00, 0.72,
+    0.56, 1.00, 1.11, 0.89, 1.11, 0.89, 0.61, 1.00, 1.11, 0.56, 0.61, 1.06, 0.56, 1.67, 1.11, 1.00,
+    1.11, 1.06, 0.78, 0.79, 0.78, 1.11, 1.06, 1.44, 1.06, 1.06, 0.89, 1.00, 0.56, 1.00, 1.00,
+};
+static_assert(std::size(k_ascii_widths) == 0x7F - 0x20);
+
+// The width in digits of a label, or of a number set in math (number = true:
+// '-' is a minus sign).
+double width_in_digits(const std::string& text, bool number) {
+    if (text == "…" || text == "...") {
+        return 2.67;
+    }
+    double units = 0;
+    for (std::size_t i = 0; i < text.size();) {
+        const auto [code, length] = decode_code_point(text, i);
+        if (code == '-' && number) {
+            units += 1.56;
+        } else if (code >= 0x20 && code < 0x7F) {
+            units += k_ascii_widths[code - 0x20];
+        } else if (code == 0x2212) {
+            units += 1.56;  // −
+        } else if (code == 0x221E) {
+            units += 2.0;   // ∞
+        } else if (code == 0x2026) {
+            units += 2.67;  // …
+        } else {
+            units += 1.5;   // an accented letter, Greek, a symbol or "?": at most a capital's width
+        }
+        i += length;
+    }
+    return units;
+}
+
+struct ColumnWidths {
+    double labels = 0;            // the row-label column, in digits
+    std::vector<double> columns;  // each number column, in digits
+};
+
+ColumnWidths column_widths(const Table& table) {
+    ColumnWidths widths;
+    for (const auto& label : table.row_labels) {
+        widths.labels = std::max(widths.labels, width_in_digits(label, false));
+    }
+    for (std::size_t j = 0; j < table.col_labels.size(); ++j) {
+        double width = width_in_digits(table.col_labels[j], false);
+        for (const auto& row : table.cells) {
+            width = std::max(width, width_in_digits(row[j], true));
+        }
+        widths.columns.push_back(width);
+    }
+    return widths;
+}
+
+// The estimated width in pt of the columns [from, to) with the row labels.
+double tabular_width(const ColumnWidths& widths, std::size_t from, std::size_t to, const TableSize& size) {
+    double width = widths.labels * size.digit + 2 * size.tabcolsep + 0.4;  // 0.4pt: the rule after the labels
+    for (std::size_t j = from; j < to; ++j) {
+        width += widths.columns[j] * size.digit + 2 * size.tabcolsep;
+    }
+    return width;
+}
+
+// The columns [from, to) of a table, with all its rows.
+Table columns_of(const Table& table, std::size_t from, std::size_t to) {
+    Table part = table;
+    part.col_labels.assign(table.col_labels.begin() + static_cast<long>(from), table.col_labels.begin() + static_cast<long>(to));
+    for (std::size_t i = 0; i < table.cells.size(); ++i) {
+        part.cells[i].assign(table.cells[i].begin() + static_cast<long>(from), table.cells[i].begin() + static_cast<long>(to));
+        part.values[i].assign(table.values[i].begin() + static_cast<long>(from), table.values[i].begin() + static_cast<long>(to));
+    }
+    return part;
+}
+
+// The table in a center environment, set small enough to fit `line_width`,
+// or cut into blocks of columns when even \scriptsize is too wide.
+std::string fitted_table(const Table& table, double line_width) {
+    const ColumnWidths widths = column_widths(table);
+    const std::size_t n = widths.columns.size();
+    const double room = line_width - 2.0;  // a little slack for the estimate
+    std::size_t size = 0;
+    while (size + 1 < std::size(k_sizes) && tabular_width(widths, 0, n, k_sizes[size]) > room) {
+        ++size;
+    }
+    std::vector<std::pair<std::size_t, std::size_t>> blocks = {{0, n}};
+    if (tabular_width(widths, 0, n, k_sizes[size]) > room) {
+        // the fewest blocks of near-equal numbers of columns that each fit
+        size = k_block_size;
+        for (std::size_t count = 2; count <= n; ++count) {
+            blocks.clear();
+            bool fits = true;
+            for (std::size_t b = 0, from = 0; b < count; ++b) {
+                const std::size_t to = from + n / count + (b < n % count ? 1 : 0);
+                fits = fits && tabular_width(widths, from, to, k_sizes[size]) <= room;
+                blocks.emplace_back(from, to);
+                from = to;
+            }
+            if (fits) {
+                break;
+            }
+        }
+    }
+    std::string out = "\\begin{center}\n";
+    if (size > 0) {
+        char tabcolsep[64];
+        std::snprintf(tabcolsep, sizeof tabcolsep, "%gpt", k_sizes[size].tabcolsep);
+        out += std::string(k_sizes[size].command) + "\\setlength{\\tabcolsep}{" + tabcolsep + "}\n";
+    }
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        out += b == 0 ? "" : "\n\\medskip\n";
+        out += draw_table(blocks.size() == 1 ? table : columns_of(table, blocks[b].first, blocks[b].second),
+                          LatexSkin());
+    }
+    return out + "\\end{center}\n";
+}
 
 std::string joined_paragraphs(const std::string& text) {
     std::istringstream lines(text);
@@ -158,7 +438,7 @@ void render_latex(const Trace& trace, const RenderOptions& options, std::ostream
         if (!options.brief) {
             out << tex_escape(step->explanation) << "\n";
         }
-        out << draw_table(table, LatexSkin());
+        out << fitted_table(table, options.standalone ? k_standalone_width : k_fragment_width);
         if (!step->notes.empty()) {
             out << "\\begin{itemize}\n";
             for (const auto& note : step->notes) {

@@ -13,20 +13,21 @@ namespace {
 
 bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || (c & 0x80) != 0; }
 
+}  // namespace
+
 // Backslash-escapes what Markdown would read as markup: emphasis, code, HTML
 // tags (a token like <s> would otherwise strike the rest through), links,
-// table pipes and math dollars. An underscore inside a word (d_k) is left as
-// it is: GFM never reads it as emphasis.
-std::string md_escape(const std::string& text) {
+// table pipes, math dollars and heading marks. An underscore inside a word
+// (d_k) is left as it is: GFM never reads it as emphasis. Line breaks become
+// spaces, so that the text stays one heading, one table cell or one item.
+std::string markdown_escape(const std::string& text) {
+    const std::string line = one_line(text);
     std::string out;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        bool escape = std::string_view("\\`*<>[]|$&~").find(c) != std::string_view::npos;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        bool escape = std::string_view("\\`*<>[]|$&~#").find(c) != std::string_view::npos;
         if (c == '_') {
-            escape = i == 0 || i + 1 == text.size() || !is_word_char(text[i - 1]) || !is_word_char(text[i + 1]);
-        }
-        if (c == '#' && i == 0) {
-            escape = true;
+            escape = i == 0 || i + 1 == line.size() || !is_word_char(line[i - 1]) || !is_word_char(line[i + 1]);
         }
         if (escape) {
             out += '\\';
@@ -35,6 +36,8 @@ std::string md_escape(const std::string& text) {
     }
     return out;
 }
+
+namespace {
 
 // The lines of a paragraph joined with spaces; blank lines keep paragraphs apart.
 std::vector<std::string> paragraphs(const std::string& text) {
@@ -62,7 +65,7 @@ std::vector<std::string> paragraphs(const std::string& text) {
 // right-aligned.
 class MarkdownSkin : public TableSkin {
 public:
-    std::string label(const std::string& text) const override { return md_escape(text); }
+    std::string label(const std::string& text) const override { return markdown_escape(text); }
 
     std::string row(const std::string& label, const std::vector<std::string>& cells, int) const override {
         std::string line = "| " + label + " |";
@@ -86,10 +89,10 @@ public:
 void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out) {
     const auto symbols = [&](const std::string& text) { return options.ascii ? to_ascii(text) : text; };
     const std::string title = trace.title.empty() ? "Self-attention, step by step" : trace.title;
-    out << "# " << md_escape(symbols(title)) << "\n\n";
+    out << "# " << markdown_escape(symbols(title)) << "\n\n";
     if (!options.brief) {
         for (const auto& paragraph : paragraphs(trace.description)) {
-            out << md_escape(symbols(paragraph)) << "\n\n";
+            out << markdown_escape(symbols(paragraph)) << "\n\n";
         }
     }
     const Dims& d = trace.dims;
@@ -102,17 +105,17 @@ void render_markdown(const Trace& trace, const RenderOptions& options, std::ostr
         if (step->head != 0 && d.heads > 1) {
             heading += " · head " + std::to_string(step->head);
         }
-        out << "\n## " << md_escape(symbols(heading)) << " `" << step->id << "`\n\n";
+        out << "\n## " << markdown_escape(symbols(heading)) << " `" << step->id << "`\n\n";
         const Table table = build_table(*step, options);
         out << '$' << step->latex << "$ (" << table.shape << ")\n\n";
         if (!options.brief) {
-            out << md_escape(symbols(step->explanation)) << "\n\n";
+            out << markdown_escape(symbols(step->explanation)) << "\n\n";
         }
         out << draw_table(table, MarkdownSkin());
         if (!step->notes.empty()) {
             out << '\n';
             for (const auto& note : step->notes) {
-                out << "- " << md_escape(symbols(note)) << '\n';
+                out << "- " << markdown_escape(symbols(note)) << '\n';
             }
         }
     }

@@ -38,6 +38,11 @@ void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& 
 // Throws InputError when a panel is too large to draw.
 void render_svg(const Trace& trace, const RenderOptions& options, std::ostream& out);
 
+// Text for GitHub-flavoured Markdown, on one line: markup characters
+// backslash-escaped (emphasis, code, tags, links, pipes, dollars, #), line
+// breaks as spaces. Used by run and explain alike.
+std::string markdown_escape(const std::string& text);
+
 // Shortest decimal text that reads back as the same double ("-inf" for −∞).
 std::string round_trip(double value);
 

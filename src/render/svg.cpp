@@ -224,8 +224,14 @@ private:
         return bands;
     }
 
-    std::string label(const std::string& text) const {
-        return truncate_label(symbols(text), k_max_label_chars, m_options.ascii);
+    // The labels of one axis as drawn: cut to k_max_label_chars (whole with
+    // --full) without making two different labels look the same.
+    std::vector<std::string> labels(const std::vector<std::string>& texts) const {
+        std::vector<std::string> written;
+        for (const auto& text : texts) {
+            written.push_back(one_line(symbols(text)));
+        }
+        return shown_labels(written, k_max_label_chars, m_options.full, m_options.ascii);
     }
 
     std::string number(double value, bool whole) const {
@@ -247,12 +253,12 @@ private:
             g.cell = std::clamp(std::floor(480.0 / static_cast<double>(side)), 2.0, 24.0);
         }
         g.label_every = static_cast<arma::uword>(std::ceil(14.0 / g.cell));
-        for (const auto& text : step.row_labels) {
-            g.row_label_width = std::max(g.row_label_width, text_width(label(text), k_label_font) + 6);
+        for (const auto& text : labels(step.row_labels)) {
+            g.row_label_width = std::max(g.row_label_width, text_width(text, k_label_font) + 6);
         }
         double widest_col = 0;
-        for (const auto& text : step.col_labels) {
-            widest_col = std::max(widest_col, text_width(label(text), k_label_font));
+        for (const auto& text : labels(step.col_labels)) {
+            widest_col = std::max(widest_col, text_width(text, k_label_font));
         }
         g.rotate_cols = widest_col > g.cell * static_cast<double>(g.label_every) - 4;
         g.col_label_height = g.rotate_cols ? widest_col * 0.71 + 10 : k_label_font + 6;
@@ -283,8 +289,9 @@ private:
                 const std::string fill = std::isfinite(value) ? colour((value - band.low) / range) : "url(#blocked)";
                 out << "    <rect x=\"" << px(left + g.cell * static_cast<double>(j)) << "\" y=\""
                     << px(top + g.cell * static_cast<double>(i)) << "\" width=\"" << px(g.cell) << "\" height=\""
-                    << px(g.cell) << "\" fill=\"" << fill << "\"><title>" << xml_escape(step.row_labels[i]) << " → "
-                    << xml_escape(step.col_labels[j]) << ": " << xml_escape(number(value, whole))
+                    << px(g.cell) << "\" fill=\"" << fill << "\"><title>"
+                    << xml_escape(symbols(step.row_labels[i] + " → " + step.col_labels[j])) << ": "
+                    << xml_escape(number(value, whole))
                     << "</title></rect>\n";
             }
         }
@@ -305,20 +312,22 @@ private:
         }
 
         // row labels on the left, column labels on top
+        const std::vector<std::string> row_labels = labels(step.row_labels);
+        const std::vector<std::string> col_labels = labels(step.col_labels);
         out << "  <g font-size=\"" << px(k_label_font) << "\">\n";
         for (arma::uword i = 0; i < M.n_rows; i += g.label_every) {
             out << "    <text x=\"" << px(left - 6) << "\" y=\""
                 << px(top + g.cell * (static_cast<double>(i) + 0.5) + k_label_font * 0.35)
-                << "\" text-anchor=\"end\">" << xml_escape(label(step.row_labels[i])) << "</text>\n";
+                << "\" text-anchor=\"end\">" << xml_escape(row_labels[i]) << "</text>\n";
         }
         for (arma::uword j = 0; j < M.n_cols; j += g.label_every) {
             const double cx = left + g.cell * (static_cast<double>(j) + 0.5);
             if (g.rotate_cols) {
                 out << "    <text transform=\"translate(" << px(cx + 3) << ',' << px(top - 6)
-                    << ") rotate(-45)\">" << xml_escape(label(step.col_labels[j])) << "</text>\n";
+                    << ") rotate(-45)\">" << xml_escape(col_labels[j]) << "</text>\n";
             } else {
                 out << "    <text x=\"" << px(cx) << "\" y=\"" << px(top - 6) << "\" text-anchor=\"middle\">"
-                    << xml_escape(label(step.col_labels[j])) << "</text>\n";
+                    << xml_escape(col_labels[j]) << "</text>\n";
             }
         }
         out << "  </g>\n";

@@ -1,8 +1,10 @@
 #include "render/table.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 
 namespace qkv {
 
@@ -28,9 +30,13 @@ std::vector<arma::uword> kept_indices(arma::uword count, bool full) {
     return kept;
 }
 
+bool is_whole_number(double value) {
+    return std::isfinite(value) && std::floor(value) == value && std::fabs(value) <= k_whole_limit;
+}
+
 bool all_whole_numbers(const arma::mat& M) {
     for (const double value : M) {
-        if (std::isfinite(value) && (std::floor(value) != value || std::fabs(value) >= 1e15)) {
+        if (std::isfinite(value) && !is_whole_number(value)) {
             return false;
         }
     }
@@ -57,12 +63,123 @@ std::string format_number(double value, int precision, bool whole_numbers, bool 
     return text;
 }
 
+std::pair<char32_t, std::size_t> decode_code_point(const std::string& text, std::size_t at) {
+    const auto byte = static_cast<unsigned char>(text[at]);
+    const std::size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
+    if (length == 1 || at + length > text.size()) {
+        return {byte, 1};
+    }
+    char32_t code = byte & (0xFFu >> (length + 1));
+    for (std::size_t k = 1; k < length; ++k) {
+        const auto next = static_cast<unsigned char>(text[at + k]);
+        if ((next & 0xC0) != 0x80) {
+            return {byte, 1};
+        }
+        code = (code << 6) | (next & 0x3Fu);
+    }
+    return {code, length};
+}
+
+namespace {
+
+struct Range {
+    char32_t first;
+    char32_t last;
+};
+
+// East Asian Wide (W) and Fullwidth (F) blocks of Unicode's EastAsianWidth.txt,
+// merged into blocks: CJK, Hangul, kana, fullwidth forms and the emoji blocks.
+constexpr Range k_wide[] = {
+    {0x1100, 0x115F},   {0x231A, 0x231B},   {0x2329, 0x232A},   {0x23E9, 0x23EC},   {0x23F0, 0x23F0},
+    {0x23F3, 0x23F3},   {0x25FD, 0x25FE},   {0x2614, 0x2615},   {0x2648, 0x2653},   {0x267F, 0x267F},
+    {0x2693, 0x2693},   {0x26A1, 0x26A1},   {0x26AA, 0x26AB},   {0x26BD, 0x26BE},   {0x26C4, 0x26C5},
+    {0x26CE, 0x26CE},   {0x26D4, 0x26D4},   {0x26EA, 0x26EA},   {0x26F2, 0x26F3},   {0x26F5, 0x26F5},
+    {0x26FA, 0x26FA},   {0x26FD, 0x26FD},   {0x2705, 0x2705},   {0x270A, 0x270B},   {0x2728, 0x2728},
+    {0x274C, 0x274C},   {0x274E, 0x274E},   {0x2753, 0x2755},   {0x2757, 0x2757},   {0x2795, 0x2797},
+    {0x27B0, 0x27B0},   {0x27BF, 0x27BF},   {0x2B1B, 0x2B1C},   {0x2B50, 0x2B50},   {0x2B55, 0x2B55},
+    {0x2E80, 0x303E},   {0x3041, 0x33FF},   {0x3400, 0x4DBF},   {0x4E00, 0x9FFF},   {0xA000, 0xA4CF},
+    {0xA960, 0xA97F},   {0xAC00, 0xD7A3},   {0xF900, 0xFAFF},   {0xFE10, 0xFE19},   {0xFE30, 0xFE6F},
+    {0xFF00, 0xFF60},   {0xFFE0, 0xFFE6},   {0x16FE0, 0x16FE4}, {0x17000, 0x18CFF}, {0x1B000, 0x1B2FF},
+    {0x1F004, 0x1F004}, {0x1F0CF, 0x1F0CF}, {0x1F18E, 0x1F18E}, {0x1F191, 0x1F19A}, {0x1F200, 0x1F251},
+    {0x1F300, 0x1F320}, {0x1F32D, 0x1F335}, {0x1F337, 0x1F37C}, {0x1F37E, 0x1F393}, {0x1F3A0, 0x1F3CA},
+    {0x1F3CF, 0x1F3D3}, {0x1F3E0, 0x1F3F0}, {0x1F3F4, 0x1F3F4}, {0x1F3F8, 0x1F43E}, {0x1F440, 0x1F440},
+    {0x1F442, 0x1F4FC}, {0x1F4FF, 0x1F53D}, {0x1F54B, 0x1F54E}, {0x1F550, 0x1F567}, {0x1F57A, 0x1F57A},
+    {0x1F595, 0x1F596}, {0x1F5A4, 0x1F5A4}, {0x1F5FB, 0x1F64F}, {0x1F680, 0x1F6C5}, {0x1F6CC, 0x1F6CC},
+    {0x1F6D0, 0x1F6D2}, {0x1F6D5, 0x1F6D7}, {0x1F6EB, 0x1F6EC}, {0x1F6F4, 0x1F6FC}, {0x1F7E0, 0x1F7EB},
+    {0x1F90C, 0x1F93A}, {0x1F93C, 0x1F945}, {0x1F947, 0x1F9FF}, {0x1FA70, 0x1FAFF}, {0x20000, 0x2FFFD},
+    {0x30000, 0x3FFFD},
+};
+
+// Combining marks and zero-width characters: they take no column of their own.
+constexpr Range k_zero_width[] = {
+    {0x0300, 0x036F}, {0x0483, 0x0489}, {0x0591, 0x05BD}, {0x0610, 0x061A}, {0x064B, 0x065F},
+    {0x1AB0, 0x1AFF}, {0x1DC0, 0x1DFF}, {0x200B, 0x200F}, {0x202A, 0x202E}, {0x2060, 0x2064},
+    {0x20D0, 0x20FF}, {0xFE00, 0xFE0F}, {0xFE20, 0xFE2F}, {0xFEFF, 0xFEFF}, {0xE0100, 0xE01EF},
+};
+
+bool in_ranges(char32_t code, const Range* first, const Range* last) {
+    const Range* found = std::upper_bound(first, last, code, [](char32_t c, const Range& r) { return c < r.first; });
+    return found != first && code <= (found - 1)->last;
+}
+
+std::size_t code_point_width(char32_t code) {
+    if (code < 0x300) {
+        return 1;
+    }
+    if (in_ranges(code, std::begin(k_zero_width), std::end(k_zero_width))) {
+        return 0;
+    }
+    return in_ranges(code, std::begin(k_wide), std::end(k_wide)) ? 2 : 1;
+}
+
+// The longest start of `text` that fits in `width` columns (combining marks
+// stay with their letter).
+std::string fitting_start(const std::string& text, std::size_t width) {
+    std::size_t columns = 0;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const auto [code, length] = decode_code_point(text, i);
+        const std::size_t w = code_point_width(code);
+        if (columns + w > width) {
+            break;
+        }
+        columns += w;
+        i += length;
+    }
+    return text.substr(0, i);
+}
+
+// The longest end of `text` that fits in `width` columns.
+std::string fitting_end(const std::string& text, std::size_t width) {
+    std::vector<std::size_t> starts;
+    for (std::size_t i = 0; i < text.size(); i += decode_code_point(text, i).second) {
+        starts.push_back(i);
+    }
+    std::size_t columns = 0;
+    std::size_t from = text.size();
+    for (auto it = starts.rbegin(); it != starts.rend(); ++it) {
+        const std::size_t w = code_point_width(decode_code_point(text, *it).first);
+        if (columns + w > width) {
+            break;
+        }
+        columns += w;
+        from = *it;
+    }
+    // a combining mark cannot start the kept end: drop marks whose letter was cut
+    while (from < text.size() && code_point_width(decode_code_point(text, from).first) == 0) {
+        from += decode_code_point(text, from).second;
+    }
+    return text.substr(from);
+}
+
+}  // namespace
+
 std::size_t display_width(const std::string& text) {
     std::size_t width = 0;
-    for (const char c : text) {
-        if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) {
-            ++width;
-        }
+    for (std::size_t i = 0; i < text.size();) {
+        const auto [code, length] = decode_code_point(text, i);
+        width += code_point_width(code);
+        i += length;
     }
     return width;
 }
@@ -72,27 +189,65 @@ std::string truncate_label(const std::string& text, std::size_t width, bool asci
         return text;
     }
     const std::string ellipsis = ascii ? "..." : "…";
-    const std::size_t keep = width - display_width(ellipsis);
-    std::string result;
-    std::size_t columns = 0;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const bool starts = (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80;
-        if (starts && columns == keep) {
-            break;
-        }
-        columns += starts ? 1 : 0;
-        result += text[i];
+    return fitting_start(text, width - display_width(ellipsis)) + ellipsis;
+}
+
+std::string truncate_label_middle(const std::string& text, std::size_t width, bool ascii) {
+    if (display_width(text) <= width) {
+        return text;
     }
-    return result + ellipsis;
+    const std::string ellipsis = ascii ? "..." : "…";
+    const std::size_t keep = width - display_width(ellipsis);
+    const std::string start = fitting_start(text, (keep + 1) / 2);
+    return start + ellipsis + fitting_end(text, keep - display_width(start));
+}
+
+std::vector<std::string> shown_labels(const std::vector<std::string>& labels, std::size_t width, bool full,
+                                      bool ascii) {
+    if (full) {
+        return labels;
+    }
+    std::vector<std::string> shown;
+    for (const auto& label : labels) {
+        shown.push_back(truncate_label(label, width, ascii));
+    }
+    // labels that now read the same as a different one: first cut in the
+    // middle (names often differ at their end: layer_1, layer_2), then whole
+    const auto clash = [&](std::size_t i) {
+        for (std::size_t k = 0; k < labels.size(); ++k) {
+            if (shown[k] == shown[i] && labels[k] != labels[i]) {
+                return true;
+            }
+        }
+        return false;
+    };
+    for (int pass = 0; pass < 2; ++pass) {
+        std::vector<std::size_t> clashing;
+        for (std::size_t i = 0; i < labels.size(); ++i) {
+            if (clash(i)) {
+                clashing.push_back(i);
+            }
+        }
+        for (const auto i : clashing) {
+            shown[i] = pass == 0 ? truncate_label_middle(labels[i], width, ascii) : labels[i];
+        }
+    }
+    // a whole label may still read like a cut one ("ab…" written out): show every label whole
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+        if (clash(i)) {
+            return labels;
+        }
+    }
+    return shown;
 }
 
 std::string to_ascii(const std::string& text) {
     static const std::pair<const char*, const char*> k_replacements[] = {
         {"·", "*"}, {"ᵀ", "^T"}, {"√", "sqrt "}, {"−∞", "-inf"}, {"−", "-"}, {"∞", "inf"}, {"…", "..."},
-        {"×", "x"}, {"≤", "<="}, {"≥", ">="}, {"Σ", "sum"}, {"₁", "1"}, {"₂", "2"}, {"₃", "3"}, {"′", "'"},
+        {"×", "x"}, {"≤", "<="}, {"≥", ">="}, {"Σ", "sum"}, {"′", "'"},
         {"─", "-"}, {"│", "|"}, {"→", "->"}, {"↓", "v"}, {"←", "<-"}, {"═", "="}, {"“", "\""}, {"”", "\""}, {"’", "'"}, {"—", "-"}, {"–", "-"},
     };
-    std::string result = text;
+    std::string result = formula_text(text, true);
     for (const auto& [from, to] : k_replacements) {
         std::string::size_type at = 0;
         while ((at = result.find(from, at)) != std::string::npos) {
@@ -113,6 +268,57 @@ std::string to_ascii(const std::string& text) {
     return plain;
 }
 
+std::string formula_text(const std::string& formula, bool ascii) {
+    // the subscript digits ₀ … ₉ are U+2080 … U+2089: E2 82 80 … E2 82 89 in UTF-8
+    const auto subscript_at = [&](std::size_t i) {
+        return formula.compare(i, 2, "\xE2\x82") == 0 && i + 2 < formula.size() &&
+               static_cast<unsigned char>(formula[i + 2]) >= 0x80 && static_cast<unsigned char>(formula[i + 2]) <= 0x89;
+    };
+    const auto is_letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+    std::string out;
+    std::size_t i = 0;
+    while (i < formula.size()) {
+        if (ascii && subscript_at(i)) {
+            // a run of subscript digits: "_" then the digits
+            out += '_';
+            while (i < formula.size() && subscript_at(i)) {
+                out += static_cast<char>('0' + (static_cast<unsigned char>(formula[i + 2]) - 0x80));
+                i += 3;
+            }
+            continue;
+        }
+        if (!ascii && formula[i] == '_' && i > 0 && is_letter(formula[i - 1]) && i + 1 < formula.size() &&
+            std::isdigit(static_cast<unsigned char>(formula[i + 1])) != 0) {
+            std::size_t end = i + 1;
+            while (end < formula.size() && std::isdigit(static_cast<unsigned char>(formula[end])) != 0) {
+                ++end;
+            }
+            // "x_12" but not "x_1b": a subscript is the whole run of digits
+            if (end == formula.size() || (!is_letter(formula[end]) && formula[end] != '_')) {
+                for (std::size_t k = i + 1; k < end; ++k) {
+                    out += "\xE2\x82";
+                    out += static_cast<char>(0x80 + (formula[k] - '0'));
+                }
+                i = end;
+                continue;
+            }
+        }
+        out += formula[i];
+        ++i;
+    }
+    return out;
+}
+
+std::string one_line(const std::string& text) {
+    std::string out = text;
+    for (char& c : out) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
+            c = ' ';
+        }
+    }
+    return out;
+}
+
 Table build_table(const Step& step, const RenderOptions& options) {
     Table table;
     const arma::mat& M = step.values;
@@ -121,14 +327,25 @@ Table build_table(const Step& step, const RenderOptions& options) {
     const std::string gap = options.ascii ? "..." : "…";
     const auto rows = kept_indices(M.n_rows, options.full);
     const auto cols = kept_indices(M.n_cols, options.full);
-    const auto label = [&](const std::string& text) {
-        return truncate_label(options.ascii ? to_ascii(text) : text, k_max_label_width, options.ascii);
+    // the kept labels of one dimension, cut so that no two different ones look alike
+    const auto labels = [&](const std::vector<std::string>& all, const std::vector<arma::uword>& kept) {
+        std::vector<std::string> texts;
+        for (const auto k : kept) {
+            if (k != k_gap) {
+                texts.push_back(one_line(options.ascii ? to_ascii(all[k]) : all[k]));
+            }
+        }
+        texts = shown_labels(texts, k_max_label_width, options.full, options.ascii);
+        std::vector<std::string> result;
+        std::size_t next = 0;
+        for (const auto k : kept) {
+            result.push_back(k == k_gap ? gap : texts[next++]);
+        }
+        return result;
     };
-    for (const auto j : cols) {
-        table.col_labels.push_back(j == k_gap ? gap : label(step.col_labels[j]));
-    }
+    table.col_labels = labels(step.col_labels, cols);
+    table.row_labels = labels(step.row_labels, rows);
     for (const auto i : rows) {
-        table.row_labels.push_back(i == k_gap ? gap : label(step.row_labels[i]));
         table.row_maxima.push_back(i == k_gap || M.n_cols == 0 ? arma::datum::nan : M.row(i).max());
         std::vector<std::string> cells;
         std::vector<double> values;
@@ -170,7 +387,7 @@ std::string draw_table(const Table& table, const TableSkin& skin) {
     std::vector<std::string> col_labels;
     std::vector<std::size_t> widths;
     for (const auto& text : table.col_labels) {
-        col_labels.push_back(skin.label(text));
+        col_labels.push_back(skin.col_label(text));
         widths.push_back(display_width(col_labels.back()));
     }
     std::vector<std::vector<std::string>> cells;

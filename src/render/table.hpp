@@ -6,6 +6,7 @@
 #include "render/render.hpp"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace qkv {
@@ -29,6 +30,8 @@ class TableSkin {
 public:
     virtual ~TableSkin() = default;
     virtual std::string label(const std::string& text) const { return text; }
+    // A column label in the header; by default written like a row label.
+    virtual std::string col_label(const std::string& text) const { return label(text); }
     virtual std::string number(const std::string& text) const { return text; }
     // The corner above the row labels.
     virtual std::string corner() const { return ""; }
@@ -47,19 +50,52 @@ std::string draw_table(const Table& table, const TableSkin& skin);
 inline constexpr arma::uword k_gap = static_cast<arma::uword>(-1);
 std::vector<arma::uword> kept_indices(arma::uword count, bool full);
 
+// Whole numbers print without decimals up to 2^53: every integer of that
+// magnitude is exact in a double, so 1e15 prints as 1000000000000000; above it
+// a double cannot tell neighbouring integers apart, and the matrix prints with
+// decimals like any other.
+inline constexpr double k_whole_limit = 9007199254740992.0;  // 2^53
+bool is_whole_number(double value);  // finite, integral and |value| <= k_whole_limit
+// Every finite entry a whole number (−∞ does not count against it).
+bool all_whole_numbers(const arma::mat& M);
+
 // Formats one number: whole-number matrices without decimals, −∞ as "−∞"
 // (or "-inf" with ascii), no "-0".
 std::string format_number(double value, int precision, bool whole_numbers, bool ascii);
-bool all_whole_numbers(const arma::mat& M);
 
-// Replaces the symbols qkv uses (·, ᵀ, √, −∞, …, ×) by ASCII spellings.
+// Replaces the symbols qkv uses (·, ᵀ, √, −∞, …, ×) by ASCII spellings;
+// subscript digits become "_" and the digits (Z₁ → Z_1).
 std::string to_ascii(const std::string& text);
+
+// A formula for the text format: "Z_2" written with subscript digits (Z₂),
+// so that "[Z₁ … Z_2]" reads [Z₁ … Z₂]; with ascii every subscript is "_N".
+std::string formula_text(const std::string& formula, bool ascii);
+
+// Line breaks, tabs and other control characters as spaces, for text that
+// must stay on one line (headings, table labels).
+std::string one_line(const std::string& text);
 
 Table build_table(const Step& step, const RenderOptions& options);
 
-// Display width in terminal columns (code points; every code point counts 1).
+// One UTF-8 code point at text[at]: its value and its length in bytes (a
+// stray byte that starts no code point is read as itself, one byte long).
+std::pair<char32_t, std::size_t> decode_code_point(const std::string& text, std::size_t at);
+
+// Display width in terminal columns: East Asian wide and fullwidth characters
+// (CJK, Hangul, fullwidth forms, most emoji) count 2, combining marks and
+// zero-width characters 0, every other code point 1.
 std::size_t display_width(const std::string& text);
 // Cut to at most `width` columns, ending in "…" (or "..." with ascii) when cut.
 std::string truncate_label(const std::string& text, std::size_t width, bool ascii);
+// Cut to at most `width` columns keeping the start and the end, "…" between
+// them: "transformer_layer_1" → "transfor…layer_1".
+std::string truncate_label_middle(const std::string& text, std::size_t width, bool ascii);
+
+// The labels of one dimension of a table as shown: whole with --full;
+// otherwise cut to `width` columns, from the end, or in the middle where two
+// different labels would otherwise look the same, or left whole when even
+// that does not tell them apart. Distinct labels never become identical.
+std::vector<std::string> shown_labels(const std::vector<std::string>& labels, std::size_t width, bool full,
+                                      bool ascii);
 
 }  // namespace qkv

@@ -104,7 +104,7 @@ public:
     }
 
     void header(const Trace& trace) {
-        const std::string title = trace.title.empty() ? "Self-attention, step by step" : trace.title;
+        const std::string title = one_line(trace.title.empty() ? "Self-attention, step by step" : trace.title);
         m_out << styled(symbols(title), k_bold) << '\n';
         m_out << std::string(display_width(symbols(title)), '=') << '\n';
         if (!m_options.brief && !trace.description.empty()) {
@@ -132,7 +132,8 @@ public:
         heading += "  [" + step.id + "]";
         m_out << '\n' << styled(symbols(heading), k_heading) << '\n';
         const Table table = build_table(step, m_options);
-        m_out << "  " << symbols(step.formula) << "    (" << table.shape << ")\n";
+        // subscripts written one way: [Z₁ … Z₂], or [Z_1 ... Z_2] with --ascii
+        m_out << "  " << symbols(formula_text(step.formula, m_options.ascii)) << "    (" << table.shape << ")\n";
         if (!m_options.brief) {
             wrapped(step.explanation, "  ");
         }

@@ -363,3 +363,45 @@ TEST_CASE("SIGINT during a run with -o leaves no output file and no temporary fi
         CHECK(folder.names() == std::vector<std::string>{"big.yaml"});
     }
 }
+
+TEST_CASE("a file with more values than the limit is refused while it is read, not after", "[bad][limits]") {
+    // 1,200,000 one-number lines: past the limit of 1,048,576 values, which the
+    // event pass counts before any tree is built
+    std::string input = "inputs:\n";
+    for (int i = 0; i < 1200000; ++i) {
+        input += "- 1\n";
+    }
+    const CliResult result = run_qkv({"run", "-"}, input);
+    CHECK(result.status == 2);
+    CHECK(result.out.empty());
+    CHECK(result.err.rfind("qkv: error: <stdin>:", 0) == 0);
+    CHECK(result.err.find("the document holds more than 1048576 values") != std::string::npos);
+    CHECK(result.err.find("hint: write a large matrix as {file: m.csv}") != std::string::npos);
+}
+
+TEST_CASE("lines ended by a lone carriage return read like any other lines", "[bad][yaml]") {
+    const std::string input = "inputs: [[1, 0], [0, 1]]\rweights:\r  query: [[1], [1]]\r  key: [[1], [1]]\r"
+                              "  value: [[2], [3]]\rscale: none\r";
+    const CliResult result = run_qkv({"run", "-", "-f", "csv", "-s", "head_output"}, input);
+    INFO(result.err);
+    CHECK(result.status == 0);
+    // both tokens attend equally (scores 1 and 1), so each output is (2 + 3) / 2
+    CHECK(result.out.find("head_output,1,1,1,x1,d1,2.5") != std::string::npos);
+    CHECK(result.out.find("head_output,1,2,1,x2,d1,2.5") != std::string::npos);
+}
+
+TEST_CASE("the memory estimate counts only the n × m matrices that will be kept", "[bad][limits]") {
+    // 4096 tokens and 16 heads: keeping the scores and weights of every head
+    // would take 16 · 2 · 4096² doubles (4 GiB and more); the output alone needs little
+    const std::string input = "inputs: {random: {rows: 4096, cols: 64, seed: 1}}\nheads: 16\nweights:\n"
+                              "  query: {random: {rows: 64, cols: 64, seed: 2}}\n"
+                              "  key: {random: {rows: 64, cols: 64, seed: 3}}\n"
+                              "  value: {random: {rows: 64, cols: 64, seed: 4}}\n";
+    const CliResult all = run_qkv({"run", "-", "-f", "csv", "-s", "scores,weights"}, input);
+    CHECK(all.status == 2);
+    CHECK(all.err.find("the computation needs about") != std::string::npos);
+    const CliResult output = run_qkv({"run", "-", "-f", "csv", "-s", "output"}, input);
+    INFO(output.err);
+    CHECK(output.status == 0);
+    CHECK(output.out.rfind("step,head,row,col,row_label,col_label,value\noutput,,1,1,", 0) == 0);
+}

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <memory>
 
 using namespace qkv;
@@ -565,7 +566,7 @@ TEST_CASE("bad answer files are input errors with their position", "[check][erro
     require_answer_error(two_heads(), "scores: [[1, 2, 3]]\n", "scores is a per-head step, and this example has 2 heads");
     require_answer_error(two_heads(), "heads: [{output: [[1]]}]\n", "heads[1].output is not a per-head step");
     require_answer_error(illustrated(), "masked_scores: [[1]]\n", "this example has no step masked_scores");
-    require_answer_error(illustrated(), "scores: [[1, 2, 3], [1, 2]]\n", "scores row 2 has 2 numbers; the first row has 3");
+    require_answer_error(illustrated(), "scores: [[1, 2, 3], [1, 2]]\n", "answers.yaml:1:21: scores row 2 has 2 numbers; the first row has 3 (scores is 3 × 3)");
     require_answer_error(illustrated(), "scores: 4\n", "scores is \"4\"; expected a list of rows");
     require_answer_error(illustrated(), "scores: [[1, 2, 3], 4]\n", "scores row 2 is \"4\"; expected a list of numbers or ~");
     require_answer_error(illustrated(), "scores: [~, ~, ~]\n", "holds no answered cells");
@@ -594,4 +595,119 @@ TEST_CASE("answers read blocked cells as -inf, and a single row as a flat list",
     const StepAnswer& output = answers.steps[1];
     CHECK(output.n_rows == 1);
     CHECK(output.n_cols == 3);
+}
+
+// ── QA fixes: heads averaged, evidence, ragged rows, non-finite answers, --steps ──
+
+TEST_CASE("heads averaged instead of concatenated is named without the head outputs", "[check][diagnosis]") {
+    // the two-heads homework's head outputs at two decimals (its right.yaml), Z_1 = [[2.31, 0.93], [2.00, 0.80],
+    // [2.33, 0.96]] and Z_2 = [[0.75, 2.26], [0.97, 2.46], [0.98, 2.64]], averaged by hand: (0.93 + 2.26) / 2 = 1.595
+    // is written 1.60 and (2.33 + 0.98) / 2 = 1.655 is written 1.66, where the exact average gives 1.5905 and 1.6537
+    const std::string averaged = "[[1.53, 1.60], [1.49, 1.63], [1.66, 1.80]]";
+    for (const std::string id : {"concat", "output"}) {
+        CAPTURE(id);
+        const auto checked = check_yaml(two_heads(), id + ": " + averaged + "\n");
+        const StepCheck& step = checked->step(id, 0);
+        CHECK_FALSE(step.shape_ok);
+        CHECK(step.cells.empty());
+        CHECK_FALSE(checked->report.correct());
+        REQUIRE(step.diagnosis.has_value());
+        CHECK(step.diagnosis->key == "heads_averaged");
+        CHECK(step.diagnosis->carried.empty());
+    }
+    // head 1's written head output is wrong in row 1, but the average is of the true head outputs
+    // (the head outputs of `qkv run -p 10` averaged by hand: [1.533017, 1.590458], [1.485648, 1.629584],
+    // [1.653725, 1.799857])
+    const auto own_wrong = check_yaml(two_heads(), R"(
+heads: [{head_output: [[9, 9], ~, ~]}]
+concat: [[1.53, 1.59], [1.49, 1.63], [1.65, 1.80]]
+)");
+    REQUIRE(own_wrong->step("concat", 0).diagnosis.has_value());
+    CHECK(own_wrong->step("concat", 0).diagnosis->key == "heads_averaged");
+    // one number is not enough to tell
+    CHECK_FALSE(check_yaml(two_heads(), "concat: [[1.53, ~], ~, ~]\n")->step("concat", 0).diagnosis.has_value());
+}
+
+TEST_CASE("the concatenation is written [Z_1 … Z_H] in the diagnosis", "[check][diagnosis]") {
+    const auto checked = check_yaml(two_heads(), "concat: [[1.53, 1.60], [1.49, 1.63], [1.66, 1.80]]\n");
+    const auto& diagnosis = checked->step("concat", 0).diagnosis;
+    REQUIRE(diagnosis.has_value());
+    CHECK_THAT(diagnosis->correct, Contains("concat = [Z_1 … Z_2]"));
+    CHECK(diagnosis->correct.find("Z₁") == std::string::npos);
+}
+
+TEST_CASE("a mistake is named only on the evidence of at least two wrong cells", "[check][diagnosis]") {
+    // three-words homework (right.yaml): queries row 1 = [2, 1, 1], keys = X·W_K = [[0, 1, 1], [1, 0, 2], ...];
+    // scores row 1 = [2, 4, 7], scaled by √3: [1.15, 2.31, 4.04]
+    SECTION("one wrong cell is a slip, whatever mistake it happens to fit") {
+        // 0 is keys[1,1], and 2 the unscaled scores[1,1]
+        CHECK_FALSE(check_yaml(three_words(), "queries: [[0, ~, ~], ~, ~]\n")->step("queries").diagnosis.has_value());
+        CHECK_FALSE(
+            check_yaml(three_words(), "scaled_scores: [[2, ~, ~], ~, ~]\n")->step("scaled_scores").diagnosis.has_value());
+        // [0, 1, 1] is all of keys row 1, but only its first number is wrong for queries row 1
+        CHECK_FALSE(check_yaml(three_words(), "queries: [[0, 1, 1], ~, ~]\n")->step("queries").diagnosis.has_value());
+    }
+    SECTION("two wrong cells that the mistake explains are enough") {
+        const auto swapped = check_yaml(three_words(), "queries: [[0, 1, 1], [1, 0, 2], ~]\n");
+        REQUIRE(swapped->step("queries").diagnosis.has_value());
+        CHECK(swapped->step("queries").diagnosis->key == "weights_swapped");
+        const auto unscaled = check_yaml(three_words(), "scaled_scores: [[2, 4, ~], ~, ~]\n");
+        REQUIRE(unscaled->step("scaled_scores").diagnosis.has_value());
+        CHECK(unscaled->step("scaled_scores").diagnosis->key == "scaling_forgotten");
+    }
+}
+
+TEST_CASE("ragged answer rows blame the rows that differ from the step's shape", "[check][errors]") {
+    // three-words scores are 3 × 3: row 1 is short, rows 2 and 3 are fine although they differ from row 1
+    const Trace trace = test::compute_text(three_words());
+    try {
+        answers_from("scores: [[2, 4], [2, 1, 6], [3, 5, 6]]\n", trace);
+        FAIL("no error for ragged rows");
+    } catch (const InputError& error) {
+        REQUIRE(error.diagnostics().size() == 1);
+        // "scores: [" is 9 characters: row 1 starts at column 10
+        CHECK_THAT(format_where_what(error.diagnostics().front()),
+                   Contains("answers.yaml:1:10: scores row 1 has 2 numbers; expected 3 (scores is 3 × 3)"));
+    }
+    // rows of one and the same wrong length are a wrong answer, not an input error
+    CHECK_FALSE(check_yaml(three_words(), "scores: [[2, 4], [2, 1], [3, 5]]\n")->step("scores").shape_ok);
+}
+
+TEST_CASE("non-finite answers are input errors, but -inf is a blocked score", "[check][errors]") {
+    for (const std::string number : {"1e400", "-1e400", "inf", ".inf", "+.inf", "∞"}) {
+        CAPTURE(number);
+        require_answer_error(three_words(), "scores: [[" + number + ", 4, 7], ~, ~]\n",
+                             "answers.yaml:1:11: scores[1,1] is \"" + number + "\"; expected a finite number");
+    }
+    const Trace trace = test::compute_text(three_words());
+    for (const std::string number : {"-inf", "-.inf", "−∞"}) {
+        CAPTURE(number);
+        const Answers answers = answers_from("masked_scores: [[1.15, " + number + ", -inf], ~, ~]\n", trace);
+        CHECK(answers.steps.front().at(0, 1).value == -std::numeric_limits<double>::infinity());
+    }
+}
+
+TEST_CASE("answers left out of a report give no follow-through credit", "[check]") {
+    // two-heads mistake-w-x: head 1's queries, keys and values are X·Wᵀ, and the scores follow from them
+    const auto checked = check_yaml(two_heads(), test::read_repo_file("examples/homework/two-heads/mistake-w-x.yaml"));
+    // the true scores of head 1 are [[1, 3, 4], [0, 1, 1], [1, 4, 5]] (right.yaml): the diagonal agrees, the rest follows
+    CHECK(checked->step("scores").count(Verdict::right) == 3);
+    CHECK(checked->step("scores").count(Verdict::consistent) == 6);
+    CHECK(checked->step("scores").count(Verdict::wrong) == 0);
+    CheckReport narrowed = checked->report;
+    // what qkv check --steps scores does: keep only the scores
+    std::erase_if(narrowed.steps, [](const StepCheck& step) { return step.answer->id != "scores"; });
+    REQUIRE(narrowed.steps.size() == 1);
+    CHECK_FALSE(narrowed.correct());
+    REQUIRE(narrowed.first_mistake() == &narrowed.steps.front());
+    const CheckReport regraded = narrowed.regraded();
+    REQUIRE(regraded.steps.size() == 1);
+    const StepCheck& scores = regraded.steps.front();
+    CHECK(scores.count(Verdict::consistent) == 0);
+    CHECK(scores.count(Verdict::right) == 3);
+    CHECK(scores.count(Verdict::wrong) == 6);
+    CHECK(scores.diagnosis.has_value());
+    // the whole report is unchanged by regrading
+    CHECK(checked->report.regraded().steps.size() == checked->report.steps.size());
+    CHECK_FALSE(checked->report.correct());
 }

@@ -328,3 +328,87 @@ TEST_CASE("bad input to check is exit 2 with the one-line error", "[cli][check][
     require_input_error(run_qkv({"check"}), "file is required");
     require_input_error(run_qkv({"check", "illustrated", "--answers", "-"}, "answers: [[1, 2]\n"), "<stdin>:");
 }
+
+// ── QA fixes ────────────────────────────────────────────────────────────────
+
+TEST_CASE("check names heads averaged from a concat answer alone", "[cli][check]") {
+    // the two-heads head outputs at two decimals (right.yaml) averaged by hand: see test_check.cpp
+    const auto result = run_in_repo({"check", "examples/homework/two-heads/model.yaml", "--answers", "-"},
+                                    "concat: [[1.53, 1.60], [1.49, 1.63], [1.66, 1.80]]\n");
+    CHECK(result.status == 1);
+    CHECK(result.err.empty());
+    CHECK(result.out.find("Your answer is 3 × 2; concat is 3 × 4.") != std::string::npos);
+    CHECK(result.out.find("Mistake: The heads were averaged instead of concatenated.") != std::string::npos);
+    // one notation for the heads: subscripts in the text report, as in `qkv run`
+    CHECK(result.out.find("Correct: concat = [Z₁ … Z₂]") != std::string::npos);
+    const auto ascii = run_in_repo({"check", "examples/homework/two-heads/model.yaml", "--answers", "-", "--ascii"},
+                                   "concat: [[1.53, 1.60], [1.49, 1.63], [1.66, 1.80]]\n");
+    CHECK(ascii.out.find("Correct: concat = [Z_1 ... Z_2]") != std::string::npos);
+}
+
+TEST_CASE("the true value of a wrong cell has more decimals than the answer", "[cli][check]") {
+    // weights[2,1] of the three-words homework is 0.64045748 (`qkv run -p 8`): 0.64049 is wrong at 5 decimals,
+    // and the true value must not be shown as 0.6405, which would not round to 0.64046
+    const auto result = run_in_repo({"check", "examples/homework/three-words/model.yaml", "--answers", "-"},
+                                    "weights: [[1, 0, 0], [0.64049, 0.4, 0], ~]\n");
+    CHECK(result.status == 1);
+    CHECK(result.out.find("weights[2,1]: you wrote 0.64049; the true value 0.640457 rounds to 0.64046.") !=
+          std::string::npos);
+    CHECK(result.out.find("0.6405 rounds") == std::string::npos);
+}
+
+TEST_CASE("the legend says where the true value of a wrong cell is, as the cells show it", "[cli][check]") {
+    const std::vector<std::string> args = {"check", "examples/homework/three-words/model.yaml", "--answers",
+                                           "examples/homework/three-words/mistake-mask-zero.yaml"};
+    const auto text = run_in_repo(args);
+    CHECK(text.out.find("the true value in brackets") != std::string::npos);
+    CHECK(text.out.find("0 ✗ [−∞]") != std::string::npos);
+    auto markdown_args = args;
+    markdown_args.insert(markdown_args.end(), {"-f", "markdown"});
+    const auto markdown = run_in_repo(markdown_args);
+    CHECK(markdown.out.find("the true value in parentheses") != std::string::npos);
+    CHECK(markdown.out.find("0 ✗ (−∞)") != std::string::npos);
+    CHECK(markdown.out.find("brackets") == std::string::npos);
+}
+
+TEST_CASE("with --steps no answer gets credit for following from an answer left out", "[cli][check][json]") {
+    // mistake-w-x: the scores follow from head 1's wrong projections; graded alone they are wrong
+    const auto result = run_in_repo({"check", "examples/homework/two-heads/model.yaml", "--answers",
+                                     "examples/homework/two-heads/mistake-w-x.yaml", "-s", "scores", "-f", "json"});
+    CHECK(result.status == 1);
+    const auto doc = nlohmann::json::parse(result.out);
+    CHECK(doc["correct"] == false);
+    CHECK(doc["first_mistake"] == "scores");
+    REQUIRE(doc["steps"].size() == 1);
+    for (const auto& cell : doc["steps"][0]["cells"]) {
+        CHECK(cell["verdict"] != "consistent");
+    }
+    // every step of the same file: the scores follow from the projections, and the projections are the mistake
+    const auto all = nlohmann::json::parse(run_in_repo({"check", "examples/homework/two-heads/model.yaml", "--answers",
+                                                        "examples/homework/two-heads/mistake-w-x.yaml", "-f", "json"})
+                                               .out);
+    CHECK(all["first_mistake"] == "queries");
+    const auto text = run_in_repo({"check", "examples/homework/two-heads/model.yaml", "--answers",
+                                   "examples/homework/two-heads/mistake-w-x.yaml", "-s", "scores"});
+    CHECK(text.status == 1);
+    CHECK(text.out.find("First mistake: scores (head 1).") != std::string::npos);
+}
+
+TEST_CASE("bad answer numbers and ragged rows are exit 2 with their position", "[cli][check][errors]") {
+    const std::string model = "examples/homework/three-words/model.yaml";
+    // "scores: [" is 9 characters: row 1 starts at column 10, its first number at 11
+    const auto ragged = run_in_repo({"check", model, "--answers", "-"}, "scores: [[2, 4], [2, 1, 6], [3, 5, 6]]\n");
+    require_input_error(ragged, "qkv: error: <stdin>:1:10: scores row 1 has 2 numbers; expected 3 (scores is 3 × 3)");
+    CHECK(ragged.err.find("row 2") == std::string::npos);
+    CHECK(ragged.err.find("row 3") == std::string::npos);
+    for (const std::string number : {"1e400", "inf", ".inf"}) {
+        CAPTURE(number);
+        const auto result = run_in_repo({"check", model, "--answers", "-"}, "scores: [[" + number + ", 4, 7], ~, ~]\n");
+        require_input_error(result, "qkv: error: <stdin>:1:11: scores[1,1] is \"" + number +
+                                        "\"; expected a finite number");
+        CHECK(result.err.find("\n  hint: ") != std::string::npos);
+    }
+    // a blocked score is still -inf
+    const auto blocked = run_in_repo({"check", model, "--answers", "-"}, "masked_scores: [[1.15, -inf, -inf], ~, ~]\n");
+    CHECK(blocked.status == 0);
+}

@@ -10,7 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 
 using qkv::CellRef;
@@ -287,7 +291,100 @@ TEST_CASE("cells outside the example name the valid ranges", "[explain]") {
     CHECK(error_of("weights[1,1]@3") ==
           "cell weights[1,1]@3: head 3 does not exist; this example has 2 heads | heads are numbered @1 to @2");
     CHECK(error_of("masked_scores[1,1]").find("this example has no masked_scores step") != std::string::npos);
-    CHECK(error_of("output[1]@3").find("head 3 does not exist") != std::string::npos);
+    CHECK(error_of("weights[1]@3").find("head 3 does not exist") != std::string::npos);
+}
+
+TEST_CASE("a step the example lacks is named with the example's steps, each once", "[explain]") {
+    const auto model = builtin_model("two-heads");
+    try {
+        explain(model, "masked_scores[1,1]");
+        FAIL("no error");
+    } catch (const qkv::InputError& error) {
+        CHECK(error.diagnostics().front().hint == "its steps are inputs, queries, keys, values, scores, scaled_scores, "
+                                                  "weights, head_output, concat, output");
+    }
+}
+
+TEST_CASE("@HEAD on a step that is not per head is an error naming the per-head steps", "[explain]") {
+    const auto model = builtin_model("two-heads");
+    const auto error_of = [&](const std::string& cell) {
+        try {
+            explain(model, cell);
+        } catch (const qkv::InputError& error) {
+            return error.diagnostics().front().what + " | " + error.diagnostics().front().hint;
+        }
+        return std::string("no error");
+    };
+    CHECK(error_of("inputs[1,1]@2") == "cell inputs[1,1]@2: inputs is not per head, so it takes no @HEAD | leave out "
+                                       "@2; the steps per head are queries, keys, values, scores, scaled_scores, "
+                                       "weights, head_output");
+    CHECK(error_of("output[1]@1").find("output is not per head") != std::string::npos);
+    CHECK(error_of("concat[1]@3").find("concat is not per head") != std::string::npos);
+    // without @HEAD, and on the steps per head, nothing changes
+    CHECK(error_of("inputs[1,1]") == "no error");
+    CHECK(error_of("weights[1,1]@2") == "no error");
+    CHECK(error_of("scores[1]@1") == "no error");
+
+    qkv::test::require_input_error(run_qkv({"explain", "two-heads", "inputs[1,1]@2"}),
+                                   "cell inputs[1,1]@2: inputs is not per head");
+}
+
+TEST_CASE("a row, column or head written as 0 is reported with the valid ranges", "[explain]") {
+    const auto error_of = [](const std::string& example, const std::string& cell) {
+        const auto result = run_qkv({"explain", example, cell});
+        qkv::test::require_input_error(result, "counts from 0");
+        return result.err;
+    };
+    // illustrated: 3 inputs, so scores is 3 × 3 (the article's three inputs); one head
+    CHECK(error_of("illustrated", "scores[0,1]") ==
+          "qkv: error: cell scores[0,1] counts from 0; scores has 3 rows and 3 columns, numbered from 1 as in a_ij\n"
+          "  hint: valid cells: scores[ROW,COL] with ROW 1 to 3 and COL 1 to 3, or scores[ROW] for a whole row\n");
+    CHECK(error_of("illustrated", "scores[1,0]").find("ROW 1 to 3 and COL 1 to 3") != std::string::npos);
+    CHECK(error_of("illustrated", "scores[1,2]@0") ==
+          "qkv: error: cell scores[1,2]@0 counts from 0; heads are numbered from 1, and this example has 1 head\n"
+          "  hint: leave out @HEAD: there is only head 1\n");
+    CHECK(error_of("two-heads", "scores[1,2]@0").find("hint: heads are numbered @1 to @2") != std::string::npos);
+    CHECK(error_of("two-heads", "values[0]").find("values has 3 rows and 2 columns") != std::string::npos);
+    // parsing alone, as lessons do, still refuses 0
+    CHECK_THROWS_AS(qkv::parse_cell("scores[0,1]"), qkv::InputError);
+    CHECK(qkv::parse_cell("scores[0,1]", true).from_zero);
+}
+
+TEST_CASE("explain's Markdown escapes labels in headings and fences the working safely", "[explain][cli]") {
+    // masked: token 1 is "<s>", which pandoc would otherwise read as a strike-through tag
+    const auto result = run_qkv({"explain", "masked", "weights[1]", "-f", "markdown"});
+    REQUIRE(result.status == 0);
+    CHECK(result.out.rfind("### weights[1] = [1, 0, 0, 0]    (Attention weights, row 1 \"\\<s\\>\")\n", 0) == 0);
+    const auto html = qkv::test::run_qkv({"explain", "masked", "weights[1]", "-f", "markdown"});
+    // the heading through pandoc: the label as text, no tag
+    char name[] = "/tmp/qkv-explain-XXXXXX";
+    const int fd = mkstemp(name);
+    REQUIRE(fd >= 0);
+    close(fd);
+    std::ofstream(name) << html.out;
+    FILE* pipe = popen(("pandoc -f gfm -t html " + std::string(name)).c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string converted;
+    char buffer[4096];
+    for (std::size_t got = 0; (got = fread(buffer, 1, sizeof buffer, pipe)) > 0;) {
+        converted.append(buffer, got);
+    }
+    CHECK(pclose(pipe) == 0);
+    std::remove(name);
+    CHECK(converted.find("row 1 \"&lt;s&gt;\")</h3>") != std::string::npos);
+    CHECK(converted.find("<s>") == std::string::npos);
+
+    // a label holding ``` gets a longer fence, so that the block stays whole
+    const std::string yaml = R"(
+tokens: ['```', b]
+inputs: [[1, 0], [0, 1]]
+weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]], value: [[1, 0], [0, 1]]}
+)";
+    const auto fenced = run_qkv({"explain", "-", "weights[1,1]", "-f", "markdown"}, yaml);
+    REQUIRE(fenced.status == 0);
+    CHECK(fenced.out.find("\n````text\n") != std::string::npos);
+    CHECK(fenced.out.find("\n````\n") != std::string::npos);
+    CHECK(fenced.out.find("(Attention weights, row 1 \"\\`\\`\\`\", column 1 \"\\`\\`\\`\")") != std::string::npos);
 }
 
 TEST_CASE("every cell of every built-in example is explained and agrees with the trace", "[explain]") {

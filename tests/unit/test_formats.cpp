@@ -4,6 +4,7 @@
 // (texlive-latex-base, texlive-latex-recommended), xmllint (libxml2-utils) and
 // Debian's python3, as ./bootstrap installs them.
 #include "builtin/builtin.hpp"
+#include "render/table.hpp"
 #include "support.hpp"
 
 #include <unistd.h>
@@ -351,4 +352,253 @@ TEST_CASE("the heads of a step share its number, so concat is step 9 with any nu
     CHECK(text.find("Step 10 · Output") != std::string::npos);
     const std::string markdown = run_ok({"run", "two-heads", "-f", "markdown", "-s", "concat"});
     CHECK(markdown.find("Step 9 · Concatenated heads") != std::string::npos);
+}
+
+namespace {
+
+// Labels from many scripts: the nine Latin Extended-A letters utf8 inputenc
+// does not know, Latin-1 letters and symbols, Greek, CJK and a decomposed é.
+const char* const k_unicode_yaml = R"(
+title: "Ħħĸ Ŀŀŉ Ŧŧſ: ½ µ ° © ¿ ¡ αβγ"
+tokens: ['Łódź Šöß', 'œ ø å ç ñ', 'αβγ Ωο ς', '東京 Ðþ', "cafe\u0301 ½µ°©¿¡", 'Ħħĸ Ŀŀŉ Ŧŧſ Ąę']
+inputs: [[1, 0], [0, 1], [1, 1], [2, 0], [0, 2], [1, 2]]
+weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]], value: [[1, 0], [0, 1]]}
+)";
+
+// Compiles a .tex file in `dir` with pdflatex; returns the log's text (empty
+// when pdflatex failed, with the tail of its output as INFO).
+std::string compile_tex(const TempDir& dir, const std::string& name, const std::string& tex) {
+    dir.write(name + ".tex", tex);
+    const auto result =
+        shell("cd " + dir.path() + " && pdflatex -interaction=nonstopmode -halt-on-error " + name + ".tex");
+    INFO(name << ": " << result.out.substr(result.out.size() > 3000 ? result.out.size() - 3000 : 0));
+    CHECK(result.status == 0);
+    CHECK(std::filesystem::exists(dir.path() + "/" + name + ".pdf"));
+    std::ifstream log(dir.path() + "/" + name + ".log");
+    std::stringstream text;
+    text << log.rdbuf();
+    return result.status == 0 ? text.str() : "";
+}
+
+// A fragment inside the smallest document: article, amsmath, and the font
+// encoding given (OT1 when empty).
+std::string fragment_document(const std::string& fragment, const std::string& preamble = "") {
+    return "\\documentclass{article}\n" + preamble + "\\usepackage{amsmath}\n\\begin{document}\n" + fragment +
+           "\\end{document}\n";
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+    std::size_t count = 0;
+    for (std::size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) {
+        ++count;
+    }
+    return count;
+}
+
+}  // namespace
+
+TEST_CASE("LaTeX spells letters, Greek and symbols in ASCII and compiles in OT1 and T1", "[formats][latex]") {
+    TempDir dir;
+    const std::string standalone = run_ok({"run", "-", "-f", "latex", "--standalone"}, k_unicode_yaml);
+    const std::string fragment = run_ok({"run", "-", "-f", "latex", "-s", "weights"}, k_unicode_yaml);
+    // pdflatex's input: ASCII only, whatever the labels hold
+    for (const char c : standalone + fragment) {
+        CHECK(static_cast<unsigned char>(c) < 0x80);
+    }
+    // the spellings, as OT1 knows them
+    CHECK(fragment.find("\\L{}\\'{o}d\\'{z} \\v{S}\\\"{o}\\ss{}") != std::string::npos);
+    CHECK(fragment.find("\\oe{} \\o{} \\aa{} \\c{c} \\~{n}") != std::string::npos);
+    CHECK(fragment.find("$\\alpha\\beta\\gamma$ $\\Omega o$ $\\varsigma$") != std::string::npos);
+    CHECK(fragment.find("caf\\'{e} $\\frac{1}{2}\\mu^{\\circ}$\\copyright{}?`!`") != std::string::npos);
+    // Ħ ĸ Ŧ ŧ, ogonek, eth and thorn have no OT1 glyph: "?"; ħ, Ŀ ŀ, ŉ and ſ have a spelling
+    CHECK(fragment.find("?$\\hbar$? L$\\cdot$l$\\cdot$'n ??s ?? ") != std::string::npos);
+    // CJK has no glyph in either font: one "?" a character
+    CHECK(fragment.find("\n?? ?? ") != std::string::npos);
+    CHECK(standalone.find("\\section*{?$\\hbar$? L$\\cdot$l$\\cdot$'n ??s: $\\frac{1}{2}$ $\\mu$") !=
+          std::string::npos);
+
+    compile_tex(dir, "standalone", standalone);
+    compile_tex(dir, "ot1", fragment_document(fragment));
+    // T1 needs the EC fonts (bitmaps made by METAFONT) or Latin Modern
+    const bool t1_fonts = shell("kpsewhich lmodern.sty").status == 0 ||
+                          (shell("kpsewhich ecrm1000.tfm").status == 0 && shell("command -v mf").status == 0);
+    if (t1_fonts) {
+        const bool lmodern = shell("kpsewhich lmodern.sty").status == 0;
+        compile_tex(dir, "t1",
+                    fragment_document(fragment, std::string("\\usepackage[T1]{fontenc}\n") +
+                                                    (lmodern ? "\\usepackage{lmodern}\n" : "")));
+    }
+}
+
+TEST_CASE("wide LaTeX tables are set smaller, or cut into blocks of columns, to fit the page", "[formats][latex]") {
+    TempDir dir;
+    const std::string yaml = R"(
+inputs: {random: {rows: 13, cols: 13, seed: 5}}
+weights: {query: {random: {rows: 13, cols: 13, seed: 1}}, key: {random: {rows: 13, cols: 13, seed: 2}}, value: {random: {rows: 13, cols: 13, seed: 3}}}
+)";
+    const std::string wide_yaml = R"(
+inputs: {random: {rows: 3, cols: 30, seed: 5}}
+weights: {query: {random: {rows: 30, cols: 2, seed: 1}}, key: {random: {rows: 30, cols: 2, seed: 2}}, value: {random: {rows: 30, cols: 2, seed: 3}}}
+)";
+    // summarised 13 × 13: 12 columns with negative numbers, before this fix 103.7pt too wide standalone
+    const std::string standalone = run_ok({"run", "-", "-f", "latex", "--standalone"}, yaml);
+    CHECK(standalone.find("\\footnotesize\\setlength{\\tabcolsep}{3pt}") != std::string::npos);
+    std::string log = compile_tex(dir, "standalone", standalone);
+    CHECK(log.find("Overfull \\hbox") == std::string::npos);
+
+    // a fragment must fit a default article's 345pt: smaller still, or in blocks
+    const std::string fragment = run_ok({"run", "-", "-f", "latex"}, yaml);
+    log = compile_tex(dir, "fragment", fragment_document(fragment));
+    CHECK(log.find("Overfull \\hbox") == std::string::npos);
+
+    // --full with 30 columns: no size fits, so the columns come in blocks, each with the row labels
+    const std::string full = run_ok({"run", "-", "-f", "latex", "--full", "-s", "inputs"}, wide_yaml);
+    CHECK(count_of(full, "\\begin{tabular}") >= 2);
+    CHECK(count_of(full, "\\medskip") == count_of(full, "\\begin{tabular}") - 1);
+    CHECK(count_of(full, "\nx1 ") == count_of(full, "\\begin{tabular}"));
+    for (int j = 1; j <= 30; ++j) {
+        CHECK(count_of(full, " d" + std::to_string(j) + " ") == 1);
+    }
+    log = compile_tex(dir, "full", fragment_document(full));
+    CHECK(log.find("Overfull \\hbox") == std::string::npos);
+
+    // small tables stay as they were: normal size, one tabular
+    const std::string small = run_ok({"run", "illustrated", "-f", "latex", "-s", "weights"});
+    CHECK(small.find("\\begin{center}\n\\begin{tabular}{l|rrr}\n") != std::string::npos);
+    CHECK(small.find("tabcolsep") == std::string::npos);
+}
+
+TEST_CASE("long labels keep apart when cut, and whole with --full", "[formats][markdown][latex][text]") {
+    const std::string yaml = R"(
+tokens: [transformer_layer_1, transformer_layer_2, a_rather_long_token_name]
+inputs: [[1, 0], [0, 1], [1, 1]]
+weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]], value: [[1, 0], [0, 1]]}
+)";
+    // cut at the end they would both read "transformer_lay…": cut in the middle instead
+    const std::string markdown = run_ok({"run", "-", "-f", "markdown", "-s", "weights"}, yaml);
+    CHECK(markdown.find("transformer_lay…") == std::string::npos);
+    CHECK(markdown.find("| transfor…layer_1 |") != std::string::npos);
+    CHECK(markdown.find("| transfor…layer_2 |") != std::string::npos);
+    // a label that is not confused with another is cut at the end as before
+    CHECK(markdown.find("| a_rather_long_t… |") != std::string::npos);
+    const std::string latex = run_ok({"run", "-", "-f", "latex", "-s", "weights"}, yaml);
+    CHECK(latex.find("transfor\\ldots{}layer\\_1") != std::string::npos);
+    CHECK(latex.find("transfor\\ldots{}layer\\_2") != std::string::npos);
+    const std::string ascii = run_ok({"run", "-", "-s", "weights", "--ascii"}, yaml);
+    CHECK(ascii.find("transfo...ayer_1 |") != std::string::npos);
+    CHECK(ascii.find("transfo...ayer_2 |") != std::string::npos);
+
+    // --full: every label whole, in every table format (LaTeX may cut the
+    // table into blocks of columns, each repeating the row labels)
+    for (const std::string format : {"text", "markdown", "latex"}) {
+        CAPTURE(format);
+        const std::string full = run_ok({"run", "-", "-f", format, "-s", "weights", "--full"}, yaml);
+        const std::string escaped = format == "latex" ? "\\_" : "_";
+        const std::size_t expected = format == "latex" ? count_of(full, "\\begin{tabular}") + 1 : 2;  // rows and columns
+        CHECK(count_of(full, "transformer" + escaped + "layer" + escaped + "1") == expected);
+        CHECK(count_of(full, "a" + escaped + "rather" + escaped + "long" + escaped + "token" + escaped + "name") ==
+              expected);
+        CHECK(full.find("…") == std::string::npos);
+        CHECK(full.find("\\ldots") == std::string::npos);
+    }
+
+    // labels equal to the shown form of another stay apart too
+    CHECK(qkv::shown_labels({"abcdefghijklmnopq", "abcdefghijklmno…"}, 16, false, false) ==
+          std::vector<std::string>{"abcdefgh…klmnopq", "abcdefghijklmno…"});
+    CHECK(qkv::shown_labels({"same", "same"}, 16, false, false) == std::vector<std::string>{"same", "same"});
+}
+
+TEST_CASE("Markdown folds line breaks in titles into spaces", "[formats][markdown]") {
+    TempDir dir;
+    const std::string yaml = R"(
+title: "First line\nsecond line # not closing"
+tokens: [a, c]
+inputs: [[1, 0], [0, 1]]
+weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]], value: [[1, 0], [0, 1]]}
+)";
+    const std::string out = run_ok({"run", "-", "-f", "markdown", "-s", "weights"}, yaml);
+    CHECK(out.rfind("# First line second line \\# not closing\n", 0) == 0);
+    const auto html = shell("pandoc -f gfm -t html --wrap=none " + dir.write("lines.md", out));
+    REQUIRE(html.status == 0);
+    CHECK(html.out.find("First line second line # not closing</h1>") != std::string::npos);
+    CHECK(count_of(html.out, "<td") == 2 * 3);
+}
+
+TEST_CASE("whole numbers print without decimals up to 2^53, whatever their size", "[formats][text]") {
+    // from IEEE 754: every integer up to 2^53 = 9007199254740992 is exact in a double
+    CHECK(qkv::is_whole_number(1e12));
+    CHECK(qkv::is_whole_number(1e15));
+    CHECK(qkv::is_whole_number(-9007199254740992.0));
+    CHECK_FALSE(qkv::is_whole_number(9007199254740994.0));
+    CHECK_FALSE(qkv::is_whole_number(0.5));
+    CHECK(qkv::all_whole_numbers(qkv::test::rows({{1, 1e15}, {-arma::datum::inf, 2}})));
+
+    const auto inputs = [](const std::string& big) {
+        return "inputs: [[1, " + big + "], [2, 3]]\n"
+               "weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]], value: [[1, 0], [0, 1]]}\n";
+    };
+    for (const std::string big : {"1e12", "1e15"}) {
+        CAPTURE(big);
+        const std::string out = run_ok({"run", "-", "-s", "inputs"}, inputs(big));
+        CHECK(out.find(big == "1e12" ? " 1000000000000\n" : " 1000000000000000\n") != std::string::npos);
+        CHECK(out.find(".0000") == std::string::npos);
+        // explain agrees with the table
+        const std::string explained = run_ok({"explain", "-", "inputs[1,2]"}, inputs(big));
+        CHECK(explained.find(big == "1e12" ? "= 1000000000000 " : "= 1000000000000000 ") != std::string::npos);
+    }
+    // beyond 2^53 the matrix prints with decimals, like any other
+    CHECK(run_ok({"run", "-", "-s", "inputs"}, inputs("1e16")).find(" 1.0000 ") != std::string::npos);
+}
+
+TEST_CASE("text tables count wide characters as two columns", "[formats][text]") {
+    CHECK(qkv::display_width("東京") == 4);
+    CHECK(qkv::display_width("ab") == 2);
+    CHECK(qkv::display_width("cafe\u0301") == 4);  // a combining accent takes no column
+    CHECK(qkv::display_width("ｆｕｌｌ") == 8);    // fullwidth forms
+    CHECK(qkv::truncate_label("東京大学東京大学東京大学", 9, false) == "東京大学…");
+
+    const std::string yaml = R"(
+tokens: ['東京', ab, 'ｆｕｌｌ']
+inputs: [[1, 0], [0, 1], [1, 1]]
+weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]], value: [[1, 0], [0, 1]]}
+)";
+    const std::string out = run_ok({"run", "-", "-s", "weights"}, yaml);
+    // every line of the table has its bar (or cross) at the same column
+    std::istringstream lines(out);
+    std::string line;
+    std::vector<std::size_t> bars;
+    while (std::getline(lines, line)) {
+        for (const std::string bar : {"│", "┼"}) {
+            if (const auto at = line.find(bar); at != std::string::npos) {
+                bars.push_back(qkv::display_width(line.substr(0, at)));
+            }
+        }
+    }
+    REQUIRE(bars.size() == 5);  // header, rule, three rows
+    for (const auto column : bars) {
+        CHECK(column == bars.front());
+    }
+    // the label column is as wide as ｆｕｌｌ, 8 columns
+    CHECK(out.find("\n  東京     │ ") != std::string::npos);
+    CHECK(out.find("\n  ab       │ ") != std::string::npos);
+}
+
+TEST_CASE("the concat formula writes its subscripts one way", "[formats][text]") {
+    const std::string text = run_ok({"run", "two-heads", "-s", "concat,output"});
+    CHECK(text.find("[Z₁ … Z₂]") != std::string::npos);
+    CHECK(text.find("Z_2") == std::string::npos);
+    const std::string ascii = run_ok({"run", "two-heads", "-s", "concat", "--ascii"});
+    CHECK(ascii.find("[Z_1 ... Z_2]") != std::string::npos);
+    CHECK(qkv::formula_text("[Z₁ … Z_12]", false) == "[Z₁ … Z₁₂]");
+    CHECK(qkv::formula_text("[Z₁ … Z_12]", true) == "[Z_1 … Z_12]");
+    // names with a letter after the underscore are left alone
+    CHECK(qkv::formula_text("Q = X·W_Q + b_1x", false) == "Q = X·W_Q + b_1x");
+}
+
+TEST_CASE("SVG with --ascii is ASCII only, tooltips included", "[formats][svg]") {
+    const std::string out = run_ok({"run", "two-heads", "-f", "svg", "--ascii"});
+    for (const char c : out) {
+        CHECK(static_cast<unsigned char>(c) < 0x80);
+    }
+    CHECK(out.find("<title>like -&gt; like: 0.5760</title>") != std::string::npos);
 }

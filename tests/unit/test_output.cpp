@@ -3,6 +3,7 @@
 #include "support.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,6 +58,56 @@ std::string read_file(const std::string& path) {
     std::ostringstream text;
     text << in.rdbuf();
     return text.str();
+}
+
+// Runs a bash command line; its standard output (stderr too where the command sends it there).
+std::string run_shell(const std::string& command) {
+    FILE* pipe = popen(("bash -c '" + command + "'").c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string out;
+    char buffer[512];
+    while (fgets(buffer, sizeof buffer, pipe) != nullptr) {
+        out += buffer;
+    }
+    pclose(pipe);
+    return out;
+}
+
+std::string quoted_binary() {
+    std::string quoted = "\"";
+    quoted += qkv::test::qkv_binary();
+    quoted += "\"";
+    return quoted;
+}
+
+mode_t mode_of(const std::string& path) {
+    struct stat status {};
+    REQUIRE(lstat(path.c_str(), &status) == 0);
+    return status.st_mode;
+}
+
+// Runs qkv with stdout and stderr to /dev/null; its exit status and peak resident memory in KiB.
+std::pair<int, long> run_measuring_memory(const std::vector<std::string>& args) {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        const int null = open("/dev/null", O_WRONLY);
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+        std::vector<std::string> storage{qkv::test::qkv_binary()};
+        storage.insert(storage.end(), args.begin(), args.end());
+        std::vector<char*> argv;
+        for (auto& arg : storage) {
+            argv.push_back(arg.data());
+        }
+        argv.push_back(nullptr);
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+    int status = 0;
+    struct rusage usage {};
+    REQUIRE(wait4(pid, &status, 0, &usage) == pid);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), usage.ru_maxrss};
 }
 
 }  // namespace
@@ -237,4 +288,145 @@ TEST_CASE("a closed pipe ends qkv quietly", "[output]") {
     pclose(pipe);
     CHECK(std::string(buffer) == "0\n");
     CHECK(read_file(err).empty());
+}
+
+TEST_CASE("qkv run reports a failed write to standard output and exits 2", "[output]") {
+    TempDir dir;
+    // 300 tokens print megabytes, so the write fails while rendering, not at the end
+    const std::string yaml = dir.file("big.yaml");
+    std::ofstream(yaml) << "inputs: {random: {rows: 300, cols: 8, seed: 1}}\n"
+                           "weights: {query: {random: {rows: 8, cols: 4, seed: 2}}, key: {random: {rows: 8, cols: 4, "
+                           "seed: 3}}, value: {random: {rows: 8, cols: 4, seed: 4}}}\n";
+    for (const std::string example : {std::string("illustrated"), yaml}) {
+        for (const std::string format : {"text", "json", "csv"}) {
+            CAPTURE(example, format);
+            // stderr to the pipe read here, stdout to a device that is always full
+            const std::string got = run_shell(quoted_binary() + " run " + example + " --full -f " + format +
+                                              " 2>&1 >/dev/full; echo \"status $?\"");
+            CHECK(got == "qkv: error: cannot write to standard output: No space left on device\nstatus 2\n");
+        }
+    }
+}
+
+TEST_CASE("the -o option: a character device or a FIFO is written straight into, not replaced", "[output]") {
+    TempDir dir;
+    SECTION("/dev/null, without --force: nothing is replaced") {
+        const auto written = run_qkv({"run", "illustrated", "-o", "/dev/null"});
+        CHECK(written.status == 0);
+        CHECK(written.out.empty());
+        CHECK(written.err.empty());
+        CHECK(S_ISCHR(mode_of("/dev/null")));
+    }
+    SECTION("a FIFO, with and without --force") {
+        for (const std::string force : {"", " --force"}) {
+            CAPTURE(force);
+            const std::string fifo = dir.file("fifo");
+            const std::string got = dir.file("got.txt");
+            REQUIRE(mkfifo(fifo.c_str(), 0644) == 0);
+            // the reader starts first; timeout ends it if qkv never opens the FIFO
+            const std::string status = run_shell("timeout 10 cat " + fifo + " > " + got + " & " + quoted_binary() +
+                                                 " run illustrated -o " + fifo + force + "; s=$?; wait; echo $s");
+            CHECK(status == "0\n");
+            CHECK(read_file(got) == run_qkv({"run", "illustrated"}).out);
+            CHECK(S_ISFIFO(mode_of(fifo)));
+            CHECK(dir.names() == std::vector<std::string>{"fifo", "got.txt"});
+            std::filesystem::remove(fifo);
+            std::filesystem::remove(got);
+        }
+    }
+    SECTION("a FIFO whose reader stops early ends qkv quietly, as a closed pipe does") {
+        const std::string yaml = dir.file("big.yaml");
+        std::ofstream(yaml) << "inputs: {random: {rows: 300, cols: 8, seed: 1}}\n"
+                               "weights: {query: {random: {rows: 8, cols: 4, seed: 2}}, key: {random: {rows: 8, "
+                               "cols: 4, seed: 3}}, value: {random: {rows: 8, cols: 4, seed: 4}}}\n";
+        const std::string fifo = dir.file("fifo");
+        REQUIRE(mkfifo(fifo.c_str(), 0644) == 0);
+        const std::string status =
+            run_shell("timeout 10 head -c 100 " + fifo + " >/dev/null & " + quoted_binary() + " run " + yaml +
+                      " --full -f csv -o " + fifo + " 2>" + dir.file("err.txt") + "; s=$?; wait; echo $s");
+        CHECK(status == "0\n");
+        CHECK(read_file(dir.file("err.txt")).empty());
+        CHECK(S_ISFIFO(mode_of(fifo)));
+    }
+}
+
+TEST_CASE("the -o option: a symbolic link is followed and the file it points to replaced in its folder", "[output]") {
+    TempDir dir;
+    std::filesystem::create_directory(dir.file("sub"));
+    const std::string real = dir.file("sub/real.txt");
+    std::ofstream(real) << "old\n";
+    REQUIRE(chmod(real.c_str(), 0600) == 0);
+    std::filesystem::create_symlink("sub/real.txt", dir.file("link"));
+
+    // without --force the file behind the link is an existing file: refused, both untouched
+    qkv::test::require_input_error(run_qkv({"run", "illustrated", "-o", dir.file("link")}), "already exists");
+    CHECK(read_file(real) == "old\n");
+    CHECK(std::filesystem::is_symlink(dir.file("link")));
+
+    const auto forced = run_qkv({"run", "illustrated", "-o", dir.file("link"), "--force"});
+    REQUIRE(forced.status == 0);
+    CHECK(std::filesystem::is_symlink(dir.file("link")));
+    CHECK(std::filesystem::read_symlink(dir.file("link")) == "sub/real.txt");
+    CHECK(read_file(real) == run_qkv({"run", "illustrated"}).out);
+    CHECK((mode_of(real) & 07777) == 0600);
+    CHECK(dir.names() == std::vector<std::string>{"link", "sub"});
+    CHECK(dir_names_of(dir.file("sub")) == std::vector<std::string>{"real.txt"});
+
+    // a dangling link: the file it names is created, and the link stays
+    std::filesystem::create_symlink("sub/new.txt", dir.file("dangling"));
+    const auto created = run_qkv({"run", "illustrated", "-f", "csv", "-o", dir.file("dangling")});
+    REQUIRE(created.status == 0);
+    CHECK(std::filesystem::is_symlink(dir.file("dangling")));
+    CHECK(read_file(dir.file("sub/new.txt")) == run_qkv({"run", "illustrated", "-f", "csv"}).out);
+    CHECK(dir_names_of(dir.file("sub")) == std::vector<std::string>{"new.txt", "real.txt"});
+
+    // a link to a folder is a folder
+    std::filesystem::create_directory(dir.file("folder"));
+    std::filesystem::create_directory_symlink("folder", dir.file("folder_link"));
+    qkv::test::require_input_error(run_qkv({"run", "illustrated", "-o", dir.file("folder_link"), "--force"}),
+                                   "is a folder");
+    CHECK(std::filesystem::is_symlink(dir.file("folder_link")));
+    CHECK(std::filesystem::is_empty(dir.file("folder")));
+}
+
+TEST_CASE("the -o option: --force keeps the replaced file's permission bits and owner", "[output]") {
+    TempDir dir;
+    const std::string path = dir.file("out.txt");
+    for (const mode_t mode : {mode_t{0600}, mode_t{0640}, mode_t{0751}}) {
+        CAPTURE(mode);
+        std::ofstream(path) << "old\n";
+        REQUIRE(chmod(path.c_str(), mode) == 0);
+        REQUIRE(run_qkv({"run", "illustrated", "-o", path, "--force"}).status == 0);
+        CHECK(read_file(path) == run_qkv({"run", "illustrated"}).out);
+        CHECK((mode_of(path) & 07777) == mode);
+    }
+    if (geteuid() == 0) {
+        // only root can give a file away, so only root can check that the owner is kept
+        REQUIRE(chown(path.c_str(), 12345, 23456) == 0);
+        REQUIRE(run_qkv({"run", "illustrated", "-o", path, "--force"}).status == 0);
+        struct stat status {};
+        REQUIRE(stat(path.c_str(), &status) == 0);
+        CHECK(status.st_uid == 12345);
+        CHECK(status.st_gid == 23456);
+    }
+    CHECK(dir.names() == std::vector<std::string>{"out.txt"});
+}
+
+TEST_CASE("the -o option: streams into the file instead of holding the whole output in memory", "[output]") {
+    TempDir dir;
+    // 600 tokens: three 600 × 600 steps make a CSV of about 50 MB
+    const std::string yaml = dir.file("big.yaml");
+    std::ofstream(yaml) << "inputs: {random: {rows: 600, cols: 8, seed: 1}}\n"
+                           "weights: {query: {random: {rows: 8, cols: 4, seed: 2}}, key: {random: {rows: 8, cols: 4, "
+                           "seed: 3}}, value: {random: {rows: 8, cols: 4, seed: 4}}}\n";
+    const auto [stdout_status, stdout_kib] = run_measuring_memory({"run", yaml, "--full", "-f", "csv"});
+    const auto [file_status, file_kib] =
+        run_measuring_memory({"run", yaml, "--full", "-f", "csv", "-o", dir.file("out.csv")});
+    REQUIRE(stdout_status == 0);
+    REQUIRE(file_status == 0);
+    const long output_kib = static_cast<long>(std::filesystem::file_size(dir.file("out.csv")) / 1024);
+    CAPTURE(stdout_kib, file_kib, output_kib);
+    REQUIRE(output_kib > 40 * 1024);
+    // holding the output whole would add at least its size
+    CHECK(file_kib < stdout_kib + output_kib / 4);
 }
