@@ -6,6 +6,10 @@
 
 #include <iostream>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #ifndef QKV_VERSION
 #define QKV_VERSION "0.0.0"
 #endif
@@ -100,6 +104,13 @@ int main_with_errors(int argc, char** argv) {
 }  // namespace qkv::cli
 
 int main(int argc, char** argv) {
+#ifdef __GLIBC__
+    // Keep glibc from raising its mmap threshold after the first large matrix
+    // is freed: the n × d_model matrices would then come from the heap, and
+    // repeated computations (qkv bench) would fragment it, more than doubling
+    // the peak memory. 128 KiB is glibc's own starting value.
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
     qkv::cli::install_signal_handlers();
     try {
         return qkv::cli::main_with_errors(argc, argv);
