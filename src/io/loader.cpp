@@ -889,6 +889,15 @@ private:
                              (near.empty() ? "" : "did you mean " + near + "? ") + "valid step ids: " + step_id_list());
                 continue;
             }
+            const bool present = ((step != "positional" && step != "encoded") || model.P) &&
+                                 (step != "context" || model.C) && (step != "masked_scores" || model.masked()) &&
+                                 (step != "concat" || model.n_heads() > 1);
+            if (!present) {
+                m_yaml.error(entry.first, "round." + step + ": this example has no " + step + " step",
+                             "positional and encoded need positional:, context needs context:, masked_scores a "
+                             "mask or padding, concat more than one head");
+                continue;
+            }
             if (auto decimals = m_yaml.integer(entry.second, "round." + step, 0, 15)) {
                 model.round[step] = static_cast<int>(*decimals);
             }

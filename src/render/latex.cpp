@@ -165,8 +165,9 @@ std::string tex_escape(const std::string& text) {
             // a letter followed by a combining accent: the accent macro around it
             if (std::isalpha(byte) != 0 && i + 1 < text.size()) {
                 const auto [next, length] = decode_code_point(text, i + 1);
+                const auto code = next;  // clang 14 cannot capture a structured binding
                 const auto accent = std::find_if(std::begin(k_combining), std::end(k_combining),
-                                                 [&](const Spelling& s) { return s.code == next; });
+                                                 [code](const Spelling& s) { return s.code == code; });
                 if (accent != std::end(k_combining)) {
                     const std::string letter = text[i] == 'i' ? "\\i" : text[i] == 'j' ? "\\j" : std::string(1, text[i]);
                     add(std::string(accent->tex) + "{" + letter + "}");
