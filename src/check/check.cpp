@@ -80,54 +80,13 @@ const StepCheck* earliest_mistake(const std::vector<StepCheck>& steps) {
     return first;
 }
 
-// True when some graded answer is no longer among the report's steps.
-bool narrowed(const CheckReport& report) {
-    if (report.model == nullptr || report.trace == nullptr) {
-        return false;
-    }
-    return std::any_of(report.graded.begin(), report.graded.end(), [&report](const StepAnswer* answer) {
-        return std::none_of(report.steps.begin(), report.steps.end(),
-                            [answer](const StepCheck& step) { return step.answer == answer; });
-    });
-}
-
-CheckReport check_selected(const Model& model, const Trace& trace, const std::string& source,
-                           const std::vector<const StepAnswer*>& answers, const CheckOptions& options);
-
 }  // namespace
 
-CheckReport CheckReport::regraded() const {
-    if (!narrowed(*this)) {
-        return *this;
-    }
-    std::vector<const StepAnswer*> kept;
-    for (const auto& step : steps) {
-        kept.push_back(step.answer);
-    }
-    return check_selected(*model, *trace, answers_source, kept, options);
-}
-
 bool CheckReport::correct() const {
-    if (narrowed(*this)) {
-        return regraded().correct();
-    }
     return std::none_of(steps.begin(), steps.end(), [](const StepCheck& step) { return step.has_mistake(); });
 }
 
-const StepCheck* CheckReport::first_mistake() const {
-    if (!narrowed(*this)) {
-        return earliest_mistake(steps);
-    }
-    // the same step in this report (regraded() is a temporary)
-    const CheckReport again = regraded();
-    const StepCheck* first = earliest_mistake(again.steps);
-    for (const auto& step : steps) {
-        if (first != nullptr && step.answer == first->answer) {
-            return &step;
-        }
-    }
-    return nullptr;
-}
+const StepCheck* CheckReport::first_mistake() const { return earliest_mistake(steps); }
 
 std::string step_label(const Trace& trace, const std::string& id, int head) {
     if (head != 0 && trace.dims.heads > 1) {
@@ -150,20 +109,16 @@ struct Grading {
 };
 
 // Grades `answers`, which are in the order of the trace.
-Grading grade(const Model& model, const Trace& trace, const std::string& source,
-              const std::vector<const StepAnswer*>& answers, const CheckOptions& options) {
+Grading grade(const Model& model, const Trace& trace, const Answers& answers, const CheckOptions& options) {
     using checking::StepKey;
     Grading grading;
     CheckReport& report = grading.report;
-    report.answers_source = source;
+    report.answers_source = answers.source;
     report.options = options;
-    report.model = &model;
-    report.trace = &trace;
-    report.graded = answers;
 
     std::map<StepKey, const StepAnswer*> answer_of;
-    for (const StepAnswer* answer : answers) {
-        answer_of[{answer->id, answer->head}] = answer;
+    for (const auto& answer : answers.steps) {
+        answer_of[{answer.id, answer.head}] = &answer;
     }
 
     checking::Values& learner = grading.learner;
@@ -243,17 +198,10 @@ Grading grade(const Model& model, const Trace& trace, const std::string& source,
     return grading;
 }
 
-std::vector<const StepAnswer*> all_of(const Answers& answers) {
-    std::vector<const StepAnswer*> all;
-    for (const auto& answer : answers.steps) {
-        all.push_back(&answer);
-    }
-    return all;
-}
+}  // namespace
 
-CheckReport check_selected(const Model& model, const Trace& trace, const std::string& source,
-                           const std::vector<const StepAnswer*>& answers, const CheckOptions& options) {
-    Grading grading = grade(model, trace, source, answers, options);
+CheckReport check_answers(const Model& model, const Trace& trace, const Answers& answers, const CheckOptions& options) {
+    Grading grading = grade(model, trace, answers, options);
     // name the classic mistake behind each wrong step
     checking::Diagnoser diagnoser(model, trace, {&grading.learner, &grading.precise}, grading.answered, options);
     for (auto& check : grading.report.steps) {
@@ -264,15 +212,9 @@ CheckReport check_selected(const Model& model, const Trace& trace, const std::st
     return std::move(grading.report);
 }
 
-}  // namespace
-
-CheckReport check_answers(const Model& model, const Trace& trace, const Answers& answers, const CheckOptions& options) {
-    return check_selected(model, trace, answers.source, all_of(answers), options);
-}
-
 std::optional<Diagnosis> diagnose_answer(const Model& model, const Trace& trace, const Answers& answers,
                                          const std::string& id, int head, const CheckOptions& options) {
-    Grading grading = grade(model, trace, answers.source, all_of(answers), options);
+    Grading grading = grade(model, trace, answers, options);
     checking::Diagnoser diagnoser(model, trace, {&grading.learner, &grading.precise}, grading.answered, options);
     for (const auto& check : grading.report.steps) {
         if (check.answer->id == id && check.answer->head == head) {

@@ -68,20 +68,6 @@ struct CheckReport {
     CheckOptions options;
     std::vector<StepCheck> steps;  // the answered steps, in the order of the trace
 
-    // What the report was graded from: set by check_answers.
-    const Model* model = nullptr;
-    const Trace* trace = nullptr;
-    std::vector<const StepAnswer*> graded;
-
-    // A caller may narrow `steps` after grading (qkv check --steps and --head
-    // erase the answers not chosen). Follow-through credit must then come only
-    // from the answers still in the report: a later step that merely follows
-    // from a wrong answer left out is wrong. regraded() is this report graded
-    // again from the answers in `steps` alone, as if the others had not been
-    // given (a copy when none was left out). correct(), first_mistake() and the
-    // renderers of report.hpp judge by it.
-    CheckReport regraded() const;
-
     bool correct() const;
     // The earliest step holding a mistake, in the order of SPEC §3 (then by head), or nullptr.
     const StepCheck* first_mistake() const;

@@ -448,15 +448,13 @@ std::string diagnosis_line(const StepCheck& step) {
     return text;
 }
 
-void render_check_text(const Trace& trace, const CheckReport& given, const RenderOptions& options,
+void render_check_text(const Trace& trace, const CheckReport& report, const RenderOptions& options,
                        const std::string& example, std::ostream& out) {
-    const CheckReport report = given.regraded();  // credit only from the answers shown
     CheckTextWriter(trace, report, options, out).write(example);
 }
 
-void render_check_markdown(const Trace& trace, const CheckReport& given, const RenderOptions& options,
+void render_check_markdown(const Trace& trace, const CheckReport& report, const RenderOptions& options,
                            const std::string& example, std::ostream& out) {
-    const CheckReport report = given.regraded();  // credit only from the answers shown
     const std::string title = trace.title.empty() ? example : trace.title;
     out << "# Checking answers: " << markdown_cell(title) << "\n\n";
     out << "Answers from `" << report.answers_source << "`. " << rule_sentence(report) << "\n\n";
@@ -534,8 +532,7 @@ void render_check_markdown(const Trace& trace, const CheckReport& given, const R
     out << "\n**Summary:** " << summary_sentence(trace, report) << '\n';
 }
 
-void render_check_json(const CheckReport& given, std::ostream& out) {
-    const CheckReport report = given.regraded();  // credit only from the answers shown
+void render_check_json(const CheckReport& report, std::ostream& out) {
     auto number = [](double value) -> std::string {
         if (std::isinf(value)) {
             return value < 0 ? "\"-inf\"" : "\"inf\"";

@@ -52,25 +52,27 @@ int run_check(const CheckCommandOptions& options) {
     const Model model = load_model(source, load_options(options.common));
     const Trace trace = compute(model);
     const RenderOptions rendering = render_options(options.common, trace);
-    const Answers answers = options.answers.empty()
-                                ? read_answers(source, trace, AnswersIn::example_file)
-                                : read_answers(read_answer_source(options.answers), trace, AnswersIn::answer_file);
+    Answers answers = options.answers.empty()
+                          ? read_answers(source, trace, AnswersIn::example_file)
+                          : read_answers(read_answer_source(options.answers), trace, AnswersIn::answer_file);
+
+    // --steps and --head choose which answers are graded: the others count as
+    // not given, so no answer gets credit for following from them
+    const auto chosen = select_steps(trace, rendering);
+    std::erase_if(answers.steps, [&chosen](const StepAnswer& answer) {
+        return std::none_of(chosen.begin(), chosen.end(),
+                            [&answer](const Step* step) { return step->id == answer.id && step->head == answer.head; });
+    });
+    if (answers.steps.empty()) {
+        throw InputError(usage_error("none of the answers is in the steps chosen by --steps and --head",
+                                     "leave out --steps and --head to grade every answer"));
+    }
 
     CheckOptions checking;
     if (options.tolerance >= 0.0) {
         checking.tolerance = options.tolerance;
     }
-    CheckReport report = check_answers(model, trace, answers, checking);
-
-    // --steps and --head choose which answers are graded and shown
-    const auto chosen = select_steps(trace, rendering);
-    std::erase_if(report.steps, [&chosen](const StepCheck& step) {
-        return std::find(chosen.begin(), chosen.end(), step.step) == chosen.end();
-    });
-    if (report.steps.empty()) {
-        throw InputError(usage_error("none of the answers is in the steps chosen by --steps and --head",
-                                     "leave out --steps and --head to grade every answer"));
-    }
+    const CheckReport report = check_answers(model, trace, answers, checking);
 
     std::ostringstream out;
     render_check(trace, report, rendering, options.file, out);

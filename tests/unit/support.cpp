@@ -35,6 +35,18 @@ Model load_text(const std::string& yaml, const std::string& name) { return load_
 
 Trace compute_text(const std::string& yaml) { return compute(load_text(yaml)); }
 
+void exec_qkv(const std::vector<std::string>& args) {
+    std::vector<std::string> storage{qkv_binary()};
+    storage.insert(storage.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& arg : storage) {
+        argv.push_back(arg.data());
+    }
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+}
+
 CliResult run_qkv(const CliRun& run) {
     int in_pipe[2];
     int out_pipe[2];
@@ -57,16 +69,7 @@ CliResult run_qkv(const CliRun& run) {
         for (const auto& [name, value] : run.env) {
             setenv(name.c_str(), value.c_str(), 1);
         }
-        std::vector<std::string> storage;
-        storage.push_back(qkv_binary());
-        storage.insert(storage.end(), run.args.begin(), run.args.end());
-        std::vector<char*> argv;
-        for (auto& arg : storage) {
-            argv.push_back(arg.data());
-        }
-        argv.push_back(nullptr);
-        execv(argv[0], argv.data());
-        _exit(127);
+        exec_qkv(run.args);
     }
     close(in_pipe[0]);
     close(out_pipe[1]);

@@ -16,6 +16,8 @@ namespace qkv::test {
 // The repository's root and the built binary (set by tests/CMakeLists.txt).
 std::string source_dir();
 std::string qkv_binary();
+// In a forked child: replaces the process with qkv ARGS (exits 127 if that fails).
+[[noreturn]] void exec_qkv(const std::vector<std::string>& args);
 
 // Reads a file of the repository (path relative to its root).
 std::string read_repo_file(const std::string& relative);

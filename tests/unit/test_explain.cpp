@@ -274,16 +274,23 @@ round: {encoded: 1}
     CHECK(has_line(explain("cross", "context[2]"), "context token \"black\""));
 }
 
+namespace {
+
+// "WHAT | HINT" of the error that explaining `cell` gives, or "no error".
+std::string explain_error(const qkv::Model& model, const std::string& cell) {
+    try {
+        explain(model, cell);
+    } catch (const qkv::InputError& error) {
+        return error.diagnostics().front().what + " | " + error.diagnostics().front().hint;
+    }
+    return "no error";
+}
+
+}  // namespace
+
 TEST_CASE("cells outside the example name the valid ranges", "[explain]") {
     const auto model = builtin_model("two-heads");
-    const auto error_of = [&](const std::string& cell) {
-        try {
-            explain(model, cell);
-        } catch (const qkv::InputError& error) {
-            return error.diagnostics().front().what + " | " + error.diagnostics().front().hint;
-        }
-        return std::string("no error");
-    };
+    const auto error_of = [&](const std::string& cell) { return explain_error(model, cell); };
     CHECK(error_of("scores[4,1]") == "cell scores[4,1]: row 4 is out of range; scores has 3 rows | valid cells: "
                                      "scores[ROW,COL] with ROW 1 to 3 and COL 1 to 3, or scores[ROW] for a whole row, "
                                      "then @1 to @2 for the head");
@@ -307,14 +314,7 @@ TEST_CASE("a step the example lacks is named with the example's steps, each once
 
 TEST_CASE("@HEAD on a step that is not per head is an error naming the per-head steps", "[explain]") {
     const auto model = builtin_model("two-heads");
-    const auto error_of = [&](const std::string& cell) {
-        try {
-            explain(model, cell);
-        } catch (const qkv::InputError& error) {
-            return error.diagnostics().front().what + " | " + error.diagnostics().front().hint;
-        }
-        return std::string("no error");
-    };
+    const auto error_of = [&](const std::string& cell) { return explain_error(model, cell); };
     CHECK(error_of("inputs[1,1]@2") == "cell inputs[1,1]@2: inputs is not per head, so it takes no @HEAD | leave out "
                                        "@2; the steps per head are queries, keys, values, scores, scaled_scores, "
                                        "weights, head_output");

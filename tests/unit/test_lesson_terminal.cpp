@@ -26,15 +26,7 @@ public:
         if (m_pid == 0) {
             setenv("TERM", "xterm-256color", 1);
             unsetenv("NO_COLOR");
-            std::vector<std::string> storage = {qkv::test::qkv_binary()};
-            storage.insert(storage.end(), args.begin(), args.end());
-            std::vector<char*> argv;
-            for (auto& arg : storage) {
-                argv.push_back(arg.data());
-            }
-            argv.push_back(nullptr);
-            execv(argv[0], argv.data());
-            _exit(127);
+            qkv::test::exec_qkv(args);
         }
     }
 

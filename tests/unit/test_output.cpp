@@ -94,20 +94,21 @@ std::pair<int, long> run_measuring_memory(const std::vector<std::string>& args) 
         const int null = open("/dev/null", O_WRONLY);
         dup2(null, STDOUT_FILENO);
         dup2(null, STDERR_FILENO);
-        std::vector<std::string> storage{qkv::test::qkv_binary()};
-        storage.insert(storage.end(), args.begin(), args.end());
-        std::vector<char*> argv;
-        for (auto& arg : storage) {
-            argv.push_back(arg.data());
-        }
-        argv.push_back(nullptr);
-        execv(argv[0], argv.data());
-        _exit(127);
+        qkv::test::exec_qkv(args);
     }
     int status = 0;
     struct rusage usage {};
     REQUIRE(wait4(pid, &status, 0, &usage) == pid);
     return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), usage.ru_maxrss};
+}
+
+// An example of 300 tokens, whose output runs to megabytes: big.yaml in `dir`.
+std::string write_big_example(const TempDir& dir) {
+    const std::string yaml = dir.file("big.yaml");
+    std::ofstream(yaml) << "inputs: {random: {rows: 300, cols: 8, seed: 1}}\n"
+                           "weights: {query: {random: {rows: 8, cols: 4, seed: 2}}, key: {random: {rows: 8, cols: 4, "
+                           "seed: 3}}, value: {random: {rows: 8, cols: 4, seed: 4}}}\n";
+    return yaml;
 }
 
 }  // namespace
@@ -198,10 +199,7 @@ TEST_CASE("the -o option: leaves no file and no temporary file behind on an erro
 
 TEST_CASE("writing with -o removes its temporary file when the write fails or qkv is interrupted", "[output]") {
     TempDir dir;
-    const std::string yaml = dir.file("big.yaml");
-    std::ofstream(yaml) << "inputs: {random: {rows: 300, cols: 8, seed: 1}}\n"
-                           "weights: {query: {random: {rows: 8, cols: 4, seed: 2}}, key: {random: {rows: 8, cols: 4, "
-                           "seed: 3}}, value: {random: {rows: 8, cols: 4, seed: 4}}}\n";
+    const std::string yaml = write_big_example(dir);
     const std::string out = dir.file("out/trace.csv");
     std::filesystem::create_directory(dir.file("out"));
 
@@ -274,10 +272,7 @@ TEST_CASE("writing with -o removes its temporary file when the write fails or qk
 TEST_CASE("a closed pipe ends qkv quietly", "[output]") {
     TempDir dir;
     // 300 tokens print far more than a pipe holds, so qkv is still writing when head exits
-    const std::string yaml = dir.file("big.yaml");
-    std::ofstream(yaml) << "inputs: {random: {rows: 300, cols: 8, seed: 1}}\n"
-                           "weights: {query: {random: {rows: 8, cols: 4, seed: 2}}, key: {random: {rows: 8, cols: 4, "
-                           "seed: 3}}, value: {random: {rows: 8, cols: 4, seed: 4}}}\n";
+    const std::string yaml = write_big_example(dir);
     const std::string err = dir.file("err.txt");
     const std::string command = "bash -c '\"" + qkv::test::qkv_binary() + "\" run " + yaml + " --full -f csv 2>" +
                                 err + " | head -c 100 >/dev/null; echo ${PIPESTATUS[0]}'";
@@ -293,10 +288,7 @@ TEST_CASE("a closed pipe ends qkv quietly", "[output]") {
 TEST_CASE("qkv run reports a failed write to standard output and exits 2", "[output]") {
     TempDir dir;
     // 300 tokens print megabytes, so the write fails while rendering, not at the end
-    const std::string yaml = dir.file("big.yaml");
-    std::ofstream(yaml) << "inputs: {random: {rows: 300, cols: 8, seed: 1}}\n"
-                           "weights: {query: {random: {rows: 8, cols: 4, seed: 2}}, key: {random: {rows: 8, cols: 4, "
-                           "seed: 3}}, value: {random: {rows: 8, cols: 4, seed: 4}}}\n";
+    const std::string yaml = write_big_example(dir);
     for (const std::string example : {std::string("illustrated"), yaml}) {
         for (const std::string format : {"text", "json", "csv"}) {
             CAPTURE(example, format);
