@@ -68,14 +68,51 @@ void gemm(bool trans_a, bool trans_b, arma::uword rows, arma::uword cols, arma::
 #endif
 }
 
-// (n × out) = X (n × in) · W (in × out) + b on every row
-arma::mat project_all(const arma::mat& X, const arma::mat& W, const arma::rowvec& b) {
-    arma::mat result(X.n_rows, W.n_cols);
-    gemm(false, false, X.n_rows, W.n_cols, X.n_cols, 1.0, X.memptr(), X.n_rows, W.memptr(), W.n_rows,
-         result.memptr(), result.n_rows);
-    if (!b.is_empty()) {
-        result.each_row() += b;
+// Calls work(item, worker) for items 0 … count−1 on `workers` threads (this
+// one and workers − 1 more); each thread takes the next item until none is left.
+// `work` must not throw.
+template <class Work>
+void parallel_for(int workers, arma::uword count, const Work& work) {
+    workers = static_cast<int>(std::min<arma::uword>(std::max(workers, 1), std::max<arma::uword>(count, 1)));
+    std::atomic<arma::uword> next{0};
+    const auto run = [&next, count, &work](int worker) {
+        for (arma::uword item = next++; item < count; item = next++) {
+            work(item, worker);
+        }
+    };
+    std::vector<std::thread> pool;
+    for (int w = 1; w < workers; ++w) {
+        pool.emplace_back(run, w);
     }
+    run(0);
+    for (auto& thread : pool) {
+        thread.join();
+    }
+}
+
+// (n × out) = X (n × in) · W (in × out) + b on every row, in `workers` slices
+// of rows, one BLAS call each
+arma::mat project_all(const arma::mat& X, const arma::mat& W, const arma::rowvec& b, int workers) {
+    arma::mat result(X.n_rows, W.n_cols);
+    const arma::uword n = X.n_rows;
+    const arma::uword slices = std::min<arma::uword>(std::max(workers, 1), std::max<arma::uword>(n, 1));
+    parallel_for(workers, slices, [&](arma::uword slice, int) {
+        const arma::uword first = n * slice / slices;
+        const arma::uword rows = n * (slice + 1) / slices - first;
+        if (rows == 0) {
+            return;
+        }
+        gemm(false, false, rows, W.n_cols, X.n_cols, 1.0, X.memptr() + first, n, W.memptr(), W.n_rows,
+             result.memptr() + first, n);
+        if (!b.is_empty()) {
+            for (arma::uword c = 0; c < W.n_cols; ++c) {
+                double* column = result.colptr(c) + first;
+                for (arma::uword i = 0; i < rows; ++i) {
+                    column[i] += b(c);
+                }
+            }
+        }
+    });
     return result;
 }
 
@@ -89,14 +126,16 @@ void copy_transposed(const double* src, arma::uword m, arma::uword rows, double*
     }
 }
 
-// Rows of queries per block: the block's scores (m × rows doubles) should stay
-// in the CPU's L2 cache together with K_h and V_h.
+// Rows of queries per block: about 64 or more, so that each panel of K read for
+// the block serves many queries, and the block's scores (m × rows doubles) at
+// most about 1 MiB, the size of a core's L2 cache, up to about 256 rows.
 arma::uword block_rows(arma::uword n, arma::uword m) {
-    arma::uword rows = 65536 / std::max<arma::uword>(m, 1);
+    arma::uword rows = std::clamp<arma::uword>(131072 / std::max<arma::uword>(m, 1), 64, 256);
+    rows -= rows % 6;  // whole tiles of 6 queries for the products (kernels.cpp)
+    // for measuring other sizes (docs/performance.md)
     if (const char* forced = std::getenv("QKV_BLOCK_ROWS")) {
-        rows = static_cast<arma::uword>(std::max(1L, std::atol(forced)));
+        rows = static_cast<arma::uword>(std::clamp(std::atol(forced), 1L, 4096L));
     }
-    rows = std::clamp<arma::uword>(rows, 16, 256);
     return std::min(rows, n);
 }
 
@@ -131,6 +170,7 @@ public:
           m_block(block_rows(m_n, m_m)),
           m_blocks((m_n + m_block - 1) / m_block),
           m_inv_scale(1.0 / request.scale),
+          m_own_products(request.own_products && kernels::products_supported()),
           m_Q(Q_all.memptr()),
           m_K(K_all.memptr()),
           m_V(V_all.memptr()),
@@ -161,28 +201,61 @@ public:
 
     arma::uword items() const { return m_weights.heads * m_blocks; }
 
-    // A worker's own memory: one block of scores (m × rows) and the rows' sums.
+    // With qkv's own products, each head's K and V are packed for them
+    // (kernels.hpp) before the blocks start, by the workers, a head at a time.
+    arma::uword packing_items() const { return m_own_products ? m_weights.heads : 0; }
+    void allocate_packed() {
+        if (m_own_products) {
+            m_K_packed.resize(m_weights.heads * kernels::packed_keys_size(m_m, m_weights.d_k));
+            m_V_packed.resize(m_weights.heads * kernels::packed_values_size(m_m, m_weights.d_v));
+        }
+    }
+    void pack(arma::uword h) noexcept {
+        const arma::uword d_k = m_weights.d_k;
+        const arma::uword d_v = m_weights.d_v;
+        kernels::pack_keys(m_K + h * d_k * m_m, m_m, d_k, packed_keys(h));
+        kernels::pack_values(m_V + h * d_v * m_m, m_m, d_v, packed_values(h));
+    }
+
+    // A worker's own memory: one block of scores (m × rows), the rows' sums,
+    // and with own products the block's packed queries.
     struct Scratch {
         std::vector<double> scores;
         std::vector<double> sums;
         std::vector<double> inverse;
+        std::vector<double> queries;
         std::array<double, k_parts> times{};  // milliseconds per step
     };
     Scratch make_scratch() const {
-        return {std::vector<double>(m_m * m_block), std::vector<double>(m_block), std::vector<double>(m_block), {}};
+        return {std::vector<double>(m_m * m_block), std::vector<double>(m_block), std::vector<double>(m_block),
+                std::vector<double>(m_own_products ? kernels::packed_queries_size(m_block, m_weights.d_k) : 0),
+                {}};
     }
 
-    // One worker: takes items until none is left.
-    void work(std::atomic<arma::uword>& next, Scratch& scratch) const noexcept {
-        for (arma::uword item = next++; item < items(); item = next++) {
-            run_item(item / m_blocks, item % m_blocks, scratch.scores.data(), scratch.sums.data(),
-                     scratch.inverse.data(), scratch.times);
-        }
+    // One (head, block of query rows).
+    void work(arma::uword item, Scratch& scratch) const noexcept {
+        run_item(item / m_blocks, item % m_blocks, scratch);
     }
 
 private:
-    void run_item(arma::uword h, arma::uword block, double* St, double* sums, double* inverse,
-                  std::array<double, k_parts>& times) const {
+    double* packed_keys(arma::uword h) {
+        return m_K_packed.data() + h * kernels::packed_keys_size(m_m, m_weights.d_k);
+    }
+    const double* packed_keys(arma::uword h) const {
+        return m_K_packed.data() + h * kernels::packed_keys_size(m_m, m_weights.d_k);
+    }
+    double* packed_values(arma::uword h) {
+        return m_V_packed.data() + h * kernels::packed_values_size(m_m, m_weights.d_v);
+    }
+    const double* packed_values(arma::uword h) const {
+        return m_V_packed.data() + h * kernels::packed_values_size(m_m, m_weights.d_v);
+    }
+
+    void run_item(arma::uword h, arma::uword block, Scratch& scratch) const {
+        double* St = scratch.scores.data();
+        double* sums = scratch.sums.data();
+        double* inverse = scratch.inverse.data();
+        auto& times = scratch.times;
         const arma::uword n = m_n;
         const arma::uword m = m_m;
         const arma::uword d_k = m_weights.d_k;
@@ -198,7 +271,12 @@ private:
         // step: scaled scores of the block, transposed so that each query's row is
         // contiguous: S'ᵀ (m × rows) = (1/scale) · K_h (m × d_k) · Q_blockᵀ (d_k × rows)
         auto start = Clock::now();
-        gemm(false, true, m, rows, d_k, m_inv_scale, K_h, m, Q_h + r0, n, St, m);
+        if (m_own_products) {
+            kernels::pack_queries(Q_h + r0, n, rows, d_k, scratch.queries.data());
+            kernels::scores_block(packed_keys(h), m, d_k, scratch.queries.data(), rows, m_inv_scale, St);
+        } else {
+            gemm(false, true, m, rows, d_k, m_inv_scale, K_h, m, Q_h + r0, n, St, m);
+        }
         if (double* S = slot(p_scores)) {
             // S_block (rows × m) = Q_block · K_hᵀ, unscaled, straight into rows r0 … of S
             gemm(false, true, rows, m, d_k, 1.0, Q_h + r0, n, K_h, m, S + r0, n);
@@ -257,11 +335,15 @@ private:
         // step: head output of the block, Z_block (rows × d_v) = E_block (rows × m) · V_h (m × d_v),
         // then row i divided by its softmax sum
         start = Clock::now();
-        gemm(true, false, rows, d_v, m, 1.0, St, m, V_h, m, Z_h + r0, n);
-        for (arma::uword c = 0; c < d_v; ++c) {
-            double* z = Z_h + c * n + r0;
-            for (arma::uword i = 0; i < rows; ++i) {
-                z[i] *= inverse[i];
+        if (m_own_products) {
+            kernels::weighted_sum_block(St, m, rows, packed_values(h), d_v, inverse, Z_h + r0, n);
+        } else {
+            gemm(true, false, rows, d_v, m, 1.0, St, m, V_h, m, Z_h + r0, n);
+            for (arma::uword c = 0; c < d_v; ++c) {
+                double* z = Z_h + c * n + r0;
+                for (arma::uword i = 0; i < rows; ++i) {
+                    z[i] *= inverse[i];
+                }
             }
         }
         times[p_head_output] += ms_since(start);
@@ -274,12 +356,15 @@ private:
     arma::uword m_block;
     arma::uword m_blocks;
     double m_inv_scale;
+    bool m_own_products;
     const double* m_Q;
     const double* m_K;
     const double* m_V;
     double* m_concat;
     std::vector<double*> m_keep[k_parts];  // per head: where a kept step's n × m matrix is filled, or nullptr
     std::vector<arma::uword> m_padded_keys;
+    std::vector<double> m_K_packed;  // with own products: each head's K and V, packed
+    std::vector<double> m_V_packed;
 };
 
 }  // namespace
@@ -354,18 +439,19 @@ EngineResult run_engine(const EngineRequest& request) {
     EngineResult result;
     StepTimes times;
 
-    // BLAS's own threads for the projections
-    ScopedBlasThreads blas(threads);
+    // qkv's own threads share every step; BLAS runs single-threaded inside
+    // them, so that its idle threads never compete with qkv's for the cores
+    ScopedBlasThreads blas(1);
 
     // step: projections for every head at once, e.g. Q_all (n × H·d_k) = X (n × d_model) · W_Q (d_model × H·d_k)
     auto start = Clock::now();
-    const arma::mat Q_all = project_all(X, weights.W_Q, weights.b_Q);
+    const arma::mat Q_all = project_all(X, weights.W_Q, weights.b_Q, threads);
     times.emplace_back("queries", ms_since(start));
     start = Clock::now();
-    const arma::mat K_all = project_all(C, weights.W_K, weights.b_K);
+    const arma::mat K_all = project_all(C, weights.W_K, weights.b_K, threads);
     times.emplace_back("keys", ms_since(start));
     start = Clock::now();
-    const arma::mat V_all = project_all(C, weights.W_V, weights.b_V);
+    const arma::mat V_all = project_all(C, weights.W_V, weights.b_V, threads);
     times.emplace_back("values", ms_since(start));
     for (int h = 1; h <= heads; ++h) {
         const arma::uword first = (h - 1) * weights.d_k;
@@ -391,20 +477,12 @@ EngineResult run_engine(const EngineRequest& request) {
         for (int w = 0; w < workers; ++w) {
             scratch.push_back(steps.make_scratch());
         }
-        std::atomic<arma::uword> next{0};
+        steps.allocate_packed();
         start = Clock::now();
-        {
-            // each worker calls BLAS on its own, single-threaded
-            ScopedBlasThreads single(workers > 1 ? 1 : threads);
-            std::vector<std::thread> pool;
-            for (int w = 1; w < workers; ++w) {
-                pool.emplace_back([&steps, &next, &scratch, w] { steps.work(next, scratch[w]); });
-            }
-            steps.work(next, scratch[0]);
-            for (auto& thread : pool) {
-                thread.join();
-            }
-        }
+        // with own products, each head's K and V packed first, then the blocks
+        parallel_for(workers, steps.packing_items(), [&steps](arma::uword h, int) { steps.pack(h); });
+        parallel_for(workers, steps.items(),
+                     [&steps, &scratch](arma::uword item, int worker) { steps.work(item, scratch[worker]); });
         // the workers ran side by side: share the wall time among the steps in
         // proportion to the time the workers spent in each
         const double wall = ms_since(start);
@@ -438,7 +516,7 @@ EngineResult run_engine(const EngineRequest& request) {
     if (weights.W_O.is_empty()) {
         result.output = std::move(concat);
     } else {
-        result.output = project_all(concat, weights.W_O, weights.b_O);
+        result.output = project_all(concat, weights.W_O, weights.b_O, threads);
     }
     times.emplace_back("output", ms_since(start));
 

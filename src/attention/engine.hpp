@@ -75,6 +75,9 @@ struct EngineRequest {
     // Steps to hand back whole (per-head ids with their 1-based head, others with 0).
     std::function<bool(std::string_view id, int head)> keep;
     int threads = 0;                   // 0: as many as BLAS uses
+    // Per-head products by qkv's own kernels where the CPU has them
+    // (kernels::products_supported()); false: always by BLAS.
+    bool own_products = true;
     StepTimes* times = nullptr;        // when set, receives each step's time
 };
 

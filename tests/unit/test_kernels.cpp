@@ -1,0 +1,252 @@
+// The vector loops of the large-input path (attention/kernels.hpp): exp()
+// against std::exp, and the two per-head products against plain loops, on
+// every size at the edges of their tiles; and the engine with qkv's own
+// products against the engine with BLAS's.
+#include "support.hpp"
+
+#include "attention/engine.hpp"
+#include "attention/kernels.hpp"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace qkv;
+using qkv::kernels::Isa;
+
+namespace {
+
+// Distance in units in the last place between a and b (both finite, positive).
+double ulps(double a, double b) {
+    if (a == b) {
+        return 0.0;
+    }
+    const double lower = std::min(a, b);
+    return std::abs(a - b) / (std::nextafter(lower, std::numeric_limits<double>::infinity()) - lower);
+}
+
+std::vector<Isa> supported_isas() {
+    std::vector<Isa> isas;
+    for (const Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+        if (kernels::supported(isa)) {
+            isas.push_back(isa);
+        }
+    }
+    return isas;
+}
+
+std::vector<double> uniform(std::size_t count, double low, double high, unsigned seed) {
+    std::mt19937_64 engine(seed);
+    std::uniform_real_distribution<double> draw(low, high);
+    std::vector<double> values(count);
+    for (double& value : values) {
+        value = draw(engine);
+    }
+    return values;
+}
+
+}  // namespace
+
+TEST_CASE("exp() of the softmax is within 2 ulp of std::exp from 0 down to -708", "[kernels]") {
+    // one column: 0 first (its maximum), then a fine grid down to −708
+    const std::size_t m = 200001;
+    std::vector<double> x(m);
+    for (std::size_t j = 0; j < m; ++j) {
+        x[j] = -708.0 * static_cast<double>(j) / static_cast<double>(m - 1);
+    }
+    for (const Isa isa : supported_isas()) {
+        CAPTURE(kernels::isa_name(isa));
+        std::vector<double> e = x;
+        double sum = 0.0;
+        kernels::exp_columns(isa, e.data(), m, 1, &sum);
+        double worst = 0.0;
+        double worst_at = 0.0;
+        double exact_sum = 0.0;
+        for (std::size_t j = 0; j < m; ++j) {
+            const double want = std::exp(x[j]);
+            exact_sum += want;
+            if (ulps(e[j], want) > worst) {
+                worst = ulps(e[j], want);
+                worst_at = x[j];
+            }
+        }
+        CAPTURE(worst_at);
+        CHECK(worst <= 2.0);
+        CHECK(e[0] == 1.0);  // exp(max − max) is exactly 1
+        CHECK(std::abs(sum - exact_sum) <= 1e-13 * exact_sum);
+    }
+}
+
+TEST_CASE("exp_columns subtracts each column's maximum, at every length", "[kernels]") {
+    // lengths around the vector widths (4 and 8) and the unrolled pairs (16)
+    for (const Isa isa : supported_isas()) {
+        CAPTURE(kernels::isa_name(isa));
+        for (std::size_t m : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 23, 31, 33, 100}) {
+            CAPTURE(m);
+            const std::size_t count = 3;
+            std::vector<double> S = uniform(m * count, -30.0, 40.0, static_cast<unsigned>(m));
+            const std::vector<double> before = S;
+            std::vector<double> sums(count);
+            kernels::exp_columns(isa, S.data(), m, count, sums.data());
+            for (std::size_t c = 0; c < count; ++c) {
+                double max = before[c * m];
+                for (std::size_t j = 0; j < m; ++j) {
+                    max = std::max(max, before[c * m + j]);
+                }
+                double sum = 0.0;
+                for (std::size_t j = 0; j < m; ++j) {
+                    const double want = std::exp(before[c * m + j] - max);
+                    CHECK(ulps(S[c * m + j], want) <= 2.0);
+                    sum += S[c * m + j];
+                }
+                CHECK(std::abs(sums[c] - sum) <= 1e-15 * sum);
+            }
+        }
+    }
+}
+
+TEST_CASE("exp_columns turns blocked cells and entries far below the maximum into exact zeros", "[kernels]") {
+    const double minus_inf = -std::numeric_limits<double>::infinity();
+    for (const Isa isa : supported_isas()) {
+        CAPTURE(kernels::isa_name(isa));
+        // 11 entries: blocked cells, one 708 below the maximum (kept), one 709 below (dropped)
+        std::vector<double> S = {minus_inf, 2.0, minus_inf, -706.0, -707.0, 1.0, minus_inf, 0.0, -3.0, minus_inf, 2.0};
+        std::vector<double> sums(1);
+        kernels::exp_columns(isa, S.data(), S.size(), 1, sums.data());
+        CHECK(S[0] == 0.0);
+        CHECK(S[2] == 0.0);
+        CHECK(S[6] == 0.0);
+        CHECK(S[9] == 0.0);
+        CHECK(S[1] == 1.0);
+        CHECK(S[10] == 1.0);
+        CHECK(S[3] > 0.0);           // exp(−708), the smallest normal result kept
+        CHECK(std::isnormal(S[3]));
+        CHECK(S[4] == 0.0);          // exp(−709) would be subnormal
+        CHECK(ulps(S[5], std::exp(-1.0)) <= 2.0);
+        CHECK(ulps(S[8], std::exp(-5.0)) <= 2.0);
+        double sum = 0.0;
+        for (const double value : S) {
+            sum += value;
+        }
+        CHECK(std::abs(sums[0] - sum) <= 1e-15 * sum);
+        // a NaN score stays visible: the column's sum is NaN
+        std::vector<double> with_nan = {1.0, std::nan(""), 0.5, 0.25, 2.0, 1.0, 1.0, 1.0, 1.0};
+        kernels::exp_columns(isa, with_nan.data(), with_nan.size(), 1, sums.data());
+        CHECK(std::isnan(sums[0]));
+    }
+}
+
+TEST_CASE("the score product matches plain loops at every edge of its tiles", "[kernels]") {
+    if (!kernels::products_supported()) {
+        WARN("this CPU has no AVX-512: qkv's own products are not used here, BLAS's are");
+        return;
+    }
+    // keys around the panel of 32, queries around the tile of 6, several depths
+    for (std::size_t m : {1, 5, 31, 32, 33, 70}) {
+        for (std::size_t rows : {1, 5, 6, 7, 13}) {
+            for (std::size_t d : {1, 3, 8, 64}) {
+                CAPTURE(m, rows, d);
+                const std::size_t ldq = rows + 4;  // the block starts inside a taller Q
+                const std::vector<double> K = uniform(m * d, -1.0, 1.0, 1);
+                const std::vector<double> Q = uniform(ldq * d, -1.0, 1.0, 2);
+                std::vector<double> Kp(kernels::packed_keys_size(m, d));
+                std::vector<double> Qp(kernels::packed_queries_size(rows, d));
+                kernels::pack_keys(K.data(), m, d, Kp.data());
+                kernels::pack_queries(Q.data() + 2, ldq, rows, d, Qp.data());
+                std::vector<double> St(m * rows + 1, 99.0);  // one guard cell past the end
+                kernels::scores_block(Kp.data(), m, d, Qp.data(), rows, 0.5, St.data());
+                for (std::size_t i = 0; i < rows; ++i) {
+                    for (std::size_t j = 0; j < m; ++j) {
+                        double want = 0.0;
+                        for (std::size_t c = 0; c < d; ++c) {
+                            want += K[j + c * m] * Q[2 + i + c * ldq];
+                        }
+                        REQUIRE(St[j + i * m] == Approx(0.5 * want).margin(1e-14));
+                    }
+                }
+                CHECK(St[m * rows] == 99.0);
+            }
+        }
+    }
+}
+
+TEST_CASE("the weighted sum matches plain loops at every edge of its tiles", "[kernels]") {
+    if (!kernels::products_supported()) {
+        WARN("this CPU has no AVX-512: qkv's own products are not used here, BLAS's are");
+        return;
+    }
+    // columns around the vector of 8 and the group of 32, keys around a pass of 64
+    for (std::size_t d_v : {1, 7, 8, 9, 31, 32, 33, 64, 70}) {
+        for (std::size_t m : {1, 63, 64, 65, 130}) {
+            for (std::size_t rows : {1, 6, 7, 13}) {
+                CAPTURE(d_v, m, rows);
+                const std::size_t ldz = rows + 3;
+                const std::vector<double> St = uniform(m * rows, 0.0, 1.0, 3);
+                const std::vector<double> V = uniform(m * d_v, -1.0, 1.0, 4);
+                const std::vector<double> scale = uniform(rows, 0.5, 2.0, 5);
+                std::vector<double> Vp(kernels::packed_values_size(m, d_v));
+                kernels::pack_values(V.data(), m, d_v, Vp.data());
+                std::vector<double> Z(ldz * d_v, 99.0);
+                kernels::weighted_sum_block(St.data(), m, rows, Vp.data(), d_v, scale.data(), Z.data(), ldz);
+                for (std::size_t c = 0; c < d_v; ++c) {
+                    for (std::size_t i = 0; i < ldz; ++i) {
+                        if (i >= rows) {
+                            REQUIRE(Z[i + c * ldz] == 99.0);  // rows below the block are not touched
+                            continue;
+                        }
+                        double want = 0.0;
+                        for (std::size_t j = 0; j < m; ++j) {
+                            want += St[j + i * m] * V[j + c * m];
+                        }
+                        REQUIRE(Z[i + c * ldz] == Approx(scale[i] * want).margin(1e-13));
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("the engine gives the same numbers with qkv's own products and with BLAS's", "[kernels]") {
+    // widths that fill no tile exactly: d_k 20, d_v 36, 150 tokens, a causal mask
+    const arma::uword n = 150;
+    const arma::uword d_model = 24;
+    arma::arma_rng::set_seed(7);
+    const arma::mat X = arma::randu(n, d_model) * 2.0 - 1.0;
+    PackedWeights weights;
+    weights.heads = 2;
+    weights.d_k = 20;
+    weights.d_v = 36;
+    weights.W_Q = arma::randu(d_model, 40) - 0.5;
+    weights.W_K = arma::randu(d_model, 40) - 0.5;
+    weights.W_V = arma::randu(d_model, 72) - 0.5;
+    weights.b_K = arma::randu<arma::rowvec>(40);
+    weights.W_O = arma::randu(72, d_model) - 0.5;
+    EngineRequest request;
+    request.X = &X;
+    request.C = &X;
+    request.weights = &weights;
+    request.scale = std::sqrt(20.0);
+    request.mask.causal = true;
+    request.keep = [](std::string_view, int) { return true; };
+    request.threads = 2;
+
+    request.own_products = false;
+    const EngineResult blas = run_engine(request);
+    request.own_products = true;
+    const EngineResult own = run_engine(request);
+    request.threads = 3;
+    const EngineResult own_three = run_engine(request);
+
+    REQUIRE(own.kept.size() == blas.kept.size());
+    for (const auto& [key, values] : blas.kept) {
+        const std::string what = key.first + " head " + std::to_string(key.second);
+        test::require_near(own.kept.at(key), values, 1e-12, what);
+        test::require_near(own_three.kept.at(key), values, 1e-12, what);
+    }
+    test::require_near(own.output, blas.output, 1e-12, "output");
+    test::require_near(own_three.output, blas.output, 1e-12, "output");
+    // the causal mask: query 0 sees key 0 alone
+    CHECK(own.kept.at({"weights", 1})(0, 0) == 1.0);
+    CHECK(own.kept.at({"weights", 1})(0, 1) == 0.0);
+}
