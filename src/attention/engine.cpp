@@ -90,30 +90,40 @@ void parallel_for(int workers, arma::uword count, const Work& work) {
     }
 }
 
-// (n × out) = X (n × in) · W (in × out) + b on every row, in `workers` slices
-// of rows, one BLAS call each
-arma::mat project_all(const arma::mat& X, const arma::mat& W, const arma::rowvec& b, int workers) {
-    arma::mat result(X.n_rows, W.n_cols);
-    const arma::uword n = X.n_rows;
-    const arma::uword slices = std::min<arma::uword>(std::max(workers, 1), std::max<arma::uword>(n, 1));
+// A bias added to some columns of a projection's result.
+struct BiasPart {
+    arma::uword first = 0;               // the result's column where it starts
+    const arma::rowvec* values = nullptr;
+};
+
+// R (n × cols, column after column) = A (n × in) · columns first … first+cols−1
+// of W (in × …), plus the biases on every row. The columns are shared among
+// `workers` slices, one single-threaded BLAS call each: every slice reads all
+// of A but only its own part of W.
+void project(const arma::mat& A, const arma::mat& W, arma::uword first, arma::uword cols,
+             const std::vector<BiasPart>& biases, double* R, int workers) {
+    const arma::uword n = A.n_rows;
+    const arma::uword slices = std::min<arma::uword>(std::max(workers, 1), std::max<arma::uword>(cols, 1));
     parallel_for(workers, slices, [&](arma::uword slice, int) {
-        const arma::uword first = n * slice / slices;
-        const arma::uword rows = n * (slice + 1) / slices - first;
-        if (rows == 0) {
+        const arma::uword c0 = cols * slice / slices;
+        const arma::uword c1 = cols * (slice + 1) / slices;
+        if (c1 == c0 || n == 0) {
             return;
         }
-        gemm(false, false, rows, W.n_cols, X.n_cols, 1.0, X.memptr() + first, n, W.memptr(), W.n_rows,
-             result.memptr() + first, n);
-        if (!b.is_empty()) {
-            for (arma::uword c = 0; c < W.n_cols; ++c) {
-                double* column = result.colptr(c) + first;
-                for (arma::uword i = 0; i < rows; ++i) {
-                    column[i] += b(c);
+        gemm(false, false, n, c1 - c0, A.n_cols, 1.0, A.memptr(), n, W.colptr(first + c0), W.n_rows, R + c0 * n,
+             n);
+        for (const BiasPart& bias : biases) {
+            const arma::uword b0 = std::max(c0, bias.first);
+            const arma::uword b1 = std::min(c1, bias.first + bias.values->n_elem);
+            for (arma::uword c = b0; c < b1; ++c) {
+                const double value = (*bias.values)(c - bias.first);
+                double* column = R + c * n;
+                for (arma::uword i = 0; i < n; ++i) {
+                    column[i] += value;
                 }
             }
         }
     });
-    return result;
 }
 
 // dst rows first_row … of an n × m matrix (leading dimension ld) ← the transpose of
@@ -161,19 +171,20 @@ public:
     static constexpr const char* k_ids[k_parts] = {"scores", "scaled_scores", "masked_scores", "weights",
                                                    "head_output"};
 
-    HeadSteps(const EngineRequest& request, const arma::mat& Q_all, const arma::mat& K_all, const arma::mat& V_all,
-              arma::mat& concat, EngineResult& result)
+    // Q_all: n × H·d_k; K_all: m × H·d_k; V_all: m × H·d_v, column after column
+    HeadSteps(const EngineRequest& request, const double* Q_all, arma::uword n, const double* K_all,
+              const double* V_all, arma::uword m, arma::mat& concat, EngineResult& result)
         : m_request(request),
           m_weights(*request.weights),
-          m_n(Q_all.n_rows),
-          m_m(K_all.n_rows),
+          m_n(n),
+          m_m(m),
           m_block(block_rows(m_n, m_m)),
           m_blocks((m_n + m_block - 1) / m_block),
           m_inv_scale(1.0 / request.scale),
           m_own_products(request.own_products && kernels::products_supported()),
-          m_Q(Q_all.memptr()),
-          m_K(K_all.memptr()),
-          m_V(V_all.memptr()),
+          m_Q(Q_all),
+          m_K(K_all),
+          m_V(V_all),
           m_concat(concat.memptr()) {
         // the whole n × m matrices of the steps a caller keeps, filled block by block
         const int heads = static_cast<int>(m_weights.heads);
@@ -204,10 +215,12 @@ public:
     // With qkv's own products, each head's K and V are packed for them
     // (kernels.hpp) before the blocks start, by the workers, a head at a time.
     arma::uword packing_items() const { return m_own_products ? m_weights.heads : 0; }
-    void allocate_packed() {
+    void allocate_packed(Buffer& keys, Buffer& values) {
         if (m_own_products) {
-            m_K_packed.resize(m_weights.heads * kernels::packed_keys_size(m_m, m_weights.d_k));
-            m_V_packed.resize(m_weights.heads * kernels::packed_values_size(m_m, m_weights.d_v));
+            keys.resize(m_weights.heads * kernels::packed_keys_size(m_m, m_weights.d_k));
+            values.resize(m_weights.heads * kernels::packed_values_size(m_m, m_weights.d_v));
+            m_K_packed = keys.data();
+            m_V_packed = values.data();
         }
     }
     void pack(arma::uword h) noexcept {
@@ -239,16 +252,16 @@ public:
 
 private:
     double* packed_keys(arma::uword h) {
-        return m_K_packed.data() + h * kernels::packed_keys_size(m_m, m_weights.d_k);
+        return m_K_packed + h * kernels::packed_keys_size(m_m, m_weights.d_k);
     }
     const double* packed_keys(arma::uword h) const {
-        return m_K_packed.data() + h * kernels::packed_keys_size(m_m, m_weights.d_k);
+        return m_K_packed + h * kernels::packed_keys_size(m_m, m_weights.d_k);
     }
     double* packed_values(arma::uword h) {
-        return m_V_packed.data() + h * kernels::packed_values_size(m_m, m_weights.d_v);
+        return m_V_packed + h * kernels::packed_values_size(m_m, m_weights.d_v);
     }
     const double* packed_values(arma::uword h) const {
-        return m_V_packed.data() + h * kernels::packed_values_size(m_m, m_weights.d_v);
+        return m_V_packed + h * kernels::packed_values_size(m_m, m_weights.d_v);
     }
 
     void run_item(arma::uword h, arma::uword block, Scratch& scratch) const {
@@ -363,8 +376,8 @@ private:
     double* m_concat;
     std::vector<double*> m_keep[k_parts];  // per head: where a kept step's n × m matrix is filled, or nullptr
     std::vector<arma::uword> m_padded_keys;
-    std::vector<double> m_K_packed;  // with own products: each head's K and V, packed
-    std::vector<double> m_V_packed;
+    double* m_K_packed = nullptr;  // with own products: each head's K and V, packed
+    double* m_V_packed = nullptr;
 };
 
 }  // namespace
@@ -377,9 +390,7 @@ PackedWeights pack_weights(const Model& model) {
     packed.heads = heads;
     packed.d_k = d_k;
     packed.d_v = d_v;
-    packed.W_Q.set_size(model.d_model(), heads * d_k);
-    packed.W_K.set_size(model.d_model(), heads * d_k);
-    packed.W_V.set_size(model.d_model(), heads * d_v);
+    packed.W_QKV.set_size(model.d_model(), 2 * heads * d_k + heads * d_v);
     bool any_b_Q = false;
     bool any_b_K = false;
     bool any_b_V = false;
@@ -397,11 +408,13 @@ PackedWeights pack_weights(const Model& model) {
     if (any_b_V) {
         packed.b_V.zeros(heads * d_v);
     }
+    const arma::uword k_first = heads * d_k;
+    const arma::uword v_first = 2 * heads * d_k;
     for (arma::uword h = 0; h < heads; ++h) {
         const HeadWeights& head = model.heads[h];
-        packed.W_Q.cols(h * d_k, (h + 1) * d_k - 1) = head.W_Q;
-        packed.W_K.cols(h * d_k, (h + 1) * d_k - 1) = head.W_K;
-        packed.W_V.cols(h * d_v, (h + 1) * d_v - 1) = head.W_V;
+        packed.W_QKV.cols(h * d_k, (h + 1) * d_k - 1) = head.W_Q;
+        packed.W_QKV.cols(k_first + h * d_k, k_first + (h + 1) * d_k - 1) = head.W_K;
+        packed.W_QKV.cols(v_first + h * d_v, v_first + (h + 1) * d_v - 1) = head.W_V;
         if (head.b_Q) {
             packed.b_Q.cols(h * d_k, (h + 1) * d_k - 1) = *head.b_Q;
         }
@@ -435,6 +448,8 @@ EngineResult run_engine(const EngineRequest& request) {
     const arma::mat& C = *request.C;
     const int heads = static_cast<int>(weights.heads);
     const int threads = request.threads > 0 ? request.threads : default_threads();
+    EngineWorkspace local;
+    EngineWorkspace& workspace = request.workspace != nullptr ? *request.workspace : local;
     const auto keep = [&](const char* id, int head) { return request.keep && request.keep(id, head); };
     EngineResult result;
     StepTimes times;
@@ -443,41 +458,88 @@ EngineResult run_engine(const EngineRequest& request) {
     // them, so that its idle threads never compete with qkv's for the cores
     ScopedBlasThreads blas(1);
 
-    // step: projections for every head at once, e.g. Q_all (n × H·d_k) = X (n × d_model) · W_Q (d_model × H·d_k)
+    // step: projections for every head at once. When keys and values read the
+    // queries' rows (self-attention), Q, K and V are one product,
+    // [Q_all K_all V_all] (n × (2·H·d_k + H·d_v)) = X · W_QKV; otherwise Q_all = X·W_Q
+    // and [K_all V_all] = C·[W_K W_V]. A product's time is shared among its
+    // steps in proportion to their columns.
+    const arma::uword n = X.n_rows;
+    const arma::uword m = C.n_rows;
+    const arma::uword q_width = weights.q_width();
+    const arma::uword v_width = weights.v_width();
+    const std::vector<BiasPart> bias_q = weights.b_Q.is_empty() ? std::vector<BiasPart>{}
+                                                                 : std::vector<BiasPart>{{0, &weights.b_Q}};
+    std::vector<BiasPart> bias_kv;
+    if (!weights.b_K.is_empty()) {
+        bias_kv.push_back({0, &weights.b_K});
+    }
+    if (!weights.b_V.is_empty()) {
+        bias_kv.push_back({q_width, &weights.b_V});
+    }
+    arma::mat& QKV_all = workspace.projections;  // self-attention: all three
+    arma::mat& Q_only = workspace.projections;   // otherwise: the queries and
+    arma::mat& KV_all = workspace.keys_values;   // the keys and values
+    const double* Q_all = nullptr;
+    const double* K_all = nullptr;
+    const double* V_all = nullptr;
+    const double kv_width = static_cast<double>(q_width + v_width);
     auto start = Clock::now();
-    const arma::mat Q_all = project_all(X, weights.W_Q, weights.b_Q, threads);
-    times.emplace_back("queries", ms_since(start));
-    start = Clock::now();
-    const arma::mat K_all = project_all(C, weights.W_K, weights.b_K, threads);
-    times.emplace_back("keys", ms_since(start));
-    start = Clock::now();
-    const arma::mat V_all = project_all(C, weights.W_V, weights.b_V, threads);
-    times.emplace_back("values", ms_since(start));
+    if (&X == &C) {
+        std::vector<BiasPart> biases = bias_q;
+        for (BiasPart part : bias_kv) {
+            part.first += q_width;
+            biases.push_back(part);
+        }
+        QKV_all.set_size(n, 2 * q_width + v_width);
+        project(X, weights.W_QKV, 0, QKV_all.n_cols, biases, QKV_all.memptr(), threads);
+        const double ms = ms_since(start);
+        const double width = static_cast<double>(QKV_all.n_cols);
+        times.emplace_back("queries", ms * static_cast<double>(q_width) / width);
+        times.emplace_back("keys", ms * static_cast<double>(q_width) / width);
+        times.emplace_back("values", ms * static_cast<double>(v_width) / width);
+        Q_all = QKV_all.memptr();
+        K_all = Q_all + n * q_width;
+        V_all = K_all + n * q_width;
+    } else {
+        Q_only.set_size(n, q_width);
+        project(X, weights.W_QKV, 0, q_width, bias_q, Q_only.memptr(), threads);
+        times.emplace_back("queries", ms_since(start));
+        start = Clock::now();
+        KV_all.set_size(m, q_width + v_width);
+        project(C, weights.W_QKV, q_width, KV_all.n_cols, bias_kv, KV_all.memptr(), threads);
+        const double ms = ms_since(start);
+        times.emplace_back("keys", ms * static_cast<double>(q_width) / kv_width);
+        times.emplace_back("values", ms * static_cast<double>(v_width) / kv_width);
+        Q_all = Q_only.memptr();
+        K_all = KV_all.memptr();
+        V_all = K_all + m * q_width;
+    }
     for (int h = 1; h <= heads; ++h) {
         const arma::uword first = (h - 1) * weights.d_k;
         if (keep("queries", h)) {
-            result.kept[{"queries", h}] = Q_all.cols(first, first + weights.d_k - 1);
+            result.kept[{"queries", h}] = arma::mat(Q_all + first * n, n, weights.d_k);
         }
         if (keep("keys", h)) {
-            result.kept[{"keys", h}] = K_all.cols(first, first + weights.d_k - 1);
+            result.kept[{"keys", h}] = arma::mat(K_all + first * m, m, weights.d_k);
         }
         if (keep("values", h)) {
-            result.kept[{"values", h}] = V_all.cols((h - 1) * weights.d_v, h * weights.d_v - 1);
+            result.kept[{"values", h}] = arma::mat(V_all + (h - 1) * weights.d_v * m, m, weights.d_v);
         }
     }
 
     // steps per head: scores, masking, softmax and weighted sum, block by block;
     // each head's output lands in its columns of the concatenation (n × H·d_v)
-    arma::mat concat(X.n_rows, weights.heads * weights.d_v);
+    arma::mat& concat = workspace.concat;
+    concat.set_size(n, weights.heads * weights.d_v);
     {
-        HeadSteps steps(request, Q_all, K_all, V_all, concat, result);
+        HeadSteps steps(request, Q_all, n, K_all, V_all, m, concat, result);
         const int workers = static_cast<int>(std::min<arma::uword>(threads, steps.items()));
         // allocated here, so that running out of memory is an exception of this thread
         std::vector<HeadSteps::Scratch> scratch;
         for (int w = 0; w < workers; ++w) {
             scratch.push_back(steps.make_scratch());
         }
-        steps.allocate_packed();
+        steps.allocate_packed(workspace.packed_keys, workspace.packed_values);
         start = Clock::now();
         // with own products, each head's K and V packed first, then the blocks
         parallel_for(workers, steps.packing_items(), [&steps](arma::uword h, int) { steps.pack(h); });
@@ -516,7 +578,11 @@ EngineResult run_engine(const EngineRequest& request) {
     if (weights.W_O.is_empty()) {
         result.output = std::move(concat);
     } else {
-        result.output = project_all(concat, weights.W_O, weights.b_O, threads);
+        result.output = std::move(workspace.output);
+        result.output.set_size(n, weights.W_O.n_cols);
+        const std::vector<BiasPart> bias_o =
+            weights.b_O.is_empty() ? std::vector<BiasPart>{} : std::vector<BiasPart>{{0, &weights.b_O}};
+        project(concat, weights.W_O, 0, weights.W_O.n_cols, bias_o, result.output.memptr(), threads);
     }
     times.emplace_back("output", ms_since(start));
 

@@ -23,6 +23,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,20 +31,27 @@
 
 namespace qkv {
 
-// The heads' weights side by side: head h (0-based) owns columns
-// h·d_k … (h+1)·d_k − 1 of W_Q and W_K and h·d_v … of W_V.
+// The heads' weights side by side, all three projections in one matrix:
+// W_QKV = [W_Q1 … W_QH  W_K1 … W_KH  W_V1 … W_VH], so that one product gives
+// Q, K and V for every head. Head h (0-based) owns columns h·d_k … (h+1)·d_k − 1
+// of the queries' part, and likewise in the keys' and the values' parts.
 struct PackedWeights {
     arma::uword heads = 1;
     arma::uword d_k = 0;
     arma::uword d_v = 0;
-    arma::mat W_Q;      // d_model × H·d_k
-    arma::mat W_K;      // d_model × H·d_k
-    arma::mat W_V;      // d_model × H·d_v
+    arma::mat W_QKV;    // d_model × (2·H·d_k + H·d_v)
     arma::rowvec b_Q;   // 1 × H·d_k, empty when no head has a bias
     arma::rowvec b_K;
-    arma::rowvec b_V;
+    arma::rowvec b_V;   // 1 × H·d_v
     arma::mat W_O;      // H·d_v × d_out, empty when there is no output projection
     arma::rowvec b_O;   // 1 × d_out, empty when there is none
+
+    arma::uword q_width() const { return heads * d_k; }  // the queries' and the keys' parts
+    arma::uword v_width() const { return heads * d_v; }
+    // Sets W_QKV from the three packed matrices (d_model × H·d_k, × H·d_k, × H·d_v).
+    void set_projections(const arma::mat& W_Q, const arma::mat& W_K, const arma::mat& W_V) {
+        W_QKV = arma::join_rows(W_Q, W_K, W_V);
+    }
 };
 
 PackedWeights pack_weights(const Model& model);
@@ -66,6 +74,40 @@ MaskView mask_view(const Model& model);
 // Milliseconds spent in each step, in the order of the steps (summed over heads).
 using StepTimes = std::vector<std::pair<std::string, double>>;
 
+// A std::vector<double> that leaves new elements uninitialised (they are all
+// written before they are read), so that growing it does not clear memory twice.
+template <class T>
+struct UninitialisedAllocator : std::allocator<T> {
+    template <class U>
+    struct rebind {
+        using other = UninitialisedAllocator<U>;
+    };
+    UninitialisedAllocator() = default;
+    template <class U>
+    UninitialisedAllocator(const UninitialisedAllocator<U>&) noexcept {}
+    template <class U>
+    void construct(U* p) noexcept {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... Args>
+    void construct(U* p, Args&&... args) {
+        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
+};
+using Buffer = std::vector<double, UninitialisedAllocator<double>>;
+
+// Memory for the engine's largest matrices, which a caller that computes many
+// times (qkv bench) keeps from one call to the next, so that a call does not
+// map and clear fresh pages for them. Each call sets the sizes it needs.
+struct EngineWorkspace {
+    arma::mat projections;  // [Q K V] for self-attention, else the queries alone
+    arma::mat keys_values;  // [K V] when keys and values read other rows
+    arma::mat concat;
+    arma::mat output;       // run_engine moves it into its result; give it back to reuse it
+    Buffer packed_keys;     // with qkv's own products (kernels.hpp)
+    Buffer packed_values;
+};
+
 struct EngineRequest {
     const arma::mat* X = nullptr;      // n × d_model: what the queries read (X, or X + P)
     const arma::mat* C = nullptr;      // m × d_model: what keys and values read (X itself unless cross-attention)
@@ -79,6 +121,7 @@ struct EngineRequest {
     // (kernels::products_supported()); false: always by BLAS.
     bool own_products = true;
     StepTimes* times = nullptr;        // when set, receives each step's time
+    EngineWorkspace* workspace = nullptr;  // when set, memory kept between calls
 };
 
 struct EngineResult {

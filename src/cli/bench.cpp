@@ -1,6 +1,7 @@
 // qkv bench: times each step of attention on random float64 data of a given
 // size, on the path `qkv run` takes for large inputs (attention/engine.hpp).
 #include "attention/engine.hpp"
+#include "attention/kernels.hpp"
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "io/diagnostics.hpp"
@@ -108,7 +109,7 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& options) {
     command->add_option("--repeat", options.repeat, "Timed runs, after one warm-up (default 10)")
         ->check(CLI::Range(1, 100000))
         ->type_name("R");
-    command->add_option("--threads", options.threads, "Threads for BLAS and the heads (default: BLAS's)")
+    command->add_option("--threads", options.threads, "Threads sharing every step (default: as many as BLAS uses)")
         ->check(CLI::Range(1, 256))
         ->type_name("T");
     command->add_option("-f,--format", options.format, "Output format: text or json")
@@ -145,9 +146,8 @@ int run_bench(const BenchOptions& options) {
     weights.heads = heads;
     weights.d_k = d_k;
     weights.d_v = d_k;
-    weights.W_Q = uniform(d_model, d_model, -bound, bound);
-    weights.W_K = uniform(d_model, d_model, -bound, bound);
-    weights.W_V = uniform(d_model, d_model, -bound, bound);
+    weights.set_projections(uniform(d_model, d_model, -bound, bound), uniform(d_model, d_model, -bound, bound),
+                            uniform(d_model, d_model, -bound, bound));
     weights.W_O = uniform(d_model, d_model, -bound, bound);
 
     EngineRequest request;
@@ -157,18 +157,22 @@ int run_bench(const BenchOptions& options) {
     request.scale = std::sqrt(static_cast<double>(d_k));
     request.threads = threads;  // nothing kept: only the output, as `qkv run --steps output`
 
-    // one warm-up run (first touches of memory, BLAS's threads starting), then the timed runs
+    // one warm-up run (first touches of memory), then the timed runs; the
+    // workspace keeps the large matrices' memory from run to run
     StepTimes times;
     request.times = &times;
-    run_engine(request);
+    EngineWorkspace workspace;
+    request.workspace = &workspace;
+    workspace.output = run_engine(request).output;
     std::vector<double> totals;
     std::vector<std::string> order;
     std::map<std::string, std::vector<double>> per_step;
     Progress progress(options.repeat);
     for (int run = 1; run <= options.repeat; ++run) {
         const auto start = Clock::now();
-        const EngineResult result = run_engine(request);
+        EngineResult result = run_engine(request);
         totals.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+        workspace.output = std::move(result.output);
         for (const auto& [id, ms] : times) {
             if (per_step.find(id) == per_step.end()) {
                 order.push_back(id);
@@ -207,6 +211,9 @@ int run_bench(const BenchOptions& options) {
                std::to_string(heads) + (heads == 1 ? " head" : " heads") + " (d_k " + std::to_string(d_k) +
                "), float64, random data\n";
         out += "BLAS: " + blas + "\n";
+        out += "per-head products: " +
+               std::string(kernels::products_supported() ? "qkv's own (AVX-512)" : "BLAS") + "; softmax exp: " +
+               std::string(kernels::isa_name(kernels::best_isa())) + "\n";
         out += "threads: " + std::to_string(threads) + "; median of " + std::to_string(options.repeat) +
                (options.repeat == 1 ? " run" : " runs") + " after a warm-up\n\n";
         out += "  step          median ms   share\n";

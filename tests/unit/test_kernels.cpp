@@ -217,9 +217,8 @@ TEST_CASE("the engine gives the same numbers with qkv's own products and with BL
     weights.heads = 2;
     weights.d_k = 20;
     weights.d_v = 36;
-    weights.W_Q = arma::randu(d_model, 40) - 0.5;
-    weights.W_K = arma::randu(d_model, 40) - 0.5;
-    weights.W_V = arma::randu(d_model, 72) - 0.5;
+    weights.set_projections(arma::randu(d_model, 40) - 0.5, arma::randu(d_model, 40) - 0.5,
+                            arma::randu(d_model, 72) - 0.5);
     weights.b_K = arma::randu<arma::rowvec>(40);
     weights.W_O = arma::randu(72, d_model) - 0.5;
     EngineRequest request;
