@@ -1,8 +1,9 @@
 // The large-input path of attention: the same mathematics as the step
 // functions of attention.hpp, arranged for speed and bounded memory.
 //
-// - The heads' weights are packed side by side, so that each projection is one
-//   matrix product for all heads: Q_all (n × H·d_k) = X · [W_Q1 … W_QH].
+// - The heads' weights are packed side by side, so that Q, K and V for every
+//   head are one matrix product: [Q_all K_all V_all] = X · W_QKV (with
+//   cross-attention, Q_all = X · W_Q and [K_all V_all] = C · [W_K W_V]).
 // - The queries are taken in blocks of rows. For each head and block, the
 //   scaled scores, the softmax and the weighted sum are done one after the
 //   other on a scratch block that stays in the CPU's cache; only the steps a
@@ -10,8 +11,11 @@
 // - The scale is folded into the score product (one multiplication by 1/scale),
 //   the softmax is vectorised (kernels.hpp) and its division by the row sum is
 //   applied to the head output (n × d_v), not to the weights (n × m).
-// - Blocks are shared among threads, each calling BLAS single-threaded; the
-//   projections use BLAS's own threads.
+// - On CPUs with AVX-512 the score and weighted-sum products are qkv's own
+//   (kernels.hpp), on K and V packed once per head; elsewhere they are BLAS's.
+// - Every step is shared among qkv's own threads, each calling BLAS
+//   single-threaded: the projections by slices of columns, the heads by
+//   (head, block) pieces.
 //
 // Results agree with the step functions to rounding (the test suite checks
 // 1e-12), but not bit for bit; attention.cpp uses this path for large inputs.
