@@ -5,6 +5,7 @@
 #include "attention/engine.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -359,10 +360,52 @@ arma::mat weighted_sum(const arma::mat& A, const arma::mat& V) {
     return A * V;
 }
 
+namespace {
+
+// `value` rounded to `decimals` places as it reads: its shortest decimal form
+// (1.005, not the 1.00499999999999989… that the double holds) rounded half
+// away from zero, as on paper. Infinities and NaN stay as they are.
+double round_as_written(double value, int decimals) {
+    if (!std::isfinite(value)) {
+        return value;
+    }
+    char text[512];  // the fixed form of any double, −5e−324 included
+    const auto written = std::to_chars(text, text + sizeof text, std::abs(value), std::chars_format::fixed);
+    std::string digits(text, written.ptr);
+    const std::size_t point = digits.find('.');
+    if (point == std::string::npos || digits.size() - point - 1 <= static_cast<std::size_t>(decimals)) {
+        return value;  // no more decimals than that already
+    }
+    const bool up = digits[point + 1 + decimals] >= '5';
+    digits.resize(decimals == 0 ? point : point + 1 + decimals);
+    if (up) {
+        // add one in the last place kept, carrying through nines
+        std::size_t i = digits.size();
+        while (i > 0) {
+            --i;
+            if (digits[i] == '.') {
+                continue;
+            }
+            if (digits[i] != '9') {
+                ++digits[i];
+                break;
+            }
+            digits[i] = '0';
+            if (i == 0) {
+                digits.insert(digits.begin(), '1');
+            }
+        }
+    }
+    double result = 0.0;
+    std::from_chars(digits.data(), digits.data() + digits.size(), result);
+    return std::signbit(value) ? -result : result;
+}
+
+}  // namespace
+
 arma::mat round_to(const arma::mat& M, int decimals) {
-    const double factor = std::pow(10.0, decimals);
     arma::mat result = M;
-    result.transform([factor](double value) { return std::isfinite(value) ? std::round(value * factor) / factor : value; });
+    result.transform([decimals](double value) { return round_as_written(value, decimals); });
     return result;
 }
 

@@ -31,7 +31,9 @@ arma::mat softmax_rows(const arma::mat& S);
 // step: head output (n × d_v) = A (n × m) · V (m × d_v)
 arma::mat weighted_sum(const arma::mat& A, const arma::mat& V);
 
-// Round every entry to `decimals` places (hand-calculation mode).
+// Round every entry to `decimals` places (hand-calculation mode), as on paper:
+// the shortest decimal form of each number, half away from zero, so that
+// 1.005 becomes 1.01 although the double nearest 1.005 is a little below it.
 arma::mat round_to(const arma::mat& M, int decimals);
 
 // Sinusoidal positional encodings (n × d_model), positions counted from 0:

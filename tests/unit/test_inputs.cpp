@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <limits>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -231,6 +232,22 @@ TEST_CASE("round: {weights: 1} on the illustrated example gives Output 1 = [2.1,
     REQUIRE(result.status == 0);
     CHECK(result.out.find("rounded to 1 decimal by hand") != std::string::npos);
     CHECK(result.out.find("Input 1 │ 2.1 7.2 1.8\n") != std::string::npos);
+}
+
+TEST_CASE("hand rounding rounds numbers as they are written, half away from zero", "[inputs]") {
+    // 1.005 is stored as 1.00499999999999989…, yet on paper it rounds to 1.01
+    const arma::mat written = rows({{1.005, -1.005, 2.675, 0.125, 0.0634}, {9.995, 0.5, 1.5, -0.5, 123.456}});
+    require_near(round_to(written, 2), rows({{1.01, -1.01, 2.68, 0.13, 0.06}, {10.0, 0.5, 1.5, -0.5, 123.46}}), 0,
+                 "2 decimals");
+    require_near(round_to(written, 0), rows({{1, -1, 3, 0, 0}, {10, 1, 2, -1, 123}}), 0, "0 decimals");
+    require_near(round_to(written, 1), rows({{1.0, -1.0, 2.7, 0.1, 0.1}, {10.0, 0.5, 1.5, -0.5, 123.5}}), 0,
+                 "1 decimal");
+    // numbers with fewer decimals, huge and tiny numbers, and infinities stay as they are
+    const double inf = std::numeric_limits<double>::infinity();
+    const arma::mat others = rows({{0.1, 1e300, -inf, 4.9e-324, 99.99}});
+    require_near(round_to(others, 3), rows({{0.1, 1e300, -inf, 0.0, 99.99}}), 0, "others");
+    CHECK(round_to(rows({{0.999}}), 2)(0, 0) == 1.0);
+    CHECK(round_to(rows({{-0.004}}), 2)(0, 0) == 0.0);
 }
 
 TEST_CASE("round: N rounds every step and carries each rounded value forward", "[inputs]") {
