@@ -3,6 +3,7 @@
 #include "attention/engine.hpp"
 #include "attention/kernels.hpp"
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "cli/output.hpp"
 #include "io/diagnostics.hpp"
 
@@ -99,18 +100,18 @@ private:
 
 CLI::App* setup_bench(CLI::App& app, BenchOptions& options) {
     CLI::App* command = app.add_subcommand("bench", "Time every step on random data of a given size");
-    command->add_option("--tokens", options.tokens, "Tokens n (default 512)")->check(CLI::Range(1, 65536))->type_name("N");
+    command->add_option("--tokens", options.tokens, "Tokens n (default 512)")->check(whole_number(1, 65536))->type_name("N");
     command->add_option("--d-model", options.d_model, "Width d_model (default 768)")
-        ->check(CLI::Range(1, 65536))
+        ->check(whole_number(1, 65536))
         ->type_name("D");
     command->add_option("--heads", options.heads, "Heads H, dividing d_model (default 12)")
-        ->check(CLI::Range(1, 65536))
+        ->check(whole_number(1, 65536))
         ->type_name("H");
     command->add_option("--repeat", options.repeat, "Timed runs, after one warm-up (default 10)")
-        ->check(CLI::Range(1, 100000))
+        ->check(whole_number(1, 100000))
         ->type_name("R");
     command->add_option("--threads", options.threads, "Threads sharing every step (default: as many as BLAS uses)")
-        ->check(CLI::Range(1, 256))
+        ->check(whole_number(1, 256))
         ->type_name("T");
     command->add_option("-f,--format", options.format, "Output format: text or json")
         ->check(CLI::IsMember({"text", "json"}))

@@ -3,6 +3,7 @@
 #include "cli/output.hpp"
 #include "io/diagnostics.hpp"
 
+#include <charconv>
 #include <unistd.h>
 
 #include <cctype>
@@ -82,16 +83,43 @@ ComputeOptions compute_options(const CommonOptions& options) {
     return result;
 }
 
+CLI::Validator whole_number(std::int64_t low, std::int64_t high) {
+    const std::string range = std::to_string(low) + " to " + std::to_string(high);
+    return CLI::Validator(
+        [low, high, range](std::string& text) {
+            std::int64_t value = 0;
+            const char* first = text.data() + (text.rfind('+', 0) == 0 ? 1 : 0);
+            const char* last = text.data() + text.size();
+            const auto [end, error] = std::from_chars(first, last, value);
+            if (text.empty() || error != std::errc() || end != last) {
+                return "\"" + text + "\" is not a whole number from " + range;
+            }
+            if (value < low || value > high) {
+                return text + " is not in the range " + range;
+            }
+            return std::string();
+        },
+        "INT in [" + range + "]", "whole number");
+}
+
 void add_common_options(CLI::App& command, CommonOptions& options) {
     command.add_option("-f,--format", options.format, "Output format")
         ->check(CLI::IsMember({"text", "markdown", "latex", "csv", "json", "svg"}))
         ->type_name("FORMAT");
     command.add_option("-p,--precision", options.precision, "Digits after the decimal point (0-17)")
-        ->check(CLI::Range(0, 17))
+        ->check(whole_number(0, 17))
         ->type_name("N");
-    command.add_option("-s,--steps", options.steps, "Only these steps (comma-separated ids)")->type_name("LIST");
-    // Range, not PositiveNumber: its message would quote the largest double
-    command.add_option("--head", options.head, "Only head N (1-based)")->check(CLI::Range(1, 4096))->type_name("N");
+    command.add_option("-s,--steps", options.steps, "Only these steps (comma-separated ids)")
+        ->check(CLI::Validator(
+            [](std::string& text) {
+                return text.find_first_not_of(", \t") == std::string::npos
+                           ? std::string("the list is empty; expected step ids separated by commas")
+                           : std::string();
+            },
+            "LIST", "step list"))
+        ->type_name("LIST");
+    // a range, not PositiveNumber: its message would quote the largest double
+    command.add_option("--head", options.head, "Only head N (1-based)")->check(whole_number(1, 4096))->type_name("N");
     command.add_flag("--full", options.full, "Show large matrices whole");
     command.add_option("--color", options.color, "Colour: auto, always or never")
         ->check(CLI::IsMember({"auto", "always", "never"}))

@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <ostream>
 #include <string>
@@ -31,6 +32,11 @@ struct CommonOptions {
     std::string max_memory = "4GiB";
     bool allow_any_path = false;
 };
+
+// Accepts a whole number from low to high; anything else is refused with
+// "X is not a whole number from LOW to HIGH" (CLI11's own Range would call
+// "abc" out of range).
+CLI::Validator whole_number(std::int64_t low, std::int64_t high);
 
 // Adds -f, -p, -s, --head, --full, --color, --ascii, --brief, --standalone,
 // -o, --force, --max-memory, --allow-any-path.

@@ -1,6 +1,7 @@
 // qkv init: a starter example file with small whole-number inputs and weights,
 // each key commented, for a learner to run, work through by hand and edit.
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "cli/output.hpp"
 
 #include <cstdint>
@@ -130,23 +131,23 @@ std::string starter_example(const InitOptions& options) {
 CLI::App* setup_init(CLI::App& app, InitOptions& options) {
     CLI::App* command = app.add_subcommand("init", "Write a starter example with small whole-number weights");
     command->add_option("--tokens", options.tokens, "Number of tokens, the rows of inputs (default 3)")
-        ->check(CLI::Range(1, 256))
+        ->check(whole_number(1, 256))
         ->type_name("N");
     command->add_option("--d-model", options.d_model, "Width of each input row (default 4)")
-        ->check(CLI::Range(1, 256))
+        ->check(whole_number(1, 256))
         ->type_name("D");
     command->add_option("--d-k", options.d_k, "Width of queries and keys, per head (default 3)")
-        ->check(CLI::Range(1, 256))
+        ->check(whole_number(1, 256))
         ->type_name("K");
     command->add_option("--d-v", options.d_v, "Width of values, per head (default: d_k)")
-        ->check(CLI::Range(1, 256))
+        ->check(whole_number(1, 256))
         ->type_name("V");
-    command->add_option("--heads", options.heads, "Number of heads (default 1)")->check(CLI::Range(1, 16))->type_name("H");
+    command->add_option("--heads", options.heads, "Number of heads (default 1)")->check(whole_number(1, 16))->type_name("H");
     command->add_option("--seed", options.seed, "Seed: the same seed gives the same file (default 1)")
-        ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 53))
+        ->check(whole_number(0, std::int64_t{1} << 53))
         ->type_name("S");
     command->add_option("--max-int", options.max_int, "Largest number drawn, from 1 to 9 (default 1)")
-        ->check(CLI::Range(1, 9))
+        ->check(whole_number(1, 9))
         ->type_name("M");
     command->add_option("-o,--output", options.output, "Write to FILE instead of standard output")->type_name("FILE");
     command->add_flag("--force", options.force, "Let -o replace an existing file");
