@@ -307,6 +307,12 @@ void YamlReader::check_keys(const YAML::Node& map, const std::string& path, cons
             continue;
         }
         const std::string full = path.empty() ? key : path + "." + key;
+        if (key == "<<" && entry.first.Tag() != "!") {  // "!": written in quotes, an ordinary key
+            error(entry.first, "YAML merge keys (<<) are not supported",
+                  "write the keys of the merged map out in this map; anchors and aliases (&name, *name) work "
+                  "for whole values");
+            continue;
+        }
         const std::string near = closest_match(key, known);
         std::string list;
         for (const auto& candidate : known) {
