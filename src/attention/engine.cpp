@@ -251,16 +251,9 @@ public:
     }
 
 private:
-    double* packed_keys(arma::uword h) {
-        return m_K_packed + h * kernels::packed_keys_size(m_m, m_weights.d_k);
-    }
-    const double* packed_keys(arma::uword h) const {
-        return m_K_packed + h * kernels::packed_keys_size(m_m, m_weights.d_k);
-    }
-    double* packed_values(arma::uword h) {
-        return m_V_packed + h * kernels::packed_values_size(m_m, m_weights.d_v);
-    }
-    const double* packed_values(arma::uword h) const {
+    // head h's packed K and V (the buffers belong to the workspace, not to this object)
+    double* packed_keys(arma::uword h) const { return m_K_packed + h * kernels::packed_keys_size(m_m, m_weights.d_k); }
+    double* packed_values(arma::uword h) const {
         return m_V_packed + h * kernels::packed_values_size(m_m, m_weights.d_v);
     }
 
@@ -476,13 +469,10 @@ EngineResult run_engine(const EngineRequest& request) {
     if (!weights.b_V.is_empty()) {
         bias_kv.push_back({q_width, &weights.b_V});
     }
-    arma::mat& QKV_all = workspace.projections;  // self-attention: all three
-    arma::mat& Q_only = workspace.projections;   // otherwise: the queries and
-    arma::mat& KV_all = workspace.keys_values;   // the keys and values
-    const double* Q_all = nullptr;
+    arma::mat& projections = workspace.projections;  // [Q K V] for self-attention, else Q alone
+    arma::mat& KV_all = workspace.keys_values;       // [K V] for cross-attention
     const double* K_all = nullptr;
     const double* V_all = nullptr;
-    const double kv_width = static_cast<double>(q_width + v_width);
     auto start = Clock::now();
     if (&X == &C) {
         std::vector<BiasPart> biases = bias_q;
@@ -490,30 +480,30 @@ EngineResult run_engine(const EngineRequest& request) {
             part.first += q_width;
             biases.push_back(part);
         }
-        QKV_all.set_size(n, 2 * q_width + v_width);
-        project(X, weights.W_QKV, 0, QKV_all.n_cols, biases, QKV_all.memptr(), threads);
+        projections.set_size(n, 2 * q_width + v_width);
+        project(X, weights.W_QKV, 0, projections.n_cols, biases, projections.memptr(), threads);
         const double ms = ms_since(start);
-        const double width = static_cast<double>(QKV_all.n_cols);
+        const double width = static_cast<double>(projections.n_cols);
         times.emplace_back("queries", ms * static_cast<double>(q_width) / width);
         times.emplace_back("keys", ms * static_cast<double>(q_width) / width);
         times.emplace_back("values", ms * static_cast<double>(v_width) / width);
-        Q_all = QKV_all.memptr();
-        K_all = Q_all + n * q_width;
+        K_all = projections.memptr() + n * q_width;
         V_all = K_all + n * q_width;
     } else {
-        Q_only.set_size(n, q_width);
-        project(X, weights.W_QKV, 0, q_width, bias_q, Q_only.memptr(), threads);
+        projections.set_size(n, q_width);
+        project(X, weights.W_QKV, 0, q_width, bias_q, projections.memptr(), threads);
         times.emplace_back("queries", ms_since(start));
         start = Clock::now();
         KV_all.set_size(m, q_width + v_width);
         project(C, weights.W_QKV, q_width, KV_all.n_cols, bias_kv, KV_all.memptr(), threads);
         const double ms = ms_since(start);
+        const double kv_width = static_cast<double>(KV_all.n_cols);
         times.emplace_back("keys", ms * static_cast<double>(q_width) / kv_width);
         times.emplace_back("values", ms * static_cast<double>(v_width) / kv_width);
-        Q_all = Q_only.memptr();
         K_all = KV_all.memptr();
         V_all = K_all + m * q_width;
     }
+    const double* Q_all = projections.memptr();
     for (int h = 1; h <= heads; ++h) {
         const arma::uword first = (h - 1) * weights.d_k;
         if (keep("queries", h)) {

@@ -86,8 +86,8 @@ mode_t mode_of(const std::string& path) {
     return status.st_mode;
 }
 
-// Runs qkv with stdout and stderr to /dev/null; its exit status and peak resident memory in KiB.
-std::pair<int, long> run_measuring_memory(const std::vector<std::string>& args) {
+// Starts qkv ARGS with stdout and stderr to /dev/null; its process id.
+pid_t start_quietly(const std::vector<std::string>& args) {
     const pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
@@ -96,6 +96,12 @@ std::pair<int, long> run_measuring_memory(const std::vector<std::string>& args) 
         dup2(null, STDERR_FILENO);
         qkv::test::exec_qkv(args);
     }
+    return pid;
+}
+
+// Runs qkv with stdout and stderr to /dev/null; its exit status and peak resident memory in KiB.
+std::pair<int, long> run_measuring_memory(const std::vector<std::string>& args) {
+    const pid_t pid = start_quietly(args);
     int status = 0;
     struct rusage usage {};
     REQUIRE(wait4(pid, &status, 0, &usage) == pid);
@@ -228,17 +234,7 @@ TEST_CASE("writing with -o removes its temporary file when the write fails or qk
         bool interrupted = false;
         for (int attempt = 0; attempt < 5 && !interrupted; ++attempt) {
             std::filesystem::remove(out);
-            const pid_t pid = fork();
-            REQUIRE(pid >= 0);
-            if (pid == 0) {
-                const int null = open("/dev/null", O_WRONLY);
-                dup2(null, STDOUT_FILENO);
-                dup2(null, STDERR_FILENO);
-                const std::string binary = qkv::test::qkv_binary();
-                execl(binary.c_str(), binary.c_str(), "run", yaml.c_str(), "-f", "csv", "-o", out.c_str(),
-                      static_cast<char*>(nullptr));
-                _exit(127);
-            }
+            const pid_t pid = start_quietly({"run", yaml, "-f", "csv", "-o", out});
             int status = 0;
             while (waitpid(pid, &status, WNOHANG) == 0) {
                 bool temporary = false;
