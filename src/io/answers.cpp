@@ -302,8 +302,7 @@ private:
                 continue;
             }
             m_yaml.error(item,
-                         path + " row " + std::to_string(row) + " has " + std::to_string(item.size()) +
-                             (item.size() == 1 ? " number" : " numbers") + "; " + reason,
+                         path + " row " + std::to_string(row) + " has " + numbers(item.size()) + "; " + reason,
                          "give every row the same length, with ~ for a number you leave out");
         }
     }

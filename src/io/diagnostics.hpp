@@ -66,4 +66,9 @@ std::size_t edit_distance(const std::string& a, const std::string& b);
 // The closest candidate within a small distance, or "" when none is close.
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 
+// "1 number", "3 numbers": a count and its noun, plural when it is not 1.
+inline std::string numbers(std::size_t count) {
+    return std::to_string(count) + (count == 1 ? " number" : " numbers");
+}
+
 }  // namespace qkv

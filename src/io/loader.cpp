@@ -192,8 +192,8 @@ private:
             if (width == 0) {
                 width = vec->n_elem;
             } else if (vec->n_elem != width) {
-                m_yaml.error(entry.second, path + " has " + std::to_string(vec->n_elem) +
-                                               " numbers; the first embedding has " + std::to_string(width),
+                m_yaml.error(entry.second, path + " has " + numbers(vec->n_elem) + "; the first embedding has " +
+                                               std::to_string(width),
                              "every word vector must have the same width (d_model)");
                 ok = false;
                 continue;
@@ -386,7 +386,7 @@ private:
             return std::nullopt;
         }
         if (width != 0 && b->n_elem != width) {
-            m_yaml.error(node, path + " has " + std::to_string(b->n_elem) + " numbers; expected " +
+            m_yaml.error(node, path + " has " + numbers(b->n_elem) + "; expected " +
                                    std::to_string(width) + " (" + what_width + ")",
                          "a bias holds one number per column of its projection");
             return std::nullopt;

@@ -81,8 +81,7 @@ std::optional<arma::mat> from_rows(YamlReader& yaml, const YAML::Node& node, con
             continue;
         }
         if (row.size() != cols) {
-            yaml.error(row, row_path + " has " + std::to_string(row.size()) + " numbers; row 1 has " +
-                                std::to_string(cols),
+            yaml.error(row, row_path + " has " + numbers(row.size()) + "; row 1 has " + std::to_string(cols),
                        "every row of a matrix must have the same length");
             ok = false;
             continue;
