@@ -108,13 +108,13 @@ void check_diagnostics(const qkv::InputError& error) {
 void check_trace(const qkv::Trace& trace) {
     for (const auto& step : trace.steps) {
         for (const double value : step.values) {
-            const bool blocked = step.id == "masked_scores" && value == -INFINITY;
+            const bool blocked = step.id == qkv::StepId::masked_scores && value == -INFINITY;
             if (!std::isfinite(value) && !blocked) {
-                finding("a step holds a value that is not finite", step.id);
+                finding("a step holds a value that is not finite", qkv::step_text(step.id));
             }
         }
         if (step.row_labels.size() != step.values.n_rows || step.col_labels.size() != step.values.n_cols) {
-            finding("a step's labels do not match its shape", step.id);
+            finding("a step's labels do not match its shape", qkv::step_text(step.id));
         }
     }
 }

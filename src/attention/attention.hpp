@@ -6,6 +6,7 @@
 // from a learner's own earlier answers.
 #pragma once
 
+#include "attention/step_id.hpp"
 #include "attention/trace.hpp"
 #include "model/model.hpp"
 
@@ -57,7 +58,7 @@ struct ComputeOptions {
     // head, title and formulas: its values, labels, explanation and notes are
     // empty. This is what lets `qkv run --steps output` on a large input avoid
     // holding every head's n × m matrices.
-    std::vector<std::string> steps;
+    std::vector<StepId> steps;
     int head = 0;                     // keep the per-head steps of this head only (1-based); 0 = every head
     Kernels kernels = Kernels::automatic;
     int threads = 0;                  // threads for the fast path; 0 = as many as BLAS uses

@@ -168,8 +168,8 @@ class HeadSteps {
 public:
     // the per-head steps in order; also the index of their timers and kept matrices
     enum Part { p_scores, p_scaled, p_masked, p_weights, p_head_output, k_parts };
-    static constexpr const char* k_ids[k_parts] = {"scores", "scaled_scores", "masked_scores", "weights",
-                                                   "head_output"};
+    static constexpr StepId k_ids[k_parts] = {StepId::scores, StepId::scaled_scores, StepId::masked_scores,
+                                              StepId::weights, StepId::head_output};
 
     // Q_all: n × H·d_k; K_all: m × H·d_k; V_all: m × H·d_v, column after column
     HeadSteps(const EngineRequest& request, const double* Q_all, arma::uword n, const double* K_all,
@@ -443,7 +443,7 @@ EngineResult run_engine(const EngineRequest& request) {
     const int threads = request.threads > 0 ? request.threads : default_threads();
     EngineWorkspace local;
     EngineWorkspace& workspace = request.workspace != nullptr ? *request.workspace : local;
-    const auto keep = [&](const char* id, int head) { return request.keep && request.keep(id, head); };
+    const auto keep = [&](StepId id, int head) { return request.keep && request.keep(id, head); };
     EngineResult result;
     StepTimes times;
 
@@ -484,36 +484,36 @@ EngineResult run_engine(const EngineRequest& request) {
         project(X, weights.W_QKV, 0, projections.n_cols, biases, projections.memptr(), threads);
         const double ms = ms_since(start);
         const double width = static_cast<double>(projections.n_cols);
-        times.emplace_back("queries", ms * static_cast<double>(q_width) / width);
-        times.emplace_back("keys", ms * static_cast<double>(q_width) / width);
-        times.emplace_back("values", ms * static_cast<double>(v_width) / width);
+        times.emplace_back(StepId::queries, ms * static_cast<double>(q_width) / width);
+        times.emplace_back(StepId::keys, ms * static_cast<double>(q_width) / width);
+        times.emplace_back(StepId::values, ms * static_cast<double>(v_width) / width);
         K_all = projections.memptr() + n * q_width;
         V_all = K_all + n * q_width;
     } else {
         projections.set_size(n, q_width);
         project(X, weights.W_QKV, 0, q_width, bias_q, projections.memptr(), threads);
-        times.emplace_back("queries", ms_since(start));
+        times.emplace_back(StepId::queries, ms_since(start));
         start = Clock::now();
         KV_all.set_size(m, q_width + v_width);
         project(C, weights.W_QKV, q_width, KV_all.n_cols, bias_kv, KV_all.memptr(), threads);
         const double ms = ms_since(start);
         const double kv_width = static_cast<double>(KV_all.n_cols);
-        times.emplace_back("keys", ms * static_cast<double>(q_width) / kv_width);
-        times.emplace_back("values", ms * static_cast<double>(v_width) / kv_width);
+        times.emplace_back(StepId::keys, ms * static_cast<double>(q_width) / kv_width);
+        times.emplace_back(StepId::values, ms * static_cast<double>(v_width) / kv_width);
         K_all = KV_all.memptr();
         V_all = K_all + m * q_width;
     }
     const double* Q_all = projections.memptr();
     for (int h = 1; h <= heads; ++h) {
         const arma::uword first = (h - 1) * weights.d_k;
-        if (keep("queries", h)) {
-            result.kept[{"queries", h}] = arma::mat(Q_all + first * n, n, weights.d_k);
+        if (keep(StepId::queries, h)) {
+            result.kept[{StepId::queries, h}] = arma::mat(Q_all + first * n, n, weights.d_k);
         }
-        if (keep("keys", h)) {
-            result.kept[{"keys", h}] = arma::mat(K_all + first * m, m, weights.d_k);
+        if (keep(StepId::keys, h)) {
+            result.kept[{StepId::keys, h}] = arma::mat(K_all + first * m, m, weights.d_k);
         }
-        if (keep("values", h)) {
-            result.kept[{"values", h}] = arma::mat(V_all + (h - 1) * weights.d_v * m, m, weights.d_v);
+        if (keep(StepId::values, h)) {
+            result.kept[{StepId::values, h}] = arma::mat(V_all + (h - 1) * weights.d_v * m, m, weights.d_v);
         }
     }
 
@@ -555,12 +555,12 @@ EngineResult run_engine(const EngineRequest& request) {
         }
     }
     for (int h = 1; h <= heads; ++h) {
-        if (keep("head_output", h)) {
-            result.kept[{"head_output", h}] = concat.cols((h - 1) * weights.d_v, h * weights.d_v - 1);
+        if (keep(StepId::head_output, h)) {
+            result.kept[{StepId::head_output, h}] = concat.cols((h - 1) * weights.d_v, h * weights.d_v - 1);
         }
     }
-    if (heads > 1 && keep("concat", 0)) {
-        result.kept[{"concat", 0}] = concat;
+    if (heads > 1 && keep(StepId::concat, 0)) {
+        result.kept[{StepId::concat, 0}] = concat;
     }
 
     // step: output projection, (n × d_out) = concat (n × H·d_v) · W_O (H·d_v × d_out) + b_O
@@ -574,7 +574,7 @@ EngineResult run_engine(const EngineRequest& request) {
             weights.b_O.is_empty() ? std::vector<BiasPart>{} : std::vector<BiasPart>{{0, &weights.b_O}};
         project(concat, weights.W_O, 0, weights.W_O.n_cols, bias_o, result.output.memptr(), threads);
     }
-    times.emplace_back("output", ms_since(start));
+    times.emplace_back(StepId::output, ms_since(start));
 
     if (request.times != nullptr) {
         *request.times = std::move(times);

@@ -21,6 +21,7 @@
 // 1e-12), but not bit for bit; attention.cpp uses this path for large inputs.
 #pragma once
 
+#include "attention/step_id.hpp"
 #include "model/model.hpp"
 
 #include <armadillo>
@@ -76,7 +77,7 @@ struct MaskView {
 MaskView mask_view(const Model& model);
 
 // Milliseconds spent in each step, in the order of the steps (summed over heads).
-using StepTimes = std::vector<std::pair<std::string, double>>;
+using StepTimes = std::vector<std::pair<StepId, double>>;
 
 // A std::vector<double> that leaves new elements uninitialised (they are all
 // written before they are read), so that growing it does not clear memory twice.
@@ -119,7 +120,7 @@ struct EngineRequest {
     double scale = 1.0;                // the divisor of the scores
     MaskView mask;
     // Steps to hand back whole (per-head ids with their 1-based head, others with 0).
-    std::function<bool(std::string_view id, int head)> keep;
+    std::function<bool(StepId id, int head)> keep;
     int threads = 0;                   // 0: as many as BLAS uses
     // Per-head products by qkv's own kernels where the CPU has them
     // (kernels::products_supported()); false: always by BLAS.
@@ -129,7 +130,7 @@ struct EngineRequest {
 };
 
 struct EngineResult {
-    std::map<std::pair<std::string, int>, arma::mat> kept;  // (id, head) → values
+    std::map<StepKey, arma::mat> kept;  // (step, head) → values
     arma::mat output;                                       // n × d_out
 };
 

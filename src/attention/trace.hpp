@@ -1,7 +1,10 @@
 // The trace: every intermediate matrix of one attention computation, with the
-// labels, formula and notes that describe it. It is computed once (compute.hpp)
-// and then only read, by the renderers, `explain`, `check` and the lessons.
+// labels, formula and notes that describe it. It is computed once (compute()
+// in attention.hpp) and then only read, by the renderers, `explain`, `check`
+// and the lessons.
 #pragma once
+
+#include "attention/step_id.hpp"
 
 #include <armadillo>
 
@@ -11,23 +14,8 @@
 
 namespace qkv {
 
-// The step ids of the contract, in order (SPEC §3).
-inline constexpr std::string_view k_step_ids[] = {
-    "inputs",  "positional",    "encoded",       "context", "queries",
-    "keys",    "values",        "scores",        "scaled_scores",
-    "masked_scores", "weights", "head_output",   "concat",  "output",
-};
-
-bool is_step_id(std::string_view id);
-bool is_per_head_step(std::string_view id);
-// 1-based position of a step id in k_step_ids (0 when unknown).
-int step_order(std::string_view id);
-std::vector<std::string> step_id_names();
-// "inputs, positional, …" for hints.
-std::string step_id_list();
-
 struct Step {
-    std::string id;         // a step id from k_step_ids
+    StepId id = StepId::inputs;
     int head = 0;           // 1-based head; 0 for steps that are not per head
     std::string title;      // "Scores"
     std::string formula;    // plain text with Unicode: "S = Q·Kᵀ"
@@ -57,11 +45,21 @@ struct Trace {
     bool cross = false;
     Dims dims;
     double scale = 1.0;        // the divisor of the scores
-    std::vector<Step> steps;   // in the order of k_step_ids, heads ascending
+    std::vector<Step> steps;   // in the order of the step table, heads ascending
+    // The steps that printed step numbers count, in order: the ones this trace
+    // holds, or, in a lesson, those of all its examples, so that a step has
+    // one number throughout the lesson.
+    std::vector<StepId> numbering;
 
     // The step with this id and head (0 for steps that are not per head), or
     // nullptr when the trace does not hold it.
-    const Step* find(std::string_view id, int head = 0) const;
+    const Step* find(StepId id, int head = 0) const;
+    // The same by the id as users write it ("scores"); nullptr for a name that is no step.
+    const Step* find(std::string_view name, int head = 0) const;
+    // 1-based "Step N" number of a step id (0 when it is not numbered).
+    int number(StepId id) const;
+    // The same trace without its steps: its title, description, tokens and sizes.
+    Trace header() const;
 };
 
 }  // namespace qkv

@@ -65,15 +65,15 @@ std::size_t StepCheck::count(Verdict verdict) const {
 
 namespace {
 
-// The earliest step holding a mistake, in the order of SPEC §3 (then by head), or nullptr.
+// The earliest step holding a mistake, in the order of the step table (then by head), or nullptr.
 const StepCheck* earliest_mistake(const std::vector<StepCheck>& steps) {
     const StepCheck* first = nullptr;
     for (const auto& step : steps) {
         if (!step.has_mistake()) {
             continue;
         }
-        const auto order = std::make_pair(step_order(step.answer->id), step.answer->head);
-        if (first == nullptr || order < std::make_pair(step_order(first->answer->id), first->answer->head)) {
+        const StepKey order{step.answer->id, step.answer->head};
+        if (first == nullptr || order < StepKey{first->answer->id, first->answer->head}) {
             first = &step;
         }
     }
@@ -88,11 +88,16 @@ bool CheckReport::correct() const {
 
 const StepCheck* CheckReport::first_mistake() const { return earliest_mistake(steps); }
 
-std::string step_label(const Trace& trace, const std::string& id, int head) {
+std::string step_label(const Trace& trace, StepId id, int head) {
     if (head != 0 && trace.dims.heads > 1) {
-        return id + " (head " + std::to_string(head) + ")";
+        return step_text(id) + " (head " + std::to_string(head) + ")";
     }
-    return id;
+    return step_text(id);
+}
+
+std::size_t StepAnswer::answered() const {
+    return static_cast<std::size_t>(
+        std::count_if(cells.begin(), cells.end(), [](const AnswerCell& cell) { return cell.given; }));
 }
 
 namespace {
@@ -105,12 +110,11 @@ struct Grading {
     CheckReport report;
     checking::Values learner;
     checking::Values precise;
-    std::set<checking::StepKey> answered;
+    std::set<StepKey> answered;
 };
 
 // Grades `answers`, which are in the order of the trace.
 Grading grade(const Model& model, const Trace& trace, const Answers& answers, const CheckOptions& options) {
-    using checking::StepKey;
     Grading grading;
     CheckReport& report = grading.report;
     report.answers_source = answers.source;
@@ -134,7 +138,7 @@ Grading grade(const Model& model, const Trace& trace, const Answers& answers, co
         const arma::mat from_learner = checking::recompute(model, key, learner).value_or(expected);
         const arma::mat from_precise = checking::recompute(model, key, precise).value_or(expected);
         std::vector<std::string> upstream;
-        for (const auto& input : checking::dependencies(model, key)) {
+        for (const auto& input : step_inputs(model, key)) {
             add_unique(upstream, sources[input]);
         }
         std::vector<std::string> own = upstream;
@@ -213,7 +217,7 @@ CheckReport check_answers(const Model& model, const Trace& trace, const Answers&
 }
 
 std::optional<Diagnosis> diagnose_answer(const Model& model, const Trace& trace, const Answers& answers,
-                                         const std::string& id, int head, const CheckOptions& options) {
+                                         StepId id, int head, const CheckOptions& options) {
     Grading grading = grade(model, trace, answers, options);
     checking::Diagnoser diagnoser(model, trace, {&grading.learner, &grading.precise}, grading.answered, options);
     for (const auto& check : grading.report.steps) {

@@ -11,7 +11,7 @@
 #pragma once
 
 #include "attention/trace.hpp"
-#include "io/answers.hpp"
+#include "check/answers.hpp"
 #include "model/model.hpp"
 
 #include <cstddef>
@@ -56,7 +56,7 @@ struct StepCheck {
     const Step* step = nullptr;            // the true values, in the trace
     bool shape_ok = true;                  // false: cells is empty, both shapes are reported
     std::vector<CellCheck> cells;          // the answered cells, row by row
-    std::vector<std::string> follows_from; // earlier answers the consistent cells follow from ("weights")
+    std::vector<std::string> follows_from; // earlier answers the consistent cells follow from, as step_label names them
     std::optional<Diagnosis> diagnosis;
 
     std::size_t count(Verdict verdict) const;
@@ -69,7 +69,7 @@ struct CheckReport {
     std::vector<StepCheck> steps;  // the answered steps, in the order of the trace
 
     bool correct() const;
-    // The earliest step holding a mistake, in the order of SPEC §3 (then by head), or nullptr.
+    // The earliest step holding a mistake, in the order of the step table (then by head), or nullptr.
     const StepCheck* first_mistake() const;
 };
 
@@ -81,9 +81,9 @@ CheckReport check_answers(const Model& model, const Trace& trace, const Answers&
 // the step holds a wrong cell (check_answers looks only in wrong steps). For
 // tests: a correct answer must show none.
 std::optional<Diagnosis> diagnose_answer(const Model& model, const Trace& trace, const Answers& answers,
-                                         const std::string& id, int head, const CheckOptions& options);
+                                         StepId id, int head, const CheckOptions& options);
 
 // "weights" for one head, "weights (head 2)" with several.
-std::string step_label(const Trace& trace, const std::string& id, int head);
+std::string step_label(const Trace& trace, StepId id, int head);
 
 }  // namespace qkv

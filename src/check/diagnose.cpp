@@ -52,17 +52,20 @@ Mistake one(std::string key, std::string mistake, std::string correct, const Ste
     return result;
 }
 
+// Softmax down each column (a classic mistake); a column of −∞ only gives NaN.
+arma::mat softmax_columns(const arma::mat& S) { return softmax_rows(S.t()).t(); }
+
 // Looks a step's value up; the learner's values hold every step before the one diagnosed.
 class LearnerValues {
 public:
     LearnerValues(const Model& model, const Values& values) : m_model(model), m_values(values) {}
 
-    const arma::mat& operator()(const std::string& id, int head = 0) const { return *m_values.at({id, head}); }
-    bool has(const std::string& id, int head = 0) const { return m_values.count({id, head}) != 0; }
+    const arma::mat& operator()(StepId id, int head = 0) const { return *m_values.at({id, head}); }
+    bool has(StepId id, int head = 0) const { return m_values.count({id, head}) != 0; }
 
     // What the projections read: (X + P) or X; keys and values read C in cross-attention.
-    const arma::mat& query_source() const { return m_model.P ? (*this)("encoded") : (*this)("inputs"); }
-    const arma::mat& key_source() const { return m_model.C ? (*this)("context") : query_source(); }
+    const arma::mat& query_source() const { return *m_values.at(step_inputs(m_model, {StepId::queries, 1}).front()); }
+    const arma::mat& key_source() const { return *m_values.at(step_inputs(m_model, {StepId::keys, 1}).front()); }
 
 private:
     const Model& m_model;
@@ -72,12 +75,11 @@ private:
 // ── projections: queries, keys, values ──────────────────────────────────────
 
 struct Projection {
-    const char* id;      // "queries"
+    StepId id;           // its name is the plural the messages use: "queries"
     const char* letter;  // "Q"
-    const char* plural;  // "queries"
 };
 
-constexpr Projection k_projections[] = {{"queries", "Q", "queries"}, {"keys", "K", "keys"}, {"values", "V", "values"}};
+constexpr Projection k_projections[] = {{StepId::queries, "Q"}, {StepId::keys, "K"}, {StepId::values, "V"}};
 
 const arma::mat& weight_of(const HeadWeights& head, const std::string& letter) {
     return letter == "Q" ? head.W_Q : letter == "K" ? head.W_K : head.W_V;
@@ -97,7 +99,8 @@ void projection_mistakes(const Model& model, const LearnerValues& L, const StepK
     const std::string letter = p->letter;
     const bool is_query = letter == "Q";
     const arma::mat& source = is_query ? L.query_source() : L.key_source();
-    const std::string source_name = is_query ? (model.P ? "(X + P)" : "X") : (model.C ? "C" : (model.P ? "(X + P)" : "X"));
+    const SourceNames names = source_names(model);
+    const std::string source_name = is_query ? names.queries : names.keys;
     const arma::mat& W = weight_of(head, letter);
     const auto& b = bias_of(head, letter);
     const std::string W_name = "W_" + letter;
@@ -109,7 +112,7 @@ void projection_mistakes(const Model& model, const LearnerValues& L, const StepK
     if (W.is_square()) {
         if (model.layout == Layout::x_w) {
             out.push_back(one("projection_w_x",
-                              "The " + std::string(p->plural) + " were computed as " + W_name +
+                              "The " + step_text(p->id) + " were computed as " + W_name +
                                   "·x for each token (the column-vector convention), which is " + source_name + "·" +
                                   W_name + "ᵀ.",
                               correct, key, project(source, W.t(), b)));
@@ -134,7 +137,7 @@ void projection_mistakes(const Model& model, const LearnerValues& L, const StepK
         }
         const bool swapped = (letter == "Q" && other_letter == "K") || (letter == "K" && other_letter == "Q");
         out.push_back(one(swapped ? "weights_swapped" : "wrong_weight",
-                          "The " + std::string(p->plural) + " were computed with W_" + other_letter + " instead of " +
+                          "The " + step_text(p->id) + " were computed with W_" + other_letter + " instead of " +
                               W_name + (swapped ? ": the query and key weights are swapped." : "."),
                           correct, key, project(source, W_other, bias_of(head, other_letter))));
     }
@@ -148,17 +151,17 @@ void projection_mistakes(const Model& model, const LearnerValues& L, const StepK
         out.push_back(one("positions_forgotten",
                           "The positional encodings were left out: this is X·" + W_name + " instead of (X + P)·" +
                               W_name + ".",
-                          correct, key, project(L("inputs"), W, b)));
+                          correct, key, project(L(StepId::inputs), W, b)));
     }
     if (model.C) {
         if (is_query) {
             out.push_back(one("cross_source_swapped",
                               "The queries were computed from the context C; in cross-attention the queries come "
                               "from the inputs and the keys and values from the context.",
-                              correct, key, project(L("context"), W, b)));
+                              correct, key, project(L(StepId::context), W, b)));
         } else {
             out.push_back(one("cross_source_swapped",
-                              "The " + std::string(p->plural) +
+                              "The " + step_text(p->id) +
                                   " were computed from the inputs; in cross-attention the keys and values come from "
                                   "the context C.",
                               correct, key, project(L.query_source(), W, b)));
@@ -171,7 +174,7 @@ void projection_mistakes(const Model& model, const LearnerValues& L, const StepK
         }
         const HeadWeights& other_head = model.heads[static_cast<std::size_t>(other - 1)];
         out.push_back(one("other_head_weights",
-                          "The " + std::string(p->plural) + " of head " + std::to_string(h) + " were computed with head " +
+                          "The " + step_text(p->id) + " of head " + std::to_string(h) + " were computed with head " +
                               std::to_string(other) + "'s " + W_name + ".",
                           "each head has its own weights: " + correct, key,
                           project(source, weight_of(other_head, letter), bias_of(other_head, letter))));
@@ -206,8 +209,8 @@ void projection_mistakes(const Model& model, const LearnerValues& L, const StepK
                     "Q = " + source_name + "·W_Q and K = " + (model.C ? std::string("C") : source_name) + "·W_K",
                     {},
                     true};
-    swapped.values.emplace_back(StepKey{"queries", h}, project(source, head.W_K, head.b_K));
-    swapped.values.emplace_back(StepKey{"keys", h}, project(kv_source, head.W_Q, head.b_Q));
+    swapped.values.emplace_back(StepKey{StepId::queries, h}, project(source, head.W_K, head.b_K));
+    swapped.values.emplace_back(StepKey{StepId::keys, h}, project(kv_source, head.W_Q, head.b_Q));
     out.push_back(std::move(swapped));
     if (int(head.b_Q.has_value()) + int(head.b_K.has_value()) + int(head.b_V.has_value()) > 1) {
         Mistake no_bias{"bias_forgotten", "The biases were not added to the projections.",
@@ -225,8 +228,8 @@ void projection_mistakes(const Model& model, const LearnerValues& L, const StepK
                             "The keys and values were computed from the inputs; in cross-attention they come from the "
                             "context C.",
                             "K = C·W_K and V = C·W_V", {}, true};
-        from_inputs.values.emplace_back(StepKey{"keys", h}, project(source, head.W_K, head.b_K));
-        from_inputs.values.emplace_back(StepKey{"values", h}, project(source, head.W_V, head.b_V));
+        from_inputs.values.emplace_back(StepKey{StepId::keys, h}, project(source, head.W_K, head.b_K));
+        from_inputs.values.emplace_back(StepKey{StepId::values, h}, project(source, head.W_V, head.b_V));
         out.push_back(std::move(from_inputs));
     }
     for (int other = 1; other <= static_cast<int>(model.n_heads()); ++other) {
@@ -237,9 +240,9 @@ void projection_mistakes(const Model& model, const LearnerValues& L, const StepK
         Mistake wrong_head{"other_head_weights",
                            "Head " + std::to_string(h) + " was computed with head " + std::to_string(other) + "'s weights.",
                            "each head has its own W_Q, W_K and W_V", {}, true};
-        wrong_head.values.emplace_back(StepKey{"queries", h}, project(source, other_head.W_Q, other_head.b_Q));
-        wrong_head.values.emplace_back(StepKey{"keys", h}, project(kv_source, other_head.W_K, other_head.b_K));
-        wrong_head.values.emplace_back(StepKey{"values", h}, project(kv_source, other_head.W_V, other_head.b_V));
+        wrong_head.values.emplace_back(StepKey{StepId::queries, h}, project(source, other_head.W_Q, other_head.b_Q));
+        wrong_head.values.emplace_back(StepKey{StepId::keys, h}, project(kv_source, other_head.W_K, other_head.b_K));
+        wrong_head.values.emplace_back(StepKey{StepId::values, h}, project(kv_source, other_head.W_V, other_head.b_V));
         out.push_back(std::move(wrong_head));
     }
 }
@@ -248,8 +251,8 @@ void projection_mistakes(const Model& model, const LearnerValues& L, const StepK
 
 void score_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
     const int h = key.head;
-    const arma::mat& Q = L("queries", h);
-    const arma::mat& K = L("keys", h);
+    const arma::mat& Q = L(StepId::queries, h);
+    const arma::mat& K = L(StepId::keys, h);
     const std::string correct = "S = Q·Kᵀ: entry (i, j) is query i dotted with key j (row i of Q with row j of K)";
     if (Q.n_cols == K.n_rows) {
         out.push_back(one("scores_no_transpose", "The scores were computed as Q·K, without transposing K.", correct, key,
@@ -270,7 +273,7 @@ void score_mistakes(const Model& model, const LearnerValues& L, const StepKey& k
                           "S = Q·Kᵀ; the next step divides it: " + scaled_formula(model), key,
                           Q * K.t() / model.scale()));
     }
-    const arma::mat& V = L("values", h);
+    const arma::mat& V = L(StepId::values, h);
     if (V.n_cols == Q.n_cols) {
         out.push_back(one("scores_used_values", "The scores were computed with the values instead of the keys: Q·Vᵀ.",
                           correct, key, Q * V.t()));
@@ -278,7 +281,7 @@ void score_mistakes(const Model& model, const LearnerValues& L, const StepKey& k
 }
 
 void scaling_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
-    const arma::mat& S = L("scores", key.head);
+    const arma::mat& S = L(StepId::scores, key.head);
     const double d_k = static_cast<double>(model.d_k());
     const double d_model = static_cast<double>(model.d_model());
     const std::string dk = std::to_string(model.d_k());
@@ -316,7 +319,7 @@ void scaling_mistakes(const Model& model, const LearnerValues& L, const StepKey&
 }
 
 void mask_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
-    const arma::mat& S = L("scaled_scores", key.head);
+    const arma::mat& S = L(StepId::scaled_scores, key.head);
     const arma::mat allowed = model.allowed();
     const std::string correct = std::string("cells the mask blocks become −∞") +
                                 (model.mask_kind == MaskKind::causal ? " (causal: query i sees keys 1 … i)" : "") +
@@ -345,7 +348,7 @@ void mask_mistakes(const Model& model, const LearnerValues& L, const StepKey& ke
 
 void softmax_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
     const int h = key.head;
-    const arma::mat& M = model.masked() ? L("masked_scores", h) : L("scaled_scores", h);
+    const arma::mat& M = model.masked() ? L(StepId::masked_scores, h) : L(StepId::scaled_scores, h);
     const std::string correct = "A = softmax of each row: a_ij = exp(s'_ij) / Σ_k exp(s'_ik), so that each row sums to 1";
     out.push_back(one("softmax_columns", "The softmax was taken down each column instead of along each row.", correct,
                       key, softmax_columns(M)));
@@ -365,7 +368,7 @@ void softmax_mistakes(const Model& model, const LearnerValues& L, const StepKey&
     out.push_back(one("softmax_not_normalised", "The exponentials were not divided by their row's sum.", correct, key,
                       arma::exp(M)));
     if (model.masked()) {
-        arma::mat after = softmax_rows(L("scaled_scores", h));
+        arma::mat after = softmax_rows(L(StepId::scaled_scores, h));
         after.elem(arma::find(model.allowed() == 0.0)).zeros();
         out.push_back(one("mask_after_softmax",
                           "The mask was applied after the softmax: blocked weights were set to 0, and the rows no "
@@ -382,8 +385,8 @@ void softmax_mistakes(const Model& model, const LearnerValues& L, const StepKey&
 
 // The weighted sum of head h; `key` is head_output, or the output when that is Z itself.
 void weighted_sum_mistakes(const LearnerValues& L, const StepKey& key, int h, std::vector<Mistake>& out) {
-    const arma::mat& A = L("weights", h);
-    const arma::mat& V = L("values", h);
+    const arma::mat& A = L(StepId::weights, h);
+    const arma::mat& V = L(StepId::values, h);
     const std::string correct =
         "Z = A·V: row i is Σ_j a_ij · v_j, the value rows weighted by query i's attention weights";
     if (A.n_rows == V.n_rows) {
@@ -391,7 +394,7 @@ void weighted_sum_mistakes(const LearnerValues& L, const StepKey& key, int h, st
                           key, A.t() * V));
     }
     out.push_back(one("output_scores_v", "V was multiplied by the scores, not by the weights: the softmax was skipped.",
-                      correct, key, L("scaled_scores", h) * V));
+                      correct, key, L(StepId::scaled_scores, h) * V));
     const arma::mat& source = L.key_source();
     if (source.n_rows == A.n_cols) {
         out.push_back(one("output_weighted_inputs", "The weights were applied to the inputs instead of the values.",
@@ -402,15 +405,15 @@ void weighted_sum_mistakes(const LearnerValues& L, const StepKey& key, int h, st
 void head_mistakes(const Model& model, const Trace& trace, const LearnerValues& L, const StepKey& key,
                    std::vector<Mistake>& out) {
     const int n_heads = static_cast<int>(model.n_heads());
-    arma::mat sum = L("head_output", 1);
-    arma::mat true_sum = trace.find("head_output", 1)->values;
+    arma::mat sum = L(StepId::head_output, 1);
+    arma::mat true_sum = trace.find(StepId::head_output, 1)->values;
     arma::mat stacked = sum;
-    arma::mat reversed = L("head_output", n_heads);
+    arma::mat reversed = L(StepId::head_output, n_heads);
     for (int h = 2; h <= n_heads; ++h) {
-        sum += L("head_output", h);
-        true_sum += trace.find("head_output", h)->values;
-        stacked = arma::join_cols(stacked, L("head_output", h));
-        reversed = arma::join_rows(reversed, L("head_output", n_heads + 1 - h));
+        sum += L(StepId::head_output, h);
+        true_sum += trace.find(StepId::head_output, h)->values;
+        stacked = arma::join_cols(stacked, L(StepId::head_output, h));
+        reversed = arma::join_rows(reversed, L(StepId::head_output, n_heads + 1 - h));
     }
     const arma::uword width = static_cast<arma::uword>(n_heads) * model.d_v();
     // SPEC §3's notation, [Z_1 … Z_H]; the text report writes the subscripts as Z₁ … Z₂
@@ -445,7 +448,7 @@ void output_mistakes(const Model& model, const Trace& trace, const LearnerValues
         }
         return;
     }
-    const arma::mat& source = model.n_heads() > 1 ? L("concat") : L("head_output", 1);
+    const arma::mat& source = model.n_heads() > 1 ? L(StepId::concat) : L(StepId::head_output, 1);
     const std::string source_name = model.n_heads() > 1 ? "concat" : "Z";
     const std::string bias_part = model.b_O ? " + b_O" : "";
     const std::string correct = "O = " + source_name + "·W_O" + bias_part;
@@ -471,26 +474,41 @@ void output_mistakes(const Model& model, const Trace& trace, const LearnerValues
 std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const StepKey& key, const Values& learner) {
     const LearnerValues L(model, learner);
     std::vector<Mistake> out;
-    const std::string& id = key.id;
-    if (id == "encoded") {
-        out.push_back(one("positions_not_added", "The positional encodings were not added: this is X, not X + P.",
-                          "X + P: each token's vector plus its position's vector", key, L("inputs")));
-    } else if (id == "queries" || id == "keys" || id == "values") {
-        projection_mistakes(model, L, key, out);
-    } else if (id == "scores") {
-        score_mistakes(model, L, key, out);
-    } else if (id == "scaled_scores") {
-        scaling_mistakes(model, L, key, out);
-    } else if (id == "masked_scores") {
-        mask_mistakes(model, L, key, out);
-    } else if (id == "weights") {
-        softmax_mistakes(model, L, key, out);
-    } else if (id == "head_output") {
-        weighted_sum_mistakes(L, key, key.head, out);
-    } else if (id == "concat") {
-        head_mistakes(model, trace, L, key, out);
-    } else if (id == "output") {
-        output_mistakes(model, trace, L, key, out);
+    switch (key.id) {
+        case StepId::inputs:
+        case StepId::positional:
+        case StepId::context:
+            break;  // given, not computed
+        case StepId::encoded:
+            out.push_back(one("positions_not_added", "The positional encodings were not added: this is X, not X + P.",
+                              "X + P: each token's vector plus its position's vector", key, L(StepId::inputs)));
+            break;
+        case StepId::queries:
+        case StepId::keys:
+        case StepId::values:
+            projection_mistakes(model, L, key, out);
+            break;
+        case StepId::scores:
+            score_mistakes(model, L, key, out);
+            break;
+        case StepId::scaled_scores:
+            scaling_mistakes(model, L, key, out);
+            break;
+        case StepId::masked_scores:
+            mask_mistakes(model, L, key, out);
+            break;
+        case StepId::weights:
+            softmax_mistakes(model, L, key, out);
+            break;
+        case StepId::head_output:
+            weighted_sum_mistakes(L, key, key.head, out);
+            break;
+        case StepId::concat:
+            head_mistakes(model, trace, L, key, out);
+            break;
+        case StepId::output:
+            output_mistakes(model, trace, L, key, out);
+            break;
     }
     return out;
 }
@@ -567,7 +585,7 @@ std::optional<arma::mat> Diagnoser::carried(const Values& learner, const Mistake
         if (changed.count(key) != 0 || (m_answered.count(key) != 0 && !(key == target))) {
             continue;
         }
-        const auto inputs = dependencies(m_model, key);
+        const auto inputs = step_inputs(m_model, key);
         const bool affected = std::any_of(inputs.begin(), inputs.end(),
                                           [&changed](const StepKey& input) { return changed.count(input) != 0; });
         if (!affected) {
@@ -613,10 +631,10 @@ std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check, std::size_t
         }
     }
     // rows and columns swapped, whatever the step
-    if (target.id != "scores") {
+    if (target.id != StepId::scores) {
         if (auto value = recompute(m_model, target, learner); value && explains(value->t(), check, 0.0)) {
             return Diagnosis{"transposed", "Rows and columns are swapped: this is the transpose of the right answer.",
-                             "rows are tokens: " + target.id + " is " + shape_text(value->n_rows, value->n_cols), ""};
+                             "rows are tokens: " + step_text(target.id) + " is " + shape_text(value->n_rows, value->n_cols), ""};
         }
     }
     // a mistake made in an earlier step that is not answered, carried into this one

@@ -111,7 +111,7 @@ std::string counts_sentence(const StepCheck& step) {
 
 std::string shape_sentence(const StepCheck& step) {
     const StepAnswer& answer = *step.answer;
-    std::string text = "Your answer is " + shape_of(answer.n_rows, answer.n_cols) + "; " + answer.id + " is " +
+    std::string text = "Your answer is " + shape_of(answer.n_rows, answer.n_cols) + "; " + step_text(answer.id) + " is " +
                        shape_of(step.step->values.n_rows, step.step->values.n_cols) + ".";
     if (answer.n_rows < step.step->values.n_rows) {
         text += " Write ~ for a row you leave out.";
@@ -123,7 +123,7 @@ std::string mistake_sentence(const StepCheck& step) {
     const Diagnosis& d = *step.diagnosis;
     std::string text = d.mistake;
     if (!d.carried.empty()) {
-        text += " This was in " + d.carried + ", which is not among your answers; your " + step.answer->id +
+        text += " This was in " + d.carried + ", which is not among your answers; your " + step_text(step.answer->id) +
                 " answer follows from it.";
     }
     return text;
@@ -273,7 +273,7 @@ private:
         if (trace_step.head != 0 && m_trace.dims.heads > 1) {
             heading += " · head " + std::to_string(trace_step.head);
         }
-        heading += "  [" + trace_step.id + "]";
+        heading += "  [" + step_text(trace_step.id) + "]";
         m_out << '\n' << styled(symbols(heading), k_heading) << '\n';
         line("  " + formula_text(trace_step.formula, m_options.ascii) + "    (" + shape_of(trace_step.values.n_rows, trace_step.values.n_cols) + ")");
         m_out << '\n';
@@ -430,7 +430,7 @@ std::string markdown_cell(const std::string& text) {
 }  // namespace
 
 std::string cell_name(const Trace& trace, const StepCheck& step, const CellCheck& cell) {
-    std::string name = step.answer->id + "[" + std::to_string(cell.row + 1) + "," + std::to_string(cell.col + 1) + "]";
+    std::string name = step_text(step.answer->id) + "[" + std::to_string(cell.row + 1) + "," + std::to_string(cell.col + 1) + "]";
     if (step.answer->head != 0 && trace.dims.heads > 1) {
         name += "@" + std::to_string(step.answer->head);
     }
@@ -465,7 +465,7 @@ void render_check_markdown(const Trace& trace, const CheckReport& report, const 
         if (trace_step.head != 0 && trace.dims.heads > 1) {
             heading += " · head " + std::to_string(trace_step.head);
         }
-        out << "\n## " << heading << " `" << trace_step.id << "`\n\n";
+        out << "\n## " << heading << " `" << step_name(trace_step.id) << "`\n\n";
         out << "$" << trace_step.latex << "$ (" << shape_of(trace_step.values.n_rows, trace_step.values.n_cols)
             << ")\n\n";
         if (step.shape_ok) {
@@ -542,12 +542,12 @@ void render_check_json(const CheckReport& report, std::ostream& out) {
     const StepCheck* first = report.first_mistake();
     out << "{\"schema_version\": 1,\n";
     out << " \"correct\": " << (report.correct() ? "true" : "false") << ",\n";
-    out << " \"first_mistake\": " << (first != nullptr ? nlohmann::json(first->answer->id).dump() : "null") << ",\n";
+    out << " \"first_mistake\": " << (first != nullptr ? nlohmann::json(step_text(first->answer->id)).dump() : "null") << ",\n";
     out << " \"steps\": [";
     for (std::size_t s = 0; s < report.steps.size(); ++s) {
         const StepCheck& step = report.steps[s];
         out << (s == 0 ? "\n  " : ",\n  ");
-        out << "{\"id\": " << nlohmann::json(step.answer->id).dump() << ", \"head\": "
+        out << "{\"id\": " << nlohmann::json(step_text(step.answer->id)).dump() << ", \"head\": "
             << (step.answer->head == 0 ? "null" : std::to_string(step.answer->head)) << ",\n   \"cells\": [";
         for (std::size_t c = 0; c < step.cells.size(); ++c) {
             const CellCheck& cell = step.cells[c];

@@ -166,8 +166,8 @@ int run_bench(const BenchOptions& options) {
     request.workspace = &workspace;
     workspace.output = run_engine(request).output;
     std::vector<double> totals;
-    std::vector<std::string> order;
-    std::map<std::string, std::vector<double>> per_step;
+    std::vector<StepId> order;
+    std::map<StepId, std::vector<double>> per_step;
     Progress progress(options.repeat);
     for (int run = 1; run <= options.repeat; ++run) {
         const auto start = Clock::now();
@@ -204,7 +204,7 @@ int run_bench(const BenchOptions& options) {
         json["peak_rss_mb"] = rounded(rss, 1);
         json["steps"] = nlohmann::ordered_json::array();
         for (const auto& id : order) {
-            json["steps"].push_back({{"id", id}, {"median_ms", rounded(median(per_step[id]), 6)}});
+            json["steps"].push_back({{"id", step_text(id)}, {"median_ms", rounded(median(per_step[id]), 6)}});
         }
         out = json.dump() + "\n";
     } else {
@@ -221,7 +221,7 @@ int run_bench(const BenchOptions& options) {
         for (const auto& id : order) {
             const double ms = median(per_step[id]);
             char line[128];
-            std::snprintf(line, sizeof line, "  %-13s %9.3f  %5.1f %%\n", id.c_str(), ms, 100.0 * ms / total_ms);
+            std::snprintf(line, sizeof line, "  %-13s %9.3f  %5.1f %%\n", step_text(id).c_str(), ms, 100.0 * ms / total_ms);
             out += line;
         }
         char line[160];

@@ -1,6 +1,7 @@
 #include "cli/common.hpp"
 
 #include "cli/output.hpp"
+#include "attention/steps.hpp"
 #include "io/diagnostics.hpp"
 
 #include <charconv>
@@ -48,9 +49,10 @@ std::optional<std::uint64_t> parse_size(const std::string& text) {
 
 Diagnostic usage_error(const std::string& what, const std::string& hint) { return {"", 0, 0, what, hint}; }
 
-// The step ids of --steps, checked (throws InputError on an unknown id).
-std::vector<std::string> step_list(const std::string& text) {
-    std::vector<std::string> ids;
+}  // namespace
+
+std::vector<StepId> step_list(const std::string& text) {
+    std::vector<StepId> ids;
     std::stringstream list(text);
     std::string id;
     while (std::getline(list, id, ',')) {
@@ -63,18 +65,17 @@ std::vector<std::string> step_list(const std::string& text) {
         if (id.empty()) {
             continue;
         }
-        if (!is_step_id(id)) {
-            const std::string near = closest_match(id, step_id_names());
+        const auto step = find_step(id);
+        if (!step) {
+            const std::string near = closest_match(id, step_names());
             throw InputError(usage_error("--steps: unknown step id \"" + id + "\"",
                                          (near.empty() ? "" : "did you mean " + near + "? ") +
-                                             "valid step ids: " + step_id_list()));
+                                             "valid step ids: " + step_name_list()));
         }
-        ids.push_back(id);
+        ids.push_back(*step);
     }
     return ids;
 }
-
-}  // namespace
 
 ComputeOptions compute_options(const CommonOptions& options) {
     ComputeOptions result;
@@ -201,8 +202,7 @@ RenderOptions render_options(const CommonOptions& options, const Trace& trace) {
         result.steps = step_list(options.steps);
         if (select_steps(trace, result).empty()) {
             throw InputError(usage_error("--steps: none of \"" + options.steps + "\" is in this example",
-                                         "positional and encoded need positional:, context needs context:, "
-                                         "masked_scores a mask or padding, concat more than one head"));
+                                         step_requirements()));
         }
     }
     return result;

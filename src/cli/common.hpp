@@ -55,6 +55,9 @@ Model load(const std::string& file_or_name, const CommonOptions& options, const 
 // an unknown step id).
 ComputeOptions compute_options(const CommonOptions& options);
 
+// The steps of a --steps list, checked (throws InputError on an unknown id).
+std::vector<StepId> step_list(const std::string& text);
+
 // Checks --steps and --head against the trace and resolves --color (throws InputError).
 RenderOptions render_options(const CommonOptions& options, const Trace& trace);
 

@@ -99,22 +99,7 @@ int run_lesson(const LessonOptions& options) {
     play.render = render_options(shared, lesson.models.front().trace);
     play.number = found.number;
     play.next = next_step(found.number);
-    std::stringstream ids(common.steps);
-    std::string id;
-    while (std::getline(ids, id, ',')) {
-        id.erase(0, id.find_first_not_of(' '));
-        id.erase(id.find_last_not_of(' ') + 1);
-        if (id.empty()) {
-            continue;
-        }
-        if (!is_step_id(id)) {
-            const std::string near = closest_match(id, step_id_names());
-            throw InputError(usage_error("--steps: unknown step id \"" + id + "\"",
-                                         (near.empty() ? "" : "did you mean " + near + "? ") +
-                                             "valid step ids: " + step_id_list()));
-        }
-        play.steps.push_back(id);
-    }
+    play.steps = step_list(common.steps);
     arma::uword most_heads = 0;
     for (const auto& model : lesson.models) {
         most_heads = std::max(most_heads, model.trace.dims.heads);

@@ -5,6 +5,7 @@
 #include "explain/explain.hpp"
 
 #include "attention/attention.hpp"
+#include "attention/steps.hpp"
 #include "io/diagnostics.hpp"
 #include "render/table.hpp"
 
@@ -114,29 +115,43 @@ public:
         result.heading_markdown =
             heading(result.values, [&](const std::string& label) { return markdown_escape(symbols(label)); });
 
-        const std::string& id = step.id;
-        if (id == "inputs" || id == "context") {
-            given();
-        } else if (id == "positional") {
-            positional();
-        } else if (id == "encoded") {
-            encoded();
-        } else if (id == "queries" || id == "keys" || id == "values") {
-            projection();
-        } else if (id == "scores") {
-            scores();
-        } else if (id == "scaled_scores") {
-            scaled_scores();
-        } else if (id == "masked_scores") {
-            masked_scores();
-        } else if (id == "weights") {
-            weights();
-        } else if (id == "head_output") {
-            head_output(step.head);
-        } else if (id == "concat") {
-            concat();
-        } else if (id == "output") {
-            output();
+        switch (step.id) {
+            case StepId::inputs:
+            case StepId::context:
+                given();
+                break;
+            case StepId::positional:
+                positional();
+                break;
+            case StepId::encoded:
+                encoded();
+                break;
+            case StepId::queries:
+            case StepId::keys:
+            case StepId::values:
+                projection();
+                break;
+            case StepId::scores:
+                scores();
+                break;
+            case StepId::scaled_scores:
+                scaled_scores();
+                break;
+            case StepId::masked_scores:
+                masked_scores();
+                break;
+            case StepId::weights:
+                weights();
+                break;
+            case StepId::head_output:
+                head_output(step.head);
+                break;
+            case StepId::concat:
+                concat();
+                break;
+            case StepId::output:
+                output();
+                break;
         }
         result.lines = std::move(m_lines);
         return result;
@@ -161,15 +176,15 @@ private:
     // The ids of the steps this example has, each once, in order; only the
     // per-head ones when per_head_only.
     std::string step_ids(bool per_head_only) const {
-        std::vector<std::string> ids;
+        std::vector<StepId> ids;
         for (const auto& step : m_trace.steps) {
             if ((!per_head_only || step.head != 0) && std::find(ids.begin(), ids.end(), step.id) == ids.end()) {
                 ids.push_back(step.id);
             }
         }
         std::string text;
-        for (const auto& id : ids) {
-            text += (text.empty() ? "" : ", ") + id;
+        for (const auto id : ids) {
+            text += (text.empty() ? "" : ", ") + step_text(id);
         }
         return text;
     }
@@ -177,14 +192,15 @@ private:
     // ── checking the cell against the trace ─────────────────────────────────
     const Step& checked_step() const {
         const int heads = static_cast<int>(m_trace.dims.heads);
-        const bool per_head = is_per_head_step(m_cell.step);
+        const bool per_head = is_per_head(m_cell.step);
+        const std::string step_id = step_text(m_cell.step);
         if (m_trace.find(m_cell.step, per_head ? 1 : 0) == nullptr) {
-            throw InputError(cell_error("cell " + m_cell.text + ": this example has no " + m_cell.step + " step",
+            throw InputError(cell_error("cell " + m_cell.text + ": this example has no " + step_id + " step",
                                         "its steps are " + step_ids(false)));
         }
         // @HEAD only on the steps that are computed once per head
         if (!per_head && m_cell.head_given) {
-            throw InputError(cell_error("cell " + m_cell.text + ": " + m_cell.step +
+            throw InputError(cell_error("cell " + m_cell.text + ": " + step_id +
                                             " is not per head, so it takes no @HEAD",
                                         "leave out @" + std::to_string(m_cell.head) +
                                             "; the steps per head are " + step_ids(true)));
@@ -206,13 +222,13 @@ private:
         const std::string ranges = valid_cells(step, n_rows, n_cols, heads);
         if (m_cell.row < 1 || m_cell.row > n_rows) {
             throw InputError(cell_error("cell " + m_cell.text + ": row " + std::to_string(m_cell.row) + " is out of range; " +
-                                            step.id + " has " + std::to_string(n_rows) +
+                                            step_text(step.id) + " has " + std::to_string(n_rows) +
                                             (n_rows == 1 ? " row" : " rows"),
                                         ranges));
         }
         if (m_cell.col < 0 || m_cell.col > n_cols) {
             throw InputError(cell_error("cell " + m_cell.text + ": column " + std::to_string(m_cell.col) +
-                                            " is out of range; " + step.id + " has " + std::to_string(n_cols) +
+                                            " is out of range; " + step_text(step.id) + " has " + std::to_string(n_cols) +
                                             (n_cols == 1 ? " column" : " columns"),
                                         ranges));
         }
@@ -232,15 +248,16 @@ private:
                               heads == 1 ? "leave out @HEAD: there is only head 1"
                                          : "heads are numbered @1 to @" + std::to_string(heads));
         }
-        return cell_error("cell " + m_cell.text + " counts from 0; " + step.id + " has " + std::to_string(n_rows) +
+        return cell_error("cell " + m_cell.text + " counts from 0; " + step_text(step.id) + " has " + std::to_string(n_rows) +
                               (n_rows == 1 ? " row" : " rows") + " and " + std::to_string(n_cols) +
                               (n_cols == 1 ? " column" : " columns") + ", numbered from 1 as in a_ij",
                           valid_cells(step, n_rows, n_cols, heads));
     }
 
     static std::string valid_cells(const Step& step, int n_rows, int n_cols, int heads) {
-        std::string text = "valid cells: " + step.id + "[ROW,COL] with ROW 1 to " + std::to_string(n_rows) +
-                           " and COL 1 to " + std::to_string(n_cols) + ", or " + step.id + "[ROW] for a whole row";
+        const std::string id = step_text(step.id);
+        std::string text = "valid cells: " + id + "[ROW,COL] with ROW 1 to " + std::to_string(n_rows) +
+                           " and COL 1 to " + std::to_string(n_cols) + ", or " + id + "[ROW] for a whole row";
         if (step.head != 0 && heads > 1) {
             text += ", then @1 to @" + std::to_string(heads) + " for the head";
         }
@@ -251,8 +268,8 @@ private:
     // "scores[1,2]" (with "@2" when the example has several heads and the step is per head)
     std::string name() const { return cell_name(m_step->id, m_row, m_whole_row ? -1 : static_cast<long>(m_col), m_step->head); }
 
-    std::string cell_name(const std::string& id, arma::uword row, long col, int head) const {
-        std::string text = id + "[" + std::to_string(row + 1);
+    std::string cell_name(StepId id, arma::uword row, long col, int head) const {
+        std::string text = step_text(id) + "[" + std::to_string(row + 1);
         if (col >= 0) {
             text += "," + std::to_string(col + 1);
         }
@@ -267,18 +284,10 @@ private:
         return cell_name(step.id, row, -1, step.head) + " (" + step.row_labels[row] + ")";
     }
 
-    const Step& step_of(const std::string& id, int head) const { return *m_trace.find(id, head); }
+    const Step& step_of(StepId id, int head) const { return *m_trace.find(id, head); }
 
     // The decimals this step is rounded to by `round:`, or -1.
-    int rounding(const std::string& id) const {
-        if (auto found = m_model.round.find(id); found != m_model.round.end()) {
-            return found->second;
-        }
-        if (auto all = m_model.round.find("*"); all != m_model.round.end()) {
-            return all->second;
-        }
-        return -1;
-    }
+    int rounding(StepId id) const { return step_rounding(m_model, id).value_or(-1); }
 
     // "… = computed" and, when the step is rounded by hand, the rounded value the trace keeps.
     std::string result_of(double computed, double kept) const {
@@ -305,8 +314,9 @@ private:
 
     // ── the steps ───────────────────────────────────────────────────────────
     void given() {
-        const std::string matrix = m_step->id == "inputs" ? "X" : "C";
-        if (m_step->id == "inputs") {
+        const bool inputs = m_step->id == StepId::inputs;
+        const std::string matrix = inputs ? "X" : "C";
+        if (inputs) {
             line("given by the example: row " + std::to_string(m_row + 1) + " of the inputs X is token \"" +
                  m_step->row_labels[m_row] + "\"'s vector");
         } else {
@@ -317,9 +327,7 @@ private:
     }
 
     void positional() {
-        const bool sinusoidal =
-            arma::approx_equal(*m_model.P, sinusoidal_positions(m_model.n(), m_model.d_model()), "absdiff", 1e-15);
-        if (!sinusoidal) {
+        if (!m_model.P_sinusoidal) {
             line("given by the example (positional:): the vector added at position " + std::to_string(m_row + 1));
             return;
         }
@@ -331,21 +339,21 @@ private:
             const auto two_i = static_cast<double>(c - c % 2);
             const double angle = p / std::pow(10000.0, two_i / d_model);
             const std::string function = c % 2 == 0 ? "sin" : "cos";
-            line(cell_name("positional", m_row, static_cast<long>(c), 0) + " = " + function + "(" + m_num(p) +
+            line(cell_name(StepId::positional, m_row, static_cast<long>(c), 0) + " = " + function + "(" + m_num(p) +
                  " / 10000^(" + m_num(two_i) + "/" + m_num(d_model) + ")) = " + function + "(" + m_num(angle) +
                  ") = " + result_of(c % 2 == 0 ? std::sin(angle) : std::cos(angle), m_step->values(m_row, c)));
         }
     }
 
     void encoded() {
-        const Step& inputs = step_of("inputs", 0);
-        const Step& positions = step_of("positional", 0);
+        const Step& inputs = step_of(StepId::inputs, 0);
+        const Step& positions = step_of(StepId::positional, 0);
         for (const arma::uword c : columns()) {
             const double x = inputs.values(m_row, c);
             const double p = positions.values(m_row, c);
-            line(cell_name("encoded", m_row, static_cast<long>(c), 0) + " = " +
-                 cell_name("inputs", m_row, static_cast<long>(c), 0) + " + " +
-                 cell_name("positional", m_row, static_cast<long>(c), 0) + " = " + m_num(x) + " + " + m_num.factor(p) +
+            line(cell_name(StepId::encoded, m_row, static_cast<long>(c), 0) + " = " +
+                 cell_name(StepId::inputs, m_row, static_cast<long>(c), 0) + " + " +
+                 cell_name(StepId::positional, m_row, static_cast<long>(c), 0) + " = " + m_num(x) + " + " + m_num.factor(p) +
                  " = " + result_of(x + p, m_step->values(m_row, c)));
         }
     }
@@ -381,27 +389,26 @@ private:
 
     void projection() {
         const HeadWeights& weights = m_model.heads[static_cast<std::size_t>(m_step->head - 1)];
-        const bool has_positions = m_trace.find("encoded", 0) != nullptr;
-        const Step* source = m_trace.find(has_positions ? "encoded" : "inputs", 0);
-        std::string source_name = has_positions ? "X + P" : "X";
-        if (m_step->id != "queries" && m_trace.cross) {
-            source = m_trace.find("context", 0);
-            source_name = "the context C";
-        }
-        const std::string letter = m_step->id == "queries" ? "Q" : m_step->id == "keys" ? "K" : "V";
+        // what this projection reads: X, X + P, or the context C
+        const StepKey read = step_inputs(m_model, {m_step->id, m_step->head}).front();
+        const Step& source = step_of(read.id, read.head);
+        const std::string source_name = read.id == StepId::context ? "the context C"
+                                        : read.id == StepId::encoded ? "X + P"
+                                                                     : "X";
+        const std::string letter = m_step->id == StepId::queries ? "Q" : m_step->id == StepId::keys ? "K" : "V";
         const arma::mat& W = letter == "Q" ? weights.W_Q : letter == "K" ? weights.W_K : weights.W_V;
         const auto& b = letter == "Q" ? weights.b_Q : letter == "K" ? weights.b_K : weights.b_V;
         std::string w_name = "W_" + letter;
         if (m_trace.dims.heads > 1) {
             w_name += " (head " + std::to_string(m_step->head) + ")";
         }
-        project_row(*source, source_name, W, w_name, b, "b_" + letter);
+        project_row(source, source_name, W, w_name, b, "b_" + letter);
     }
 
     void scores() {
         const int h = m_step->head;
-        const Step& queries = step_of("queries", h);
-        const Step& keys = step_of("keys", h);
+        const Step& queries = step_of(StepId::queries, h);
+        const Step& keys = step_of(StepId::keys, h);
         const arma::rowvec q = queries.values.row(m_row);
         line("q = " + row_name(queries, m_row) + " = " + m_num.vector(q) + "    (query " +
              std::to_string(m_row + 1) + ")");
@@ -409,7 +416,7 @@ private:
             const arma::rowvec k = keys.values.row(j);
             line("k = " + row_name(keys, j) + " = " + m_num.vector(k) + "    (key " + std::to_string(j + 1) +
                  ": column " + std::to_string(j + 1) + " of Kᵀ)");
-            line(cell_name("scores", m_row, static_cast<long>(j), h) + " = q·k = " + m_num.dot_terms(q, k) + " = " +
+            line(cell_name(StepId::scores, m_row, static_cast<long>(j), h) + " = q·k = " + m_num.dot_terms(q, k) + " = " +
                  result_of(arma::dot(q, k), m_step->values(m_row, j)));
         }
     }
@@ -427,7 +434,7 @@ private:
     }
 
     void scaled_scores() {
-        const Step& scores = step_of("scores", m_step->head);
+        const Step& scores = step_of(StepId::scores, m_step->head);
         if (m_model.scale_kind == ScaleKind::none) {
             line("this example does not scale (scale: none), so the scores pass through unchanged");
         } else {
@@ -435,8 +442,8 @@ private:
         }
         for (const arma::uword j : columns()) {
             const double s = scores.values(m_row, j);
-            std::string text = cell_name("scaled_scores", m_row, static_cast<long>(j), m_step->head) + " = " +
-                               cell_name("scores", m_row, static_cast<long>(j), m_step->head);
+            std::string text = cell_name(StepId::scaled_scores, m_row, static_cast<long>(j), m_step->head) + " = " +
+                               cell_name(StepId::scores, m_row, static_cast<long>(j), m_step->head);
             if (m_model.scale_kind == ScaleKind::none) {
                 text += " = " + result_of(s, m_step->values(m_row, j));
             } else {
@@ -468,12 +475,12 @@ private:
     }
 
     void masked_scores() {
-        const Step& scaled = step_of("scaled_scores", m_step->head);
+        const Step& scaled = step_of(StepId::scaled_scores, m_step->head);
         for (const arma::uword j : columns()) {
-            const std::string here = cell_name("masked_scores", m_row, static_cast<long>(j), m_step->head);
+            const std::string here = cell_name(StepId::masked_scores, m_row, static_cast<long>(j), m_step->head);
             const std::string reason = blocked_because(m_row, j);
             if (reason.empty()) {
-                line(here + " = " + cell_name("scaled_scores", m_row, static_cast<long>(j), m_step->head) + " = " +
+                line(here + " = " + cell_name(StepId::scaled_scores, m_row, static_cast<long>(j), m_step->head) + " = " +
                      m_num(scaled.values(m_row, j)) + "    (query " + std::to_string(m_row + 1) +
                      " may attend to key " + std::to_string(j + 1) + ")");
             } else {
@@ -485,10 +492,9 @@ private:
 
     void weights() {
         const int h = m_step->head;
-        const Step* source = m_trace.find("masked_scores", h);
-        if (source == nullptr) {
-            source = m_trace.find("scaled_scores", h);
-        }
+        // the row the softmax reads: the masked scores, or the scaled ones without a mask
+        const StepKey read = step_inputs(m_model, {StepId::weights, h}).front();
+        const Step* source = &step_of(read.id, read.head);
         const arma::rowvec s = source->values.row(m_row);
         const double row_max = s.max();
         line("s = " + row_name(*source, m_row) + " = " + m_num.vector(s));
@@ -511,8 +517,8 @@ private:
             const arma::rowvec kept = m_step->values.row(m_row);
             std::string text = name() + " = exp(s − max) / sum = " + m_num.vector(e) + " / " + m_num(sum) + " = " +
                                m_num.vector(computed);
-            if (rounding("weights") >= 0) {
-                text += ", rounded to " + decimals_text(rounding("weights")) + ": " + m_num.vector(kept);
+            if (rounding(StepId::weights) >= 0) {
+                text += ", rounded to " + decimals_text(rounding(StepId::weights)) + ": " + m_num.vector(kept);
             }
             line(text);
             line("the weights of a row sum to 1");
@@ -523,15 +529,15 @@ private:
     }
 
     void head_output(int h) {
-        const Step& weights = step_of("weights", h);
-        const Step& values = step_of("values", h);
-        const Step& target = step_of("head_output", h);
+        const Step& weights = step_of(StepId::weights, h);
+        const Step& values = step_of(StepId::values, h);
+        const Step& target = step_of(StepId::head_output, h);
         const arma::rowvec a = weights.values.row(m_row);
         if (!m_whole_row) {
             const arma::rowvec v = values.values.col(m_col).t();
             line("a = " + row_name(weights, m_row) + " = " + m_num.vector(a));
             line("v = column " + std::to_string(m_col + 1) + " of the values = " + m_num.vector(v));
-            line(cell_name("head_output", m_row, static_cast<long>(m_col), h) + " = a·v = " + m_num.dot_terms(a, v) +
+            line(cell_name(StepId::head_output, m_row, static_cast<long>(m_col), h) + " = a·v = " + m_num.dot_terms(a, v) +
                  " = " + m_num(target.values(m_row, m_col)));
             return;
         }
@@ -561,8 +567,8 @@ private:
             line("the heads' output rows side by side, head 1 first:");
             std::vector<double> joined;
             for (int h = 1; h <= static_cast<int>(m_trace.dims.heads); ++h) {
-                const arma::rowvec z = step_of("head_output", h).values.row(m_row);
-                line("  " + cell_name("head_output", m_row, -1, h) + " = " + m_num.vector(z));
+                const arma::rowvec z = step_of(StepId::head_output, h).values.row(m_row);
+                line("  " + cell_name(StepId::head_output, m_row, -1, h) + " = " + m_num.vector(z));
                 joined.insert(joined.end(), z.begin(), z.end());
             }
             line("= " + m_num.vector(joined));
@@ -572,14 +578,14 @@ private:
         const arma::uword column = m_col % d_v;
         line("columns " + std::to_string((h - 1) * d_v + 1) + " to " + std::to_string(h * d_v) + " hold head " +
              std::to_string(h) + "'s output (d_v = " + std::to_string(d_v) + ")");
-        line(name() + " = " + cell_name("head_output", m_row, static_cast<long>(column), h) + " = " +
-             m_num(step_of("head_output", h).values(m_row, column)));
+        line(name() + " = " + cell_name(StepId::head_output, m_row, static_cast<long>(column), h) + " = " +
+             m_num(step_of(StepId::head_output, h).values(m_row, column)));
     }
 
     void output() {
         const bool several = m_trace.dims.heads > 1;
         if (m_model.W_O) {
-            const Step& source = several ? step_of("concat", 0) : step_of("head_output", 1);
+            const Step& source = several ? step_of(StepId::concat, 0) : step_of(StepId::head_output, 1);
             project_row(source, several ? "the concatenated heads" : "the head output Z", *m_model.W_O, "W_O",
                         m_model.b_O, "b_O");
             return;
@@ -625,13 +631,15 @@ CellRef parse_cell(const std::string& text, bool keep_zero) {
     if (open == std::string::npos || close == std::string::npos || close < open || open == 0) {
         throw InputError(cell_error("cell \"" + text + "\" is not STEP[ROW,COL] or STEP[ROW]", k_cell_syntax));
     }
-    cell.step = compact.substr(0, open);
-    if (!is_step_id(cell.step)) {
-        const std::string near = closest_match(cell.step, step_id_names());
-        throw InputError(cell_error("cell \"" + text + "\": unknown step \"" + cell.step + "\"",
+    const std::string name = compact.substr(0, open);
+    const auto step = find_step(name);
+    if (!step) {
+        const std::string near = closest_match(name, step_names());
+        throw InputError(cell_error("cell \"" + text + "\": unknown step \"" + name + "\"",
                                     (near.empty() ? "" : "did you mean " + near + "? ") + "valid steps: " +
-                                        step_id_list()));
+                                        step_name_list()));
     }
+    cell.step = *step;
     const std::string inside = compact.substr(open + 1, close - open - 1);
     const auto comma = inside.find(',');
     cell.row = parse_index(inside.substr(0, comma));
@@ -699,7 +707,7 @@ void render_explanations(const std::vector<Explanation>& explanations, const Ren
             for (const auto& e : explanations) {
                 nlohmann::ordered_json cell;
                 cell["cell"] = e.cell.text;
-                cell["step"] = e.cell.step;
+                cell["step"] = step_text(e.cell.step);
                 cell["head"] = e.cell.head == 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(e.cell.head);
                 cell["row"] = e.cell.row;
                 cell["col"] = e.cell.col == 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(e.cell.col);

@@ -17,7 +17,7 @@ namespace qkv {
 // A cell as the user writes it: STEP[ROW,COL], STEP[ROW] (a whole row), either
 // optionally followed by @HEAD. All numbers 1-based; head defaults to 1.
 struct CellRef {
-    std::string step;         // a step id
+    StepId step = StepId::inputs;
     int row = 0;              // 1-based
     int col = 0;              // 1-based; 0 = the whole row
     int head = 1;             // 1-based (1 for steps that are not per head)

@@ -3,6 +3,8 @@
 // problem with its FILE:LINE:COL.
 #include "io/answers.hpp"
 
+#include "attention/steps.hpp"
+
 #include "io/yaml_util.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -33,23 +35,6 @@ std::string where_of(const Source& source, const YAML::Node& node) {
         where += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
     }
     return where;
-}
-
-// Why a valid step id is missing from an example.
-std::string why_absent(const std::string& id) {
-    if (id == "positional" || id == "encoded") {
-        return "this step exists only when the example sets positional:";
-    }
-    if (id == "context") {
-        return "this step exists only for cross-attention (context:)";
-    }
-    if (id == "masked_scores") {
-        return "this step exists only when the example sets a mask or padding";
-    }
-    if (id == "concat") {
-        return "this step exists only when the example has more than one head";
-    }
-    return "";
 }
 
 // "-inf", "-.inf", "−∞", ...: an infinity written as one, not a number that overflowed (1e400).
@@ -134,14 +119,15 @@ private:
             if (head == 0 && id == "heads") {
                 continue;
             }
-            if (!is_step_id(id)) {
-                const std::string near = closest_match(id, step_id_names());
+            const auto step = find_step(id);
+            if (!step) {
+                const std::string near = closest_match(id, step_names());
                 m_yaml.error(entry.first, "unknown step id " + entry_path,
-                             (near.empty() ? "" : "did you mean " + near + "? ") + "valid step ids: " + step_id_list() +
+                             (near.empty() ? "" : "did you mean " + near + "? ") + "valid step ids: " + step_name_list() +
                                  (head == 0 ? "; per-head answers go under heads" : ""));
                 continue;
             }
-            const bool per_head = is_per_head_step(id);
+            const bool per_head = is_per_head(*step);
             int step_head = head;
             if (head == 0 && per_head) {
                 if (n_heads() > 1) {
@@ -159,25 +145,25 @@ private:
                              "write " + id + " directly under answers:, next to heads");
                 continue;
             }
-            if (m_trace.find(id, step_head) == nullptr) {
-                m_yaml.error(entry.first, entry_path + ": this example has no step " + id, why_absent(id));
+            if (m_trace.find(*step, step_head) == nullptr) {
+                m_yaml.error(entry.first, entry_path + ": this example has no step " + id, step_absence(*step));
                 continue;
             }
             const bool twice = std::any_of(m_steps.begin(), m_steps.end(), [&](const StepAnswer& other) {
-                return other.id == id && other.head == step_head;
+                return other.id == *step && other.head == step_head;
             });
             if (twice) {
                 m_yaml.error(entry.first, entry_path + " is answered twice",
                              "keep one answer for " + id + (step_head != 0 ? " of head " + std::to_string(step_head) : ""));
                 continue;
             }
-            read_matrix(entry.second, id, step_head, entry_path);
+            read_matrix(entry.second, *step, step_head, entry_path);
         }
     }
 
     // A list of rows; each row a list of numbers or ~, or ~ for a whole row.
     // A flat list of numbers is read as one row.
-    void read_matrix(const YAML::Node& node, const std::string& id, int head, const std::string& path) {
+    void read_matrix(const YAML::Node& node, StepId id, int head, const std::string& path) {
         if (node.IsNull()) {
             return;  // `scores: ~`: not answered
         }
@@ -278,7 +264,7 @@ private:
     // with each other are an input error, and the rows to blame are those that
     // differ from the step's own column count, not those that differ from the
     // first row: in [[2, 4], [2, 1, 6], [3, 5, 6]] for a 3 × 3 step it is row 1.
-    void report_ragged_rows(const YAML::Node& node, const std::string& id, int head, const std::string& path) {
+    void report_ragged_rows(const YAML::Node& node, StepId id, int head, const std::string& path) {
         std::size_t first = 0;
         for (const auto& item : node) {
             if (item.IsSequence() && item.size() > 0) {
@@ -289,7 +275,7 @@ private:
         const Step* step = m_trace.find(id, head);
         const std::size_t expected = step != nullptr ? step->values.n_cols : first;
         const std::string shape =
-            step != nullptr ? " (" + id + " is " + std::to_string(step->values.n_rows) + " × " +
+            step != nullptr ? " (" + step_text(id) + " is " + std::to_string(step->values.n_rows) + " × " +
                                   std::to_string(step->values.n_cols) + ")"
                             : "";
         // compared with the first row when that one is right, else with the step
@@ -362,11 +348,6 @@ private:
 };
 
 }  // namespace
-
-std::size_t StepAnswer::answered() const {
-    return static_cast<std::size_t>(
-        std::count_if(cells.begin(), cells.end(), [](const AnswerCell& cell) { return cell.given; }));
-}
 
 int count_decimals(const std::string& text) {
     const auto exponent_at = text.find_first_of("eE");

@@ -3,6 +3,7 @@
 #include "io/lesson_loader.hpp"
 
 #include "attention/attention.hpp"
+#include "attention/steps.hpp"
 #include "builtin/builtin.hpp"
 #include "io/yaml_util.hpp"
 
@@ -64,6 +65,7 @@ public:
         m_diagnostics.throw_if_any();
         read_script(root);
         m_diagnostics.throw_if_any();
+        number_steps_alike();
         return m_lesson;
     }
 
@@ -171,6 +173,24 @@ private:
         }
         entry.trace = compute(entry.model);
         m_lesson.models.push_back(std::move(entry));
+    }
+
+    // One number per step throughout the lesson: each model's trace numbers the
+    // steps that any of the lesson's models has, so that a lesson with a
+    // masked and an unmasked example does not call two different steps "Step 7".
+    // A lesson with one model numbers its steps as `qkv run` does.
+    void number_steps_alike() {
+        std::vector<StepId> numbering;
+        for (const StepId id : all_steps()) {
+            const bool any = std::any_of(m_lesson.models.begin(), m_lesson.models.end(),
+                                         [id](const LessonModel& entry) { return entry.trace.number(id) != 0; });
+            if (any) {
+                numbering.push_back(id);
+            }
+        }
+        for (auto& entry : m_lesson.models) {
+            entry.trace.numbering = numbering;
+        }
     }
 
     void add_all(const InputError& error) {
@@ -282,21 +302,21 @@ private:
         }
         const Trace& trace = trace_of(page.model);
         for (const auto& item : items(node, path)) {
-            const std::string id = item.Scalar();
-            if (!is_step_id(id)) {
-                m_yaml.error(item, path + ": unknown step id \"" + id + "\"",
-                             did_you_mean(id, step_id_names()) + "valid step ids: " + step_id_list());
+            const std::string name = item.Scalar();
+            const auto id = find_step(name);
+            if (!id) {
+                m_yaml.error(item, path + ": unknown step id \"" + name + "\"",
+                             did_you_mean(name, step_names()) + "valid step ids: " + step_name_list());
                 continue;
             }
             const bool present = std::any_of(trace.steps.begin(), trace.steps.end(),
-                                             [&](const Step& step) { return step.id == id; });
+                                             [&](const Step& step) { return step.id == *id; });
             if (!present) {
-                m_yaml.error(item, path + ": model " + m_lesson.models[page.model].name + " has no " + id + " step",
-                             "positional and encoded need positional:, context needs context:, "
-                             "masked_scores a mask or padding, concat more than one head");
+                m_yaml.error(item, path + ": model " + m_lesson.models[page.model].name + " has no " + name + " step",
+                             step_requirements());
                 continue;
             }
-            page.show.push_back(id);
+            page.show.push_back(*id);
         }
     }
 
@@ -324,7 +344,7 @@ private:
         }
         if (single && parsed.col == 0) {
             m_yaml.error(node, path + " is the whole row " + parsed.text + "; expected one cell",
-                         "write the column too, e.g. " + parsed.step + "[" + std::to_string(parsed.row) + ",1]");
+                         "write the column too, e.g. " + step_text(parsed.step) + "[" + std::to_string(parsed.row) + ",1]");
             return std::nullopt;
         }
         const LessonModel& entry = m_lesson.models[static_cast<std::size_t>(model)];

@@ -5,6 +5,7 @@
 #include "builtin/builtin.hpp"
 #include "io/yaml_util.hpp"
 #include "attention/attention.hpp"
+#include "attention/steps.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -327,6 +328,7 @@ private:
                 return;
             }
             model.P = sinusoidal_positions(model.X.n_rows, model.X.n_cols);
+            model.P_sinusoidal = true;
             return;
         }
         auto P = matrix(positional, "positional");
@@ -883,19 +885,16 @@ private:
         }
         for (const auto& entry : node) {
             const std::string step = key_text(entry.first);
-            if (!is_step_id(step)) {
-                const std::string near = closest_match(step, step_id_names());
+            const auto id = find_step(step);
+            if (!id) {
+                const std::string near = closest_match(step, step_names());
                 m_yaml.error(entry.first, "round." + step + " is not a step id",
-                             (near.empty() ? "" : "did you mean " + near + "? ") + "valid step ids: " + step_id_list());
+                             (near.empty() ? "" : "did you mean " + near + "? ") + "valid step ids: " + step_name_list());
                 continue;
             }
-            const bool present = ((step != "positional" && step != "encoded") || model.P) &&
-                                 (step != "context" || model.C) && (step != "masked_scores" || model.masked()) &&
-                                 (step != "concat" || model.n_heads() > 1);
-            if (!present) {
+            if (!step_exists(model, *id)) {
                 m_yaml.error(entry.first, "round." + step + ": this example has no " + step + " step",
-                             "positional and encoded need positional:, context needs context:, masked_scores a "
-                             "mask or padding, concat more than one head");
+                             step_requirements());
                 continue;
             }
             if (auto decimals = m_yaml.integer(entry.second, "round." + step, 0, 15)) {
@@ -909,13 +908,11 @@ private:
             return;
         }
         // only the n × m matrices of the steps that will be kept count in full
-        std::uint64_t square_steps = 4;
-        if (!m_options.kept_steps.empty()) {
-            square_steps = 0;
-            for (const char* id : {"scores", "scaled_scores", "masked_scores", "weights"}) {
-                const auto& kept = m_options.kept_steps;
-                square_steps += std::find(kept.begin(), kept.end(), id) != kept.end() ? 1 : 0;
-            }
+        std::uint64_t square_steps = 0;
+        for (const StepId id : all_steps()) {
+            const auto& kept = m_options.kept_steps;
+            const bool keeps = kept.empty() || std::find(kept.begin(), kept.end(), id) != kept.end();
+            square_steps += step_row(id).square && keeps ? 1 : 0;
         }
         const std::uint64_t kept_heads = m_options.kept_head > 0 ? 1 : model.n_heads();
         const std::uint64_t bytes = estimate_memory(model.n(), model.m(), model.d_model(), model.n_heads(),

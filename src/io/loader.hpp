@@ -2,6 +2,7 @@
 // qkv that sees YAML; every problem is reported with its FILE:LINE:COL.
 #pragma once
 
+#include "attention/step_id.hpp"
 #include "io/diagnostics.hpp"
 #include "model/model.hpp"
 
@@ -28,7 +29,7 @@ struct LoadOptions {
     bool allow_any_path = false;                        // `{file: ...}` outside the YAML's folder
     // The steps whose matrices the computation will keep (empty: all), and the
     // head whose steps it keeps (0: every head), for the memory estimate.
-    std::vector<std::string> kept_steps;
+    std::vector<StepId> kept_steps;
     int kept_head = 0;
 };
 

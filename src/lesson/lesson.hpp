@@ -54,7 +54,7 @@ struct Question {
 struct Page {
     int model = 0;                    // the model this page's steps, cells and placeholders refer to
     Narration say;                    // before the tables
-    std::vector<std::string> show;    // step ids, in trace order when played
+    std::vector<StepId> show;         // in trace order when played
     int head = 0;                     // 0 = every head
     std::vector<ValueRef> explain;    // cells whose arithmetic is written out
     Narration then;                   // after the tables and workings

@@ -25,7 +25,7 @@ public:
 
 struct PlayOptions {
     RenderOptions render;              // format, precision, colour, ascii, brief
-    std::vector<std::string> steps;    // --steps: only these of the steps a page shows (empty: all)
+    std::vector<StepId> steps;         // --steps: only these of the steps a page shows (empty: all)
     int head = 0;                      // --head: only this head, where a page does not choose one
     int number = 0;                    // the lesson's number; 0 for a lesson file
     std::string next;                  // what to do after this lesson, e.g. "Next: qkv lesson 2 (scaling)."

@@ -27,10 +27,8 @@ std::string render_steps_only(const Trace& trace, const RenderOptions& options) 
     // when no step is chosen, the part both outputs share.
     std::ostringstream full;
     render(trace, options, full);
-    RenderOptions header_only = options;
-    header_only.steps = {""};
     std::ostringstream header;
-    render(trace, header_only, header);
+    render(trace.header(), options, header);
     const std::string with_steps = full.str();
     const std::string without = header.str();
     std::size_t shared = 0;

@@ -39,6 +39,7 @@ struct Model {
 
     arma::mat X;                   // inputs, n × d_model (before positions)
     std::optional<arma::mat> P;    // positional encodings, n × d_model
+    bool P_sinusoidal = false;     // P is `positional: sinusoidal` (not a matrix of the file's)
     std::optional<arma::mat> C;    // context for cross-attention, m × d_model
 
     std::vector<HeadWeights> heads;    // at least one

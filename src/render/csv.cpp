@@ -34,7 +34,7 @@ void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& 
         }
         for (arma::uword i = 0; i < step->values.n_rows; ++i) {
             const std::string row_start =
-                step->id + "," + head + "," + std::to_string(i + 1) + ",";
+                step_text(step->id) + "," + head + "," + std::to_string(i + 1) + ",";
             const std::string row_label = csv_field(step->row_labels[i]);
             for (arma::uword j = 0; j < step->values.n_cols; ++j) {
                 out << row_start << j + 1 << ',' << row_label << ',' << col_labels[j] << ','

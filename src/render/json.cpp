@@ -62,7 +62,7 @@ void render_json(const Trace& trace, const RenderOptions& options, std::ostream&
     for (std::size_t s = 0; s < steps.size(); ++s) {
         const Step& step = *steps[s];
         out << (s == 0 ? "\n  " : ",\n  ");
-        out << "{\"id\": " << quoted(step.id) << ", \"head\": ";
+        out << "{\"id\": " << quoted(step_text(step.id)) << ", \"head\": ";
         if (step.head == 0) {
             out << "null";
         } else {

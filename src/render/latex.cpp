@@ -432,7 +432,7 @@ void render_latex(const Trace& trace, const RenderOptions& options, std::ostream
         if (step->head != 0 && d.heads > 1) {
             heading += ", head " + std::to_string(step->head);
         }
-        out << "\n\\subsection*{" << tex_escape(heading) << " (\\texttt{" << tex_escape(step->id) << "})}\n";
+        out << "\n\\subsection*{" << tex_escape(heading) << " (\\texttt{" << tex_escape(step_text(step->id)) << "})}\n";
         const Table table = build_table(*step, options);
         out << "\\[ " << step->latex << " \\qquad (" << step->values.n_rows << " \\times " << step->values.n_cols
             << ") \\]\n";

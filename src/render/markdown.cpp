@@ -105,7 +105,7 @@ void render_markdown(const Trace& trace, const RenderOptions& options, std::ostr
         if (step->head != 0 && d.heads > 1) {
             heading += " · head " + std::to_string(step->head);
         }
-        out << "\n## " << markdown_escape(symbols(heading)) << " `" << step->id << "`\n\n";
+        out << "\n## " << markdown_escape(symbols(heading)) << " `" << step_name(step->id) << "`\n\n";
         const Table table = build_table(*step, options);
         out << '$' << step->latex << "$ (" << table.shape << ")\n\n";
         if (!options.brief) {

@@ -38,19 +38,7 @@ std::string round_trip(double value) {
     return text;
 }
 
-int step_number(const Trace& trace, const std::string& id) {
-    // the heads of a per-head step share its number: concat is step 9 whatever the number of heads
-    std::vector<std::string> seen;
-    for (const auto& candidate : trace.steps) {
-        if (std::find(seen.begin(), seen.end(), candidate.id) == seen.end()) {
-            seen.push_back(candidate.id);
-        }
-        if (candidate.id == id) {
-            return static_cast<int>(seen.size());
-        }
-    }
-    return 0;
-}
+int step_number(const Trace& trace, StepId id) { return trace.number(id); }
 
 int step_number(const Trace& trace, const Step& step) { return step_number(trace, step.id); }
 

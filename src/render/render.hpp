@@ -15,7 +15,7 @@ enum class Format { text, markdown, latex, csv, json, svg };
 struct RenderOptions {
     Format format = Format::text;
     int precision = 4;                // digits after the point
-    std::vector<std::string> steps;   // step ids to show; empty = all
+    std::vector<StepId> steps;        // steps to show; empty = all
     int head = 0;                     // 1-based head to show; 0 = every head
     bool full = false;                // no summarising of large matrices
     bool color = false;               // ANSI colour (already resolved from --color)
@@ -46,10 +46,9 @@ std::string markdown_escape(const std::string& text);
 // Shortest decimal text that reads back as the same double ("-inf" for −∞).
 std::string round_trip(double value);
 
-// "Step 6 · Scores · head 2" numbering: the position of the step's id among
-// the ids the trace holds (heads of one step share a number).
-// 1-based number of a step among the ids the trace holds, in the order of SPEC §3
-int step_number(const Trace& trace, const std::string& id);
+// "Step 6 · Scores · head 2" numbering: the 1-based position of the step's id
+// among the ids the trace numbers (Trace::numbering; heads of one step share a number).
+int step_number(const Trace& trace, StepId id);
 int step_number(const Trace& trace, const Step& step);
 
 }  // namespace qkv

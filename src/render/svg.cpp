@@ -2,6 +2,7 @@
 // both axes (queries down the side, keys across the top), the value in each
 // cell when the matrix is small enough to read, and a colour scale. With
 // --steps, each chosen step gets its own row of panels and its own scale.
+#include "attention/steps.hpp"
 #include "io/diagnostics.hpp"
 #include "render/render.hpp"
 #include "render/table.hpp"
@@ -180,7 +181,7 @@ private:
         std::vector<const Step*> chosen;
         if (m_options.steps.empty()) {
             for (const Step* step : select_steps(m_trace, m_options)) {
-                if (step->id == "weights") {
+                if (step->id == StepId::weights) {
                     chosen.push_back(step);
                 }
             }
@@ -193,7 +194,7 @@ private:
                 throw InputError(Diagnostic{
                     "", 0, 0,
                     "--format svg draws at most " + std::to_string(k_max_cells) + " × " + std::to_string(k_max_cells) +
-                        " cells a panel; " + step->id + " is " + std::to_string(step->values.n_rows) + " × " +
+                        " cells a panel; " + step_text(step->id) + " is " + std::to_string(step->values.n_rows) + " × " +
                         std::to_string(step->values.n_cols),
                     "use --format csv for the numbers, or a smaller example"});
             }
@@ -203,7 +204,7 @@ private:
             bands.back().panels.push_back(step);
         }
         for (auto& band : bands) {
-            if (band.panels.front()->id == "weights") {
+            if (band.panels.front()->id == StepId::weights) {
                 continue;  // weights are read against the fixed scale 0 … 1
             }
             band.low = arma::datum::inf;
@@ -272,7 +273,7 @@ private:
         const bool whole = all_whole_numbers(M);
         const double range = band.high > band.low ? band.high - band.low : 1.0;
         const bool keys_and_queries = step.row_labels.size() == M.n_rows && M.n_cols == m_trace.dims.m &&
-                                      (step.id.find("scores") != std::string::npos || step.id == "weights");
+                                      step_row(step.id).square;
 
         // axis captions
         out << "  <text x=\"" << px(left) << "\" y=\"" << px(top - g.col_label_height - 6)

@@ -129,7 +129,7 @@ public:
         if (step.head != 0 && trace.dims.heads > 1) {
             heading += " · head " + std::to_string(step.head);
         }
-        heading += "  [" + step.id + "]";
+        heading += "  [" + step_text(step.id) + "]";
         m_out << '\n' << styled(symbols(heading), k_heading) << '\n';
         const Table table = build_table(step, m_options);
         // subscripts written one way: [Z₁ … Z₂], or [Z_1 ... Z_2] with --ascii
@@ -138,7 +138,7 @@ public:
             wrapped(step.explanation, "  ");
         }
         m_out << '\n';
-        m_out << draw_table(table, TextSkin(table, m_options, m_options.color && step.id == "weights"));
+        m_out << draw_table(table, TextSkin(table, m_options, m_options.color && step.id == StepId::weights));
         for (const auto& note : step.notes) {
             m_out << "  " << styled(symbols("· " + note), k_dim) << '\n';
         }

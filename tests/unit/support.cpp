@@ -13,6 +13,14 @@
 
 namespace qkv::test {
 
+StepId step(std::string_view name) {
+    const auto id = find_step(name);
+    if (!id) {
+        FAIL("not a step id: " << name);
+    }
+    return *id;
+}
+
 namespace {
 // A child that exits before reading its input must not kill the test run.
 const bool k_ignore_sigpipe = (std::signal(SIGPIPE, SIG_IGN), true);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "attention/attention.hpp"
+#include "attention/steps.hpp"
 #include "io/loader.hpp"
 
 #include <catch2/catch.hpp>
@@ -11,7 +12,17 @@
 #include <string>
 #include <vector>
 
+namespace qkv {
+
+// Tests name steps as users write them: step == "scores".
+inline bool operator==(StepId id, std::string_view name) { return step_name(id) == name; }
+
+}  // namespace qkv
+
 namespace qkv::test {
+
+// The step a test names ("scores"); fails the test on a name that is not a step.
+StepId step(std::string_view name);
 
 // The repository's root and the built binary (set by tests/CMakeLists.txt).
 std::string source_dir();

@@ -345,8 +345,8 @@ TEST_CASE("every diagnosis names its mistake, and none fires on a correct answer
             const CheckReport right = check_answers(model, trace, correct, {});
             CHECK(right.correct());
             CHECK(right.steps.front().count(Verdict::right) == step->values.n_elem);
-            const int head = is_per_head_step(c.step) ? c.head : 0;
-            CHECK_FALSE(diagnose_answer(model, trace, correct, c.step, head, {}).has_value());
+            const int head = is_per_head(test::step(c.step)) ? c.head : 0;
+            CHECK_FALSE(diagnose_answer(model, trace, correct, test::step(c.step), head, {}).has_value());
         }
     }
 }
@@ -357,15 +357,15 @@ TEST_CASE("a mistake that gives the true values is not named", "[check][diagnosi
     const Model model = test::load_text(illustrated());
     const Trace trace = compute(model);
     const Answers right = answers_from("scores: [[2, 4, 4], [4, 16, 12], [4, 12, 10]]\n", trace);
-    CHECK_FALSE(diagnose_answer(model, trace, right, "scores", 1, {}).has_value());
+    CHECK_FALSE(diagnose_answer(model, trace, right, StepId::scores, 1, {}).has_value());
     const Answers scaled = answers_from("scaled_scores: [[2, 4, 4], [4, 16, 12], [4, 12, 10]]\n", trace);
-    CHECK_FALSE(diagnose_answer(model, trace, scaled, "scaled_scores", 1, {}).has_value());
+    CHECK_FALSE(diagnose_answer(model, trace, scaled, StepId::scaled_scores, 1, {}).has_value());
     // a wrong answer still gets its mistake named: Q·K without the transpose
     // (NumPy: [[4, 7, 3], [12, 16, 4], [10, 15, 5]])
     const Answers wrong = answers_from(answer_yaml("scores", 1, 1, arma::mat(value(trace, "queries", 1) *
                                                                              value(trace, "keys", 1)), 0),
                                        trace);
-    const auto diagnosis = diagnose_answer(model, trace, wrong, "scores", 1, {});
+    const auto diagnosis = diagnose_answer(model, trace, wrong, StepId::scores, 1, {});
     REQUIRE(diagnosis.has_value());
     CHECK(diagnosis->key == "scores_no_transpose");
 }

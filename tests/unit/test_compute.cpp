@@ -31,7 +31,7 @@ void require_same_trace(const Trace& actual, const Trace& expected, double eps) 
         CHECK(got.notes == want.notes);
         CHECK(got.row_labels == want.row_labels);
         CHECK(got.col_labels == want.col_labels);
-        require_near(got.values, want.values, eps, want.id + " head " + std::to_string(want.head));
+        require_near(got.values, want.values, eps, step_text(want.id) + " head " + std::to_string(want.head));
     }
 }
 
@@ -194,7 +194,7 @@ TEST_CASE("compute keeps only the chosen steps, with the same numbering", "[comp
     const Model model = test::load_text(large_example(120, "mask: causal\n"));
     const Trace full = compute(model);
     ComputeOptions options;
-    options.steps = {"weights", "output"};
+    options.steps = {StepId::weights, StepId::output};
     options.head = 2;
     const Trace some = compute(model, options);
     // the same steps in the same order, so "Step 9 · Attention weights" keeps its number

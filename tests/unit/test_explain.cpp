@@ -400,7 +400,7 @@ TEST_CASE("every cell of every built-in example is explained and agrees with the
                     cell.row = static_cast<int>(i + 1);
                     cell.col = static_cast<int>(j);  // 0 = the whole row
                     cell.head = step.head == 0 ? 1 : step.head;
-                    cell.text = step.id;
+                    cell.text = step_text(step.id);
                     CAPTURE(example.name, step.id, step.head, i + 1, j);
                     const Explanation e = qkv::explain_cell(model, trace, cell, options);
                     REQUIRE_FALSE(e.lines.empty());

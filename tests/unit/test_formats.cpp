@@ -133,7 +133,7 @@ TEST_CASE("CSV is one tidy table that parses back to the trace's numbers", "[for
         const int head = record[1].empty() ? 0 : std::stoi(record[1]);
         const qkv::Step* step = trace.find(record[0], head);
         REQUIRE(step != nullptr);
-        CHECK(record[1].empty() == !qkv::is_per_head_step(record[0]));
+        CHECK(record[1].empty() == !qkv::is_per_head(qkv::test::step(record[0])));
         const auto i = static_cast<arma::uword>(std::stoul(record[2]) - 1);
         const auto j = static_cast<arma::uword>(std::stoul(record[3]) - 1);
         CHECK(record[4] == step->row_labels[i]);

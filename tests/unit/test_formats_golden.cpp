@@ -64,14 +64,14 @@ std::vector<std::string> explain_cells(const std::string& yaml) {
         if (!last_head) {
             continue;
         }
-        std::string cell = step.id + "[" + (step.values.n_rows >= 2 ? "2" : "1") + "]";
+        std::string cell = step_text(step.id) + "[" + (step.values.n_rows >= 2 ? "2" : "1") + "]";
         if (step.head > 1) {
             cell += "@" + std::to_string(step.head);
         }
         cells.push_back(cell);
         if (step.id == "scores" || step.id == "weights" || step.id == "queries") {
             // one single cell as well
-            cells.push_back(step.id + "[1," + std::to_string(step.values.n_cols) + "]" +
+            cells.push_back(step_text(step.id) + "[1," + std::to_string(step.values.n_cols) + "]" +
                             (step.head > 1 ? "@" + std::to_string(step.head) : ""));
         }
     }

@@ -227,7 +227,7 @@ TEST_CASE("the engine gives the same numbers with qkv's own products and with BL
     request.weights = &weights;
     request.scale = std::sqrt(20.0);
     request.mask.causal = true;
-    request.keep = [](std::string_view, int) { return true; };
+    request.keep = [](StepId, int) { return true; };
     request.threads = 2;
 
     request.own_products = false;
@@ -239,13 +239,13 @@ TEST_CASE("the engine gives the same numbers with qkv's own products and with BL
 
     REQUIRE(own.kept.size() == blas.kept.size());
     for (const auto& [key, values] : blas.kept) {
-        const std::string what = key.first + " head " + std::to_string(key.second);
+        const std::string what = step_text(key.id) + " head " + std::to_string(key.head);
         test::require_near(own.kept.at(key), values, 1e-12, what);
         test::require_near(own_three.kept.at(key), values, 1e-12, what);
     }
     test::require_near(own.output, blas.output, 1e-12, "output");
     test::require_near(own_three.output, blas.output, 1e-12, "output");
     // the causal mask: query 0 sees key 0 alone
-    CHECK(own.kept.at({"weights", 1})(0, 0) == 1.0);
-    CHECK(own.kept.at({"weights", 1})(0, 1) == 0.0);
+    CHECK(own.kept.at({StepId::weights, 1})(0, 0) == 1.0);
+    CHECK(own.kept.at({StepId::weights, 1})(0, 1) == 0.0);
 }

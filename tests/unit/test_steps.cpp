@@ -194,7 +194,7 @@ weights: {query: [[1, 4], [2, 5], [3, 6]], key: [[0, 1], [1, 0], [0, 1]], value:
     const Trace a = test::compute_text(x_w);
     const Trace b = test::compute_text(pytorch);
     for (const auto& step : a.steps) {
-        require_near(b.find(step.id, step.head)->values, step.values, 0, step.id);
+        require_near(b.find(step.id, step.head)->values, step.values, 0, step_text(step.id));
     }
     CHECK(b.find("queries", 1)->formula == "Q = X·W_Qᵀ");
 }

@@ -1,0 +1,62 @@
+// The steps of attention by name. What each step is — its title, when it
+// exists, what it reads and how it is computed — is the step table
+// (attention/steps.hpp); this header only names the steps, so that the trace
+// and everything that reads it can refer to them.
+#pragma once
+
+#include <compare>
+#include <cstddef>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qkv {
+
+// In the order the steps are computed, which is the order of the step table
+// and of SPEC §3. A `switch` over StepId without a default makes the compiler
+// list every place a new step must be handled.
+enum class StepId {
+    inputs,
+    positional,
+    encoded,
+    context,
+    queries,
+    keys,
+    values,
+    scores,
+    scaled_scores,
+    masked_scores,
+    weights,
+    head_output,
+    concat,
+    output,
+};
+inline constexpr std::size_t k_step_count = static_cast<std::size_t>(StepId::output) + 1;
+
+// Every step id, in order.
+std::vector<StepId> all_steps();
+
+// One step of one head: head is 1-based for per-head steps, 0 for the others.
+struct StepKey {
+    StepId id = StepId::inputs;
+    int head = 0;
+    auto operator<=>(const StepKey&) const = default;
+};
+
+// The id as users write it ("scaled_scores").
+std::string_view step_name(StepId id);
+std::string step_text(StepId id);  // the same as a std::string, for building messages
+// Writes the id as users write it.
+std::ostream& operator<<(std::ostream& out, StepId id);
+// The step a user's id names, or nullopt.
+std::optional<StepId> find_step(std::string_view name);
+// Every id as written, in order, for "did you mean" hints.
+std::vector<std::string> step_names();
+// "inputs, positional, …, output", for hints.
+std::string step_name_list();
+// Computed once per head (query head or key/value head).
+bool is_per_head(StepId id);
+
+}  // namespace qkv

@@ -1,0 +1,517 @@
+// The step table (steps.hpp): one row per step, and the functions each row
+// names. Rows are tokens throughout: X is n × d_model and Q = X·W_Q.
+#include "attention/steps.hpp"
+
+#include "attention/attention.hpp"
+#include "attention/engine.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+namespace qkv {
+
+namespace {
+
+// ── when a step exists ──────────────────────────────────────────────────────
+bool always(const Model&) { return true; }
+bool with_positions(const Model& model) { return model.P.has_value(); }
+bool with_context(const Model& model) { return model.cross(); }
+bool with_mask(const Model& model) { return model.masked(); }
+bool with_several_heads(const Model& model) { return model.n_heads() > 1; }
+
+// ── what a step reads ───────────────────────────────────────────────────────
+// The projections read X, or X + P with positions; keys and values read the
+// context C in cross-attention.
+StepKey query_source(const Model& model) { return {model.P ? StepId::encoded : StepId::inputs, 0}; }
+StepKey key_source(const Model& model) { return model.C ? StepKey{StepId::context, 0} : query_source(model); }
+
+std::vector<StepKey> reads_nothing(const Model&, int) { return {}; }
+std::vector<StepKey> reads_inputs_and_positions(const Model&, int) {
+    return {{StepId::inputs, 0}, {StepId::positional, 0}};
+}
+std::vector<StepKey> reads_query_source(const Model& model, int) { return {query_source(model)}; }
+std::vector<StepKey> reads_key_source(const Model& model, int) { return {key_source(model)}; }
+std::vector<StepKey> reads_queries_and_keys(const Model&, int h) { return {{StepId::queries, h}, {StepId::keys, h}}; }
+std::vector<StepKey> reads_scores(const Model&, int h) { return {{StepId::scores, h}}; }
+std::vector<StepKey> reads_scaled_scores(const Model&, int h) { return {{StepId::scaled_scores, h}}; }
+// the softmax reads the masked scores when there are any
+std::vector<StepKey> reads_softmax_input(const Model& model, int h) {
+    return {{model.masked() ? StepId::masked_scores : StepId::scaled_scores, h}};
+}
+std::vector<StepKey> reads_weights_and_values(const Model&, int h) {
+    return {{StepId::weights, h}, {StepId::values, h}};
+}
+std::vector<StepKey> reads_every_head_output(const Model& model, int) {
+    std::vector<StepKey> heads;
+    for (int h = 1; h <= static_cast<int>(model.n_heads()); ++h) {
+        heads.push_back({StepId::head_output, h});
+    }
+    return heads;
+}
+std::vector<StepKey> reads_concat(const Model& model, int) {
+    return {model.n_heads() > 1 ? StepKey{StepId::concat, 0} : StepKey{StepId::head_output, 1}};
+}
+
+// ── the arithmetic ──────────────────────────────────────────────────────────
+const HeadWeights& head_weights(const Model& model, int h) { return model.heads.at(static_cast<std::size_t>(h - 1)); }
+
+arma::mat given_inputs(const Model& model, int, StepInputs) { return model.X; }
+arma::mat given_positions(const Model& model, int, StepInputs) { return *model.P; }
+arma::mat given_context(const Model& model, int, StepInputs) { return *model.C; }
+
+// X + P, (n × d_model)
+arma::mat add_positions(const Model&, int, StepInputs in) { return *in[0] + *in[1]; }
+
+// projections: (n × d_k) = X (n × d_model) · W_Q (d_model × d_k) + b_Q; likewise K and V
+arma::mat project_queries(const Model& model, int h, StepInputs in) {
+    return project(*in[0], head_weights(model, h).W_Q, head_weights(model, h).b_Q);
+}
+arma::mat project_keys(const Model& model, int h, StepInputs in) {
+    return project(*in[0], head_weights(model, h).W_K, head_weights(model, h).b_K);
+}
+arma::mat project_values(const Model& model, int h, StepInputs in) {
+    return project(*in[0], head_weights(model, h).W_V, head_weights(model, h).b_V);
+}
+
+// (n × m) = Q (n × d_k) · Kᵀ (d_k × m)
+arma::mat score(const Model&, int, StepInputs in) { return scores(*in[0], *in[1]); }
+
+arma::mat scale(const Model& model, int, StepInputs in) { return *in[0] / model.scale(); }
+
+arma::mat mask(const Model& model, int, StepInputs in) { return apply_mask(*in[0], model.allowed()); }
+
+arma::mat softmax(const Model&, int, StepInputs in) { return softmax_rows(*in[0]); }
+
+// (n × d_v) = A (n × m) · V (m × d_v)
+arma::mat weigh_values(const Model&, int, StepInputs in) { return weighted_sum(*in[0], *in[1]); }
+
+// (n × H·d_v): head h fills columns (h−1)·d_v … h·d_v − 1
+arma::mat concatenate(const Model&, int, StepInputs in) {
+    arma::mat result;
+    for (const arma::mat* head : in) {
+        result = arma::join_rows(result, *head);
+    }
+    return result;
+}
+
+// (n × d_out) = concat (n × H·d_v) · W_O (H·d_v × d_out) + b_O, or concat itself without W_O
+arma::mat project_output(const Model& model, int, StepInputs in) {
+    return model.W_O ? project(*in[0], *model.W_O, model.b_O) : *in[0];
+}
+
+// ── the words ───────────────────────────────────────────────────────────────
+std::string fixed(double value, int decimals = 4) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+    return buffer;
+}
+
+std::vector<std::string> dimension_labels(arma::uword count) {
+    std::vector<std::string> labels;
+    for (arma::uword j = 1; j <= count; ++j) {
+        labels.push_back("d" + std::to_string(j));
+    }
+    return labels;
+}
+
+void set_text(Step& step, std::string formula, std::string latex, std::string explanation,
+              std::vector<std::string> rows, std::vector<std::string> cols) {
+    step.formula = std::move(formula);
+    step.latex = std::move(latex);
+    step.explanation = std::move(explanation);
+    step.row_labels = std::move(rows);
+    step.col_labels = std::move(cols);
+}
+
+// "Q = X·W_Q + b_Q" in the layout the user wrote, as text and as LaTeX.
+void set_projection_formulas(Step& step, const std::string& result, const std::string& source,
+                             const std::string& source_latex, const std::string& weight, bool has_bias,
+                             Layout layout) {
+    const bool pytorch = layout == Layout::pytorch;
+    step.formula = result + " = " + source + "·W_" + weight + (pytorch ? "ᵀ" : "");
+    step.latex = result + " = " + source_latex + " W_{" + weight + "}" + (pytorch ? "^\\top" : "");
+    if (has_bias) {
+        step.formula += " + b_" + weight;
+        step.latex += " + b_{" + weight + "}";
+    }
+}
+
+void describe_inputs(const StepContext& context, Step& step) {
+    const Model& model = context.model();
+    set_text(step, "X", "X", "Each row is one token's vector. Attention mixes these rows; every later step starts here.",
+             model.tokens, dimension_labels(model.d_model()));
+    step.notes.push_back(std::to_string(model.n()) + (model.n() == 1 ? " token" : " tokens") +
+                         ", d_model = " + std::to_string(model.d_model()));
+}
+
+void describe_positional(const StepContext& context, Step& step) {
+    set_text(step, "P", "P",
+             "Attention by itself cannot tell positions apart, so each position p (from 0) gets a vector of its own to "
+             "add to its token.",
+             context.model().tokens, dimension_labels(context.model().d_model()));
+}
+
+void describe_encoded(const StepContext& context, Step& step) {
+    set_text(step, "X + P", "X + P",
+             "Each token's vector plus its position's vector; the projections read these rows.",
+             context.model().tokens, dimension_labels(context.model().d_model()));
+}
+
+void describe_context(const StepContext& context, Step& step) {
+    set_text(step, "C", "C",
+             "Cross-attention: the keys and values are read from these rows, the queries from the inputs.",
+             context.model().context_tokens, dimension_labels(context.model().d_model()));
+}
+
+void describe_queries(const StepContext& context, Step& step) {
+    const Model& model = context.model();
+    const HeadWeights& head = head_weights(model, step.head);
+    set_text(step, "", "",
+             model.layout == Layout::pytorch
+                 ? "Each token's query, what it looks for: its row times W_Qᵀ. Every token uses the same weights."
+                 : "Each token's query, what it looks for: its row times W_Q. Every token uses the same weights.",
+             model.tokens, dimension_labels(model.d_k()));
+    const std::string& source = context.names().queries;
+    set_projection_formulas(step, "Q", source, source, "Q", head.b_Q.has_value(), model.layout);
+}
+
+void describe_keys(const StepContext& context, Step& step) {
+    const Model& model = context.model();
+    const HeadWeights& head = head_weights(model, step.head);
+    set_text(step, "", "",
+             "Each token's key, what it offers to be matched on. A query and a key match when their dot product is "
+             "large.",
+             context.key_tokens(), dimension_labels(model.d_k()));
+    const std::string& source = context.names().keys;
+    set_projection_formulas(step, "K", source, source, "K", head.b_K.has_value(), model.layout);
+}
+
+void describe_values(const StepContext& context, Step& step) {
+    const Model& model = context.model();
+    const HeadWeights& head = head_weights(model, step.head);
+    set_text(step, "", "", "Each token's value, what it passes on to the queries that attend to it.",
+             context.key_tokens(), dimension_labels(model.d_v()));
+    const std::string& source = context.names().keys;
+    set_projection_formulas(step, "V", source, source, "V", head.b_V.has_value(), model.layout);
+}
+
+void describe_scores(const StepContext& context, Step& step) {
+    set_text(step, "S = Q·Kᵀ", "S = Q K^\\top",
+             "Entry (i, j) is query i dotted with key j: how well token i's query matches token j's key. The "
+             "transpose turns each key into a column, so one product gives every pair.",
+             context.model().tokens, context.key_tokens());
+}
+
+void describe_scaled_scores(const StepContext& context, Step& step) {
+    const Model& model = context.model();
+    const double divisor = model.scale();
+    const std::string d_k = std::to_string(model.d_k());
+    switch (model.scale_kind) {
+        case ScaleKind::none:
+            set_text(step, "S' = S", "S' = S",
+                     "This example does not scale (scale: none), so the scores pass through unchanged.", {}, {});
+            break;
+        case ScaleKind::sqrt_dk:
+            set_text(step, "S' = S / √d_k = S / √" + d_k,
+                     "S' = \\frac{S}{\\sqrt{d_k}} = \\frac{S}{\\sqrt{" + d_k + "}}",
+                     "Dividing by √d_k keeps the spread of the scores from growing with the width d_k, so the "
+                     "softmax does not saturate on one key.",
+                     {}, {});
+            break;
+        case ScaleKind::divisor:
+            set_text(step, "S' = S / " + fixed(divisor), "S' = S / " + fixed(divisor),
+                     "The scores are divided by the scale this example sets.", {}, {});
+            break;
+    }
+    step.row_labels = model.tokens;
+    step.col_labels = context.key_tokens();
+    step.notes.push_back("divisor = " + fixed(divisor) +
+                         (model.scale_kind == ScaleKind::sqrt_dk ? " (√" + d_k + ")" : ""));
+}
+
+void describe_masked_scores(const StepContext& context, Step& step) {
+    const Model& model = context.model();
+    set_text(step, "S'[i,j] = −∞ where blocked", "S'_{ij} = -\\infty \\text{ where blocked}",
+             "Blocked pairs become −∞, so that the softmax gives them a weight of exactly 0. A 0 would not do: "
+             "exp(0) = 1 still counts.",
+             model.tokens, context.key_tokens());
+    if (model.mask_kind == MaskKind::causal) {
+        step.notes.push_back("causal mask: query i sees keys 1 … i");
+    }
+    if (model.padding) {
+        step.notes.push_back("padding: keys marked 0 are blocked for every query");
+    }
+    step.notes.push_back(std::to_string(context.blocked_cells()) + " of " + std::to_string(model.n() * model.m()) +
+                         " cells blocked");
+}
+
+void describe_weights(const StepContext& context, Step& step) {
+    set_text(step, "A = softmax(S') along each row", "A = \\operatorname{softmax}(S')",
+             "The softmax turns each row of scores into positive weights that sum to 1: how much each query attends "
+             "to each key.",
+             context.model().tokens, context.key_tokens());
+    // rounded weights need not add up to 1: 0.0634, 0.4683, 0.4683 round to 0.1, 0.5, 0.5
+    const bool rounded = step_rounding(context.model(), StepId::weights).has_value();
+    step.notes.push_back(rounded ? "each row summed to 1 before rounding" : "each row sums to 1");
+}
+
+void describe_head_output(const StepContext& context, Step& step) {
+    set_text(step, "Z = A·V", "Z = A V",
+             "Row i mixes the value rows, each multiplied by how much query i attends to it, and adds them up.",
+             context.model().tokens, dimension_labels(context.model().d_v()));
+}
+
+void describe_concat(const StepContext& context, Step& step) {
+    const Model& model = context.model();
+    const std::string heads = std::to_string(model.n_heads());
+    set_text(step, "[Z_1 … Z_" + heads + "]", "\\begin{bmatrix} Z_1 & \\cdots & Z_{" + heads + "} \\end{bmatrix}",
+             "The heads' outputs side by side, one block of d_v columns per head, in head order.", model.tokens,
+             dimension_labels(model.n_heads() * model.d_v()));
+    step.notes.push_back("head h fills columns (h−1)·d_v + 1 … h·d_v, d_v = " + std::to_string(model.d_v()));
+}
+
+void describe_output(const StepContext& context, Step& step) {
+    const Model& model = context.model();
+    const bool several = model.n_heads() > 1;
+    const std::string source = several ? "[Z_1 … Z_" + std::to_string(model.n_heads()) + "]" : "Z";
+    const std::string source_latex = several ? "\\mathrm{concat}" : "Z";
+    if (model.W_O) {
+        set_text(step, "", "", "The output projection W_O mixes the heads' results into one vector per token.",
+                 model.tokens, dimension_labels(model.d_out()));
+        set_projection_formulas(step, "O", source, source_latex, "O", model.b_O.has_value(), model.layout);
+        return;
+    }
+    set_text(step, "O = " + source, "O = " + source_latex,
+             several ? "There is no W_O in this example, so the output is the concatenation."
+                     : "There is one head and no W_O, so the output is that head's weighted sum.",
+             model.tokens, dimension_labels(model.n_heads() * model.d_v()));
+}
+
+// ── the table ───────────────────────────────────────────────────────────────
+// One row per step, in the order of StepId.
+const StepRow k_steps[] = {
+    {StepId::inputs, "inputs", "Inputs", HeadKind::none, "", always, false, false, reads_nothing, given_inputs,
+     describe_inputs},
+    {StepId::positional, "positional", "Positional encodings", HeadKind::none, "positional:", with_positions, false,
+     false, reads_nothing, given_positions, describe_positional},
+    {StepId::encoded, "encoded", "Inputs with positions", HeadKind::none, "positional:", with_positions, false, false,
+     reads_inputs_and_positions, add_positions, describe_encoded},
+    {StepId::context, "context", "Context", HeadKind::none, "context:", with_context, false, false, reads_nothing,
+     given_context, describe_context},
+    {StepId::queries, "queries", "Queries", HeadKind::query, "", always, false, true, reads_query_source,
+     project_queries, describe_queries},
+    {StepId::keys, "keys", "Keys", HeadKind::key_value, "", always, false, true, reads_key_source, project_keys,
+     describe_keys},
+    {StepId::values, "values", "Values", HeadKind::key_value, "", always, false, true, reads_key_source,
+     project_values, describe_values},
+    {StepId::scores, "scores", "Scores", HeadKind::query, "", always, true, true, reads_queries_and_keys, score,
+     describe_scores},
+    {StepId::scaled_scores, "scaled_scores", "Scaled scores", HeadKind::query, "", always, true, true, reads_scores,
+     scale, describe_scaled_scores},
+    {StepId::masked_scores, "masked_scores", "Masked scores", HeadKind::query, "a mask or padding", with_mask, true,
+     true, reads_scaled_scores, mask, describe_masked_scores},
+    {StepId::weights, "weights", "Attention weights", HeadKind::query, "", always, true, true, reads_softmax_input,
+     softmax, describe_weights},
+    {StepId::head_output, "head_output", "Weighted sum of values", HeadKind::query, "", always, false, true,
+     reads_weights_and_values, weigh_values, describe_head_output},
+    {StepId::concat, "concat", "Concatenated heads", HeadKind::none, "more than one head", with_several_heads, false,
+     true, reads_every_head_output, concatenate, describe_concat},
+    {StepId::output, "output", "Output", HeadKind::none, "", always, false, true, reads_concat, project_output,
+     describe_output},
+};
+static_assert(std::size(k_steps) == k_step_count, "one row per step id");
+
+}  // namespace
+
+// ── names ───────────────────────────────────────────────────────────────────
+const StepRow& step_row(StepId id) {
+    const StepRow& row = k_steps[static_cast<std::size_t>(id)];
+    if (row.id != id) {
+        throw std::logic_error("the step table is out of the order of StepId");
+    }
+    return row;
+}
+
+std::vector<StepId> all_steps() {
+    std::vector<StepId> ids;
+    for (const auto& row : k_steps) {
+        ids.push_back(row.id);
+    }
+    return ids;
+}
+
+std::string_view step_name(StepId id) { return step_row(id).name; }
+
+std::string step_text(StepId id) { return std::string(step_name(id)); }
+
+std::ostream& operator<<(std::ostream& out, StepId id) { return out << step_name(id); }
+
+std::optional<StepId> find_step(std::string_view name) {
+    for (const auto& row : k_steps) {
+        if (row.name == name) {
+            return row.id;
+        }
+    }
+    return std::nullopt;
+}
+
+std::vector<std::string> step_names() {
+    std::vector<std::string> names;
+    for (const auto& row : k_steps) {
+        names.emplace_back(row.name);
+    }
+    return names;
+}
+
+std::string step_name_list() {
+    std::string list;
+    for (const auto& row : k_steps) {
+        list += (list.empty() ? "" : ", ") + std::string(row.name);
+    }
+    return list;
+}
+
+bool is_per_head(StepId id) { return step_row(id).heads != HeadKind::none; }
+
+// ── the table read against an example ───────────────────────────────────────
+bool step_exists(const Model& model, StepId id) { return step_row(id).exists(model); }
+
+int step_heads(const Model& model, StepId id) {
+    switch (step_row(id).heads) {
+        case HeadKind::none:
+            return 0;
+        case HeadKind::query:
+        case HeadKind::key_value:
+            return static_cast<int>(model.n_heads());
+    }
+    return 0;
+}
+
+std::vector<StepKey> step_sequence(const Model& model) {
+    std::vector<StepKey> sequence;
+    // a run of per-head rows is taken head by head
+    std::vector<StepId> run;
+    const auto flush = [&]() {
+        int heads = 0;
+        for (const StepId id : run) {
+            heads = std::max(heads, step_heads(model, id));
+        }
+        for (int h = 1; h <= heads; ++h) {
+            for (const StepId id : run) {
+                if (h <= step_heads(model, id)) {
+                    sequence.push_back({id, h});
+                }
+            }
+        }
+        run.clear();
+    };
+    for (const auto& row : k_steps) {
+        if (!row.exists(model)) {
+            continue;
+        }
+        if (row.heads != HeadKind::none) {
+            run.push_back(row.id);
+            continue;
+        }
+        flush();
+        sequence.push_back({row.id, 0});
+    }
+    flush();
+    return sequence;
+}
+
+std::vector<StepKey> step_inputs(const Model& model, const StepKey& key) { return step_row(key.id).reads(model, key.head); }
+
+std::string step_requirements() {
+    // "positional and encoded need positional:, context needs context:, …", rows that need the same thing together
+    std::string text;
+    const std::size_t count = std::size(k_steps);
+    for (std::size_t k = 0; k < count; ++k) {
+        const StepRow& row = k_steps[k];
+        if (row.needs.empty() || (k > 0 && k_steps[k - 1].needs == row.needs)) {
+            continue;
+        }
+        std::string names(row.name);
+        bool several = false;
+        for (std::size_t next = k + 1; next < count && k_steps[next].needs == row.needs; ++next) {
+            names += " and " + std::string(k_steps[next].name);
+            several = true;
+        }
+        text += (text.empty() ? "" : ", ") + names + (several ? " need " : " needs ") + std::string(row.needs);
+    }
+    return text;
+}
+
+std::string step_absence(StepId id) {
+    const StepRow& row = step_row(id);
+    return row.needs.empty() ? "" : "this step exists only when the example sets " + std::string(row.needs);
+}
+
+std::optional<int> step_rounding(const Model& model, StepId id) {
+    if (const auto found = model.round.find(step_text(id)); found != model.round.end()) {
+        return found->second;
+    }
+    if (const auto all = model.round.find("*"); all != model.round.end()) {
+        return all->second;
+    }
+    return std::nullopt;
+}
+
+arma::mat compute_step(const Model& model, const StepKey& key, const StepValues& values) {
+    const StepRow& row = step_row(key.id);
+    std::vector<const arma::mat*> inputs;
+    for (const StepKey& input : row.reads(model, key.head)) {
+        const auto found = values.find(input);
+        if (found == values.end() || !found->second) {
+            throw std::logic_error(std::string(row.name) + " reads " + step_text(input.id) + ", which is missing");
+        }
+        inputs.push_back(found->second.get());
+    }
+    arma::mat result = row.compute(model, key.head, inputs);
+    if (const auto decimals = step_rounding(model, key.id)) {
+        result = round_to(result, *decimals);
+    }
+    return result;
+}
+
+// ── descriptions ────────────────────────────────────────────────────────────
+SourceNames source_names(const Model& model) {
+    SourceNames names;
+    names.queries = model.P ? "(X + P)" : "X";
+    names.keys = model.C ? "C" : names.queries;
+    return names;
+}
+
+StepContext::StepContext(const Model& model) : m_model(model), m_names(source_names(model)) {}
+
+const std::vector<std::string>& StepContext::key_tokens() const {
+    return m_model.cross() ? m_model.context_tokens : m_model.tokens;
+}
+
+arma::uword StepContext::blocked_cells() const {
+    // counted once, without building the n × m mask
+    if (!m_blocked) {
+        const MaskView mask = mask_view(m_model);
+        arma::uword count = 0;
+        for (arma::uword j = 0; j < m_model.m(); ++j) {
+            for (arma::uword i = 0; i < m_model.n(); ++i) {
+                count += mask.blocked(i, j) ? 1 : 0;
+            }
+        }
+        m_blocked = count;
+    }
+    return *m_blocked;
+}
+
+Step StepContext::describe(const StepKey& key) const {
+    const StepRow& row = step_row(key.id);
+    Step step;
+    step.id = key.id;
+    step.head = key.head;
+    step.title = std::string(row.title);
+    row.describe(*this, step);
+    return step;
+}
+
+}  // namespace qkv

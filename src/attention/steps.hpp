@@ -1,0 +1,116 @@
+// The step table: every step of attention written once, as one row each —
+// its id and title, whether it is computed per head (and per which kind of
+// head), when an example has it, which steps it reads, the arithmetic that
+// computes it and the words that describe it. compute(), the large-input
+// engine's results, `check`'s recomputation from a learner's answers, `explain`,
+// the loader's `round:` check, the `--steps` hints, the step numbers and the
+// lessons all read this table. Adding a step is adding a row, its functions in
+// steps.cpp, and its explanation in explain/.
+#pragma once
+
+#include "attention/step_id.hpp"
+#include "attention/trace.hpp"
+#include "model/model.hpp"
+
+#include <armadillo>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qkv {
+
+// Which heads a step is computed for. Today every head has its own keys and
+// values, so a key/value head is a query head; grouped-query attention will
+// give fewer key/value heads.
+enum class HeadKind { none, query, key_value };
+
+// The values of steps, by step and head; shared pointers so that a variant of
+// a whole set (a learner's answers with one step changed) costs only pointers.
+using StepValues = std::map<StepKey, std::shared_ptr<const arma::mat>>;
+
+// The steps a step reads, in the order its arithmetic takes them.
+using StepInputs = std::span<const arma::mat* const>;
+
+// What names the projections use for their sources: "X", "(X + P)", "C".
+struct SourceNames {
+    std::string queries;  // what the queries read
+    std::string keys;     // what the keys and values read
+};
+SourceNames source_names(const Model& model);
+
+class StepContext;
+
+// One row of the step table.
+struct StepRow {
+    StepId id;
+    std::string_view name;         // the id users write: "scaled_scores"
+    std::string_view title;        // the heading: "Scaled scores"
+    HeadKind heads;                // per head, and per which kind
+    std::string_view needs;        // what an example needs for the step to exist; empty: always there
+    bool (*exists)(const Model& model);
+    bool square;                   // an n × m matrix (per head): what dominates memory
+    bool engine;                   // the large-input engine computes it (attention/engine.hpp)
+    // The steps it reads, for head `head` (0 when not per head).
+    std::vector<StepKey> (*reads)(const Model& model, int head);
+    // Its value from the values of `reads`, in that order: the textbook arithmetic.
+    arma::mat (*compute)(const Model& model, int head, StepInputs inputs);
+    // Its formulas, explanation, labels and notes (the id, head and title are set already).
+    void (*describe)(const StepContext& context, Step& step);
+};
+
+// The row of a step.
+const StepRow& step_row(StepId id);
+
+// True when this example has the step.
+bool step_exists(const Model& model, StepId id);
+// The heads a step is computed for in this example (0 for a step that is not per head).
+int step_heads(const Model& model, StepId id);
+// Every step of this example with its heads, in the order of the trace: the
+// table's order, with the per-head steps of one head together (all of head
+// 1's, then all of head 2's).
+std::vector<StepKey> step_sequence(const Model& model);
+// The steps `key` reads (none for the given ones: inputs, positional, context).
+std::vector<StepKey> step_inputs(const Model& model, const StepKey& key);
+// "positional and encoded need positional:, context needs context:, …": when
+// the steps that are not always there exist, for hints.
+std::string step_requirements();
+// "this step exists only when the example sets a mask or padding": why an
+// example lacks a step, for hints (empty for the steps that are always there).
+std::string step_absence(StepId id);
+
+// The decimals `round:` rounds this step to, if any.
+std::optional<int> step_rounding(const Model& model, StepId id);
+
+// The value of `key` from `values`, which must hold each step it reads, with
+// the example's hand rounding (round:) applied. Throws std::logic_error when
+// an input is missing or the inputs' shapes do not fit together (Armadillo's
+// size errors are logic errors).
+arma::mat compute_step(const Model& model, const StepKey& key, const StepValues& values);
+
+// What the steps say about themselves: title, formulas, explanation, labels
+// and notes, everything but their values. One context serves every step of an
+// example, so that what all heads share (the blocked cells of a mask) is
+// counted once.
+class StepContext {
+public:
+    explicit StepContext(const Model& model);
+
+    Step describe(const StepKey& key) const;
+
+    const Model& model() const { return m_model; }
+    const SourceNames& names() const { return m_names; }
+    const std::vector<std::string>& key_tokens() const;
+    arma::uword blocked_cells() const;
+
+private:
+    const Model& m_model;
+    SourceNames m_names;
+    mutable std::optional<arma::uword> m_blocked;
+};
+
+}  // namespace qkv

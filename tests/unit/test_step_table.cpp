@@ -1,0 +1,126 @@
+// The step table (attention/steps.hpp): one row per step, read by compute(),
+// check, explain, the loader and the lessons.
+#include "support.hpp"
+
+#include "check/recompute.hpp"
+
+using namespace qkv;
+
+namespace {
+
+const char* const k_two_heads_masked = R"(
+inputs: [[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]]
+heads: 2
+weights:
+  query: [[1, 0, 1, 0], [1, 0, 0, 1], [0, 0, 1, 1], [0, 1, 1, 0]]
+  key:   [[0, 0, 1, 1], [1, 1, 0, 0], [0, 1, 0, 1], [1, 1, 0, 0]]
+  value: [[0, 2, 0, 1], [0, 3, 0, 0], [1, 0, 3, 0], [1, 1, 0, 2]]
+mask: causal
+positional: sinusoidal
+)";
+
+std::vector<std::string> names_of(const std::vector<StepKey>& keys) {
+    std::vector<std::string> names;
+    for (const auto& key : keys) {
+        names.push_back(step_text(key.id) + (key.head == 0 ? "" : "@" + std::to_string(key.head)));
+    }
+    return names;
+}
+
+}  // namespace
+
+TEST_CASE("every step has one row, in the order of its id, and its name reads back", "[steps]") {
+    const std::vector<StepId> ids = all_steps();
+    REQUIRE(ids.size() == k_step_count);
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+        CAPTURE(k);
+        CHECK(static_cast<std::size_t>(ids[k]) == k);
+        CHECK(step_row(ids[k]).id == ids[k]);
+        CHECK(find_step(step_name(ids[k])) == ids[k]);
+        CHECK_FALSE(step_row(ids[k]).title.empty());
+    }
+    CHECK_FALSE(find_step("score").has_value());
+    CHECK(step_name_list() ==
+          "inputs, positional, encoded, context, queries, keys, values, scores, scaled_scores, masked_scores, "
+          "weights, head_output, concat, output");
+}
+
+TEST_CASE("the trace's order is the table's, each head's steps together", "[steps]") {
+    const Model model = test::load_text(k_two_heads_masked);
+    CHECK(names_of(step_sequence(model)) ==
+          std::vector<std::string>{"inputs", "positional", "encoded", "queries@1", "keys@1", "values@1", "scores@1",
+                                   "scaled_scores@1", "masked_scores@1", "weights@1", "head_output@1", "queries@2",
+                                   "keys@2", "values@2", "scores@2", "scaled_scores@2", "masked_scores@2",
+                                   "weights@2", "head_output@2", "concat", "output"});
+    const Trace trace = compute(model);
+    REQUIRE(trace.steps.size() == step_sequence(model).size());
+    for (std::size_t k = 0; k < trace.steps.size(); ++k) {
+        CHECK(trace.steps[k].id == step_sequence(model)[k].id);
+        CHECK(trace.steps[k].head == step_sequence(model)[k].head);
+    }
+    // numbered by the ids the trace holds: no context, so queries is step 4
+    CHECK(trace.number(StepId::inputs) == 1);
+    CHECK(trace.number(StepId::queries) == 4);
+    CHECK(trace.number(StepId::output) == 13);
+    CHECK(trace.number(StepId::context) == 0);
+}
+
+TEST_CASE("when a step exists and what it reads", "[steps]") {
+    const Model plain = test::load_text("inputs: [[1, 0], [0, 1]]\nweights: {query: [[1, 0], [0, 1]], key: [[1, 0], "
+                                        "[0, 1]], value: [[1, 0], [0, 1]]}\n");
+    const Model masked = test::load_text(k_two_heads_masked);
+    CHECK_FALSE(step_exists(plain, StepId::positional));
+    CHECK_FALSE(step_exists(plain, StepId::masked_scores));
+    CHECK_FALSE(step_exists(plain, StepId::concat));
+    CHECK(step_exists(masked, StepId::encoded));
+    CHECK(step_exists(masked, StepId::masked_scores));
+    CHECK(step_exists(masked, StepId::concat));
+    CHECK(step_heads(masked, StepId::keys) == 2);
+    CHECK(step_heads(masked, StepId::output) == 0);
+
+    CHECK(names_of(step_inputs(plain, {StepId::queries, 1})) == std::vector<std::string>{"inputs"});
+    CHECK(names_of(step_inputs(masked, {StepId::queries, 2})) == std::vector<std::string>{"encoded"});
+    CHECK(names_of(step_inputs(plain, {StepId::weights, 1})) == std::vector<std::string>{"scaled_scores@1"});
+    CHECK(names_of(step_inputs(masked, {StepId::weights, 2})) == std::vector<std::string>{"masked_scores@2"});
+    CHECK(names_of(step_inputs(plain, {StepId::output, 0})) == std::vector<std::string>{"head_output@1"});
+    CHECK(names_of(step_inputs(masked, {StepId::concat, 0})) ==
+          std::vector<std::string>{"head_output@1", "head_output@2"});
+    CHECK(step_inputs(plain, {StepId::inputs, 0}).empty());
+
+    CHECK(step_requirements() ==
+          "positional and encoded need positional:, context needs context:, masked_scores needs a mask or padding, "
+          "concat needs more than one head");
+    CHECK(step_absence(StepId::masked_scores) == "this step exists only when the example sets a mask or padding");
+    CHECK(step_absence(StepId::scores).empty());
+}
+
+TEST_CASE("each step recomputed from the trace's own values gives the trace's values", "[steps]") {
+    // compute_step is what check's error carried forward uses: from the true
+    // earlier values it must give back every true value
+    const Model model = test::load_text(k_two_heads_masked);
+    const Trace trace = compute(model);
+    StepValues values;
+    for (const auto& step : trace.steps) {
+        values[{step.id, step.head}] = std::make_shared<const arma::mat>(step.values);
+    }
+    for (const auto& step : trace.steps) {
+        CAPTURE(step_text(step.id), step.head);
+        const auto again = checking::recompute(model, {step.id, step.head}, values);
+        REQUIRE(again.has_value());
+        test::require_near(*again, step.values, 0, step_text(step.id));
+    }
+    // inputs that do not fit together give no value, not an abort
+    StepValues wrong = values;
+    wrong[{StepId::keys, 1}] = std::make_shared<const arma::mat>(arma::mat(2, 7, arma::fill::ones));
+    CHECK_FALSE(checking::recompute(model, {StepId::scores, 1}, wrong).has_value());
+}
+
+TEST_CASE("a lesson numbers each step once across its examples", "[steps][lesson]") {
+    // lesson 6 shows an unmasked example, then a masked one: weights is the
+    // same step number on both pages, after masked_scores
+    const test::CliResult result = test::run_qkv({"lesson", "masking", "--no-pause"});
+    REQUIRE(result.status == 0);
+    CHECK(result.out.find("Step 8 · Attention weights") != std::string::npos);
+    CHECK(result.out.find("Step 7 · Masked scores") != std::string::npos);
+    CHECK(result.out.find("Step 7 · Attention weights") == std::string::npos);
+}
