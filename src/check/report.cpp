@@ -5,6 +5,7 @@
 // of SPEC §5.
 #include "check/report.hpp"
 
+#include "render/palette.hpp"
 #include "render/render.hpp"
 #include "render/table.hpp"
 
@@ -21,26 +22,8 @@ namespace {
 
 constexpr std::size_t k_details_per_step = 3;  // wrong cells explained in words under a table
 
-const char* const k_heading = "\x1b[1;36m";
-const char* const k_bold = "\x1b[1m";
-const char* const k_green = "\x1b[32m";
-const char* const k_red = "\x1b[31m";
-const char* const k_yellow = "\x1b[33m";
-const char* const k_reset = "\x1b[0m";
-
 std::string plural(std::size_t count, const std::string& one, const std::string& many) {
     return std::to_string(count) + " " + (count == 1 ? one : many);
-}
-
-std::string join(const std::vector<std::string>& items, const std::string& last_separator) {
-    std::string text;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        if (i > 0) {
-            text += i + 1 == items.size() ? last_separator : ", ";
-        }
-        text += items[i];
-    }
-    return text;
 }
 
 std::string shape_of(arma::uword rows, arma::uword cols) { return std::to_string(rows) + " × " + std::to_string(cols); }
@@ -104,9 +87,9 @@ std::string counts_sentence(const StepCheck& step) {
     }
     if (consistent > 0) {
         parts.push_back(std::to_string(consistent) + (consistent == 1 ? " follows" : " follow") + " from your " +
-                        join(step.follows_from, " and ") + " (error carried forward)");
+                        join_list(step.follows_from, " and ") + " (error carried forward)");
     }
-    return std::to_string(step.cells.size()) + " answered: " + join(parts, ", ") + ".";
+    return std::to_string(step.cells.size()) + " answered: " + join_list(parts, ", ") + ".";
 }
 
 std::string shape_sentence(const StepCheck& step) {
@@ -186,7 +169,7 @@ std::string summary_sentence(const Trace& trace, const CheckReport& report) {
         parts.push_back(plural(t.wrong_shapes, "answer", "answers") + " of the wrong shape");
     }
     std::string text = plural(t.cells, "answered cell", "answered cells") + " in " + plural(t.steps, "step", "steps") +
-                       ": " + join(parts, ", ") + ".";
+                       ": " + join_list(parts, ", ") + ".";
     if (const StepCheck* first = report.first_mistake()) {
         text += " First mistake: " + step_label(trace, first->answer->id, first->answer->head) + ".";
     } else if (t.consistent > 0) {
@@ -217,6 +200,68 @@ const CellCheck* first_wrong_cell(const CheckReport& report, const StepCheck*& s
         }
     }
     return nullptr;
+}
+
+// "✓", "✗" or "→" (with ascii "ok", "X" or "->").
+std::string verdict_symbol(Verdict verdict, bool ascii) {
+    switch (verdict) {
+        case Verdict::right:
+            return ascii ? "ok" : "✓";
+        case Verdict::wrong:
+            return ascii ? "X" : "✗";
+        case Verdict::consistent:
+            return ascii ? "->" : "→";
+    }
+    return "";
+}
+
+const char* verdict_color(Verdict verdict) {
+    switch (verdict) {
+        case Verdict::right:
+            return k_green;
+        case Verdict::wrong:
+            return k_red;
+        case Verdict::consistent:
+            return k_yellow;
+    }
+    return nullptr;
+}
+
+// The learner's numbers in the layout of the step's own table (its labels,
+// large matrices summarised), each marked with its verdict and a wrong one
+// followed by the true value between `open` and `close`; ~ where no number
+// was given. Only for an answer of the step's shape.
+Table answer_table(const CheckReport& report, const StepCheck& step, const RenderOptions& options,
+                   const std::string& open, const std::string& close) {
+    const auto symbols = [&options](const std::string& text) { return options.ascii ? to_ascii(text) : text; };
+    const StepAnswer& answer = *step.answer;
+    std::vector<const CellCheck*> checked(answer.n_rows * answer.n_cols, nullptr);
+    for (const auto& cell : step.cells) {
+        checked[cell.row * answer.n_cols + cell.col] = &cell;
+    }
+    Table table = build_table(*step.step, options);
+    table.marks.assign(table.rows.size(), std::vector<CellMark>(table.cols.size()));
+    for (std::size_t r = 0; r < table.rows.size(); ++r) {
+        for (std::size_t c = 0; c < table.cols.size(); ++c) {
+            const arma::uword i = table.rows[r];
+            const arma::uword j = table.cols[c];
+            if (i == k_gap || j == k_gap) {
+                continue;
+            }
+            const CellCheck* cell = checked[i * answer.n_cols + j];
+            table.cells[r][c] = cell == nullptr ? "~" : symbols(cell->answer->text);
+            table.values[r][c] = cell == nullptr ? arma::datum::nan : cell->answer->value;
+            if (cell != nullptr) {
+                CellMark& mark = table.marks[r][c];
+                mark.symbol = verdict_symbol(cell->verdict, options.ascii);
+                mark.color = options.color ? verdict_color(cell->verdict) : nullptr;
+                if (cell->verdict == Verdict::wrong) {
+                    mark.detail = " " + open + symbols(expected_text(report, *cell, options)) + close;
+                }
+            }
+        }
+    }
+    return table;
 }
 
 // ── text ────────────────────────────────────────────────────────────────────
@@ -252,33 +297,23 @@ private:
 
     std::string symbols(const std::string& text) const { return m_options.ascii ? to_ascii(text) : text; }
     std::string styled(const std::string& text, const char* style) const {
-        return m_options.color ? std::string(style) + text + k_reset : text;
+        return qkv::styled(text, style, m_options.color);
     }
     void line(const std::string& text) { m_out << symbols(text) << '\n'; }
 
     std::string mark(Verdict verdict) const {
-        switch (verdict) {
-            case Verdict::right:
-                return styled(m_options.ascii ? "ok" : "✓", k_green);
-            case Verdict::wrong:
-                return styled(m_options.ascii ? "X" : "✗", k_red);
-            case Verdict::consistent:
-                return styled(m_options.ascii ? "->" : "→", k_yellow);
-        }
-        return "";
+        return styled(verdict_symbol(verdict, m_options.ascii), verdict_color(verdict));
     }
     void write_step(const StepCheck& step) {
         const Step& trace_step = *step.step;
-        std::string heading = "Step " + std::to_string(step_number(m_trace, trace_step.id)) + " · " + trace_step.title;
-        if (trace_step.head != 0 && m_trace.dims.heads > 1) {
-            heading += " · head " + std::to_string(trace_step.head);
-        }
-        heading += "  [" + step_text(trace_step.id) + "]";
+        const std::string heading = step_heading(m_trace, trace_step) + "  [" + step_text(trace_step.id) + "]";
         m_out << '\n' << styled(symbols(heading), k_heading) << '\n';
         line("  " + formula_text(trace_step.formula, m_options.ascii) + "    (" + shape_of(trace_step.values.n_rows, trace_step.values.n_cols) + ")");
         m_out << '\n';
         if (step.shape_ok) {
-            draw_table(step);
+            // numbers right-aligned among themselves, each with its mark after it
+            m_out << draw_table(answer_table(m_report, step, m_options, "[", "]"),
+                                TextTableSkin(m_options.ascii, 2, Align::left));
             line("  " + counts_sentence(step));
             std::size_t shown = 0;
             const std::size_t wrong = step.count(Verdict::wrong);
@@ -302,116 +337,6 @@ private:
             line("  Correct: " + formula_text(correct_sentence(step), m_options.ascii));
         }
     }
-
-    void draw_table(const StepCheck& step) {
-        const StepAnswer& answer = *step.answer;
-        const Step& trace_step = *step.step;
-        const std::string bar = m_options.ascii ? "|" : "│";
-        const std::string rule = m_options.ascii ? "-" : "─";
-        const std::string cross = m_options.ascii ? "+" : "┼";
-        const std::string gap = m_options.ascii ? "..." : "…";
-        const auto rows = kept_indices(answer.n_rows, m_options.full);
-        const auto cols = kept_indices(answer.n_cols, m_options.full);
-
-        // verdict of each answered cell
-        std::vector<const CellCheck*> checked(answer.n_rows * answer.n_cols, nullptr);
-        for (const auto& cell : step.cells) {
-            checked[cell.row * answer.n_cols + cell.col] = &cell;
-        }
-        // cells: number (right-aligned within its column), then the mark
-        struct Cell {
-            std::string number;
-            std::string suffix;        // " ✓", " ✗ [0.1]" (plain, for widths)
-            std::string styled_suffix; // with colour
-        };
-        std::vector<std::vector<Cell>> cells;
-        for (const auto i : rows) {
-            std::vector<Cell> row;
-            for (const auto j : cols) {
-                if (i == k_gap || j == k_gap) {
-                    row.push_back({gap, "", ""});
-                    continue;
-                }
-                const CellCheck* cell = checked[i * answer.n_cols + j];
-                if (cell == nullptr) {
-                    row.push_back({"~", "", ""});
-                    continue;
-                }
-                const std::string number = symbols(cell->answer->text);
-                std::string plain_mark = m_options.ascii ? (cell->verdict == Verdict::right   ? "ok"
-                                                            : cell->verdict == Verdict::wrong ? "X"
-                                                                                              : "->")
-                                                         : (cell->verdict == Verdict::right   ? "✓"
-                                                            : cell->verdict == Verdict::wrong ? "✗"
-                                                                                              : "→");
-                std::string extra = cell->verdict == Verdict::wrong
-                                        ? " [" + symbols(expected_text(m_report, *cell, m_options)) + "]"
-                                        : "";
-                row.push_back({number, " " + plain_mark + extra, " " + mark(cell->verdict) + extra});
-            }
-            cells.push_back(std::move(row));
-        }
-        std::vector<std::string> col_labels;
-        for (const auto j : cols) {
-            col_labels.push_back(j == k_gap ? gap : symbols(truncate_label(trace_step.col_labels[j], 16, m_options.ascii)));
-        }
-        std::vector<std::string> row_labels;
-        std::size_t label_width = 0;
-        for (const auto i : rows) {
-            row_labels.push_back(i == k_gap ? gap : symbols(truncate_label(trace_step.row_labels[i], 16, m_options.ascii)));
-            label_width = std::max(label_width, display_width(row_labels.back()));
-        }
-        std::vector<std::size_t> number_widths(cols.size(), 0);
-        std::vector<std::size_t> widths(cols.size(), 0);
-        for (std::size_t c = 0; c < cols.size(); ++c) {
-            for (const auto& row : cells) {
-                number_widths[c] = std::max(number_widths[c], display_width(row[c].number));
-            }
-            widths[c] = display_width(col_labels[c]);
-            for (const auto& row : cells) {
-                widths[c] = std::max(widths[c], number_widths[c] + display_width(row[c].suffix));
-            }
-        }
-
-        m_out << "  " << pad_right("", label_width) << ' ' << bar;
-        for (std::size_t c = 0; c < cols.size(); ++c) {
-            m_out << "  " << pad_right(col_labels[c], c + 1 == cols.size() ? 0 : widths[c]);
-        }
-        m_out << '\n' << "  " << repeat(rule, label_width + 1) << cross;
-        for (const auto width : widths) {
-            m_out << repeat(rule, width + 2);
-        }
-        m_out << '\n';
-        for (std::size_t r = 0; r < cells.size(); ++r) {
-            std::string text = "  " + pad_right(row_labels[r], label_width) + ' ' + bar;
-            for (std::size_t c = 0; c < cols.size(); ++c) {
-                const Cell& cell = cells[r][c];
-                const std::size_t used = number_widths[c] + display_width(cell.suffix);
-                text += "  " + pad_left(cell.number, number_widths[c]) + cell.styled_suffix;
-                if (c + 1 < cols.size()) {
-                    text += std::string(widths[c] - used, ' ');
-                }
-            }
-            m_out << text << '\n';
-        }
-        m_out << '\n';
-    }
-
-    static std::string pad_left(const std::string& text, std::size_t width) {
-        const std::size_t w = display_width(text);
-        return w >= width ? text : std::string(width - w, ' ') + text;
-    }
-    static std::string pad_right(const std::string& text, std::size_t width) {
-        const std::size_t w = display_width(text);
-        return w >= width ? text : text + std::string(width - w, ' ');
-    }
-    static std::string repeat(const std::string& text, std::size_t count) {
-        std::string result;
-        for (std::size_t i = 0; i < count; ++i) {
-            result += text;
-        }
-        return result;
-    }
 };
 
 // ── Markdown ────────────────────────────────────────────────────────────────
@@ -426,6 +351,30 @@ std::string markdown_cell(const std::string& text) {
     }
     return escaped;
 }
+
+// Check's Markdown tables: cells as written, not padded; an empty corner.
+class CheckMarkdownSkin : public TableSkin {
+public:
+    Align align() const override { return Align::none; }
+    std::string label(const std::string& text) const override { return markdown_cell(text); }
+    std::string number(const std::string& text) const override { return markdown_cell(text); }
+
+    std::string row(const std::string& label, const std::vector<std::string>& cells, int row) const override {
+        std::string line = row < 0 ? "| |" : "| " + label + " |";
+        for (const auto& cell : cells) {
+            line += " " + cell + " |";
+        }
+        return line + "\n";
+    }
+
+    std::string divider(std::size_t, const std::vector<std::size_t>& widths) const override {
+        std::string line = "|---|";
+        for (std::size_t j = 0; j < widths.size(); ++j) {
+            line += "---:|";
+        }
+        return line + "\n";
+    }
+};
 
 }  // namespace
 
@@ -461,58 +410,15 @@ void render_check_markdown(const Trace& trace, const CheckReport& report, const 
     out << "✓ right · ✗ wrong, the true value in parentheses · → follows from your earlier answers · ~ not answered\n";
     for (const auto& step : report.steps) {
         const Step& trace_step = *step.step;
-        std::string heading = "Step " + std::to_string(step_number(trace, trace_step.id)) + " · " + trace_step.title;
-        if (trace_step.head != 0 && trace.dims.heads > 1) {
-            heading += " · head " + std::to_string(trace_step.head);
-        }
-        out << "\n## " << heading << " `" << step_name(trace_step.id) << "`\n\n";
+        out << "\n## " << step_heading(trace, trace_step) << " `" << step_name(trace_step.id) << "`\n\n";
         out << "$" << trace_step.latex << "$ (" << shape_of(trace_step.values.n_rows, trace_step.values.n_cols)
             << ")\n\n";
         if (step.shape_ok) {
-            const StepAnswer& answer = *step.answer;
-            std::vector<const CellCheck*> checked(answer.n_rows * answer.n_cols, nullptr);
-            for (const auto& cell : step.cells) {
-                checked[cell.row * answer.n_cols + cell.col] = &cell;
-            }
-            const auto rows = kept_indices(answer.n_rows, options.full);
-            const auto cols = kept_indices(answer.n_cols, options.full);
-            out << "| |";
-            for (const auto j : cols) {
-                out << ' ' << (j == k_gap ? "…" : markdown_cell(trace_step.col_labels[j])) << " |";
-            }
-            out << "\n|---|";
-            for (std::size_t c = 0; c < cols.size(); ++c) {
-                out << "---:|";
-            }
-            out << '\n';
-            for (const auto i : rows) {
-                out << "| " << (i == k_gap ? "…" : markdown_cell(trace_step.row_labels[i])) << " |";
-                for (const auto j : cols) {
-                    if (i == k_gap || j == k_gap) {
-                        out << " … |";
-                        continue;
-                    }
-                    const CellCheck* cell = checked[i * answer.n_cols + j];
-                    if (cell == nullptr) {
-                        out << " ~ |";
-                        continue;
-                    }
-                    out << ' ' << markdown_cell(cell->answer->text);
-                    switch (cell->verdict) {
-                        case Verdict::right:
-                            out << " ✓";
-                            break;
-                        case Verdict::consistent:
-                            out << " →";
-                            break;
-                        case Verdict::wrong:
-                            out << " ✗ (" << expected_text(report, *cell, options) << ")";
-                            break;
-                    }
-                    out << " |";
-                }
-                out << '\n';
-            }
+            // the Markdown report is written in Unicode whatever --ascii says
+            RenderOptions unicode = options;
+            unicode.ascii = false;
+            unicode.color = false;
+            out << draw_table(answer_table(report, step, unicode, "(", ")"), CheckMarkdownSkin());
             out << '\n' << counts_sentence(step) << '\n';
             std::size_t shown = 0;
             for (const auto& cell : step.cells) {

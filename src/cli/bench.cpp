@@ -53,7 +53,8 @@ arma::mat uniform(arma::uword rows, arma::uword cols, double low, double high) {
     return low + (high - low) * M;
 }
 
-Diagnostic usage_error(const std::string& what, const std::string& hint) { return {"", 0, 0, what, hint}; }
+// the formats of bench's report
+const std::vector<Format> k_bench_formats = {Format::text, Format::json};
 
 std::string fixed(double value, int decimals) {
     char buffer[64];
@@ -113,8 +114,10 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& options) {
     command->add_option("--threads", options.threads, "Threads sharing every step (default: as many as BLAS uses)")
         ->check(whole_number(1, 256))
         ->type_name("T");
-    command->add_option("-f,--format", options.format, "Output format: text or json")
-        ->check(CLI::IsMember({"text", "json"}))
+    command
+        ->add_option("-f,--format", options.format,
+                     "Output format: " + join_list(format_names(k_bench_formats), " or "))
+        ->check(CLI::IsMember(format_names(k_bench_formats)))
         ->type_name("FORMAT");
     return command;
 }
@@ -190,7 +193,7 @@ int run_bench(const BenchOptions& options) {
     const std::string blas = blas_name();
 
     std::string out;
-    if (options.format == "json") {
+    if (parse_format(options.format) == Format::json) {
         nlohmann::ordered_json json;
         json["schema_version"] = 1;
         json["tokens"] = n;

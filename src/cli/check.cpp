@@ -12,7 +12,8 @@ namespace qkv::cli {
 
 namespace {
 
-Diagnostic usage_error(const std::string& what, const std::string& hint) { return {"", 0, 0, what, hint}; }
+// the formats of check's report
+const std::vector<Format> k_check_formats = {Format::text, Format::markdown, Format::json};
 
 }  // namespace
 
@@ -40,9 +41,9 @@ CLI::App* setup_check(CLI::App& app, CheckCommandOptions& options) {
 
 int run_check(const CheckCommandOptions& options) {
     const std::string& format = options.common.format;
-    if (format != "text" && format != "markdown" && format != "json") {
+    if (!format_is_one_of(format, k_check_formats)) {
         throw InputError(usage_error("--format " + format + " is not available for check",
-                                     "check writes text, markdown or json"));
+                                     "check writes " + join_list(format_names(k_check_formats), " or ")));
     }
     if (options.file == "-" && options.answers == "-") {
         throw InputError(usage_error("the example and the answers cannot both be read from standard input",

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <sstream>
@@ -47,8 +48,6 @@ std::optional<std::uint64_t> parse_size(const std::string& text) {
     return static_cast<std::uint64_t>(number * factor);
 }
 
-Diagnostic usage_error(const std::string& what, const std::string& hint) { return {"", 0, 0, what, hint}; }
-
 }  // namespace
 
 std::vector<StepId> step_list(const std::string& text) {
@@ -75,6 +74,13 @@ std::vector<StepId> step_list(const std::string& text) {
         ids.push_back(*step);
     }
     return ids;
+}
+
+Diagnostic usage_error(const std::string& what, const std::string& hint) { return {"", 0, 0, what, hint}; }
+
+bool format_is_one_of(const std::string& name, const std::vector<Format>& formats) {
+    const auto format = parse_format(name);
+    return format && std::find(formats.begin(), formats.end(), *format) != formats.end();
 }
 
 ComputeOptions compute_options(const CommonOptions& options) {
@@ -105,7 +111,7 @@ CLI::Validator whole_number(std::int64_t low, std::int64_t high) {
 
 void add_common_options(CLI::App& command, CommonOptions& options) {
     command.add_option("-f,--format", options.format, "Output format")
-        ->check(CLI::IsMember({"text", "markdown", "latex", "csv", "json", "svg"}))
+        ->check(CLI::IsMember(format_names(all_formats())))
         ->type_name("FORMAT");
     command.add_option("-p,--precision", options.precision, "Digits after the decimal point (0-17)")
         ->check(whole_number(0, 17))
@@ -120,7 +126,9 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
             "LIST", "step list"))
         ->type_name("LIST");
     // a range, not PositiveNumber: its message would quote the largest double
-    command.add_option("--head", options.head, "Only head N (1-based)")->check(whole_number(1, 4096))->type_name("N");
+    command.add_option("--head", options.head, "Only head N (1-based)")
+        ->check(whole_number(1, k_max_heads))
+        ->type_name("N");
     command.add_flag("--full", options.full, "Show large matrices whole");
     command.add_option("--color", options.color, "Colour: auto, always or never")
         ->check(CLI::IsMember({"auto", "always", "never"}))
@@ -169,15 +177,7 @@ bool colour_by_default() {
 
 RenderOptions render_options(const CommonOptions& options, const Trace& trace) {
     RenderOptions result;
-    static const std::pair<const char*, Format> k_formats[] = {
-        {"text", Format::text}, {"markdown", Format::markdown}, {"latex", Format::latex},
-        {"csv", Format::csv},   {"json", Format::json},         {"svg", Format::svg},
-    };
-    for (const auto& [name, format] : k_formats) {
-        if (options.format == name) {
-            result.format = format;
-        }
-    }
+    result.format = parse_format(options.format).value_or(Format::text);
     result.precision = options.precision;
     result.full = options.full;
     result.ascii = options.ascii;

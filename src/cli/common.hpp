@@ -4,6 +4,7 @@
 
 #include "attention/attention.hpp"
 #include "attention/trace.hpp"
+#include "io/diagnostics.hpp"
 #include "io/loader.hpp"
 #include "model/model.hpp"
 #include "render/render.hpp"
@@ -14,6 +15,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace qkv::cli {
 
@@ -32,6 +34,12 @@ struct CommonOptions {
     std::string max_memory = "4GiB";
     bool allow_any_path = false;
 };
+
+// A problem with the command line itself: no file, no position.
+Diagnostic usage_error(const std::string& what, const std::string& hint);
+
+// The format -f/--format names is one of `formats`.
+bool format_is_one_of(const std::string& name, const std::vector<Format>& formats);
 
 // Accepts a whole number from low to high; anything else is refused with
 // "X is not a whole number from LOW to HIGH" (CLI11's own Range would call

@@ -3,6 +3,7 @@
 #include "cli/output.hpp"
 #include "io/lesson_loader.hpp"
 #include "lesson/player.hpp"
+#include "render/palette.hpp"
 
 #include <unistd.h>
 
@@ -29,12 +30,13 @@ public:
 
 // Ctrl-C during a lesson: end any colour and the half-written line, then leave.
 extern "C" void leave_on_interrupt(int signal_number) {
-    const char text[] = "\x1b[0m\n";
-    [[maybe_unused]] const auto written = write(STDOUT_FILENO, text, sizeof text - 1);
+    [[maybe_unused]] const auto reset = write(STDOUT_FILENO, k_reset, sizeof k_reset - 1);
+    [[maybe_unused]] const auto newline = write(STDOUT_FILENO, "\n", 1);
     _exit(128 + signal_number);
 }
 
-Diagnostic usage_error(const std::string& what, const std::string& hint) { return {"", 0, 0, what, hint}; }
+// the formats a lesson is played or written in; the first is the default
+const std::vector<Format> k_lesson_formats = {Format::text, Format::markdown};
 
 int list_lessons() {
     const auto& lessons = builtin_lessons();
@@ -83,9 +85,13 @@ int run_lesson(const LessonOptions& options) {
         return list_lessons();
     }
     const CommonOptions& common = options.common;
-    if (common.format != "text" && common.format != "markdown") {
+    if (!format_is_one_of(common.format, k_lesson_formats)) {
+        std::vector<std::string> choices;
+        for (const auto format : k_lesson_formats) {
+            choices.push_back("--format " + format_name(format) + (choices.empty() ? " (the default)" : ""));
+        }
         throw InputError(usage_error("a lesson is played as text or written as markdown, not " + common.format,
-                                     "use --format text (the default) or --format markdown"));
+                                     "use " + join_list(choices, " or ")));
     }
     const LessonSource found = find_lesson(options.lesson);
     const Lesson lesson = load_lesson(found.source, found.name, load_options(common));
@@ -111,7 +117,7 @@ int run_lesson(const LessonOptions& options) {
     }
     play.head = common.head;
 
-    const bool interactive = !options.no_pause && common.format == "text" && common.output.empty() &&
+    const bool interactive = !options.no_pause && play.render.format == Format::text && common.output.empty() &&
                              isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1;
     if (interactive) {
         std::signal(SIGINT, leave_on_interrupt);

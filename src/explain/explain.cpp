@@ -7,6 +7,7 @@
 #include "attention/attention.hpp"
 #include "attention/steps.hpp"
 #include "io/diagnostics.hpp"
+#include "render/palette.hpp"
 #include "render/table.hpp"
 
 #include <nlohmann/json.hpp>
@@ -675,7 +676,7 @@ void render_explanations(const std::vector<Explanation>& explanations, const Ren
             for (std::size_t k = 0; k < explanations.size(); ++k) {
                 const Explanation& e = explanations[k];
                 out << (k == 0 ? "" : "\n");
-                out << (options.color ? "\x1b[1m" + e.heading + "\x1b[0m" : e.heading) << '\n';
+                out << styled(e.heading, k_bold, options.color) << '\n';
                 for (const auto& line : e.lines) {
                     out << "  " << line << '\n';
                 }

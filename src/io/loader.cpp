@@ -462,7 +462,7 @@ private:
         }
         long n_heads = 1;
         if (heads_node) {
-            auto count = m_yaml.integer(heads_node, "heads", 1, 4096);
+            auto count = m_yaml.integer(heads_node, "heads", 1, k_max_heads);
             if (!count) {
                 return;
             }
@@ -539,8 +539,8 @@ private:
             m_yaml.error(heads, "heads is an empty list", "give at least one head, or write heads: 1");
             return;
         }
-        if (heads.size() > 4096) {
-            m_yaml.error(heads, "heads has " + std::to_string(heads.size()) + " entries; the limit is 4096", "");
+        if (heads.size() > static_cast<std::size_t>(k_max_heads)) {
+            m_yaml.error(heads, "heads has " + std::to_string(heads.size()) + " entries; the limit is " + std::to_string(k_max_heads), "");
             return;
         }
         const YAML::Node weights = root()["weights"];
@@ -688,7 +688,7 @@ private:
         if (!block["num_heads"] || !block["in_proj_weight"]) {
             return;
         }
-        auto n_heads = m_yaml.integer(block["num_heads"], "pytorch.num_heads", 1, 4096);
+        auto n_heads = m_yaml.integer(block["num_heads"], "pytorch.num_heads", 1, k_max_heads);
         auto in_proj = matrix(block["in_proj_weight"], "pytorch.in_proj_weight");
         if (!n_heads || !in_proj) {
             return;

@@ -4,9 +4,11 @@
 // says right or wrong in green or red.
 #include "lesson/skins.hpp"
 
+#include "render/palette.hpp"
 #include "render/table.hpp"
 
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 namespace qkv {
@@ -15,11 +17,9 @@ namespace {
 
 constexpr std::size_t k_wrap_width = 78;
 
-const char* const k_bold = "\x1b[1m";
-const char* const k_dim = "\x1b[2m";
-const char* const k_green = "\x1b[1;32m";
-const char* const k_red = "\x1b[1;31m";
-const char* const k_reset = "\x1b[0m";
+// a verdict stands out from the narration: bold as well as green or red
+const std::string k_right_verdict = std::string(k_bold) + k_green;
+const std::string k_wrong_verdict = std::string(k_bold) + k_red;
 
 class TextLessonWriter : public LessonWriter {
 public:
@@ -78,9 +78,9 @@ public:
 
     void verdict(bool right, const std::string& given, const Explanation& working) override {
         if (right) {
-            m_out << "  " << styled("Right.", k_green) << ' ' << symbols(working.heading) << '\n';
+            m_out << "  " << styled("Right.", k_right_verdict) << ' ' << symbols(working.heading) << '\n';
         } else {
-            m_out << "  " << styled("Not quite:", k_red) << " you wrote " << given << "; "
+            m_out << "  " << styled("Not quite:", k_wrong_verdict) << " you wrote " << given << "; "
                   << symbols(working.heading) << '\n';
         }
         working_lines(working);
@@ -107,8 +107,8 @@ public:
 private:
     std::string symbols(const std::string& text) const { return m_options.ascii ? to_ascii(text) : text; }
 
-    std::string styled(const std::string& text, const char* style) const {
-        return m_options.color ? std::string(style) + text + k_reset : text;
+    std::string styled(const std::string& text, std::string_view style) const {
+        return qkv::styled(text, style, m_options.color);
     }
 
     // The working of a cell, under its heading.

@@ -17,6 +17,9 @@
 
 namespace qkv {
 
+// The most heads a model may have (heads:, pytorch.num_heads, --head).
+inline constexpr long k_max_heads = 4096;
+
 enum class Layout { x_w, pytorch };
 enum class ScaleKind { sqrt_dk, none, divisor };
 enum class MaskKind { none, causal, matrix };

@@ -337,9 +337,13 @@ double tabular_width(const ColumnWidths& widths, std::size_t from, std::size_t t
 Table columns_of(const Table& table, std::size_t from, std::size_t to) {
     Table part = table;
     part.col_labels.assign(table.col_labels.begin() + static_cast<long>(from), table.col_labels.begin() + static_cast<long>(to));
+    part.cols.assign(table.cols.begin() + static_cast<long>(from), table.cols.begin() + static_cast<long>(to));
     for (std::size_t i = 0; i < table.cells.size(); ++i) {
         part.cells[i].assign(table.cells[i].begin() + static_cast<long>(from), table.cells[i].begin() + static_cast<long>(to));
         part.values[i].assign(table.values[i].begin() + static_cast<long>(from), table.values[i].begin() + static_cast<long>(to));
+        if (!table.marks.empty()) {
+            part.marks[i].assign(table.marks[i].begin() + static_cast<long>(from), table.marks[i].begin() + static_cast<long>(to));
+        }
     }
     return part;
 }
@@ -428,11 +432,8 @@ void render_latex(const Trace& trace, const RenderOptions& options, std::ostream
         << ", $d_k = " << d.d_k << "$, $d_v = " << d.d_v << "$, $d_{\\mathrm{out}} = " << d.d_out << "$.\n";
 
     for (const Step* step : select_steps(trace, options)) {
-        std::string heading = "Step " + std::to_string(step_number(trace, *step)) + ": " + step->title;
-        if (step->head != 0 && d.heads > 1) {
-            heading += ", head " + std::to_string(step->head);
-        }
-        out << "\n\\subsection*{" << tex_escape(heading) << " (\\texttt{" << tex_escape(step_text(step->id)) << "})}\n";
+        out << "\n\\subsection*{" << tex_escape(step_heading(trace, *step, ": ", ", ")) << " (\\texttt{"
+            << tex_escape(step_text(step->id)) << "})}\n";
         const Table table = build_table(*step, options);
         out << "\\[ " << step->latex << " \\qquad (" << step->values.n_rows << " \\times " << step->values.n_cols
             << ") \\]\n";

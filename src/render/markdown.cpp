@@ -101,11 +101,7 @@ void render_markdown(const Trace& trace, const RenderOptions& options, std::ostr
         << ", d_out = " << d.d_out << "\n";
 
     for (const Step* step : select_steps(trace, options)) {
-        std::string heading = "Step " + std::to_string(step_number(trace, *step)) + " · " + step->title;
-        if (step->head != 0 && d.heads > 1) {
-            heading += " · head " + std::to_string(step->head);
-        }
-        out << "\n## " << markdown_escape(symbols(heading)) << " `" << step_name(step->id) << "`\n\n";
+        out << "\n## " << markdown_escape(symbols(step_heading(trace, *step))) << " `" << step_name(step->id) << "`\n\n";
         const Table table = build_table(*step, options);
         out << '$' << step->latex << "$ (" << table.shape << ")\n\n";
         if (!options.brief) {

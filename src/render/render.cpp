@@ -7,6 +7,54 @@
 
 namespace qkv {
 
+namespace {
+
+struct FormatRow {
+    Format format;
+    std::string_view name;
+};
+
+constexpr FormatRow k_formats[] = {
+    {Format::text, "text"}, {Format::markdown, "markdown"}, {Format::latex, "latex"},
+    {Format::csv, "csv"},   {Format::json, "json"},         {Format::svg, "svg"},
+};
+
+}  // namespace
+
+std::vector<Format> all_formats() {
+    std::vector<Format> formats;
+    for (const auto& row : k_formats) {
+        formats.push_back(row.format);
+    }
+    return formats;
+}
+
+std::string format_name(Format format) {
+    for (const auto& row : k_formats) {
+        if (row.format == format) {
+            return std::string(row.name);
+        }
+    }
+    throw std::logic_error("unknown output format");
+}
+
+std::optional<Format> parse_format(std::string_view name) {
+    for (const auto& row : k_formats) {
+        if (row.name == name) {
+            return row.format;
+        }
+    }
+    return std::nullopt;
+}
+
+std::vector<std::string> format_names(const std::vector<Format>& formats) {
+    std::vector<std::string> names;
+    for (const auto format : formats) {
+        names.push_back(format_name(format));
+    }
+    return names;
+}
+
 std::vector<const Step*> select_steps(const Trace& trace, const RenderOptions& options) {
     std::vector<const Step*> chosen;
     for (const auto& step : trace.steps) {
@@ -20,6 +68,17 @@ std::vector<const Step*> select_steps(const Trace& trace, const RenderOptions& o
         chosen.push_back(&step);
     }
     return chosen;
+}
+
+std::string join_list(const std::vector<std::string>& items, const std::string& last_separator) {
+    std::string text;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i > 0) {
+            text += i + 1 == items.size() ? last_separator : ", ";
+        }
+        text += items[i];
+    }
+    return text;
 }
 
 std::string round_trip(double value) {
@@ -41,6 +100,15 @@ std::string round_trip(double value) {
 int step_number(const Trace& trace, StepId id) { return trace.number(id); }
 
 int step_number(const Trace& trace, const Step& step) { return step_number(trace, step.id); }
+
+std::string step_heading(const Trace& trace, const Step& step, std::string_view separator,
+                         std::string_view head_separator) {
+    std::string heading = "Step " + std::to_string(step_number(trace, step)) + std::string(separator) + step.title;
+    if (step.head != 0 && trace.dims.heads > 1) {
+        heading += std::string(head_separator) + "head " + std::to_string(step.head);
+    }
+    return heading;
+}
 
 void render(const Trace& trace, const RenderOptions& options, std::ostream& out) {
     switch (options.format) {

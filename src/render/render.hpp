@@ -4,13 +4,24 @@
 
 #include "attention/trace.hpp"
 
+#include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace qkv {
 
 enum class Format { text, markdown, latex, csv, json, svg };
+
+// Every format, in the order -f/--format lists them.
+std::vector<Format> all_formats();
+// The name -f/--format gives a format: "text", "markdown", …
+std::string format_name(Format format);
+// The format of a name, or none when no format has it.
+std::optional<Format> parse_format(std::string_view name);
+// The names of `formats`, in their order.
+std::vector<std::string> format_names(const std::vector<Format>& formats);
 
 struct RenderOptions {
     Format format = Format::text;
@@ -43,6 +54,9 @@ void render_svg(const Trace& trace, const RenderOptions& options, std::ostream& 
 // breaks as spaces. Used by run and explain alike.
 std::string markdown_escape(const std::string& text);
 
+// "a, b and c": the items separated by commas, the last two by last_separator.
+std::string join_list(const std::vector<std::string>& items, const std::string& last_separator);
+
 // Shortest decimal text that reads back as the same double ("-inf" for −∞).
 std::string round_trip(double value);
 
@@ -50,5 +64,10 @@ std::string round_trip(double value);
 // among the ids the trace numbers (Trace::numbering; heads of one step share a number).
 int step_number(const Trace& trace, StepId id);
 int step_number(const Trace& trace, const Step& step);
+
+// "Step 6 · Scores · head 2": the step's number and title, and its head when
+// the trace has several; LaTeX writes "Step 6: Scores, head 2".
+std::string step_heading(const Trace& trace, const Step& step, std::string_view separator = " · ",
+                         std::string_view head_separator = " · ");
 
 }  // namespace qkv

@@ -1,5 +1,7 @@
 #include "render/table.hpp"
 
+#include "render/palette.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -345,6 +347,8 @@ Table build_table(const Step& step, const RenderOptions& options) {
     };
     table.col_labels = labels(step.col_labels, cols);
     table.row_labels = labels(step.row_labels, rows);
+    table.rows = rows;
+    table.cols = cols;
     for (const auto i : rows) {
         table.row_maxima.push_back(i == k_gap || M.n_cols == 0 ? arma::datum::nan : M.row(i).max());
         std::vector<std::string> cells;
@@ -368,6 +372,7 @@ std::string TableSkin::begin(std::size_t) const { return ""; }
 std::string TableSkin::end() const { return ""; }
 
 std::string draw_table(const Table& table, const TableSkin& skin) {
+    const Align align = skin.align();
     const auto pad_left = [](const std::string& text, std::size_t width) {
         const std::size_t used = display_width(text);
         return std::string(width > used ? width - used : 0, ' ') + text;
@@ -375,6 +380,15 @@ std::string draw_table(const Table& table, const TableSkin& skin) {
     const auto pad_right = [](const std::string& text, std::size_t width) {
         const std::size_t used = display_width(text);
         return text + std::string(width > used ? width - used : 0, ' ');
+    };
+    // the mark after cell (i, j) as written, and the columns it takes (its colour takes none)
+    const auto mark_of = [&table](std::size_t i, std::size_t j) -> std::pair<std::string, std::size_t> {
+        if (table.marks.empty() || table.marks[i][j].symbol.empty()) {
+            return {"", 0};
+        }
+        const CellMark& mark = table.marks[i][j];
+        const std::string symbol = mark.color == nullptr ? mark.symbol : styled(mark.symbol, mark.color, true);
+        return {" " + symbol + mark.detail, 1 + display_width(mark.symbol) + display_width(mark.detail)};
     };
     // everything in the format's own spelling first, then the widths
     const std::string corner = skin.corner();
@@ -391,27 +405,52 @@ std::string draw_table(const Table& table, const TableSkin& skin) {
         widths.push_back(display_width(col_labels.back()));
     }
     std::vector<std::vector<std::string>> cells;
+    std::vector<std::size_t> number_widths(widths.size(), 0);
     for (const auto& table_row : table.cells) {
         std::vector<std::string> written;
         for (std::size_t j = 0; j < table_row.size(); ++j) {
             written.push_back(skin.number(table_row[j]));
-            widths[j] = std::max(widths[j], display_width(written.back()));
+            number_widths[j] = std::max(number_widths[j], display_width(written.back()));
         }
         cells.push_back(std::move(written));
     }
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+        for (std::size_t j = 0; j < widths.size(); ++j) {
+            widths[j] = std::max(widths[j], number_widths[j] + mark_of(i, j).second);
+        }
+    }
+    // text that takes `used` columns, placed in column j
+    const auto place = [&](const std::string& text, std::size_t used, std::size_t j) {
+        const std::string room(widths[j] > used ? widths[j] - used : 0, ' ');
+        switch (align) {
+            case Align::right:
+                return room + text;
+            case Align::left:
+                return j + 1 == widths.size() ? text : text + room;
+            case Align::none:
+                break;
+        }
+        return text;
+    };
 
     std::string out = skin.begin(widths.size());
     std::vector<std::string> header;
     for (std::size_t j = 0; j < widths.size(); ++j) {
-        header.push_back(pad_left(col_labels[j], widths[j]));
+        header.push_back(place(col_labels[j], display_width(col_labels[j]), j));
     }
-    out += skin.row(pad_right(corner, label_width), header, -1);
+    out += skin.row(align == Align::none ? corner : pad_right(corner, label_width), header, -1);
     out += skin.divider(label_width, widths);
     for (std::size_t i = 0; i < cells.size(); ++i) {
         for (std::size_t j = 0; j < widths.size(); ++j) {
-            cells[i][j] = pad_left(cells[i][j], widths[j]);
+            const auto [mark, mark_width] = mark_of(i, j);
+            if (align == Align::none) {
+                cells[i][j] += mark;
+            } else {
+                cells[i][j] = place(pad_left(cells[i][j], number_widths[j]) + mark, number_widths[j] + mark_width, j);
+            }
         }
-        out += skin.row(pad_right(row_labels[i], label_width), cells[i], static_cast<int>(i));
+        out += skin.row(align == Align::none ? row_labels[i] : pad_right(row_labels[i], label_width), cells[i],
+                        static_cast<int>(i));
     }
     return out + skin.end();
 }

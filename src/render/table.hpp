@@ -13,6 +13,14 @@ namespace qkv {
 
 inline constexpr arma::uword k_summary_limit = 12;  // larger matrices are summarised unless --full
 
+// What may follow a cell's number, after a space: check's verdicts "✓", "→"
+// or "✗ [0.1]". An empty symbol is no mark.
+struct CellMark {
+    std::string symbol;           // "✓"; coloured with `color`
+    std::string detail;           // after the symbol, never coloured: " [0.1]"
+    const char* color = nullptr;  // a code of render/palette.hpp, or nullptr for none
+};
+
 struct Table {
     std::vector<std::string> col_labels;             // "…" where columns were left out
     std::vector<std::string> row_labels;             // "…" where rows were left out
@@ -20,7 +28,18 @@ struct Table {
     std::vector<std::vector<double>> values;         // the numbers behind the cells (NaN for "…")
     std::vector<double> row_maxima;                  // each kept row's largest value, over the whole row
     std::string shape;                               // "3 × 4" (of the whole matrix)
+    // The matrix row and column of each table row and column (k_gap for
+    // "…"), so that a caller can put other numbers in the same layout.
+    std::vector<arma::uword> rows;
+    std::vector<arma::uword> cols;
+    std::vector<std::vector<CellMark>> marks;        // none, or one per cell
 };
+
+// How the cells sit in their columns. right: numbers and column labels
+// right-aligned. left: each column's numbers right-aligned among themselves
+// with their marks after them, the whole and the column label left-aligned,
+// nothing after the last column. none: no padding at all.
+enum class Align { right, left, none };
 
 // What one format supplies to draw a Table: how a label and a number are
 // written (escaping), and how a row and the divider under the header look.
@@ -29,6 +48,7 @@ struct Table {
 class TableSkin {
 public:
     virtual ~TableSkin() = default;
+    virtual Align align() const { return Align::right; }
     virtual std::string label(const std::string& text) const { return text; }
     // A column label in the header; by default written like a row label.
     virtual std::string col_label(const std::string& text) const { return label(text); }
@@ -36,14 +56,38 @@ public:
     // The corner above the row labels.
     virtual std::string corner() const { return ""; }
     virtual std::string begin(std::size_t n_cols) const;
-    // One row, label and cells already written and padded to their column
-    // widths; row is the table row, or -1 for the header.
+    // One row, label and cells already written (with their marks) and padded
+    // to their column widths; row is the table row, or -1 for the header.
     virtual std::string row(const std::string& label, const std::vector<std::string>& cells, int row) const = 0;
     virtual std::string divider(std::size_t label_width, const std::vector<std::size_t>& widths) const = 0;
     virtual std::string end() const;
 };
 
 std::string draw_table(const Table& table, const TableSkin& skin);
+
+// Text tables (run's and check's, drawn in text.cpp): a bar after the row
+// labels, a rule under the header, cells `spacing` spaces apart and a blank
+// line after the table.
+class TextTableSkin : public TableSkin {
+public:
+    explicit TextTableSkin(bool ascii, std::size_t spacing = 1, Align align = Align::right)
+        : m_ascii(ascii), m_spacing(spacing), m_align(align) {}
+
+    Align align() const override { return m_align; }
+    std::string row(const std::string& label, const std::vector<std::string>& cells, int row) const override;
+    std::string divider(std::size_t label_width, const std::vector<std::size_t>& widths) const override;
+    std::string end() const override;
+
+protected:
+    // One cell as drawn, already padded (run's heatmap colours it); row is
+    // the table row, or -1 for the header.
+    virtual std::string cell(const std::string& text, int row, std::size_t col) const;
+
+private:
+    bool m_ascii;
+    std::size_t m_spacing;
+    Align m_align;
+};
 
 // The kept indices of one dimension: all of them, or the first 6 and the last 5
 // with a gap marked by k_gap between them.

@@ -1,6 +1,7 @@
 // The annotated text format: for each step a heading, the formula and shape, a
 // short explanation, the labelled table and notes. Colour is optional and
 // decided by the caller (RenderOptions::color).
+#include "render/palette.hpp"
 #include "render/render.hpp"
 #include "render/table.hpp"
 
@@ -14,41 +15,28 @@ namespace {
 
 constexpr std::size_t k_wrap_width = 78;
 
-const char* const k_bold = "\x1b[1m";
-const char* const k_dim = "\x1b[2m";
-const char* const k_heading = "\x1b[1;36m";
-const char* const k_reset = "\x1b[0m";
+std::string repeat(const std::string& unit, std::size_t count) {
+    std::string result;
+    for (std::size_t i = 0; i < count; ++i) {
+        result += unit;
+    }
+    return result;
+}
 
-// Text tables: a bar after the row labels, a rule under the header, and with
-// colour the weights shaded as a heatmap with each row's largest one marked.
-class TextSkin : public TableSkin {
+// Run's text tables: with colour, the weights shaded as a heatmap with each
+// row's largest one marked.
+class HeatmapSkin : public TextTableSkin {
 public:
-    TextSkin(const Table& table, const RenderOptions& options, bool heatmap)
-        : m_table(table), m_ascii(options.ascii), m_heatmap(heatmap) {}
+    HeatmapSkin(const Table& table, const RenderOptions& options) : TextTableSkin(options.ascii), m_table(table) {}
 
-    std::string row(const std::string& label, const std::vector<std::string>& cells, int row) const override {
-        std::string line = "  " + label + " " + (m_ascii ? "|" : "│");
-        for (std::size_t j = 0; j < cells.size(); ++j) {
-            const double value = row < 0 ? arma::datum::nan : m_table.values[row][j];
-            if (m_heatmap && !std::isnan(value)) {
-                line += " " + shade(value, value == m_table.row_maxima[row]) + cells[j] + k_reset;
-            } else {
-                line += " " + cells[j];
-            }
+protected:
+    std::string cell(const std::string& text, int row, std::size_t col) const override {
+        const double value = row < 0 ? arma::datum::nan : m_table.values[row][col];
+        if (std::isnan(value)) {
+            return text;
         }
-        return line + "\n";
+        return shade(value, value == m_table.row_maxima[row]) + text + k_reset;
     }
-
-    std::string divider(std::size_t label_width, const std::vector<std::size_t>& widths) const override {
-        const std::string rule = m_ascii ? "-" : "─";
-        std::string line = "  " + repeat(rule, label_width + 1) + (m_ascii ? "+" : "┼");
-        for (const auto width : widths) {
-            line += repeat(rule, width + 1);
-        }
-        return line + "\n";
-    }
-
-    std::string end() const override { return "\n"; }
 
 private:
     // Background from dark (weight 0) to light (weight 1); the row's largest
@@ -56,24 +44,14 @@ private:
     static std::string shade(double weight, bool row_max) {
         const int level = 236 + static_cast<int>(std::lround(std::clamp(weight, 0.0, 1.0) * 19.0));
         const int foreground = level > 247 ? 16 : 255;
-        std::string code = "\x1b[48;5;" + std::to_string(level) + ";38;5;" + std::to_string(foreground) + "m";
+        std::string code = shade_256(level, foreground);
         if (row_max) {
-            code += "\x1b[1;4m";
+            code += k_row_max;
         }
         return code;
     }
 
-    static std::string repeat(const std::string& unit, std::size_t count) {
-        std::string result;
-        for (std::size_t i = 0; i < count; ++i) {
-            result += unit;
-        }
-        return result;
-    }
-
     const Table& m_table;
-    bool m_ascii;
-    bool m_heatmap;
 };
 
 class TextWriter {
@@ -84,7 +62,7 @@ public:
     std::string symbols(const std::string& text) const { return m_options.ascii ? to_ascii(text) : text; }
 
     std::string styled(const std::string& text, const char* style) const {
-        return m_options.color ? std::string(style) + text + k_reset : text;
+        return qkv::styled(text, style, m_options.color);
     }
 
     void wrapped(const std::string& text, const std::string& indent) {
@@ -125,11 +103,7 @@ public:
     }
 
     void step(const Trace& trace, const Step& step) {
-        std::string heading = "Step " + std::to_string(step_number(trace, step)) + " · " + step.title;
-        if (step.head != 0 && trace.dims.heads > 1) {
-            heading += " · head " + std::to_string(step.head);
-        }
-        heading += "  [" + step_text(step.id) + "]";
+        const std::string heading = step_heading(trace, step) + "  [" + step_text(step.id) + "]";
         m_out << '\n' << styled(symbols(heading), k_heading) << '\n';
         const Table table = build_table(step, m_options);
         // subscripts written one way: [Z₁ … Z₂], or [Z_1 ... Z_2] with --ascii
@@ -138,7 +112,11 @@ public:
             wrapped(step.explanation, "  ");
         }
         m_out << '\n';
-        m_out << draw_table(table, TextSkin(table, m_options, m_options.color && step.id == StepId::weights));
+        if (m_options.color && step.id == StepId::weights) {
+            m_out << draw_table(table, HeatmapSkin(table, m_options));
+        } else {
+            m_out << draw_table(table, TextTableSkin(m_options.ascii));
+        }
         for (const auto& note : step.notes) {
             m_out << "  " << styled(symbols("· " + note), k_dim) << '\n';
         }
@@ -151,6 +129,27 @@ private:
 
 
 }  // namespace
+
+std::string TextTableSkin::row(const std::string& label, const std::vector<std::string>& cells, int row) const {
+    std::string line = "  " + label + " " + (m_ascii ? "|" : "│");
+    for (std::size_t j = 0; j < cells.size(); ++j) {
+        line += std::string(m_spacing, ' ') + cell(cells[j], row, j);
+    }
+    return line + "\n";
+}
+
+std::string TextTableSkin::divider(std::size_t label_width, const std::vector<std::size_t>& widths) const {
+    const std::string rule = m_ascii ? "-" : "─";
+    std::string line = "  " + repeat(rule, label_width + 1) + (m_ascii ? "+" : "┼");
+    for (const auto width : widths) {
+        line += repeat(rule, width + m_spacing);
+    }
+    return line + "\n";
+}
+
+std::string TextTableSkin::end() const { return "\n"; }
+
+std::string TextTableSkin::cell(const std::string& text, int, std::size_t) const { return text; }
 
 void render_text(const Trace& trace, const RenderOptions& options, std::ostream& out) {
     TextWriter writer(options, out);

@@ -128,7 +128,7 @@ TEST_CASE("in a terminal a lesson pauses, asks, says right and wrong, and q leav
     CHECK(terminal.exit_status() == 0);
     // colour is on in a terminal, and every colour that was started was ended
     const std::string& screen = terminal.screen();
-    CHECK(screen.find("\x1b[1;32mRight.\x1b[0m") != std::string::npos);
+    CHECK(screen.find("\x1b[1m\x1b[32mRight.\x1b[0m") != std::string::npos);
     CHECK(screen.rfind("\x1b[0m") > screen.rfind("\x1b[1"));
     CHECK(screen.find("End of lesson 1.") == std::string::npos);
 }

@@ -1,0 +1,87 @@
+// What every output shares: the table of format names, the step heading and
+// the table builder's marks (check's verdicts) and alignments.
+#include "render/palette.hpp"
+#include "render/render.hpp"
+#include "render/table.hpp"
+#include "support.hpp"
+
+#include <algorithm>
+
+namespace {
+
+// The text without its ANSI colour codes.
+std::string without_colour(const std::string& text) {
+    std::string plain;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '\x1b') {
+            i = text.find('m', i);
+            continue;
+        }
+        plain += text[i];
+    }
+    return plain;
+}
+
+// A 2 × 2 table with one right and one wrong cell, one left unanswered.
+qkv::Table marked_table(bool color) {
+    qkv::Table table;
+    table.col_labels = {"a", "long label"};
+    table.row_labels = {"x", "y"};
+    table.cells = {{"12", "0.5"}, {"3", "~"}};
+    table.values = {{12, 0.5}, {3, arma::datum::nan}};
+    table.marks.assign(2, std::vector<qkv::CellMark>(2));
+    table.marks[0][0] = {"✓", "", color ? qkv::k_green : nullptr};
+    table.marks[0][1] = {"✗", " [0.25]", color ? qkv::k_red : nullptr};
+    table.marks[1][0] = {"✓", "", color ? qkv::k_green : nullptr};
+    return table;
+}
+
+}  // namespace
+
+TEST_CASE("every format name reads back as its format, in the order -f lists them", "[render]") {
+    const std::vector<std::string> expected = {"text", "markdown", "latex", "csv", "json", "svg"};
+    CHECK(qkv::format_names(qkv::all_formats()) == expected);
+    for (const auto format : qkv::all_formats()) {
+        CAPTURE(qkv::format_name(format));
+        CHECK(qkv::parse_format(qkv::format_name(format)) == format);
+    }
+    CHECK_FALSE(qkv::parse_format("pdf").has_value());
+    CHECK_FALSE(qkv::parse_format("Text").has_value());
+}
+
+TEST_CASE("the step heading names the head only when the trace has several", "[render]") {
+    const qkv::Trace one = qkv::test::compute_text(qkv::test::read_repo_file("examples/illustrated.yaml"));
+    const qkv::Trace two = qkv::test::compute_text(qkv::test::read_repo_file("examples/two-heads.yaml"));
+    const auto find = [](const qkv::Trace& trace, const std::string& id, int head) {
+        return *std::find_if(trace.steps.begin(), trace.steps.end(),
+                             [&](const qkv::Step& step) { return step.id == id && step.head == head; });
+    };
+    // the numbers and titles of tests/golden/illustrated.txt and two-heads.txt
+    CHECK(qkv::step_heading(one, find(one, "scores", 1)) == "Step 5 · Scores");
+    CHECK(qkv::step_heading(two, find(two, "keys", 2)) == "Step 3 · Keys · head 2");
+    CHECK(qkv::step_heading(two, find(two, "keys", 2), ": ", ", ") == "Step 3: Keys, head 2");
+}
+
+TEST_CASE("marks follow their numbers, and colour does not move the columns", "[render][check]") {
+    const qkv::TextTableSkin skin(false, 2, qkv::Align::left);
+    const std::string plain = qkv::draw_table(marked_table(false), skin);
+    // numbers right-aligned among themselves, marks after them, nothing after the last column
+    CHECK(plain == "    │  a     long label\n"
+                   "  ──┼────────────────────\n"
+                   "  x │  12 ✓  0.5 ✗ [0.25]\n"
+                   "  y │   3 ✓    ~\n"
+                   "\n");
+    const std::string coloured = qkv::draw_table(marked_table(true), skin);
+    CHECK(coloured.find(std::string(qkv::k_red) + "✗" + qkv::k_reset + " [0.25]") != std::string::npos);
+    CHECK(without_colour(coloured) == plain);
+}
+
+TEST_CASE("a table without marks draws as before the marks existed", "[render]") {
+    qkv::Table table = marked_table(false);
+    table.marks.clear();
+    CHECK(qkv::draw_table(table, qkv::TextTableSkin(false)) == "    │  a long label\n"
+                                                               "  ──┼──────────────\n"
+                                                               "  x │ 12        0.5\n"
+                                                               "  y │  3          ~\n"
+                                                               "\n");
+}
