@@ -6,7 +6,7 @@
 #include "attention/attention.hpp"
 #include "check/check.hpp"
 #include "io/answers.hpp"
-#include "io/diagnostics.hpp"
+#include "base/diagnostics.hpp"
 #include "io/lesson_loader.hpp"
 #include "io/loader.hpp"
 #include "render/render.hpp"

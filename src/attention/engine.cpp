@@ -140,7 +140,7 @@ void copy_transposed(const double* src, arma::uword m, arma::uword rows, double*
 // the block serves many queries, and the block's scores (m × rows doubles) at
 // most about 1 MiB, the size of a core's L2 cache, up to about 256 rows.
 arma::uword block_rows(arma::uword n, arma::uword m) {
-    arma::uword rows = std::clamp<arma::uword>(131072 / std::max<arma::uword>(m, 1), 64, 256);
+    arma::uword rows = std::clamp<arma::uword>(131072 / std::max<arma::uword>(m, 1), 64, k_max_block_rows);
     rows -= rows % 6;  // whole tiles of 6 queries for the products (kernels.cpp)
     // for measuring other sizes (docs/performance.md)
     if (const char* forced = std::getenv("QKV_BLOCK_ROWS")) {
@@ -582,6 +582,23 @@ EngineResult run_engine(const EngineRequest& request) {
     return result;
 }
 
+std::uint64_t estimate_memory(std::uint64_t n, std::uint64_t m, std::uint64_t d_model, std::uint64_t heads,
+                              std::uint64_t d_k, std::uint64_t d_v, std::uint64_t d_out, std::uint64_t square_steps,
+                              std::uint64_t kept_heads) {
+    kept_heads = std::min(kept_heads, heads);
+    // Everything the trace keeps, in doubles: inputs (with positions and context),
+    // weights, the projections of every head, and per kept head its Q, K, V,
+    // head output and kept n × m matrices.
+    const std::uint64_t inputs = 3 * n * d_model + m * d_model;
+    const std::uint64_t weights = d_model * heads * (2 * d_k + d_v) + heads * d_v * d_out;
+    const std::uint64_t projections = heads * (n * d_k + m * d_k + m * d_v);
+    const std::uint64_t per_kept_head = n * d_k + m * d_k + m * d_v + square_steps * n * m + n * d_v;
+    // a few blocks of query rows against every key, while the heads are worked on
+    const std::uint64_t scratch = 8 * std::min<std::uint64_t>(n, k_max_block_rows) * m;
+    const std::uint64_t outputs = n * heads * d_v + n * d_out;
+    return 8 * (inputs + weights + projections + kept_heads * per_kept_head + scratch + outputs);
+}
+
 std::string blas_name() {
     std::string name = "none";
 #ifdef QKV_BLAS_OPENBLAS
@@ -633,3 +650,4 @@ int default_threads() {
 }
 
 }  // namespace qkv
+

@@ -26,6 +26,7 @@
 
 #include <armadillo>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -60,6 +61,9 @@ struct PackedWeights {
 };
 
 PackedWeights pack_weights(const Model& model);
+
+// The most query rows the engine works on at once (a block), for any n and m.
+inline constexpr arma::uword k_max_block_rows = 256;
 
 // Which cells are blocked, read from the model without building an n × m matrix.
 struct MaskView {
@@ -135,6 +139,13 @@ struct EngineResult {
 };
 
 EngineResult run_engine(const EngineRequest& request);
+
+// Estimated peak bytes for computing a model's trace, keeping the n × m
+// matrices of `square_steps` steps (scores, scaled, masked, weights: 0 to 4)
+// for `kept_heads` heads; the defaults keep everything.
+std::uint64_t estimate_memory(std::uint64_t n, std::uint64_t m, std::uint64_t d_model, std::uint64_t heads,
+                              std::uint64_t d_k, std::uint64_t d_v, std::uint64_t d_out,
+                              std::uint64_t square_steps = 4, std::uint64_t kept_heads = UINT64_MAX);
 
 // The BLAS in use, as `qkv --version` shows it ("none" without BLAS), with
 // OPENBLAS_CORETYPE appended when it is set (it pins OpenBLAS's kernels).

@@ -5,7 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/output.hpp"
-#include "io/diagnostics.hpp"
+#include "base/diagnostics.hpp"
 
 #include <nlohmann/json.hpp>
 

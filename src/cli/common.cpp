@@ -2,7 +2,7 @@
 
 #include "cli/output.hpp"
 #include "attention/steps.hpp"
-#include "io/diagnostics.hpp"
+#include "base/diagnostics.hpp"
 
 #include <charconv>
 #include <unistd.h>

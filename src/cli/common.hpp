@@ -4,7 +4,7 @@
 
 #include "attention/attention.hpp"
 #include "attention/trace.hpp"
-#include "io/diagnostics.hpp"
+#include "base/diagnostics.hpp"
 #include "io/loader.hpp"
 #include "model/model.hpp"
 #include "render/render.hpp"

@@ -2,7 +2,7 @@
 // problem into the one-line error of the contract (exit 2).
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
-#include "io/diagnostics.hpp"
+#include "base/diagnostics.hpp"
 
 #include <iostream>
 

@@ -1,6 +1,6 @@
 #include "cli/output.hpp"
 
-#include "io/diagnostics.hpp"
+#include "base/diagnostics.hpp"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -5,8 +5,9 @@
 #include "explain/explain.hpp"
 
 #include "attention/attention.hpp"
+#include "attention/cell.hpp"
 #include "attention/steps.hpp"
-#include "io/diagnostics.hpp"
+#include "base/diagnostics.hpp"
 #include "render/palette.hpp"
 #include "render/table.hpp"
 
@@ -20,26 +21,8 @@ namespace qkv {
 
 namespace {
 
-Diagnostic cell_error(const std::string& what, const std::string& hint) { return {"", 0, 0, what, hint}; }
-
-const char* const k_cell_syntax = "write a cell as STEP[ROW,COL] or STEP[ROW], optionally followed by @HEAD, "
-                                  "e.g. scores[1,2], output[1] or weights[2,3]@2";
-
 std::string decimals_text(int decimals) {
     return std::to_string(decimals) + (decimals == 1 ? " decimal" : " decimals");
-}
-
-// A positive whole number, or -1 when `text` is not one.
-int parse_index(const std::string& text) {
-    if (text.empty() || text.size() > 9) {
-        return -1;
-    }
-    for (const char c : text) {
-        if (!std::isdigit(static_cast<unsigned char>(c))) {
-            return -1;
-        }
-    }
-    return std::stoi(text);
 }
 
 // Numbers as the tables show them: whole numbers without decimals, the
@@ -97,7 +80,7 @@ public:
         : m_model(model), m_trace(trace), m_cell(cell), m_num(options), m_ascii(options.ascii) {}
 
     Explanation run() {
-        const Step& step = checked_step();
+        const Step& step = cell_step(m_trace, m_cell);
         m_step = &step;
         m_row = static_cast<arma::uword>(m_cell.row - 1);
         m_whole_row = m_cell.col == 0;
@@ -172,97 +155,6 @@ private:
             text += ", column " + std::to_string(m_cell.col) + " \"" + label(m_step->col_labels[m_col]) + "\"";
         }
         return text + ")";
-    }
-
-    // The ids of the steps this example has, each once, in order; only the
-    // per-head ones when per_head_only.
-    std::string step_ids(bool per_head_only) const {
-        std::vector<StepId> ids;
-        for (const auto& step : m_trace.steps) {
-            if ((!per_head_only || step.head != 0) && std::find(ids.begin(), ids.end(), step.id) == ids.end()) {
-                ids.push_back(step.id);
-            }
-        }
-        std::string text;
-        for (const auto id : ids) {
-            text += (text.empty() ? "" : ", ") + step_text(id);
-        }
-        return text;
-    }
-
-    // ── checking the cell against the trace ─────────────────────────────────
-    const Step& checked_step() const {
-        const int heads = static_cast<int>(m_trace.dims.heads);
-        const bool per_head = is_per_head(m_cell.step);
-        const std::string step_id = step_text(m_cell.step);
-        if (m_trace.find(m_cell.step, per_head ? 1 : 0) == nullptr) {
-            throw InputError(cell_error("cell " + m_cell.text + ": this example has no " + step_id + " step",
-                                        "its steps are " + step_ids(false)));
-        }
-        // @HEAD only on the steps that are computed once per head
-        if (!per_head && m_cell.head_given) {
-            throw InputError(cell_error("cell " + m_cell.text + ": " + step_id +
-                                            " is not per head, so it takes no @HEAD",
-                                        "leave out @" + std::to_string(m_cell.head) +
-                                            "; the steps per head are " + step_ids(true)));
-        }
-        if (m_cell.from_zero) {
-            throw InputError(from_zero_error(*m_trace.find(m_cell.step, per_head ? 1 : 0), heads));
-        }
-        // @HEAD must name a head of the example
-        if (m_cell.head < 1 || m_cell.head > heads) {
-            throw InputError(cell_error("cell " + m_cell.text + ": head " + std::to_string(m_cell.head) +
-                                            " does not exist; this example has " + std::to_string(heads) +
-                                            (heads == 1 ? " head" : " heads"),
-                                        heads == 1 ? "leave out @HEAD: there is only head 1"
-                                                   : "heads are numbered @1 to @" + std::to_string(heads)));
-        }
-        const Step& step = *m_trace.find(m_cell.step, per_head ? m_cell.head : 0);
-        const int n_rows = static_cast<int>(step.values.n_rows);
-        const int n_cols = static_cast<int>(step.values.n_cols);
-        const std::string ranges = valid_cells(step, n_rows, n_cols, heads);
-        if (m_cell.row < 1 || m_cell.row > n_rows) {
-            throw InputError(cell_error("cell " + m_cell.text + ": row " + std::to_string(m_cell.row) + " is out of range; " +
-                                            step_text(step.id) + " has " + std::to_string(n_rows) +
-                                            (n_rows == 1 ? " row" : " rows"),
-                                        ranges));
-        }
-        if (m_cell.col < 0 || m_cell.col > n_cols) {
-            throw InputError(cell_error("cell " + m_cell.text + ": column " + std::to_string(m_cell.col) +
-                                            " is out of range; " + step_text(step.id) + " has " + std::to_string(n_cols) +
-                                            (n_cols == 1 ? " column" : " columns"),
-                                        ranges));
-        }
-        return step;
-    }
-
-    // A row, column or head written as 0: what the example numbers from 1.
-    Diagnostic from_zero_error(const Step& step, int heads) const {
-        const int n_rows = static_cast<int>(step.values.n_rows);
-        const int n_cols = static_cast<int>(step.values.n_cols);
-        // a column 0 is written with its comma ("scores[1,0]"); a whole row has none
-        const bool column_zero = m_cell.col == 0 && m_cell.text.find(',') != std::string::npos;
-        if (m_cell.row != 0 && !column_zero) {
-            // only the head is 0
-            return cell_error("cell " + m_cell.text + " counts from 0; heads are numbered from 1, and this example has " +
-                                  std::to_string(heads) + (heads == 1 ? " head" : " heads"),
-                              heads == 1 ? "leave out @HEAD: there is only head 1"
-                                         : "heads are numbered @1 to @" + std::to_string(heads));
-        }
-        return cell_error("cell " + m_cell.text + " counts from 0; " + step_text(step.id) + " has " + std::to_string(n_rows) +
-                              (n_rows == 1 ? " row" : " rows") + " and " + std::to_string(n_cols) +
-                              (n_cols == 1 ? " column" : " columns") + ", numbered from 1 as in a_ij",
-                          valid_cells(step, n_rows, n_cols, heads));
-    }
-
-    static std::string valid_cells(const Step& step, int n_rows, int n_cols, int heads) {
-        const std::string id = step_text(step.id);
-        std::string text = "valid cells: " + id + "[ROW,COL] with ROW 1 to " + std::to_string(n_rows) +
-                           " and COL 1 to " + std::to_string(n_cols) + ", or " + id + "[ROW] for a whole row";
-        if (step.head != 0 && heads > 1) {
-            text += ", then @1 to @" + std::to_string(heads) + " for the head";
-        }
-        return text;
     }
 
     // ── naming ──────────────────────────────────────────────────────────────
@@ -618,49 +510,6 @@ std::string symbols(const std::string& text, const RenderOptions& options) {
 
 }  // namespace
 
-CellRef parse_cell(const std::string& text, bool keep_zero) {
-    CellRef cell;
-    cell.text = text;
-    std::string compact;
-    for (const char c : text) {
-        if (!std::isspace(static_cast<unsigned char>(c))) {
-            compact += c;
-        }
-    }
-    const auto open = compact.find('[');
-    const auto close = compact.find(']');
-    if (open == std::string::npos || close == std::string::npos || close < open || open == 0) {
-        throw InputError(cell_error("cell \"" + text + "\" is not STEP[ROW,COL] or STEP[ROW]", k_cell_syntax));
-    }
-    const std::string name = compact.substr(0, open);
-    const auto step = find_step(name);
-    if (!step) {
-        const std::string near = closest_match(name, step_names());
-        throw InputError(cell_error("cell \"" + text + "\": unknown step \"" + name + "\"",
-                                    (near.empty() ? "" : "did you mean " + near + "? ") + "valid steps: " +
-                                        step_name_list()));
-    }
-    cell.step = *step;
-    const std::string inside = compact.substr(open + 1, close - open - 1);
-    const auto comma = inside.find(',');
-    cell.row = parse_index(inside.substr(0, comma));
-    cell.col = comma == std::string::npos ? 0 : parse_index(inside.substr(comma + 1));
-    const std::string after = compact.substr(close + 1);
-    if (!after.empty()) {
-        cell.head = after[0] == '@' ? parse_index(after.substr(1)) : -1;
-        cell.head_given = true;
-    }
-    if (cell.row < 0 || cell.col < 0 || cell.head < 0) {
-        throw InputError(cell_error("cell \"" + text + "\" is not STEP[ROW,COL] or STEP[ROW]", k_cell_syntax));
-    }
-    cell.from_zero = cell.row == 0 || (comma != std::string::npos && cell.col == 0) || cell.head == 0;
-    if (cell.from_zero && !keep_zero) {
-        throw InputError(cell_error("cell \"" + text + "\" counts from 0",
-                                    "rows, columns and heads are numbered from 1, as in a_ij"));
-    }
-    return cell;
-}
-
 Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& cell, const RenderOptions& options) {
     Explanation result = Explainer(model, trace, cell, options).run();
     for (auto& line : result.lines) {
@@ -731,8 +580,8 @@ void render_explanations(const std::vector<Explanation>& explanations, const Ren
         default:
             break;
     }
-    throw InputError(cell_error("explain writes text, markdown or json",
-                                "use --format text, markdown or json with explain"));
+    throw InputError(Diagnostic{"", 0, 0, "explain writes text, markdown or json",
+                                "use --format text, markdown or json with explain"});
 }
 
 }  // namespace qkv

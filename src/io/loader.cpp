@@ -5,6 +5,7 @@
 #include "builtin/builtin.hpp"
 #include "io/yaml_util.hpp"
 #include "attention/attention.hpp"
+#include "attention/engine.hpp"
 #include "attention/steps.hpp"
 
 #include <fmt/format.h>
@@ -936,23 +937,6 @@ Model load_model(const Source& source, const LoadOptions& options) {
 Model load_model(const Source& source, const YAML::Node& root, const LoadOptions& options) {
     Loader loader(source, options);
     return loader.load(root);
-}
-
-std::uint64_t estimate_memory(std::uint64_t n, std::uint64_t m, std::uint64_t d_model, std::uint64_t heads,
-                              std::uint64_t d_k, std::uint64_t d_v, std::uint64_t d_out, std::uint64_t square_steps,
-                              std::uint64_t kept_heads) {
-    kept_heads = std::min(kept_heads, heads);
-    // Everything the trace keeps, in doubles: inputs (with positions and context),
-    // weights, the projections of every head, and per kept head its Q, K, V,
-    // head output and kept n × m matrices.
-    const std::uint64_t inputs = 3 * n * d_model + m * d_model;
-    const std::uint64_t weights = d_model * heads * (2 * d_k + d_v) + heads * d_v * d_out;
-    const std::uint64_t projections = heads * (n * d_k + m * d_k + m * d_v);
-    const std::uint64_t per_kept_head = n * d_k + m * d_k + m * d_v + square_steps * n * m + n * d_v;
-    // a few blocks of at most 256 query rows against every key, while the heads are worked on
-    const std::uint64_t scratch = 8 * std::min<std::uint64_t>(n, 256) * m;
-    const std::uint64_t outputs = n * heads * d_v + n * d_out;
-    return 8 * (inputs + weights + projections + kept_heads * per_kept_head + scratch + outputs);
 }
 
 namespace {

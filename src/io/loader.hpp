@@ -3,7 +3,7 @@
 #pragma once
 
 #include "attention/step_id.hpp"
-#include "io/diagnostics.hpp"
+#include "base/diagnostics.hpp"
 #include "model/model.hpp"
 
 #include <cstdint>
@@ -57,12 +57,5 @@ Model load_model(const Source& source, const YAML::Node& root, const LoadOptions
 // Resolve a FILE|NAME|- argument: an existing path wins over a built-in name.
 // Throws InputError when neither exists.
 Source read_source(const std::string& file_or_name);
-
-// Estimated peak bytes for computing a model's trace, keeping the n × m
-// matrices of `square_steps` steps (scores, scaled, masked, weights: 0 to 4)
-// for `kept_heads` heads; the defaults keep everything.
-std::uint64_t estimate_memory(std::uint64_t n, std::uint64_t m, std::uint64_t d_model, std::uint64_t heads,
-                              std::uint64_t d_k, std::uint64_t d_v, std::uint64_t d_out,
-                              std::uint64_t square_steps = 4, std::uint64_t kept_heads = UINT64_MAX);
 
 }  // namespace qkv

@@ -2,7 +2,7 @@
 // of throwing. Used by the loaders in io/ only.
 #pragma once
 
-#include "io/diagnostics.hpp"
+#include "base/diagnostics.hpp"
 #include "io/loader.hpp"
 
 #include <armadillo>

@@ -3,7 +3,7 @@
 // cell when the matrix is small enough to read, and a colour scale. With
 // --steps, each chosen step gets its own row of panels and its own scale.
 #include "attention/steps.hpp"
-#include "io/diagnostics.hpp"
+#include "base/diagnostics.hpp"
 #include "render/render.hpp"
 #include "render/table.hpp"
 

@@ -4,7 +4,7 @@
 // keys, queries, values and scores) or are worked by hand as noted.
 #include "builtin/builtin.hpp"
 #include "explain/explain.hpp"
-#include "io/diagnostics.hpp"
+#include "base/diagnostics.hpp"
 #include "render/table.hpp"
 #include "support.hpp"
 

@@ -1,4 +1,4 @@
-#include "io/diagnostics.hpp"
+#include "base/diagnostics.hpp"
 
 #include <algorithm>
 
