@@ -148,7 +148,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     // as a lesson file
     try {
-        qkv::load_lesson(source, "fuzz", options);
+        qkv::prepare_lesson(qkv::read_lesson(source, "fuzz", options));
     } catch (const qkv::InputError& error) {
         check_diagnostics(error);
     }

@@ -48,7 +48,7 @@ int list_lessons() {
     int number = 0;
     for (const auto& lesson : lessons) {
         const std::string name(lesson.name);
-        const Lesson loaded = load_lesson({"lesson:" + name, std::string(lesson.text), ""}, name);
+        const Lesson loaded = prepare_lesson(read_lesson({"lesson:" + name, std::string(lesson.text), ""}, name));
         const std::string index = std::to_string(++number);
         listing += std::string(index.size() < 2 ? 1 : 0, ' ') + index + "  " + name +
                    std::string(width - name.size() + 2, ' ') + loaded.summary + "\n";
@@ -94,7 +94,7 @@ int run_lesson(const LessonOptions& options) {
                                      "use " + join_list(choices, " or ")));
     }
     const LessonSource found = find_lesson(options.lesson);
-    const Lesson lesson = load_lesson(found.source, found.name, load_options(common));
+    const Lesson lesson = prepare_lesson(read_lesson(found.source, found.name, load_options(common)));
 
     // --steps and --head narrow what each page shows; they are checked here
     // rather than against one trace, since a lesson may have several models.

@@ -1,8 +1,7 @@
-// The lesson loader: reads the YAML of a lesson, loads and computes its models
-// (built-in examples or inline), and checks the script against their traces.
+// The lesson loader: reads the YAML of a lesson, loads its models (built-in
+// examples or inline) and reads its script, checked against the models.
 #include "io/lesson_loader.hpp"
 
-#include "attention/attention.hpp"
 #include "attention/steps.hpp"
 #include "builtin/builtin.hpp"
 #include "io/yaml_util.hpp"
@@ -49,7 +48,7 @@ public:
     LessonLoader(const Source& source, const LoadOptions& options)
         : m_yaml(source, m_diagnostics), m_source(source), m_options(options) {}
 
-    Lesson load(const std::string& name) {
+    LessonFile load(const std::string& name) {
         m_lesson.name = name;
         const YAML::Node root = m_yaml.parse_document();
         m_diagnostics.throw_if_any();
@@ -61,12 +60,14 @@ public:
         m_yaml.check_keys(root, "", k_lesson_keys);
         read_title(root);
         read_models(root);
-        // the script is checked against the models' traces: it needs them all
+        // the script refers to the models: it needs them all
         m_diagnostics.throw_if_any();
         read_script(root);
-        m_diagnostics.throw_if_any();
-        number_steps_alike();
-        return m_lesson;
+        LessonFile file;
+        file.lesson = std::move(m_lesson);
+        file.mentions = std::move(m_mentions);
+        file.problems = m_diagnostics;
+        return file;
     }
 
 private:
@@ -75,6 +76,7 @@ private:
     const Source& m_source;
     const LoadOptions& m_options;
     Lesson m_lesson;
+    std::vector<CellMention> m_mentions;
 
     void read_title(const YAML::Node& root) {
         if (!root["title"]) {
@@ -171,26 +173,7 @@ private:
                          "write e.g. `" + path + ": illustrated`, or the model's keys (inputs, weights, …) beneath it");
             return;
         }
-        entry.trace = compute(entry.model);
         m_lesson.models.push_back(std::move(entry));
-    }
-
-    // One number per step throughout the lesson: each model's trace numbers the
-    // steps that any of the lesson's models has, so that a lesson with a
-    // masked and an unmasked example does not call two different steps "Step 7".
-    // A lesson with one model numbers its steps as `qkv run` does.
-    void number_steps_alike() {
-        std::vector<StepId> numbering;
-        for (const StepId id : all_steps()) {
-            const bool any = std::any_of(m_lesson.models.begin(), m_lesson.models.end(),
-                                         [id](const LessonModel& entry) { return entry.trace.number(id) != 0; });
-            if (any) {
-                numbering.push_back(id);
-            }
-        }
-        for (auto& entry : m_lesson.models) {
-            entry.trace.numbering = numbering;
-        }
     }
 
     void add_all(const InputError& error) {
@@ -216,7 +199,7 @@ private:
         return names;
     }
 
-    const Trace& trace_of(int model) const { return m_lesson.models[static_cast<std::size_t>(model)].trace; }
+    const Model& model_of(int model) const { return m_lesson.models[static_cast<std::size_t>(model)].model; }
 
     // ── the script ─────────────────────────────────────────────────────────
 
@@ -257,9 +240,8 @@ private:
                 return;
             }
         }
-        const Trace& trace = trace_of(page.model);
         if (const YAML::Node head = node["head"]) {
-            if (auto value = m_yaml.integer(head, path + ".head", 1, static_cast<long>(trace.dims.heads))) {
+            if (auto value = m_yaml.integer(head, path + ".head", 1, static_cast<long>(model_of(page.model).n_heads()))) {
                 page.head = static_cast<int>(*value);
             }
         }
@@ -300,7 +282,7 @@ private:
         if (!node) {
             return;
         }
-        const Trace& trace = trace_of(page.model);
+        const Model& model = model_of(page.model);
         for (const auto& item : items(node, path)) {
             const std::string name = item.Scalar();
             const auto id = find_step(name);
@@ -309,9 +291,7 @@ private:
                              did_you_mean(name, step_names()) + "valid step ids: " + step_name_list());
                 continue;
             }
-            const bool present = std::any_of(trace.steps.begin(), trace.steps.end(),
-                                             [&](const Step& step) { return step.id == *id; });
-            if (!present) {
+            if (!step_exists(model, *id)) {
                 m_yaml.error(item, path + ": model " + m_lesson.models[page.model].name + " has no " + name + " step",
                              step_requirements());
                 continue;
@@ -321,8 +301,11 @@ private:
     }
 
     // A cell as `explain` and `answer` take it, [MODEL:]CELL; reports and
-    // returns nullopt when unusable.
-    std::optional<ValueRef> cell(const YAML::Node& node, const std::string& path, int model, bool single) {
+    // returns nullopt when unusable. Whether the model's trace has the cell is
+    // checked once it is computed (prepare_lesson); a question's answer, with
+    // its path in `answer`, must also be finite there.
+    std::optional<ValueRef> cell(const YAML::Node& node, const std::string& path, int model, bool single,
+                                 const std::string& answer = "") {
         std::string text = node.Scalar();
         if (const auto colon = text.find(':'); colon != std::string::npos) {
             const std::string name = text.substr(0, colon);
@@ -347,15 +330,7 @@ private:
                          "write the column too, e.g. " + step_text(parsed.step) + "[" + std::to_string(parsed.row) + ",1]");
             return std::nullopt;
         }
-        const LessonModel& entry = m_lesson.models[static_cast<std::size_t>(model)];
-        try {
-            // explain checks the cell against the trace, naming the valid ranges
-            explain_cell(entry.model, entry.trace, parsed, RenderOptions{});
-        } catch (const InputError& error) {
-            const Diagnostic& first = error.diagnostics().front();
-            m_yaml.error(node, path + ": " + first.what, first.hint);
-            return std::nullopt;
-        }
+        m_mentions.push_back({model, parsed, m_yaml.at(node.Mark(), path + ": ", ""), answer});
         ValueRef ref;
         ref.model = model;
         ref.is_cell = true;
@@ -398,13 +373,8 @@ private:
                          "write e.g. answer: scores[1,2]");
             return;
         }
-        auto parsed = cell(answer, path + ".answer", page.model, true);
+        auto parsed = cell(answer, path + ".answer", page.model, true, path + ".answer");
         if (!parsed) {
-            return;
-        }
-        if (!std::isfinite(cell_value(trace_of(parsed->model), parsed->cell))) {
-            m_yaml.error(answer, path + ".answer " + parsed->cell.text + " is −∞; a learner types a finite number",
-                         "ask about a cell that is not blocked, or about its weight");
             return;
         }
         question.answer = *parsed;
@@ -429,6 +399,13 @@ private:
     // in the file, otherwise at the narration's.
     void placeholder_error(const YAML::Node& node, std::size_t& search_from, const std::string& placeholder,
                            const std::string& what, const std::string& hint) {
+        m_yaml.error_at(placeholder_mark(node, search_from, placeholder), what, hint);
+    }
+
+    // The placeholder's own position when it can be found in the file (a later
+    // placeholder with the same text is then searched for after it), otherwise
+    // the narration's.
+    YAML::Mark placeholder_mark(const YAML::Node& node, std::size_t& search_from, const std::string& placeholder) {
         YAML::Mark mark = node.Mark();
         const std::size_t at = m_source.text.find(placeholder, search_from);
         if (node.Mark().pos >= 0 && at != std::string::npos) {
@@ -443,7 +420,7 @@ private:
             mark.column = column;
             search_from = at + placeholder.size();
         }
-        m_yaml.error_at(mark, what, hint);
+        return mark;
     }
 
     Narration narration(const YAML::Node& node, const std::string& path, int page_model) {
@@ -551,7 +528,7 @@ private:
         if (std::find(sizes.begin(), sizes.end(), body) != sizes.end()) {
             ref.dimension = body;
             segment.value = ref;
-            skip_past(source, search_from);
+            placeholder_mark(node, search_from, source);
             return segment;
         }
         if (body.find('[') == std::string::npos) {
@@ -566,33 +543,21 @@ private:
             placeholder_error(node, search_from, source, path + ": " + source + ": " + first.what, first.hint);
             return std::nullopt;
         }
-        const LessonModel& entry = m_lesson.models[static_cast<std::size_t>(ref.model)];
-        try {
-            explain_cell(entry.model, entry.trace, ref.cell, RenderOptions{});
-        } catch (const InputError& error) {
-            const Diagnostic& first = error.diagnostics().front();
-            placeholder_error(node, search_from, source,
-                              path + ": " + source + " in model " + entry.name + ": " + first.what, first.hint);
-            return std::nullopt;
-        }
+        // checked against the model's trace once it is computed
+        const std::string& model_name = m_lesson.models[static_cast<std::size_t>(ref.model)].name;
+        m_mentions.push_back({ref.model, ref.cell,
+                              m_yaml.at(placeholder_mark(node, search_from, source),
+                                        path + ": " + source + " in model " + model_name + ": ", ""),
+                              ""});
         ref.is_cell = true;
         segment.value = ref;
-        skip_past(source, search_from);
         return segment;
-    }
-
-    // A later placeholder with the same text is searched for after this one.
-    void skip_past(const std::string& placeholder, std::size_t& search_from) const {
-        const std::size_t at = m_source.text.find(placeholder, search_from);
-        if (at != std::string::npos) {
-            search_from = at + placeholder.size();
-        }
     }
 };
 
 }  // namespace
 
-Lesson load_lesson(const Source& source, const std::string& name, const LoadOptions& options) {
+LessonFile read_lesson(const Source& source, const std::string& name, const LoadOptions& options) {
     LessonLoader loader(source, options);
     return loader.load(name);
 }

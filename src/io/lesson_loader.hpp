@@ -1,7 +1,9 @@
-// Reads a lesson file (YAML) into a validated Lesson: its models are loaded
-// and computed, and every placeholder, step, cell and question of its script
-// is checked against their traces. Every problem is reported with its
-// FILE:LINE:COL, like the problems of an example file.
+// Reads a lesson file (YAML): its models are loaded and validated, and its
+// script is read and checked against them (steps, heads, models, the syntax of
+// every placeholder and cell). Whether each cell is in its model's trace is
+// checked by prepare_lesson (lesson/lesson.hpp), which computes the traces.
+// Every problem is reported with its FILE:LINE:COL, like the problems of an
+// example file.
 //
 //   title: The three-input walk-through
 //   summary: one line for `qkv lesson`
@@ -28,8 +30,9 @@
 namespace qkv {
 
 // Parse and validate; `name` is the lesson's short name (the file name
-// without .yaml). Throws InputError listing every problem found.
-Lesson load_lesson(const Source& source, const std::string& name, const LoadOptions& options = {});
+// without .yaml). Throws InputError when the file or a model cannot be used;
+// the script's problems are kept in the result for prepare_lesson to report.
+LessonFile read_lesson(const Source& source, const std::string& name, const LoadOptions& options = {});
 
 // Where a lesson comes from: a built-in lesson (number ≥ 1, in the order of
 // lessons/INDEX) or a file (number 0).

@@ -269,14 +269,18 @@ YAML::Node YamlReader::parse_document() {
     return YAML::Node();
 }
 
-void YamlReader::error_at(const YAML::Mark& mark, const std::string& what, const std::string& hint) {
+Diagnostic YamlReader::at(const YAML::Mark& mark, const std::string& what, const std::string& hint) const {
     Diagnostic d;
     d.file = m_source.name;
     d.line = mark.line >= 0 ? mark.line + 1 : 0;
     d.column = mark.line >= 0 ? mark.column + 1 : 0;
     d.what = what;
     d.hint = hint;
-    m_diagnostics.add(std::move(d));
+    return d;
+}
+
+void YamlReader::error_at(const YAML::Mark& mark, const std::string& what, const std::string& hint) {
+    m_diagnostics.add(at(mark, what, hint));
 }
 
 void YamlReader::error(const YAML::Node& node, const std::string& what, const std::string& hint) {

@@ -31,6 +31,8 @@ public:
 
     void error(const YAML::Node& node, const std::string& what, const std::string& hint);
     void error_at(const YAML::Mark& mark, const std::string& what, const std::string& hint);
+    // The diagnostic error_at would record, without recording it.
+    Diagnostic at(const YAML::Mark& mark, const std::string& what, const std::string& hint) const;
     // Reports keys of `map` not in `known`, with a "did you mean" hint.
     void check_keys(const YAML::Node& map, const std::string& path, const std::vector<std::string>& known);
 

@@ -1,6 +1,8 @@
 // A lesson: one or more models with their computed traces, and a script of
 // pages that narrate them, show their steps, work out cells and ask questions.
-// Loaded and validated by io/lesson_loader; played by lesson/player.
+// Read from YAML by io/lesson_loader (models and script, without computing
+// anything), computed and checked against its traces by prepare_lesson
+// (below), played by lesson/player.
 //
 // Narration never states a computed number as text: it names it with a
 // placeholder, {scores[1,2]}, filled from the trace when the lesson is played,
@@ -8,7 +10,8 @@
 #pragma once
 
 #include "attention/trace.hpp"
-#include "explain/explain.hpp"
+#include "attention/cell.hpp"
+#include "base/diagnostics.hpp"
 #include "model/model.hpp"
 
 #include <optional>
@@ -64,7 +67,17 @@ struct Page {
 struct LessonModel {
     std::string name;     // "main" for `model:`, otherwise the key under `models:`
     Model model;
-    Trace trace;
+    Trace trace;          // computed by prepare_lesson
+};
+
+// A cell the script names, with where it is written, to be checked against
+// its model's trace once that is computed.
+struct CellMention {
+    int model = 0;
+    CellRef cell;
+    Diagnostic where;       // the position, and in `what` the start of a message: "script[2].explain: "
+    std::string answer;     // for a question's answer, its path ("script[3].answer"): a learner
+                            // types it, so it must be finite
 };
 
 struct Lesson {
@@ -74,6 +87,20 @@ struct Lesson {
     std::vector<LessonModel> models;
     std::vector<Page> pages;
 };
+
+// A lesson as read from its file: its models are not computed yet, and the
+// problems found in the script so far are kept, to be reported together with
+// those prepare_lesson finds.
+struct LessonFile {
+    Lesson lesson;
+    std::vector<CellMention> mentions;   // in the order they are written
+    Diagnostics problems;
+};
+
+// Computes each model's trace, numbers the steps alike across the models, and
+// checks every cell the script names against its trace. Throws InputError
+// with every problem, the file's own and these, in the order of the file.
+Lesson prepare_lesson(LessonFile file);
 
 // The number a cell reference names (one cell: col != 0), or throws
 // std::out_of_range when the trace does not hold it.

@@ -24,7 +24,7 @@ namespace {
 
 qkv::Lesson builtin_lesson(const std::string& name) {
     const auto found = qkv::find_lesson(name);
-    return qkv::load_lesson(found.source, found.name);
+    return qkv::prepare_lesson(qkv::read_lesson(found.source, found.name));
 }
 
 int model_index(const qkv::Lesson& lesson, const std::string& name) {
@@ -412,7 +412,7 @@ TEST_CASE("a lesson file given by path plays like a built-in one", "[lesson][cli
 }
 
 TEST_CASE("the player says right or wrong, shows the working, and lets the learner leave", "[lesson][player]") {
-    const auto lesson = qkv::load_lesson({"small.yaml", k_small_lesson, ""}, "small");
+    const auto lesson = qkv::prepare_lesson(qkv::read_lesson({"small.yaml", k_small_lesson, ""}, "small"));
     qkv::PlayOptions options;
     auto play = [&](std::vector<std::string> lines, qkv::PlayEnd& end, std::size_t& used) {
         std::ostringstream out;

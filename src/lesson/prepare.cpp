@@ -1,0 +1,73 @@
+// A lesson's models computed, its steps numbered alike, and the cells its
+// script names checked against the traces.
+#include "lesson/lesson.hpp"
+
+#include "attention/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace qkv {
+
+namespace {
+
+// One number per step throughout the lesson: each model's trace numbers the
+// steps that any of the lesson's models has, so that a lesson with a masked
+// and an unmasked example does not call two different steps "Step 7". A
+// lesson with one model numbers its steps as `qkv run` does.
+void number_steps_alike(Lesson& lesson) {
+    std::vector<StepId> numbering;
+    for (const StepId id : all_steps()) {
+        const bool any = std::any_of(lesson.models.begin(), lesson.models.end(),
+                                     [id](const LessonModel& entry) { return entry.trace.number(id) != 0; });
+        if (any) {
+            numbering.push_back(id);
+        }
+    }
+    for (auto& entry : lesson.models) {
+        entry.trace.numbering = numbering;
+    }
+}
+
+// The problem with a mention, or nullopt when its cell is in the trace (and,
+// for an answer, finite).
+std::optional<Diagnostic> mention_problem(const Lesson& lesson, const CellMention& mention) {
+    const Trace& trace = lesson.models.at(static_cast<std::size_t>(mention.model)).trace;
+    Diagnostic problem = mention.where;
+    try {
+        // names the valid ranges when the cell is not there
+        cell_step(trace, mention.cell);
+    } catch (const InputError& error) {
+        const Diagnostic& first = error.diagnostics().front();
+        problem.what += first.what;
+        problem.hint = first.hint;
+        return problem;
+    }
+    if (!mention.answer.empty() && mention.cell.col != 0 && !std::isfinite(cell_value(trace, mention.cell))) {
+        problem.what = mention.answer + " " + mention.cell.text + " is −∞; a learner types a finite number";
+        problem.hint = "ask about a cell that is not blocked, or about its weight";
+        return problem;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+Lesson prepare_lesson(LessonFile file) {
+    Lesson& lesson = file.lesson;
+    for (auto& entry : lesson.models) {
+        entry.trace = compute(entry.model);
+    }
+    number_steps_alike(lesson);
+
+    for (const auto& mention : file.mentions) {
+        if (auto problem = mention_problem(lesson, mention)) {
+            file.problems.add(std::move(*problem));
+        }
+    }
+    // with the file's own problems, in the order of the file
+    file.problems.throw_if_any();
+    return std::move(file.lesson);
+}
+
+}  // namespace qkv
