@@ -15,7 +15,7 @@
 namespace qkv {
 
 // In the order the steps are computed, which is the order of the step table
-// and of SPEC §3. A `switch` over StepId without a default makes the compiler
+// and of the STEPS section of man/qkv.1. A `switch` over StepId without a default makes the compiler
 // list every place a new step must be handled.
 enum class StepId {
     inputs,

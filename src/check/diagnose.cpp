@@ -416,7 +416,7 @@ void head_mistakes(const Model& model, const Trace& trace, const LearnerValues& 
         reversed = arma::join_rows(reversed, L(StepId::head_output, n_heads + 1 - h));
     }
     const arma::uword width = static_cast<arma::uword>(n_heads) * model.d_v();
-    // SPEC §3's notation, [Z_1 … Z_H]; the text report writes the subscripts as Z₁ … Z₂
+    // the STEPS section of man/qkv.1's notation, [Z_1 … Z_H]; the text report writes the subscripts as Z₁ … Z₂
     const std::string correct = "concat = [Z_1 … Z_" + std::to_string(n_heads) +
                                 "]: the heads side by side, one block of d_v columns each (" +
                                 shape_text(model.n(), width) + ")";

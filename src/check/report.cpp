@@ -2,7 +2,7 @@
 // answered step as a table of the learner's numbers, each marked right (✓),
 // wrong (✗, with the true value in brackets, in parentheses in Markdown) or
 // following from their earlier answers (→); JSON is the auto-grading contract
-// of SPEC §5.
+// of the check command in man/qkv.1.
 #include "check/report.hpp"
 
 #include "render/palette.hpp"

@@ -1,5 +1,5 @@
 // The report of `qkv check`, as annotated text, Markdown, or the JSON of
-// SPEC §5 for auto-grading.
+// the check command in man/qkv.1 for auto-grading.
 #pragma once
 
 #include "check/check.hpp"

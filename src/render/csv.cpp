@@ -1,4 +1,4 @@
-// One tidy table for every step (SPEC §4): one line per cell,
+// One tidy table for every step (OUTPUT FORMATS in man/qkv.1): one line per cell,
 //   step,head,row,col,row_label,col_label,value
 // head empty for steps that are not per head, rows and columns 1-based, values
 // in round-trip precision with −∞ as -inf. Never summarised, never coloured:

@@ -1,4 +1,4 @@
-// The JSON contract of SPEC §4, written as a stream so that large traces need
+// The JSON contract of OUTPUT FORMATS in man/qkv.1, written as a stream so that large traces need
 // no giant string: one step per line, numbers in round-trip precision.
 #include "render/render.hpp"
 

@@ -7,7 +7,7 @@ Run from anywhere with Debian's Python (it has torch and numpy):
 
 For every case NAME it writes, next to this script,
 
-    cases/NAME.yaml           a qkv input file (SPEC section 2)
+    cases/NAME.yaml           a qkv input file (EXAMPLE FILES in man/qkv.1)
     cases/NAME.expected.json  the steps PyTorch computes for it
 
 Where a case can be expressed as a torch.nn.MultiheadAttention (scale sqrt(d_k),
@@ -19,7 +19,7 @@ Everything is float64 and seeded per case, so the files are reproducible.
 
 Self-checks (a mapping mistake fails loudly, nothing is written for it):
   * every YAML file is read back with PyYAML and recomputed from the YAML alone
-    by interpret_yaml(), which follows the SPEC section 2 rules with plain
+    by interpret_yaml(), which follows the EXAMPLE FILES in man/qkv.1 rules with plain
     tensor ops; every step must agree with the expected values to 1e-12;
   * every JSON file is read back and must equal the values in memory.
 
@@ -153,7 +153,7 @@ def json_text(case):
 
 
 # ---------------------------------------------------------------------------
-# Plain attention (SPEC section 3) from per-head weights in x_w form
+# Plain attention (the STEPS section of man/qkv.1) from per-head weights in x_w form
 # ---------------------------------------------------------------------------
 
 def affine(X, W, b):
@@ -206,7 +206,7 @@ def causal(n):
 
 
 # ---------------------------------------------------------------------------
-# Reading a qkv YAML file back (SPEC section 2), independently of the writers
+# Reading a qkv YAML file back (EXAMPLE FILES in man/qkv.1), independently of the writers
 # ---------------------------------------------------------------------------
 
 def tensor(value):
@@ -223,7 +223,7 @@ def split_columns(W, b, n_heads, name):
 
 
 def interpret_yaml(doc):
-    """Compute every step from a parsed qkv file, following SPEC section 2."""
+    """Compute every step from a parsed qkv file, following EXAMPLE FILES in man/qkv.1."""
     X = tensor(doc["inputs"])
     C = tensor(doc["context"]) if "context" in doc else X
     W_O = b_O = None
@@ -501,7 +501,7 @@ def plain_case(name, title, doc, X, C, heads, W_O, b_O, divisor, keep, why):
 
 
 def cases_illustrated():
-    """The worked example of the illustrated article (seeds/000): no scaling."""
+    """The worked example of the illustrated walk through self-attention: no scaling."""
     X = tensor([[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]])
     W_Q = tensor([[1, 0, 1], [1, 0, 0], [0, 0, 1], [0, 1, 1]])
     W_K = tensor([[0, 0, 1], [1, 1, 0], [0, 1, 0], [1, 1, 0]])

@@ -1,4 +1,4 @@
-// qkv bench: the JSON contract of SPEC §7, and results that make sense. Speed
+// qkv bench: the JSON contract of BENCHMARK in man/qkv.1, and results that make sense. Speed
 // itself is measured by scripts/bench, never by a test.
 #include "support.hpp"
 
@@ -12,7 +12,7 @@ TEST_CASE("qkv bench --format json follows the contract", "[bench]") {
     REQUIRE(result.status == 0);
     CHECK(result.err.empty());  // progress only for runs longer than a second
     const auto json = nlohmann::ordered_json::parse(result.out);
-    // the keys of SPEC §7, in its order
+    // the keys of BENCHMARK in man/qkv.1, in its order
     std::vector<std::string> keys;
     for (const auto& item : json.items()) {
         keys.push_back(item.key());
@@ -35,7 +35,7 @@ TEST_CASE("qkv bench --format json follows the contract", "[bench]") {
     CHECK_THAT(json["gflops"].get<double>(),
                Catch::Matchers::WithinRel(1048576.0 / (total_ms * 1e6), 0.01) ||
                    Catch::Matchers::WithinAbs(1048576.0 / (total_ms * 1e6), 0.002));
-    // the steps that do work, in the order of SPEC §3 (the scaling is part of scores,
+    // the steps that do work, in the order of the STEPS section of man/qkv.1 (the scaling is part of scores,
     // and the heads write their columns of concat in place)
     std::vector<std::string> ids;
     for (const auto& step : json["steps"]) {

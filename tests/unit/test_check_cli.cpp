@@ -1,5 +1,5 @@
 // `qkv check` as a user runs it: the homework examples against golden files,
-// the JSON contract of SPEC §5, exit statuses, and input errors.
+// the JSON contract of the check command in man/qkv.1, exit statuses, and input errors.
 #include "support.hpp"
 
 #include <nlohmann/json.hpp>
@@ -19,7 +19,7 @@ using qkv::test::run_qkv;
 
 namespace {
 
-// The SPEC §5 answers for the illustrated article.
+// The the check command in man/qkv.1 answers for the illustrated article.
 const char* const k_illustrated_answers = R"(answers:
   keys:    [[0, 1, 1], [4, 4, 0], [2, 3, 1]]
   scores:  [[2, 4, 4], [4, 16, 12], [4, 12, 10]]
@@ -184,7 +184,7 @@ TEST_CASE("the illustrated article's answers: a wrong weight, and an output that
     }
 }
 
-TEST_CASE("the check JSON follows the contract of SPEC 5", "[cli][check][json]") {
+TEST_CASE("the check JSON follows the contract of the man page", "[cli][check][json]") {
     const auto result = run_in_repo({"check", "examples/homework/two-heads/model.yaml", "--answers",
                                      "examples/homework/two-heads/mistake-heads-averaged.yaml", "--format", "json"});
     CHECK(result.status == 1);

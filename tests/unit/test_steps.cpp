@@ -1,6 +1,8 @@
 // Unit tests for each attention step, with values worked by hand or taken from
-// the reference articles (see ../shared/seeds/README.md in the project's
-// workspace: "the illustrated article" and "the sky-is-blue notebook").
+// two published worked examples: "the illustrated article" (an illustrated
+// walk through self-attention: 3 inputs of width 4, W_Q, W_K, W_V of 4 × 3, no
+// scaling) and "the sky-is-blue notebook" (2-dimensional embeddings of "sky
+// is blue", W of 2 × 2, scaled by √2, every intermediate to 4 decimals).
 #include "support.hpp"
 
 using namespace qkv;
