@@ -113,6 +113,51 @@ struct Grading {
     std::set<StepKey> answered;
 };
 
+// What grading one step's cells found besides their verdicts.
+struct CellsGraded {
+    bool deviates = false;  // some given number is not the true value
+    bool partial = false;   // some cell is left blank
+};
+
+// Grades each given cell of an answer of the right shape against the true
+// value and against the values worked out from the learner's earlier answers
+// (as written, and without their rounding), and writes the learner's numbers
+// into `as_written` and `unrounded`, which the later steps read.
+CellsGraded grade_cells(StepCheck& check, const arma::mat& from_learner, const arma::mat& from_precise,
+                        const CheckOptions& options, arma::mat& as_written, arma::mat& unrounded) {
+    const StepAnswer& answer = *check.answer;
+    const arma::mat& expected = check.step->values;
+    CellsGraded graded;
+    for (arma::uword i = 0; i < answer.n_rows; ++i) {
+        for (arma::uword j = 0; j < answer.n_cols; ++j) {
+            const AnswerCell& cell = answer.at(i, j);
+            if (!cell.given) {
+                graded.partial = true;
+                continue;
+            }
+            const double value = cell.value;
+            const bool follows_precise = matches(value, cell.decimals, from_precise(i, j), options);
+            Verdict verdict = Verdict::wrong;
+            if (matches(value, cell.decimals, expected(i, j), options)) {
+                verdict = Verdict::right;
+            } else if (follows_precise || matches(value, cell.decimals, from_learner(i, j), options)) {
+                verdict = Verdict::consistent;
+            }
+            check.cells.push_back({i, j, &cell, expected(i, j), verdict});
+            as_written(i, j) = value;
+            if (verdict == Verdict::wrong) {
+                unrounded(i, j) = value;
+            } else if (follows_precise) {
+                unrounded(i, j) = from_precise(i, j);
+            } else {
+                unrounded(i, j) = verdict == Verdict::right ? expected(i, j) : value;
+            }
+            graded.deviates = graded.deviates || !same_value(value, expected(i, j));
+        }
+    }
+    return graded;
+}
+
 // Grades `answers`, which are in the order of the trace.
 Grading grade(const Model& model, const Trace& trace, const Answers& answers, const CheckOptions& options) {
     Grading grading;
@@ -153,41 +198,13 @@ Grading grade(const Model& model, const Trace& trace, const Answers& answers, co
             check.shape_ok = answer.n_rows == expected.n_rows && answer.n_cols == expected.n_cols;
             answered.insert(key);
             if (check.shape_ok) {
-                bool deviates = false;
-                bool partial = false;
-                for (arma::uword i = 0; i < answer.n_rows; ++i) {
-                    for (arma::uword j = 0; j < answer.n_cols; ++j) {
-                        const AnswerCell& cell = answer.at(i, j);
-                        if (!cell.given) {
-                            partial = true;
-                            continue;
-                        }
-                        const double value = cell.value;
-                        const bool follows_precise = matches(value, cell.decimals, from_precise(i, j), options);
-                        Verdict verdict = Verdict::wrong;
-                        if (matches(value, cell.decimals, expected(i, j), options)) {
-                            verdict = Verdict::right;
-                        } else if (follows_precise || matches(value, cell.decimals, from_learner(i, j), options)) {
-                            verdict = Verdict::consistent;
-                        }
-                        check.cells.push_back({i, j, &cell, expected(i, j), verdict});
-                        as_written(i, j) = value;
-                        if (verdict == Verdict::wrong) {
-                            unrounded(i, j) = value;
-                        } else if (follows_precise) {
-                            unrounded(i, j) = from_precise(i, j);
-                        } else {
-                            unrounded(i, j) = verdict == Verdict::right ? expected(i, j) : value;
-                        }
-                        deviates = deviates || !same_value(value, expected(i, j));
-                    }
-                }
+                const CellsGraded graded = grade_cells(check, from_learner, from_precise, options, as_written, unrounded);
                 if (check.count(Verdict::consistent) > 0) {
                     check.follows_from = upstream;
                 }
-                if (deviates) {
+                if (graded.deviates) {
                     own = {step_label(trace, step.id, step.head)};
-                    if (partial) {
+                    if (graded.partial) {
                         add_unique(own, upstream);
                     }
                 }

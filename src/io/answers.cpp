@@ -188,75 +188,86 @@ private:
         answer.head = head;
         answer.where = where_of(m_source, node);
         bool ok = true;
-        if (any_number && !any_row) {
-            // a flat list: one row
-            answer.n_rows = 1;
-            answer.n_cols = node.size();
-            if (!room_for(node, path, answer.n_cols)) {
-                return;
-            }
-            arma::uword col = 0;
-            for (const auto& item : node) {
-                ++col;
-                answer.cells.push_back(cell(item, path + "[1," + std::to_string(col) + "]", ok));
-            }
-        } else {
-            const YAML::Node* first_row = nullptr;
-            bool ragged = false;
-            arma::uword row = 0;
-            for (const auto& item : node) {
-                ++row;
-                const std::string row_path = path + " row " + std::to_string(row);
-                if (item.IsNull()) {
-                    continue;
-                }
-                if (!item.IsSequence()) {
-                    m_yaml.error(item, row_path + " is " + m_yaml.describe(item) + "; expected a list of numbers or ~",
-                                 "write each row in brackets, e.g. [0.1, 0.5, 0.4], or ~ for a row you leave out");
-                    ok = false;
-                    continue;
-                }
-                if (item.size() == 0) {
-                    m_yaml.error(item, row_path + " is empty; expected numbers", "write ~ for a row you leave out");
-                    ok = false;
-                    continue;
-                }
-                if (first_row == nullptr) {
-                    first_row = &item;
-                    answer.n_cols = item.size();
-                } else if (item.size() != answer.n_cols) {
-                    ragged = true;
-                }
-            }
-            if (ragged) {
-                report_ragged_rows(node, id, head, path);
-                return;
-            }
-            if (!ok) {
-                return;
-            }
-            answer.n_rows = node.size();
-            if (!room_for(node, path, answer.n_rows * answer.n_cols)) {
-                return;
-            }
-            row = 0;
-            for (const auto& item : node) {
-                ++row;
-                if (item.IsNull()) {
-                    answer.cells.insert(answer.cells.end(), answer.n_cols, AnswerCell{});
-                    continue;
-                }
-                arma::uword col = 0;
-                for (const auto& value : item) {
-                    ++col;
-                    answer.cells.push_back(
-                        cell(value, path + "[" + std::to_string(row) + "," + std::to_string(col) + "]", ok));
-                }
-            }
+        const bool read = any_number && !any_row ? read_flat_row(node, path, answer, ok)
+                                                 : read_rows(node, path, answer, ok);
+        if (!read) {
+            return;
         }
         if (ok && answer.answered() > 0) {
             m_steps.push_back(std::move(answer));
         }
+    }
+
+    // A flat list of numbers: one row. False when it is too large to read.
+    bool read_flat_row(const YAML::Node& node, const std::string& path, StepAnswer& answer, bool& ok) {
+        answer.n_rows = 1;
+        answer.n_cols = node.size();
+        if (!room_for(node, path, answer.n_cols)) {
+            return false;
+        }
+        arma::uword col = 0;
+        for (const auto& item : node) {
+            ++col;
+            answer.cells.push_back(cell(item, path + "[1," + std::to_string(col) + "]", ok));
+        }
+        return true;
+    }
+
+    // A list of rows, each a list of numbers or ~ (a row left out). False when
+    // the rows cannot be read as a matrix (reported).
+    bool read_rows(const YAML::Node& node, const std::string& path, StepAnswer& answer, bool& ok) {
+        const YAML::Node* first_row = nullptr;
+        bool ragged = false;
+        arma::uword row = 0;
+        for (const auto& item : node) {
+            ++row;
+            const std::string row_path = path + " row " + std::to_string(row);
+            if (item.IsNull()) {
+                continue;
+            }
+            if (!item.IsSequence()) {
+                m_yaml.error(item, row_path + " is " + m_yaml.describe(item) + "; expected a list of numbers or ~",
+                             "write each row in brackets, e.g. [0.1, 0.5, 0.4], or ~ for a row you leave out");
+                ok = false;
+                continue;
+            }
+            if (item.size() == 0) {
+                m_yaml.error(item, row_path + " is empty; expected numbers", "write ~ for a row you leave out");
+                ok = false;
+                continue;
+            }
+            if (first_row == nullptr) {
+                first_row = &item;
+                answer.n_cols = item.size();
+            } else if (item.size() != answer.n_cols) {
+                ragged = true;
+            }
+        }
+        if (ragged) {
+            report_ragged_rows(node, answer.id, answer.head, path);
+            return false;
+        }
+        if (!ok) {
+            return false;
+        }
+        answer.n_rows = node.size();
+        if (!room_for(node, path, answer.n_rows * answer.n_cols)) {
+            return false;
+        }
+        row = 0;
+        for (const auto& item : node) {
+            ++row;
+            if (item.IsNull()) {
+                answer.cells.insert(answer.cells.end(), answer.n_cols, AnswerCell{});
+                continue;
+            }
+            arma::uword col = 0;
+            for (const auto& value : item) {
+                ++col;
+                answer.cells.push_back(cell(value, path + "[" + std::to_string(row) + "," + std::to_string(col) + "]", ok));
+            }
+        }
+        return true;
     }
 
     // Rows of different lengths. A list of rows that all have the same wrong
