@@ -15,15 +15,6 @@
 #include <limits>
 #include <thread>
 
-#ifdef QKV_BLAS_OPENBLAS
-extern "C" {
-char* openblas_get_config();
-int openblas_get_num_threads();
-void openblas_set_num_threads(int threads);
-int openblas_get_parallel();
-}
-#endif
-
 namespace qkv {
 
 namespace {
@@ -162,6 +153,9 @@ private:
     int m_previous;
 };
 
+// Whether the caller keeps this step of this head (0 for a step that is not per head).
+bool keeps(const EngineRequest& request, StepId id, int head) { return request.keep && request.keep(id, head); }
+
 // The per-head steps, shared by the worker threads. Every (head, block of
 // query rows) is an independent item; workers take the next one until none is left.
 class HeadSteps {
@@ -194,7 +188,7 @@ public:
                 continue;
             }
             for (int h = 1; h <= heads; ++h) {
-                if (request.keep && request.keep(k_ids[part], h)) {
+                if (keeps(request, k_ids[part], h)) {
                     arma::mat& kept = result.kept[{k_ids[part], h}];
                     kept.set_size(m_n, m_m);
                     m_keep[part][h - 1] = kept.memptr();
@@ -257,102 +251,130 @@ private:
         return m_V_packed + h * kernels::packed_values_size(m_m, m_weights.d_v);
     }
 
+    // Rows r0 … r0 + rows − 1 of the queries, for head h (0-based).
+    struct Block {
+        arma::uword h = 0;
+        arma::uword r0 = 0;
+        arma::uword rows = 0;
+    };
+
+    // where head h keeps the n × m matrix of a step, or nullptr
+    double* kept(Part part, arma::uword h) const { return m_keep[part][h]; }
+
     void run_item(arma::uword h, arma::uword block, Scratch& scratch) const {
-        double* St = scratch.scores.data();
-        double* sums = scratch.sums.data();
-        double* inverse = scratch.inverse.data();
+        const arma::uword r0 = block * m_block;
+        const Block b{h, r0, std::min(m_block, m_n - r0)};
         auto& times = scratch.times;
+        auto start = Clock::now();
+        block_scores(b, scratch);
+        times[p_scores] += ms_since(start);
+        if (m_request.mask.any()) {
+            start = Clock::now();
+            block_mask(b, scratch.scores.data());
+            times[p_masked] += ms_since(start);
+        }
+        start = Clock::now();
+        block_softmax(b, scratch);
+        times[p_weights] += ms_since(start);
+        start = Clock::now();
+        block_head_output(b, scratch);
+        times[p_head_output] += ms_since(start);
+    }
+
+    // step: scaled scores of the block, transposed so that each query's row is
+    // contiguous: S'ᵀ (m × rows) = (1/scale) · K_h (m × d_k) · Q_blockᵀ (d_k × rows)
+    void block_scores(const Block& b, Scratch& scratch) const {
+        double* St = scratch.scores.data();
         const arma::uword n = m_n;
         const arma::uword m = m_m;
         const arma::uword d_k = m_weights.d_k;
-        const arma::uword d_v = m_weights.d_v;
-        const arma::uword r0 = block * m_block;
-        const arma::uword rows = std::min(m_block, n - r0);
-        const double* Q_h = m_Q + h * d_k * n;  // n × d_k, queries of this block from row r0
-        const double* K_h = m_K + h * d_k * m;  // m × d_k
-        const double* V_h = m_V + h * d_v * m;  // m × d_v
-        double* Z_h = m_concat + h * d_v * n;   // n × d_v, this head's columns of the concatenation
-        const auto slot = [&](Part part) { return m_keep[part][h]; };
-
-        // step: scaled scores of the block, transposed so that each query's row is
-        // contiguous: S'ᵀ (m × rows) = (1/scale) · K_h (m × d_k) · Q_blockᵀ (d_k × rows)
-        auto start = Clock::now();
+        const double* Q_h = m_Q + b.h * d_k * n;  // n × d_k, queries of this block from row r0
+        const double* K_h = m_K + b.h * d_k * m;  // m × d_k
         if (m_own_products) {
-            kernels::pack_queries(Q_h + r0, n, rows, d_k, scratch.queries.data());
-            kernels::scores_block(packed_keys(h), m, d_k, scratch.queries.data(), rows, m_inv_scale, St);
+            kernels::pack_queries(Q_h + b.r0, n, b.rows, d_k, scratch.queries.data());
+            kernels::scores_block(packed_keys(b.h), m, d_k, scratch.queries.data(), b.rows, m_inv_scale, St);
         } else {
-            gemm(false, true, m, rows, d_k, m_inv_scale, K_h, m, Q_h + r0, n, St, m);
+            gemm(false, true, m, b.rows, d_k, m_inv_scale, K_h, m, Q_h + b.r0, n, St, m);
         }
-        if (double* S = slot(p_scores)) {
+        if (double* S = kept(p_scores, b.h)) {
             // S_block (rows × m) = Q_block · K_hᵀ, unscaled, straight into rows r0 … of S
-            gemm(false, true, rows, m, d_k, 1.0, Q_h + r0, n, K_h, m, S + r0, n);
+            gemm(false, true, b.rows, m, d_k, 1.0, Q_h + b.r0, n, K_h, m, S + b.r0, n);
         }
-        if (double* scaled = slot(p_scaled)) {
-            copy_transposed(St, m, rows, scaled + r0, n);
+        if (double* scaled = kept(p_scaled, b.h)) {
+            copy_transposed(St, m, b.rows, scaled + b.r0, n);
         }
-        times[p_scores] += ms_since(start);
+    }
 
-        // step: masking, blocked cells become −∞
-        if (m_request.mask.any()) {
-            start = Clock::now();
-            const double minus_inf = -std::numeric_limits<double>::infinity();
-            const MaskView& mask = m_request.mask;
-            for (arma::uword i = 0; i < rows; ++i) {
-                double* row = St + i * m;
-                const arma::uword query = r0 + i;
-                if (mask.causal) {
-                    for (arma::uword j = query + 1; j < m; ++j) {
+    // step: masking, blocked cells of the block's scores (m × rows) become −∞
+    void block_mask(const Block& b, double* St) const {
+        const arma::uword m = m_m;
+        const double minus_inf = -std::numeric_limits<double>::infinity();
+        const MaskView& mask = m_request.mask;
+        for (arma::uword i = 0; i < b.rows; ++i) {
+            double* row = St + i * m;
+            const arma::uword query = b.r0 + i;
+            if (mask.causal) {
+                for (arma::uword j = query + 1; j < m; ++j) {
+                    row[j] = minus_inf;
+                }
+            }
+            for (const arma::uword j : m_padded_keys) {
+                row[j] = minus_inf;
+            }
+            if (mask.matrix != nullptr) {
+                for (arma::uword j = 0; j < m; ++j) {
+                    if ((*mask.matrix)(query, j) == 0.0) {
                         row[j] = minus_inf;
                     }
                 }
-                for (const arma::uword j : m_padded_keys) {
-                    row[j] = minus_inf;
-                }
-                if (mask.matrix != nullptr) {
-                    for (arma::uword j = 0; j < m; ++j) {
-                        if ((*mask.matrix)(query, j) == 0.0) {
-                            row[j] = minus_inf;
-                        }
-                    }
-                }
             }
-            if (double* masked = slot(p_masked)) {
-                copy_transposed(St, m, rows, masked + r0, n);
-            }
-            times[p_masked] += ms_since(start);
         }
+        if (double* masked = kept(p_masked, b.h)) {
+            copy_transposed(St, m, b.rows, masked + b.r0, m_n);
+        }
+    }
 
-        // step: softmax along each row; exp(s − max) in place, the division by the
-        // row sum is applied to the head output below
-        start = Clock::now();
-        kernels::exp_columns(St, m, rows, sums);
-        for (arma::uword i = 0; i < rows; ++i) {
-            inverse[i] = 1.0 / sums[i];
+    // step: softmax along each row; exp(s − max) in place, the division by the
+    // row sum is applied to the head output (block_head_output)
+    void block_softmax(const Block& b, Scratch& scratch) const {
+        double* St = scratch.scores.data();
+        double* inverse = scratch.inverse.data();
+        const arma::uword n = m_n;
+        const arma::uword m = m_m;
+        kernels::exp_columns(St, m, b.rows, scratch.sums.data());
+        for (arma::uword i = 0; i < b.rows; ++i) {
+            inverse[i] = 1.0 / scratch.sums[i];
         }
-        if (double* A = slot(p_weights)) {
+        if (double* A = kept(p_weights, b.h)) {
             for (arma::uword j = 0; j < m; ++j) {
-                for (arma::uword i = 0; i < rows; ++i) {
-                    A[r0 + i + j * n] = St[j + i * m] * inverse[i];
+                for (arma::uword i = 0; i < b.rows; ++i) {
+                    A[b.r0 + i + j * n] = St[j + i * m] * inverse[i];
                 }
             }
         }
-        times[p_weights] += ms_since(start);
+    }
 
-        // step: head output of the block, Z_block (rows × d_v) = E_block (rows × m) · V_h (m × d_v),
-        // then row i divided by its softmax sum
-        start = Clock::now();
+    // step: head output of the block, Z_block (rows × d_v) = E_block (rows × m) · V_h (m × d_v),
+    // then row i divided by its softmax sum
+    void block_head_output(const Block& b, const Scratch& scratch) const {
+        const double* St = scratch.scores.data();
+        const double* inverse = scratch.inverse.data();
+        const arma::uword n = m_n;
+        const arma::uword m = m_m;
+        const arma::uword d_v = m_weights.d_v;
+        const double* V_h = m_V + b.h * d_v * m;  // m × d_v
+        double* Z_h = m_concat + b.h * d_v * n;   // n × d_v, this head's columns of the concatenation
         if (m_own_products) {
-            kernels::weighted_sum_block(St, m, rows, packed_values(h), d_v, inverse, Z_h + r0, n);
+            kernels::weighted_sum_block(St, m, b.rows, packed_values(b.h), d_v, inverse, Z_h + b.r0, n);
         } else {
-            gemm(true, false, rows, d_v, m, 1.0, St, m, V_h, m, Z_h + r0, n);
+            gemm(true, false, b.rows, d_v, m, 1.0, St, m, V_h, m, Z_h + b.r0, n);
             for (arma::uword c = 0; c < d_v; ++c) {
-                double* z = Z_h + c * n + r0;
-                for (arma::uword i = 0; i < rows; ++i) {
+                double* z = Z_h + c * n + b.r0;
+                for (arma::uword i = 0; i < b.rows; ++i) {
                     z[i] *= inverse[i];
                 }
             }
         }
-        times[p_head_output] += ms_since(start);
     }
 
     const EngineRequest& m_request;
@@ -372,6 +394,167 @@ private:
     double* m_K_packed = nullptr;  // with own products: each head's K and V, packed
     double* m_V_packed = nullptr;
 };
+
+
+// Q, K and V of every head, column after column: Q_all (n × H·d_k), K_all
+// (m × H·d_k), V_all (m × H·d_v); head h's block of each is contiguous.
+struct Projections {
+    arma::uword n = 0;  // query rows
+    arma::uword m = 0;  // key and value rows
+    const double* Q_all = nullptr;
+    const double* K_all = nullptr;
+    const double* V_all = nullptr;
+};
+
+// step: projections for every head at once. When keys and values read the
+// queries' rows (self-attention), Q, K and V are one product,
+// [Q_all K_all V_all] (n × (2·H·d_k + H·d_v)) = X · W_QKV; otherwise Q_all = X·W_Q
+// and [K_all V_all] = C·[W_K W_V]. A product's time is shared among its
+// steps in proportion to their columns.
+Projections project_heads(const EngineRequest& request, EngineWorkspace& workspace, int threads, StepTimes& times) {
+    const PackedWeights& weights = *request.weights;
+    const arma::mat& X = *request.X;
+    const arma::mat& C = *request.C;
+    Projections p;
+    p.n = X.n_rows;
+    p.m = C.n_rows;
+    const arma::uword n = p.n;
+    const arma::uword m = p.m;
+    const arma::uword q_width = weights.q_width();
+    const arma::uword v_width = weights.v_width();
+    const std::vector<BiasPart> bias_q = weights.b_Q.is_empty() ? std::vector<BiasPart>{}
+                                                                 : std::vector<BiasPart>{{0, &weights.b_Q}};
+    std::vector<BiasPart> bias_kv;
+    if (!weights.b_K.is_empty()) {
+        bias_kv.push_back({0, &weights.b_K});
+    }
+    if (!weights.b_V.is_empty()) {
+        bias_kv.push_back({q_width, &weights.b_V});
+    }
+    arma::mat& projections = workspace.projections;  // [Q K V] for self-attention, else Q alone
+    arma::mat& KV_all = workspace.keys_values;       // [K V] for cross-attention
+    auto start = Clock::now();
+    if (&X == &C) {
+        std::vector<BiasPart> biases = bias_q;
+        for (BiasPart part : bias_kv) {
+            part.first += q_width;
+            biases.push_back(part);
+        }
+        projections.set_size(n, 2 * q_width + v_width);
+        project(X, weights.W_QKV, 0, projections.n_cols, biases, projections.memptr(), threads);
+        const double ms = ms_since(start);
+        const double width = static_cast<double>(projections.n_cols);
+        times.emplace_back(StepId::queries, ms * static_cast<double>(q_width) / width);
+        times.emplace_back(StepId::keys, ms * static_cast<double>(q_width) / width);
+        times.emplace_back(StepId::values, ms * static_cast<double>(v_width) / width);
+        p.K_all = projections.memptr() + n * q_width;
+        p.V_all = p.K_all + n * q_width;
+    } else {
+        projections.set_size(n, q_width);
+        project(X, weights.W_QKV, 0, q_width, bias_q, projections.memptr(), threads);
+        times.emplace_back(StepId::queries, ms_since(start));
+        start = Clock::now();
+        KV_all.set_size(m, q_width + v_width);
+        project(C, weights.W_QKV, q_width, KV_all.n_cols, bias_kv, KV_all.memptr(), threads);
+        const double ms = ms_since(start);
+        const double kv_width = static_cast<double>(KV_all.n_cols);
+        times.emplace_back(StepId::keys, ms * static_cast<double>(q_width) / kv_width);
+        times.emplace_back(StepId::values, ms * static_cast<double>(v_width) / kv_width);
+        p.K_all = KV_all.memptr();
+        p.V_all = p.K_all + m * q_width;
+    }
+    p.Q_all = projections.memptr();
+    return p;
+}
+
+// Copies out the Q, K and V the caller keeps, head by head.
+void keep_projections(const EngineRequest& request, const Projections& p, EngineResult& result) {
+    const PackedWeights& weights = *request.weights;
+    const arma::uword n = p.n;
+    const arma::uword m = p.m;
+    for (int h = 1; h <= static_cast<int>(weights.heads); ++h) {
+        const arma::uword first = (h - 1) * weights.d_k;
+        if (keeps(request, StepId::queries, h)) {
+            result.kept[{StepId::queries, h}] = arma::mat(p.Q_all + first * n, n, weights.d_k);
+        }
+        if (keeps(request, StepId::keys, h)) {
+            result.kept[{StepId::keys, h}] = arma::mat(p.K_all + first * m, m, weights.d_k);
+        }
+        if (keeps(request, StepId::values, h)) {
+            result.kept[{StepId::values, h}] = arma::mat(p.V_all + (h - 1) * weights.d_v * m, m, weights.d_v);
+        }
+    }
+}
+
+// steps per head: scores, masking, softmax and weighted sum, block by block on
+// `threads` workers; each head's output lands in its columns of the
+// concatenation (n × H·d_v)
+void run_heads(const EngineRequest& request, const Projections& p, arma::mat& concat, EngineWorkspace& workspace,
+               int threads, EngineResult& result, StepTimes& times) {
+    HeadSteps steps(request, p.Q_all, p.n, p.K_all, p.V_all, p.m, concat, result);
+    const int workers = static_cast<int>(std::min<arma::uword>(threads, steps.items()));
+    // allocated here, so that running out of memory is an exception of this thread
+    std::vector<HeadSteps::Scratch> scratch;
+    for (int w = 0; w < workers; ++w) {
+        scratch.push_back(steps.make_scratch());
+    }
+    steps.allocate_packed(workspace.packed_keys, workspace.packed_values);
+    const auto start = Clock::now();
+    // with own products, each head's K and V packed first, then the blocks
+    parallel_for(workers, steps.packing_items(), [&steps](arma::uword h, int) { steps.pack(h); });
+    parallel_for(workers, steps.items(),
+                 [&steps, &scratch](arma::uword item, int worker) { steps.work(item, scratch[worker]); });
+    // the workers ran side by side: share the wall time among the steps in
+    // proportion to the time the workers spent in each
+    const double wall = ms_since(start);
+    std::array<double, HeadSteps::k_parts> per_part{};
+    double busy = 0.0;
+    for (const auto& local : scratch) {
+        for (int part = 0; part < HeadSteps::k_parts; ++part) {
+            per_part[part] += local.times[part];
+            busy += local.times[part];
+        }
+    }
+    for (int part = 0; part < HeadSteps::k_parts; ++part) {
+        // the scaling is part of the score product; masking exists only with a mask
+        if (part == HeadSteps::p_scaled || (part == HeadSteps::p_masked && !request.mask.any())) {
+            continue;
+        }
+        times.emplace_back(HeadSteps::k_ids[part], busy > 0.0 ? wall * per_part[part] / busy : 0.0);
+    }
+}
+
+// Copies out the head outputs and the concatenation the caller keeps.
+void keep_head_outputs(const EngineRequest& request, const arma::mat& concat, EngineResult& result) {
+    const PackedWeights& weights = *request.weights;
+    const int heads = static_cast<int>(weights.heads);
+    for (int h = 1; h <= heads; ++h) {
+        if (keeps(request, StepId::head_output, h)) {
+            result.kept[{StepId::head_output, h}] = concat.cols((h - 1) * weights.d_v, h * weights.d_v - 1);
+        }
+    }
+    if (heads > 1 && keeps(request, StepId::concat, 0)) {
+        result.kept[{StepId::concat, 0}] = concat;
+    }
+}
+
+// step: output projection, (n × d_out) = concat (n × H·d_v) · W_O (H·d_v × d_out) + b_O;
+// without W_O the output is the concatenation itself
+void project_output(const EngineRequest& request, arma::mat& concat, EngineWorkspace& workspace, int threads,
+                    EngineResult& result, StepTimes& times) {
+    const PackedWeights& weights = *request.weights;
+    const auto start = Clock::now();
+    if (weights.W_O.is_empty()) {
+        result.output = std::move(concat);
+    } else {
+        result.output = std::move(workspace.output);
+        result.output.set_size(concat.n_rows, weights.W_O.n_cols);
+        const std::vector<BiasPart> bias_o =
+            weights.b_O.is_empty() ? std::vector<BiasPart>{} : std::vector<BiasPart>{{0, &weights.b_O}};
+        project(concat, weights.W_O, 0, weights.W_O.n_cols, bias_o, result.output.memptr(), threads);
+    }
+    times.emplace_back(StepId::output, ms_since(start));
+}
 
 }  // namespace
 
@@ -436,14 +619,9 @@ MaskView mask_view(const Model& model) {
 }
 
 EngineResult run_engine(const EngineRequest& request) {
-    const PackedWeights& weights = *request.weights;
-    const arma::mat& X = *request.X;
-    const arma::mat& C = *request.C;
-    const int heads = static_cast<int>(weights.heads);
     const int threads = request.threads > 0 ? request.threads : default_threads();
     EngineWorkspace local;
     EngineWorkspace& workspace = request.workspace != nullptr ? *request.workspace : local;
-    const auto keep = [&](StepId id, int head) { return request.keep && request.keep(id, head); };
     EngineResult result;
     StepTimes times;
 
@@ -451,130 +629,15 @@ EngineResult run_engine(const EngineRequest& request) {
     // them, so that its idle threads never compete with qkv's for the cores
     ScopedBlasThreads blas(1);
 
-    // step: projections for every head at once. When keys and values read the
-    // queries' rows (self-attention), Q, K and V are one product,
-    // [Q_all K_all V_all] (n × (2·H·d_k + H·d_v)) = X · W_QKV; otherwise Q_all = X·W_Q
-    // and [K_all V_all] = C·[W_K W_V]. A product's time is shared among its
-    // steps in proportion to their columns.
-    const arma::uword n = X.n_rows;
-    const arma::uword m = C.n_rows;
-    const arma::uword q_width = weights.q_width();
-    const arma::uword v_width = weights.v_width();
-    const std::vector<BiasPart> bias_q = weights.b_Q.is_empty() ? std::vector<BiasPart>{}
-                                                                 : std::vector<BiasPart>{{0, &weights.b_Q}};
-    std::vector<BiasPart> bias_kv;
-    if (!weights.b_K.is_empty()) {
-        bias_kv.push_back({0, &weights.b_K});
-    }
-    if (!weights.b_V.is_empty()) {
-        bias_kv.push_back({q_width, &weights.b_V});
-    }
-    arma::mat& projections = workspace.projections;  // [Q K V] for self-attention, else Q alone
-    arma::mat& KV_all = workspace.keys_values;       // [K V] for cross-attention
-    const double* K_all = nullptr;
-    const double* V_all = nullptr;
-    auto start = Clock::now();
-    if (&X == &C) {
-        std::vector<BiasPart> biases = bias_q;
-        for (BiasPart part : bias_kv) {
-            part.first += q_width;
-            biases.push_back(part);
-        }
-        projections.set_size(n, 2 * q_width + v_width);
-        project(X, weights.W_QKV, 0, projections.n_cols, biases, projections.memptr(), threads);
-        const double ms = ms_since(start);
-        const double width = static_cast<double>(projections.n_cols);
-        times.emplace_back(StepId::queries, ms * static_cast<double>(q_width) / width);
-        times.emplace_back(StepId::keys, ms * static_cast<double>(q_width) / width);
-        times.emplace_back(StepId::values, ms * static_cast<double>(v_width) / width);
-        K_all = projections.memptr() + n * q_width;
-        V_all = K_all + n * q_width;
-    } else {
-        projections.set_size(n, q_width);
-        project(X, weights.W_QKV, 0, q_width, bias_q, projections.memptr(), threads);
-        times.emplace_back(StepId::queries, ms_since(start));
-        start = Clock::now();
-        KV_all.set_size(m, q_width + v_width);
-        project(C, weights.W_QKV, q_width, KV_all.n_cols, bias_kv, KV_all.memptr(), threads);
-        const double ms = ms_since(start);
-        const double kv_width = static_cast<double>(KV_all.n_cols);
-        times.emplace_back(StepId::keys, ms * static_cast<double>(q_width) / kv_width);
-        times.emplace_back(StepId::values, ms * static_cast<double>(v_width) / kv_width);
-        K_all = KV_all.memptr();
-        V_all = K_all + m * q_width;
-    }
-    const double* Q_all = projections.memptr();
-    for (int h = 1; h <= heads; ++h) {
-        const arma::uword first = (h - 1) * weights.d_k;
-        if (keep(StepId::queries, h)) {
-            result.kept[{StepId::queries, h}] = arma::mat(Q_all + first * n, n, weights.d_k);
-        }
-        if (keep(StepId::keys, h)) {
-            result.kept[{StepId::keys, h}] = arma::mat(K_all + first * m, m, weights.d_k);
-        }
-        if (keep(StepId::values, h)) {
-            result.kept[{StepId::values, h}] = arma::mat(V_all + (h - 1) * weights.d_v * m, m, weights.d_v);
-        }
-    }
+    const Projections projections = project_heads(request, workspace, threads, times);
+    keep_projections(request, projections, result);
 
-    // steps per head: scores, masking, softmax and weighted sum, block by block;
-    // each head's output lands in its columns of the concatenation (n × H·d_v)
     arma::mat& concat = workspace.concat;
-    concat.set_size(n, weights.heads * weights.d_v);
-    {
-        HeadSteps steps(request, Q_all, n, K_all, V_all, m, concat, result);
-        const int workers = static_cast<int>(std::min<arma::uword>(threads, steps.items()));
-        // allocated here, so that running out of memory is an exception of this thread
-        std::vector<HeadSteps::Scratch> scratch;
-        for (int w = 0; w < workers; ++w) {
-            scratch.push_back(steps.make_scratch());
-        }
-        steps.allocate_packed(workspace.packed_keys, workspace.packed_values);
-        start = Clock::now();
-        // with own products, each head's K and V packed first, then the blocks
-        parallel_for(workers, steps.packing_items(), [&steps](arma::uword h, int) { steps.pack(h); });
-        parallel_for(workers, steps.items(),
-                     [&steps, &scratch](arma::uword item, int worker) { steps.work(item, scratch[worker]); });
-        // the workers ran side by side: share the wall time among the steps in
-        // proportion to the time the workers spent in each
-        const double wall = ms_since(start);
-        std::array<double, HeadSteps::k_parts> per_part{};
-        double busy = 0.0;
-        for (const auto& local : scratch) {
-            for (int part = 0; part < HeadSteps::k_parts; ++part) {
-                per_part[part] += local.times[part];
-                busy += local.times[part];
-            }
-        }
-        for (int part = 0; part < HeadSteps::k_parts; ++part) {
-            // the scaling is part of the score product; masking exists only with a mask
-            if (part == HeadSteps::p_scaled || (part == HeadSteps::p_masked && !request.mask.any())) {
-                continue;
-            }
-            times.emplace_back(HeadSteps::k_ids[part], busy > 0.0 ? wall * per_part[part] / busy : 0.0);
-        }
-    }
-    for (int h = 1; h <= heads; ++h) {
-        if (keep(StepId::head_output, h)) {
-            result.kept[{StepId::head_output, h}] = concat.cols((h - 1) * weights.d_v, h * weights.d_v - 1);
-        }
-    }
-    if (heads > 1 && keep(StepId::concat, 0)) {
-        result.kept[{StepId::concat, 0}] = concat;
-    }
+    concat.set_size(projections.n, request.weights->heads * request.weights->d_v);
+    run_heads(request, projections, concat, workspace, threads, result, times);
+    keep_head_outputs(request, concat, result);
 
-    // step: output projection, (n × d_out) = concat (n × H·d_v) · W_O (H·d_v × d_out) + b_O
-    start = Clock::now();
-    if (weights.W_O.is_empty()) {
-        result.output = std::move(concat);
-    } else {
-        result.output = std::move(workspace.output);
-        result.output.set_size(n, weights.W_O.n_cols);
-        const std::vector<BiasPart> bias_o =
-            weights.b_O.is_empty() ? std::vector<BiasPart>{} : std::vector<BiasPart>{{0, &weights.b_O}};
-        project(concat, weights.W_O, 0, weights.W_O.n_cols, bias_o, result.output.memptr(), threads);
-    }
-    times.emplace_back(StepId::output, ms_since(start));
+    project_output(request, concat, workspace, threads, result, times);
 
     if (request.times != nullptr) {
         *request.times = std::move(times);
@@ -597,56 +660,6 @@ std::uint64_t estimate_memory(std::uint64_t n, std::uint64_t m, std::uint64_t d_
     const std::uint64_t scratch = 8 * std::min<std::uint64_t>(n, k_max_block_rows) * m;
     const std::uint64_t outputs = n * heads * d_v + n * d_out;
     return 8 * (inputs + weights + projections + kept_heads * per_kept_head + scratch + outputs);
-}
-
-std::string blas_name() {
-    std::string name = "none";
-#ifdef QKV_BLAS_OPENBLAS
-    name = openblas_get_config();
-    switch (openblas_get_parallel()) {
-        case 0:
-            name += " (sequential)";
-            break;
-        case 1:
-            name += " (pthreads)";
-            break;
-        case 2:
-            name += " (OpenMP)";
-            break;
-        default:
-            break;
-    }
-    if (const char* core = std::getenv("OPENBLAS_CORETYPE"); core != nullptr && core[0] != '\0') {
-        name += " OPENBLAS_CORETYPE=" + std::string(core);
-    }
-#elif defined(QKV_BLAS_NAME)
-    name = QKV_BLAS_NAME;
-#endif
-    return name;
-}
-
-int blas_threads() {
-#ifdef QKV_BLAS_OPENBLAS
-    return openblas_get_num_threads();
-#else
-    return 1;
-#endif
-}
-
-void set_blas_threads(int threads) {
-#ifdef QKV_BLAS_OPENBLAS
-    openblas_set_num_threads(std::max(threads, 1));
-#else
-    (void)threads;
-#endif
-}
-
-int default_threads() {
-#ifdef QKV_BLAS_OPENBLAS
-    return std::max(openblas_get_num_threads(), 1);
-#else
-    return static_cast<int>(std::max(std::thread::hardware_concurrency(), 1U));
-#endif
 }
 
 }  // namespace qkv

@@ -147,7 +147,9 @@ std::uint64_t estimate_memory(std::uint64_t n, std::uint64_t m, std::uint64_t d_
                               std::uint64_t d_k, std::uint64_t d_v, std::uint64_t d_out,
                               std::uint64_t square_steps = 4, std::uint64_t kept_heads = UINT64_MAX);
 
-// The BLAS in use, as `qkv --version` shows it ("none" without BLAS), with
+// ── the BLAS the engine calls (blas.cpp) ────────────────────────────────────
+
+// Its name, as `qkv --version` shows it ("none" without BLAS), with
 // OPENBLAS_CORETYPE appended when it is set (it pins OpenBLAS's kernels).
 std::string blas_name();
 // Threads BLAS uses for one product (1 without BLAS).

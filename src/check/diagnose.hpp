@@ -4,6 +4,7 @@
 // An answer shows a mistake when every answered cell matches that value, the
 // value differs from the true one in some answered cell, every wrong cell is
 // clearly away from the true one, and there are at least two wrong cells.
+// mistakes.cpp holds the catalogue (mistakes_in), diagnose.cpp the search.
 #pragma once
 
 #include "check/check.hpp"

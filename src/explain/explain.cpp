@@ -7,71 +7,18 @@
 #include "attention/attention.hpp"
 #include "attention/cell.hpp"
 #include "attention/steps.hpp"
-#include "base/diagnostics.hpp"
-#include "render/palette.hpp"
+#include "explain/numbers.hpp"
 #include "render/table.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 
 namespace qkv {
 
 namespace {
 
-std::string decimals_text(int decimals) {
-    return std::to_string(decimals) + (decimals == 1 ? " decimal" : " decimals");
-}
-
-// Numbers as the tables show them: whole numbers without decimals, the
-// others at --precision, −∞ as a symbol.
-class Numbers {
-public:
-    explicit Numbers(const RenderOptions& options) : m_precision(options.precision) {}
-
-    std::string operator()(double value) const {
-        return format_number(value, m_precision, is_whole_number(value), false);
-    }
-
-    // A factor after "·": negative numbers in parentheses.
-    std::string factor(double value) const {
-        const std::string text = (*this)(value);
-        return text[0] == '-' ? "(" + text + ")" : text;
-    }
-
-    std::string vector(const std::vector<double>& values) const {
-        std::string text = "[";
-        for (std::size_t k = 0; k < values.size(); ++k) {
-            text += (k == 0 ? "" : ", ") + (*this)(values[k]);
-        }
-        return text + "]";
-    }
-
-    std::string vector(const arma::rowvec& values) const {
-        return vector(std::vector<double>(values.begin(), values.end()));
-    }
-
-    // "a₁·b₁ + a₂·b₂ + …" with a term's negative first factor written as "− |a|·b".
-    std::string dot_terms(const arma::rowvec& a, const arma::rowvec& b) const {
-        std::string text;
-        for (arma::uword k = 0; k < a.n_elem; ++k) {
-            const std::string first = (*this)(a(k));
-            const bool negative = first[0] == '-';
-            if (k == 0) {
-                text += first;
-            } else {
-                text += negative ? " − " + first.substr(1) : " + " + first;
-            }
-            text += "·" + factor(b(k));
-        }
-        return text;
-    }
-
-private:
-    int m_precision;
-};
+using explaining::decimals_text;
+using explaining::Numbers;
 
 // Works out one explanation: checks the cell, then dispatches on its step.
 class Explainer {
@@ -516,72 +463,6 @@ Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& 
         line = symbols(line, options);
     }
     return result;
-}
-
-void render_explanations(const std::vector<Explanation>& explanations, const RenderOptions& options,
-                         std::ostream& out) {
-    switch (options.format) {
-        case Format::text:
-            for (std::size_t k = 0; k < explanations.size(); ++k) {
-                const Explanation& e = explanations[k];
-                out << (k == 0 ? "" : "\n");
-                out << styled(e.heading, k_bold, options.color) << '\n';
-                for (const auto& line : e.lines) {
-                    out << "  " << line << '\n';
-                }
-            }
-            return;
-        case Format::markdown:
-            for (std::size_t k = 0; k < explanations.size(); ++k) {
-                const Explanation& e = explanations[k];
-                // the fence is longer than any run of backticks in the working (a label may hold ```)
-                std::size_t longest = 0;
-                for (const auto& line : e.lines) {
-                    for (std::size_t at = 0, run = 0; at < line.size(); ++at) {
-                        run = line[at] == '`' ? run + 1 : 0;
-                        longest = std::max(longest, run);
-                    }
-                }
-                const std::string fence(std::max<std::size_t>(3, longest + 1), '`');
-                out << (k == 0 ? "" : "\n") << "### " << e.heading_markdown << "\n\n" << fence << "text\n";
-                for (const auto& line : e.lines) {
-                    out << line << '\n';
-                }
-                out << fence << "\n";
-            }
-            return;
-        case Format::json: {
-            nlohmann::ordered_json doc;
-            doc["schema_version"] = 1;
-            doc["cells"] = nlohmann::ordered_json::array();
-            for (const auto& e : explanations) {
-                nlohmann::ordered_json cell;
-                cell["cell"] = e.cell.text;
-                cell["step"] = step_text(e.cell.step);
-                cell["head"] = e.cell.head == 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(e.cell.head);
-                cell["row"] = e.cell.row;
-                cell["col"] = e.cell.col == 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(e.cell.col);
-                nlohmann::ordered_json values = nlohmann::ordered_json::array();
-                for (const double value : e.values) {
-                    if (std::isinf(value)) {
-                        values.push_back(value < 0 ? "-inf" : "inf");
-                    } else {
-                        values.push_back(value);
-                    }
-                }
-                cell["values"] = values;
-                cell["heading"] = e.heading;
-                cell["lines"] = e.lines;
-                doc["cells"].push_back(cell);
-            }
-            out << doc.dump(1) << '\n';
-            return;
-        }
-        default:
-            break;
-    }
-    throw InputError(Diagnostic{"", 0, 0, "explain writes text, markdown or json",
-                                "use --format text, markdown or json with explain"});
 }
 
 }  // namespace qkv

@@ -27,9 +27,9 @@ struct Explanation {
 // arithmetic with numbers at options.precision.
 Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& cell, const RenderOptions& options);
 
-// Writes explanations in options.format: text (heading, then the working
-// indented), markdown (an escaped heading and a fenced block per cell) or json
-// ({"schema_version": 1, "cells": [...]}). Other formats throw InputError.
+// Writes explanations in options.format (formats.cpp): text (heading, then the
+// working indented), markdown (an escaped heading and a fenced block per cell)
+// or json ({"schema_version": 1, "cells": [...]}). Other formats throw InputError.
 void render_explanations(const std::vector<Explanation>& explanations, const RenderOptions& options,
                          std::ostream& out);
 

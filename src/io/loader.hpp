@@ -1,5 +1,7 @@
-// Reads an example file (YAML) into a validated Model. This is the only part of
-// qkv that sees YAML; every problem is reported with its FILE:LINE:COL.
+// Reads an example file (YAML) into a validated Model, reporting every problem
+// with its FILE:LINE:COL. YAML stays inside src/io/: its files (this loader,
+// the lessons' and the answers' loaders, their shared readers) may include
+// yaml-cpp, and no file outside src/io/ may; here YAML::Node is only declared.
 #pragma once
 
 #include "attention/step_id.hpp"

@@ -1,0 +1,140 @@
+// `qkv bench`'s measurement (see bench.hpp): random data, the weights packed
+// for the engine, one warm-up run, then the timed runs and their medians.
+#include "attention/bench.hpp"
+
+#include "attention/engine.hpp"
+#include "attention/kernels.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+namespace qkv {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t middle = values.size() / 2;
+    return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
+}
+
+double peak_rss_mb() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+// Multiply-adds of the matrix products, counted twice (the usual GEMM
+// convention): projections, scores, weighted sums and the output projection.
+double flops(double n, double d_model, double heads) {
+    const double width = d_model;  // H·d_k = H·d_v = d_out = d_model
+    const double projections = 3 * 2 * n * d_model * width;
+    const double per_head = 2 * 2 * n * n * (width / heads) * heads;
+    const double output = 2 * n * width * d_model;
+    return projections + per_head + output;
+}
+
+// Uniform in [low, high), like `{random: ...}`.
+arma::mat uniform(arma::uword rows, arma::uword cols, double low, double high) {
+    arma::mat M(rows, cols, arma::fill::randu);
+    return low + (high - low) * M;
+}
+
+// Random weights in ±1/√d_model (as nn.Linear starts), packed for the engine:
+// H heads of width d_model / H, and an output projection.
+PackedWeights random_weights(arma::uword d_model, arma::uword heads) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(d_model));
+    PackedWeights weights;
+    weights.heads = heads;
+    weights.d_k = d_model / heads;
+    weights.d_v = weights.d_k;
+    weights.set_projections(uniform(d_model, d_model, -bound, bound), uniform(d_model, d_model, -bound, bound),
+                            uniform(d_model, d_model, -bound, bound));
+    weights.W_O = uniform(d_model, d_model, -bound, bound);
+    return weights;
+}
+
+// Each run's total and each step's times, the steps in the order they first came.
+struct Timings {
+    std::vector<double> totals;
+    std::vector<StepId> order;
+    std::map<StepId, std::vector<double>> per_step;
+
+    void add(double total_ms, const StepTimes& times) {
+        totals.push_back(total_ms);
+        for (const auto& [id, ms] : times) {
+            if (per_step.find(id) == per_step.end()) {
+                order.push_back(id);
+            }
+            per_step[id].push_back(ms);
+        }
+    }
+};
+
+}  // namespace
+
+double bench_bytes(const BenchSpec& spec) {
+    const auto n = static_cast<double>(spec.tokens);
+    const auto d_model = static_cast<double>(spec.d_model);
+    return 8.0 * (6.0 * n * d_model + 4.0 * d_model * d_model);
+}
+
+BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int done)>& progress) {
+    if (spec.heads == 0 || spec.d_model % spec.heads != 0) {
+        throw std::invalid_argument("bench: heads must divide d_model");
+    }
+    BenchResult result;
+    result.threads = spec.threads > 0 ? spec.threads : default_threads();
+
+    // random data: inputs in [−1, 1), weights in ±1/√d_model
+    arma::arma_rng::set_seed(1);
+    const arma::mat X = uniform(spec.tokens, spec.d_model, -1.0, 1.0);
+    const PackedWeights weights = random_weights(spec.d_model, spec.heads);
+
+    EngineRequest request;
+    request.X = &X;
+    request.C = &X;
+    request.weights = &weights;
+    request.scale = std::sqrt(static_cast<double>(weights.d_k));
+    request.threads = result.threads;  // nothing kept: only the output, as `qkv run --steps output`
+
+    // one warm-up run (first touches of memory), then the timed runs; the
+    // workspace keeps the large matrices' memory from run to run
+    StepTimes times;
+    request.times = &times;
+    EngineWorkspace workspace;
+    request.workspace = &workspace;
+    workspace.output = run_engine(request).output;
+    Timings timings;
+    progress(0);
+    for (int run = 1; run <= spec.repeat; ++run) {
+        const auto start = Clock::now();
+        EngineResult engine = run_engine(request);
+        const double total_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        workspace.output = std::move(engine.output);
+        timings.add(total_ms, times);
+        progress(run);
+    }
+
+    result.total_ms = median(timings.totals);
+    for (const StepId id : timings.order) {
+        result.steps.emplace_back(id, median(timings.per_step[id]));
+    }
+    result.gflops = flops(static_cast<double>(spec.tokens), static_cast<double>(spec.d_model),
+                          static_cast<double>(spec.heads)) /
+                    (result.total_ms * 1e-3) / 1e9;
+    result.peak_rss_mb = peak_rss_mb();
+    result.blas = blas_name();
+    result.own_products = kernels::products_supported();
+    result.softmax_isa = std::string(kernels::isa_name(kernels::best_isa()));
+    return result;
+}
+
+}  // namespace qkv

@@ -1,0 +1,46 @@
+// `qkv bench`'s measurement: the large-input path (engine.hpp) timed step by
+// step on random float64 data of a given size, as `qkv run --steps output`
+// computes it. The command only checks its options and writes the report.
+#pragma once
+
+#include "attention/step_id.hpp"
+
+#include <armadillo>
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace qkv {
+
+struct BenchSpec {
+    arma::uword tokens = 512;  // n
+    arma::uword d_model = 768;
+    arma::uword heads = 12;    // must divide d_model: d_k = d_v = d_model / heads
+    int repeat = 10;           // timed runs, after one warm-up
+    int threads = 0;           // 0: as many as BLAS uses
+};
+
+struct BenchResult {
+    int threads = 0;         // the threads that shared every step
+    double total_ms = 0.0;   // median over the timed runs
+    // Each step's median milliseconds, in the order of the steps (summed over heads).
+    std::vector<std::pair<StepId, double>> steps;
+    double gflops = 0.0;     // the matrix products' flops (2 per multiply-add) over total_ms
+    double peak_rss_mb = 0.0;
+    std::string blas;        // as blas_name() gives it
+    bool own_products = false;  // the per-head products are qkv's own (AVX-512), not BLAS's
+    std::string softmax_isa;    // the instructions of the softmax's exp: "AVX-512", "AVX2" or "scalar"
+};
+
+// Bytes of the matrices a benchmark of this size holds: X, the weights, Q, K,
+// V, the concatenation and the output, in doubles.
+double bench_bytes(const BenchSpec& spec);
+
+// One warm-up run, then spec.repeat timed ones. `progress` is called with 0
+// when the timed runs start and with the number done after each one. Throws
+// std::invalid_argument when spec.heads does not divide spec.d_model.
+BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int done)>& progress);
+
+}  // namespace qkv

@@ -1,0 +1,565 @@
+// The catalogue of classic mistakes, step by step: for each step, the values
+// it takes when it is done in each wrong way, worked out from the learner's
+// own earlier values (diagnose.cpp searches them for the one that explains an
+// answer). Rows are tokens throughout: Q = X·W_Q.
+#include "check/diagnose.hpp"
+
+#include "attention/attention.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace qkv::checking {
+
+namespace {
+
+std::string number_text(double value) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.4f", value);
+    std::string text = buffer;
+    while (text.back() == '0') {
+        text.pop_back();
+    }
+    if (text.back() == '.') {
+        text.pop_back();
+    }
+    return text;
+}
+
+std::string shape_text(arma::uword rows, arma::uword cols) {
+    return std::to_string(rows) + " × " + std::to_string(cols);
+}
+
+// "√d_k = √3" or "the scale 2.5".
+std::string divisor_text(const Model& model) {
+    if (model.scale_kind == ScaleKind::sqrt_dk) {
+        return "√d_k = √" + std::to_string(model.d_k());
+    }
+    return "the scale " + number_text(model.scale());
+}
+
+// "S' = S / √d_k = S / √3" or "S' = S / 2.5".
+std::string scaled_formula(const Model& model) {
+    if (model.scale_kind == ScaleKind::sqrt_dk) {
+        return "S' = S / √d_k = S / √" + std::to_string(model.d_k());
+    }
+    return "S' = S / " + number_text(model.scale());
+}
+
+Mistake one(std::string key, std::string mistake, std::string correct, const StepKey& step, arma::mat value,
+            double rounding_slack = 0.0) {
+    Mistake result{std::move(key), std::move(mistake), std::move(correct), {}, false, rounding_slack};
+    result.values.emplace_back(step, std::move(value));
+    return result;
+}
+
+// Softmax down each column (a classic mistake); a column of −∞ only gives NaN.
+arma::mat softmax_columns(const arma::mat& S) { return softmax_rows(S.t()).t(); }
+
+// Looks a step's value up; the learner's values hold every step before the one diagnosed.
+class LearnerValues {
+public:
+    LearnerValues(const Model& model, const Values& values) : m_model(model), m_values(values) {}
+
+    const arma::mat& operator()(StepId id, int head = 0) const { return *m_values.at({id, head}); }
+    bool has(StepId id, int head = 0) const { return m_values.count({id, head}) != 0; }
+
+    // What the projections read: (X + P) or X; keys and values read C in cross-attention.
+    const arma::mat& query_source() const { return *m_values.at(step_inputs(m_model, {StepId::queries, 1}).front()); }
+    const arma::mat& key_source() const { return *m_values.at(step_inputs(m_model, {StepId::keys, 1}).front()); }
+
+private:
+    const Model& m_model;
+    const Values& m_values;
+};
+
+// ── projections: queries, keys, values ──────────────────────────────────────
+
+struct Projection {
+    StepId id;           // its name is the plural the messages use: "queries"
+    const char* letter;  // "Q"
+};
+
+constexpr Projection k_projections[] = {{StepId::queries, "Q"}, {StepId::keys, "K"}, {StepId::values, "V"}};
+
+const arma::mat& weight_of(const HeadWeights& head, const std::string& letter) {
+    return letter == "Q" ? head.W_Q : letter == "K" ? head.W_K : head.W_V;
+}
+
+const std::optional<arma::rowvec>& bias_of(const HeadWeights& head, const std::string& letter) {
+    return letter == "Q" ? head.b_Q : letter == "K" ? head.b_K : head.b_V;
+}
+
+// One projection of one head, as its mistakes name it: Q = (X + P)·W_Q + b_Q.
+struct ProjectionParts {
+    const Projection* projection = nullptr;
+    StepKey key;
+    const HeadWeights* head = nullptr;
+    std::string letter;        // "Q"
+    bool is_query = false;
+    const arma::mat* source = nullptr;  // what it reads
+    std::string source_name;   // "X", "(X + P)" or "C"
+    const arma::mat* W = nullptr;
+    const std::optional<arma::rowvec>* b = nullptr;
+    std::string W_name;        // "W_Q"
+    std::string bias_part;     // " + b_Q", or empty without a bias
+    std::string correct;       // the correct operation, for every mistake in it
+};
+
+ProjectionParts projection_parts(const Model& model, const LearnerValues& L, const StepKey& key) {
+    ProjectionParts p;
+    for (const auto& candidate : k_projections) {
+        p.projection = candidate.id == key.id ? &candidate : p.projection;
+    }
+    p.key = key;
+    p.head = &model.heads[static_cast<std::size_t>(key.head - 1)];
+    p.letter = p.projection->letter;
+    p.is_query = p.letter == "Q";
+    p.source = p.is_query ? &L.query_source() : &L.key_source();
+    const SourceNames names = source_names(model);
+    p.source_name = p.is_query ? names.queries : names.keys;
+    p.W = &weight_of(*p.head, p.letter);
+    p.b = &bias_of(*p.head, p.letter);
+    p.W_name = "W_" + p.letter;
+    p.bias_part = *p.b ? " + b_" + p.letter : "";
+    p.correct = p.letter + " = " + p.source_name + "·" + p.W_name + p.bias_part + ": each token's row times " +
+                p.W_name + " (" + shape_text(p.W->n_rows, p.W->n_cols) + ")";
+    return p;
+}
+
+// The right inputs in the wrong arrangement: W·x instead of x·W, or another
+// of the head's weight matrices.
+void wrong_matrix_mistakes(const Model& model, const ProjectionParts& p, std::vector<Mistake>& out) {
+    const std::string& letter = p.letter;
+    const arma::mat& W = *p.W;
+    // W·x: the column-vector convention applied to weights stored for x·W
+    if (W.is_square()) {
+        if (model.layout == Layout::x_w) {
+            out.push_back(one("projection_w_x",
+                              "The " + step_text(p.projection->id) + " were computed as " + p.W_name +
+                                  "·x for each token (the column-vector convention), which is " + p.source_name +
+                                  "·" + p.W_name + "ᵀ.",
+                              p.correct, p.key, project(*p.source, W.t(), *p.b)));
+        } else {
+            out.push_back(one("projection_w_x",
+                              p.W_name + " was used as written, but this file writes weights out × in (layout: pytorch).",
+                              letter + " = " + p.source_name + "·" + p.W_name + "ᵀ" + p.bias_part + " with " +
+                                  p.W_name + " as written: the same as " +
+                                  std::string(1, static_cast<char>(letter[0] + 32)) + " = " + p.W_name +
+                                  "·x for each token",
+                              p.key, project(*p.source, W.t(), *p.b)));
+        }
+    }
+    // the wrong weight matrix: W_K for the queries, W_Q for the keys, ...
+    for (const auto& other : k_projections) {
+        const std::string other_letter = other.letter;
+        if (other_letter == letter) {
+            continue;
+        }
+        const arma::mat& W_other = weight_of(*p.head, other_letter);
+        if (W_other.n_cols != W.n_cols) {
+            continue;
+        }
+        const bool swapped = (letter == "Q" && other_letter == "K") || (letter == "K" && other_letter == "Q");
+        out.push_back(one(swapped ? "weights_swapped" : "wrong_weight",
+                          "The " + step_text(p.projection->id) + " were computed with W_" + other_letter +
+                              " instead of " + p.W_name + (swapped ? ": the query and key weights are swapped." : "."),
+                          p.correct, p.key, project(*p.source, W_other, bias_of(*p.head, other_letter))));
+    }
+}
+
+// A part of the projection left out or taken from the wrong place: the bias,
+// the positions, the source of cross-attention, the head's own weights.
+void wrong_part_mistakes(const Model& model, const LearnerValues& L, const ProjectionParts& p,
+                         std::vector<Mistake>& out) {
+    const std::string& letter = p.letter;
+    const arma::mat& W = *p.W;
+    if (*p.b) {
+        out.push_back(one("bias_forgotten", "The bias b_" + letter + " was not added.",
+                          letter + " = " + p.source_name + "·" + p.W_name + " + b_" + letter + ": b_" + letter +
+                              " is added to every row",
+                          p.key, project(*p.source, W, std::nullopt)));
+    }
+    if (model.P && !(model.C && !p.is_query)) {
+        out.push_back(one("positions_forgotten",
+                          "The positional encodings were left out: this is X·" + p.W_name + " instead of (X + P)·" +
+                              p.W_name + ".",
+                          p.correct, p.key, project(L(StepId::inputs), W, *p.b)));
+    }
+    if (model.C) {
+        if (p.is_query) {
+            out.push_back(one("cross_source_swapped",
+                              "The queries were computed from the context C; in cross-attention the queries come "
+                              "from the inputs and the keys and values from the context.",
+                              p.correct, p.key, project(L(StepId::context), W, *p.b)));
+        } else {
+            out.push_back(one("cross_source_swapped",
+                              "The " + step_text(p.projection->id) +
+                                  " were computed from the inputs; in cross-attention the keys and values come from "
+                                  "the context C.",
+                              p.correct, p.key, project(L.query_source(), W, *p.b)));
+        }
+    }
+    // another head's weights
+    const int h = p.key.head;
+    for (int other = 1; other <= static_cast<int>(model.n_heads()); ++other) {
+        if (other == h) {
+            continue;
+        }
+        const HeadWeights& other_head = model.heads[static_cast<std::size_t>(other - 1)];
+        out.push_back(one("other_head_weights",
+                          "The " + step_text(p.projection->id) + " of head " + std::to_string(h) +
+                              " were computed with head " + std::to_string(other) + "'s " + p.W_name + ".",
+                          "each head has its own weights: " + p.correct, p.key,
+                          project(*p.source, weight_of(other_head, letter), bias_of(other_head, letter))));
+    }
+}
+
+// Mistakes made in all of head h's projections at once, found from a later
+// step (e.g. the scores) when the projections themselves are not answered.
+void head_projection_mistakes(const Model& model, const LearnerValues& L, int h, std::vector<Mistake>& out) {
+    const HeadWeights& head = model.heads[static_cast<std::size_t>(h - 1)];
+    const arma::mat& source = L.query_source();
+    const arma::mat& kv_source = L.key_source();
+    const std::string source_name = source_names(model).queries;
+    // the projection of each letter reads the queries' source or the keys'
+    const auto source_of = [&](const std::string& letter) -> const arma::mat& {
+        return letter == "Q" ? source : kv_source;
+    };
+    Mistake w_x{"projection_w_x",
+                model.layout == Layout::x_w
+                    ? "The projections were computed as W·x for each token (the column-vector convention), which is "
+                      "X·Wᵀ."
+                    : "The weights were used as written, but this file writes them out × in (layout: pytorch).",
+                model.layout == Layout::x_w ? "Q = X·W_Q, K = X·W_K, V = X·W_V: each token's row times the weights"
+                                            : "Q = X·W_Qᵀ, K = X·W_Kᵀ, V = X·W_Vᵀ with the weights as written",
+                {},
+                true};
+    for (const auto& q : k_projections) {
+        const arma::mat& W_q = weight_of(head, q.letter);
+        if (W_q.is_square()) {
+            w_x.values.emplace_back(StepKey{q.id, h}, project(source_of(q.letter), W_q.t(), bias_of(head, q.letter)));
+        }
+    }
+    if (w_x.values.size() > 1) {
+        out.push_back(std::move(w_x));
+    }
+    Mistake swapped{"weights_swapped", "The query and key weights are swapped: Q was computed with W_K and K with W_Q.",
+                    "Q = " + source_name + "·W_Q and K = " + (model.C ? std::string("C") : source_name) + "·W_K",
+                    {},
+                    true};
+    swapped.values.emplace_back(StepKey{StepId::queries, h}, project(source, head.W_K, head.b_K));
+    swapped.values.emplace_back(StepKey{StepId::keys, h}, project(kv_source, head.W_Q, head.b_Q));
+    out.push_back(std::move(swapped));
+    if (int(head.b_Q.has_value()) + int(head.b_K.has_value()) + int(head.b_V.has_value()) > 1) {
+        Mistake no_bias{"bias_forgotten", "The biases were not added to the projections.",
+                        "Q = X·W_Q + b_Q, and the same for K and V: each bias is added to every row", {}, true};
+        for (const auto& q : k_projections) {
+            if (bias_of(head, q.letter)) {
+                no_bias.values.emplace_back(StepKey{q.id, h},
+                                            project(source_of(q.letter), weight_of(head, q.letter), std::nullopt));
+            }
+        }
+        out.push_back(std::move(no_bias));
+    }
+    if (model.C) {
+        Mistake from_inputs{"cross_source_swapped",
+                            "The keys and values were computed from the inputs; in cross-attention they come from the "
+                            "context C.",
+                            "K = C·W_K and V = C·W_V", {}, true};
+        from_inputs.values.emplace_back(StepKey{StepId::keys, h}, project(source, head.W_K, head.b_K));
+        from_inputs.values.emplace_back(StepKey{StepId::values, h}, project(source, head.W_V, head.b_V));
+        out.push_back(std::move(from_inputs));
+    }
+    for (int other = 1; other <= static_cast<int>(model.n_heads()); ++other) {
+        if (other == h) {
+            continue;
+        }
+        const HeadWeights& other_head = model.heads[static_cast<std::size_t>(other - 1)];
+        Mistake wrong_head{"other_head_weights",
+                           "Head " + std::to_string(h) + " was computed with head " + std::to_string(other) + "'s weights.",
+                           "each head has its own W_Q, W_K and W_V", {}, true};
+        wrong_head.values.emplace_back(StepKey{StepId::queries, h}, project(source, other_head.W_Q, other_head.b_Q));
+        wrong_head.values.emplace_back(StepKey{StepId::keys, h}, project(kv_source, other_head.W_K, other_head.b_K));
+        wrong_head.values.emplace_back(StepKey{StepId::values, h}, project(kv_source, other_head.W_V, other_head.b_V));
+        out.push_back(std::move(wrong_head));
+    }
+}
+
+void projection_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+    const ProjectionParts parts = projection_parts(model, L, key);
+    wrong_matrix_mistakes(model, parts, out);
+    wrong_part_mistakes(model, L, parts, out);
+    // the mistakes of all three projections are listed once, with the queries
+    if (parts.is_query) {
+        head_projection_mistakes(model, L, key.head, out);
+    }
+}
+
+// ── scores, scaling, mask ───────────────────────────────────────────────────
+
+void score_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+    const int h = key.head;
+    const arma::mat& Q = L(StepId::queries, h);
+    const arma::mat& K = L(StepId::keys, h);
+    const std::string correct = "S = Q·Kᵀ: entry (i, j) is query i dotted with key j (row i of Q with row j of K)";
+    if (Q.n_cols == K.n_rows) {
+        out.push_back(one("scores_no_transpose", "The scores were computed as Q·K, without transposing K.", correct, key,
+                          Q * K));
+    }
+    out.push_back(one("scores_k_qt",
+                      "The scores were computed as K·Qᵀ, keys and queries the wrong way round: row i holds key i "
+                      "against every query.",
+                      correct, key, K * Q.t()));
+    if (Q.n_rows == K.n_rows) {
+        out.push_back(one("scores_qt_k", "The scores were computed as Qᵀ·K, which pairs up dimensions instead of tokens.",
+                          correct, key, Q.t() * K));
+    }
+    if (model.scale() != 1.0) {
+        out.push_back(one("scores_already_scaled",
+                          "These scores are already divided by " + divisor_text(model) +
+                              "; the scores step is Q·Kᵀ alone.",
+                          "S = Q·Kᵀ; the next step divides it: " + scaled_formula(model), key,
+                          Q * K.t() / model.scale()));
+    }
+    const arma::mat& V = L(StepId::values, h);
+    if (V.n_cols == Q.n_cols) {
+        out.push_back(one("scores_used_values", "The scores were computed with the values instead of the keys: Q·Vᵀ.",
+                          correct, key, Q * V.t()));
+    }
+}
+
+void scaling_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+    const arma::mat& S = L(StepId::scores, key.head);
+    const double d_k = static_cast<double>(model.d_k());
+    const double d_model = static_cast<double>(model.d_model());
+    const std::string dk = std::to_string(model.d_k());
+    if (model.scale_kind == ScaleKind::none) {
+        if (model.d_k() > 1) {
+            out.push_back(one("scaled_without_scale",
+                              "The scores were divided by √d_k = √" + dk +
+                                  ", but this example does not scale them (scale: none).",
+                              "S' = S: with scale: none the scores pass through unchanged", key, S / std::sqrt(d_k)));
+        }
+        return;
+    }
+    const std::string correct = scaled_formula(model) + (model.scale_kind == ScaleKind::sqrt_dk
+                                                             ? " (√" + dk + " ≈ " + number_text(model.scale()) + ")"
+                                                             : "");
+    if (model.scale() != 1.0) {
+        out.push_back(one("scaling_forgotten", "Scaling forgotten: the scores were not divided by " + divisor_text(model) + ".",
+                          correct, key, S));
+    }
+    if (model.scale_kind == ScaleKind::sqrt_dk && model.d_k() > 1) {
+        out.push_back(one("scaled_by_dk", "The scores were divided by d_k = " + dk + " instead of √d_k = √" + dk + ".",
+                          correct, key, S / d_k));
+    }
+    if (model.scale_kind == ScaleKind::sqrt_dk && model.d_model() != model.d_k()) {
+        out.push_back(one("scaled_by_sqrt_d_model",
+                          "The scores were divided by √d_model = √" + std::to_string(model.d_model()) +
+                              " instead of √d_k = √" + dk + ": d_k is the width of a query or key, not of the inputs.",
+                          correct, key, S / std::sqrt(d_model)));
+    }
+    if (model.scale() != 1.0) {
+        out.push_back(one("scale_multiplied",
+                          "The scores were multiplied by " + divisor_text(model) + " instead of divided by it.", correct,
+                          key, S * model.scale()));
+    }
+}
+
+void mask_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+    const arma::mat& S = L(StepId::scaled_scores, key.head);
+    const arma::mat allowed = model.allowed();
+    const std::string correct = std::string("cells the mask blocks become −∞") +
+                                (model.mask_kind == MaskKind::causal ? " (causal: query i sees keys 1 … i)" : "") +
+                                ", so that the softmax gives them a weight of exactly 0";
+    arma::mat zeroed = S;
+    zeroed.elem(arma::find(allowed == 0.0)).zeros();
+    out.push_back(one("mask_zero",
+                      "Blocked cells were set to 0 instead of −∞; exp(0) = 1, so they would still get weight.", correct,
+                      key, zeroed));
+    out.push_back(one("mask_ignored", "The mask was not applied: blocked cells still hold their scores.", correct, key, S));
+    if (allowed.is_square() && !arma::approx_equal(allowed, allowed.t(), "absdiff", 0.0)) {
+        out.push_back(one("mask_transposed",
+                          model.mask_kind == MaskKind::causal
+                              ? "The causal mask was applied the wrong way round: query i was let see keys i … n "
+                                "instead of 1 … i."
+                              : "The mask was applied transposed: its row i was used for key i instead of query i.",
+                          correct, key, apply_mask(S, allowed.t())));
+    }
+    out.push_back(one("mask_inverted",
+                      "The mask was read the other way round (1 = blocked, as PyTorch's boolean attn_mask); in qkv 1 "
+                      "means may attend.",
+                      correct, key, apply_mask(S, 1.0 - allowed)));
+}
+
+// ── softmax ─────────────────────────────────────────────────────────────────
+
+void softmax_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+    const int h = key.head;
+    const arma::mat& M = model.masked() ? L(StepId::masked_scores, h) : L(StepId::scaled_scores, h);
+    const std::string correct = "A = softmax of each row: a_ij = exp(s'_ij) / Σ_k exp(s'_ik), so that each row sums to 1";
+    out.push_back(one("softmax_columns", "The softmax was taken down each column instead of along each row.", correct,
+                      key, softmax_columns(M)));
+    arma::mat finite = M;
+    finite.elem(arma::find_nonfinite(finite)).zeros();
+    arma::mat ratios = finite;
+    bool sums_ok = true;
+    for (arma::uword i = 0; i < ratios.n_rows; ++i) {
+        const double sum = arma::accu(ratios.row(i));
+        sums_ok = sums_ok && sum != 0.0;
+        ratios.row(i) /= sum;
+    }
+    if (sums_ok) {
+        out.push_back(one("softmax_no_exp", "Each row was divided by its sum without exponentiating first.", correct, key,
+                          ratios));
+    }
+    out.push_back(one("softmax_not_normalised", "The exponentials were not divided by their row's sum.", correct, key,
+                      arma::exp(M)));
+    if (model.masked()) {
+        arma::mat after = softmax_rows(L(StepId::scaled_scores, h));
+        after.elem(arma::find(model.allowed() == 0.0)).zeros();
+        out.push_back(one("mask_after_softmax",
+                          "The mask was applied after the softmax: blocked weights were set to 0, and the rows no "
+                          "longer sum to 1.",
+                          "mask first (blocked scores become −∞), then take the softmax of each row", key, after));
+    }
+    arma::mat whole = arma::exp(M - M.max());
+    whole /= arma::accu(whole);
+    out.push_back(one("softmax_whole_matrix", "The softmax was taken over the whole matrix instead of each row.", correct,
+                      key, whole));
+}
+
+// ── weighted sum, heads, output ─────────────────────────────────────────────
+
+// The weighted sum of head h; `key` is head_output, or the output when that is Z itself.
+void weighted_sum_mistakes(const LearnerValues& L, const StepKey& key, int h, std::vector<Mistake>& out) {
+    const arma::mat& A = L(StepId::weights, h);
+    const arma::mat& V = L(StepId::values, h);
+    const std::string correct =
+        "Z = A·V: row i is Σ_j a_ij · v_j, the value rows weighted by query i's attention weights";
+    if (A.n_rows == V.n_rows) {
+        out.push_back(one("output_at_v", "The weighted sum was computed as Aᵀ·V: the weights were transposed.", correct,
+                          key, A.t() * V));
+    }
+    out.push_back(one("output_scores_v", "V was multiplied by the scores, not by the weights: the softmax was skipped.",
+                      correct, key, L(StepId::scaled_scores, h) * V));
+    const arma::mat& source = L.key_source();
+    if (source.n_rows == A.n_cols) {
+        out.push_back(one("output_weighted_inputs", "The weights were applied to the inputs instead of the values.",
+                          correct, key, A * source));
+    }
+}
+
+void head_mistakes(const Model& model, const Trace& trace, const LearnerValues& L, const StepKey& key,
+                   std::vector<Mistake>& out) {
+    const int n_heads = static_cast<int>(model.n_heads());
+    arma::mat sum = L(StepId::head_output, 1);
+    arma::mat true_sum = trace.find(StepId::head_output, 1)->values;
+    arma::mat stacked = sum;
+    arma::mat reversed = L(StepId::head_output, n_heads);
+    for (int h = 2; h <= n_heads; ++h) {
+        sum += L(StepId::head_output, h);
+        true_sum += trace.find(StepId::head_output, h)->values;
+        stacked = arma::join_cols(stacked, L(StepId::head_output, h));
+        reversed = arma::join_rows(reversed, L(StepId::head_output, n_heads + 1 - h));
+    }
+    const arma::uword width = static_cast<arma::uword>(n_heads) * model.d_v();
+    // the notation of the STEPS section of man/qkv.1, [Z_1 … Z_H]; the text report writes the subscripts as Z₁ … Z₂
+    const std::string correct = "concat = [Z_1 … Z_" + std::to_string(n_heads) +
+                                "]: the heads side by side, one block of d_v columns each (" +
+                                shape_text(model.n(), width) + ")";
+    const std::string averaged = "The heads were averaged instead of concatenated.";
+    const std::string summed = "The heads were added up instead of concatenated.";
+    // Averaging the Z_h rounded to k decimals, as a learner does by hand, can
+    // move the result by up to half a unit in the k-th decimal; adding them, by H halves.
+    const double h_halves = 0.5 * static_cast<double>(n_heads);
+    // the learner's own head outputs (their answers, or worked out from their earlier ones) ...
+    out.push_back(one("heads_averaged", averaged, correct, key, sum / static_cast<double>(n_heads), 0.5));
+    out.push_back(one("heads_summed", summed, correct, key, sum, h_halves));
+    // ... and the true ones, for a learner whose written head outputs are not the ones they combined
+    if (!arma::approx_equal(true_sum, sum, "absdiff", 0.0)) {
+        out.push_back(one("heads_averaged", averaged, correct, key, true_sum / static_cast<double>(n_heads), 0.5));
+        out.push_back(one("heads_summed", summed, correct, key, true_sum, h_halves));
+    }
+    out.push_back(one("heads_reversed", "The heads were concatenated in reverse order.", correct, key, reversed));
+    out.push_back(one("heads_stacked", "The heads were stacked as rows instead of side by side.", correct, key, stacked));
+}
+
+void output_mistakes(const Model& model, const Trace& trace, const LearnerValues& L, const StepKey& key,
+                     std::vector<Mistake>& out) {
+    if (!model.W_O) {
+        // with no W_O the output is the concatenation, or the one head's weighted sum
+        if (model.n_heads() > 1) {
+            head_mistakes(model, trace, L, key, out);
+        } else {
+            weighted_sum_mistakes(L, key, 1, out);
+        }
+        return;
+    }
+    const arma::mat& source = model.n_heads() > 1 ? L(StepId::concat) : L(StepId::head_output, 1);
+    const std::string source_name = model.n_heads() > 1 ? "concat" : "Z";
+    const std::string bias_part = model.b_O ? " + b_O" : "";
+    const std::string correct = "O = " + source_name + "·W_O" + bias_part;
+    if (source.n_cols == model.W_O->n_cols) {
+        out.push_back(one("output_projection_forgotten", "W_O was not applied.", correct, key, source));
+    }
+    if (model.b_O) {
+        out.push_back(one("bias_forgotten", "The bias b_O was not added.", correct + ": b_O is added to every row", key,
+                          project(source, *model.W_O, std::nullopt)));
+    }
+    if (model.W_O->is_square()) {
+        out.push_back(one("projection_w_x",
+                          model.layout == Layout::x_w
+                              ? "The output was computed as W_O·x for each token (the column-vector convention), "
+                                "which is " + source_name + "·W_Oᵀ."
+                              : "W_O was used as written, but this file writes weights out × in (layout: pytorch).",
+                          correct, key, project(source, model.W_O->t(), model.b_O)));
+    }
+}
+
+}  // namespace
+
+std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const StepKey& key, const Values& learner) {
+    const LearnerValues L(model, learner);
+    std::vector<Mistake> out;
+    switch (key.id) {
+        case StepId::inputs:
+        case StepId::positional:
+        case StepId::context:
+            break;  // given, not computed
+        case StepId::encoded:
+            out.push_back(one("positions_not_added", "The positional encodings were not added: this is X, not X + P.",
+                              "X + P: each token's vector plus its position's vector", key, L(StepId::inputs)));
+            break;
+        case StepId::queries:
+        case StepId::keys:
+        case StepId::values:
+            projection_mistakes(model, L, key, out);
+            break;
+        case StepId::scores:
+            score_mistakes(model, L, key, out);
+            break;
+        case StepId::scaled_scores:
+            scaling_mistakes(model, L, key, out);
+            break;
+        case StepId::masked_scores:
+            mask_mistakes(model, L, key, out);
+            break;
+        case StepId::weights:
+            softmax_mistakes(model, L, key, out);
+            break;
+        case StepId::head_output:
+            weighted_sum_mistakes(L, key, key.head, out);
+            break;
+        case StepId::concat:
+            head_mistakes(model, trace, L, key, out);
+            break;
+        case StepId::output:
+            output_mistakes(model, trace, L, key, out);
+            break;
+    }
+    return out;
+}
+
+}  // namespace qkv::checking

@@ -1,0 +1,97 @@
+// The three ways `qkv explain` writes its explanations: text (the heading in
+// bold, the working indented), Markdown (a heading and a fenced block per
+// cell) and JSON ({"schema_version": 1, "cells": [...]}).
+#include "explain/explain.hpp"
+
+#include "base/diagnostics.hpp"
+#include "render/palette.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace qkv {
+
+namespace {
+
+void render_text(const std::vector<Explanation>& explanations, const RenderOptions& options, std::ostream& out) {
+    for (std::size_t k = 0; k < explanations.size(); ++k) {
+        const Explanation& e = explanations[k];
+        out << (k == 0 ? "" : "\n");
+        out << styled(e.heading, k_bold, options.color) << '\n';
+        for (const auto& line : e.lines) {
+            out << "  " << line << '\n';
+        }
+    }
+}
+
+void render_markdown(const std::vector<Explanation>& explanations, std::ostream& out) {
+    for (std::size_t k = 0; k < explanations.size(); ++k) {
+        const Explanation& e = explanations[k];
+        // the fence is longer than any run of backticks in the working (a label may hold ```)
+        std::size_t longest = 0;
+        for (const auto& line : e.lines) {
+            for (std::size_t at = 0, run = 0; at < line.size(); ++at) {
+                run = line[at] == '`' ? run + 1 : 0;
+                longest = std::max(longest, run);
+            }
+        }
+        const std::string fence(std::max<std::size_t>(3, longest + 1), '`');
+        out << (k == 0 ? "" : "\n") << "### " << e.heading_markdown << "\n\n" << fence << "text\n";
+        for (const auto& line : e.lines) {
+            out << line << '\n';
+        }
+        out << fence << "\n";
+    }
+}
+
+void render_json(const std::vector<Explanation>& explanations, std::ostream& out) {
+    nlohmann::ordered_json doc;
+    doc["schema_version"] = 1;
+    doc["cells"] = nlohmann::ordered_json::array();
+    for (const auto& e : explanations) {
+        nlohmann::ordered_json cell;
+        cell["cell"] = e.cell.text;
+        cell["step"] = step_text(e.cell.step);
+        cell["head"] = e.cell.head == 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(e.cell.head);
+        cell["row"] = e.cell.row;
+        cell["col"] = e.cell.col == 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(e.cell.col);
+        nlohmann::ordered_json values = nlohmann::ordered_json::array();
+        for (const double value : e.values) {
+            if (std::isinf(value)) {
+                values.push_back(value < 0 ? "-inf" : "inf");
+            } else {
+                values.push_back(value);
+            }
+        }
+        cell["values"] = values;
+        cell["heading"] = e.heading;
+        cell["lines"] = e.lines;
+        doc["cells"].push_back(cell);
+    }
+    out << doc.dump(1) << '\n';
+}
+
+}  // namespace
+
+void render_explanations(const std::vector<Explanation>& explanations, const RenderOptions& options,
+                         std::ostream& out) {
+    switch (options.format) {
+        case Format::text:
+            render_text(explanations, options, out);
+            return;
+        case Format::markdown:
+            render_markdown(explanations, out);
+            return;
+        case Format::json:
+            render_json(explanations, out);
+            return;
+        default:
+            break;
+    }
+    throw InputError(Diagnostic{"", 0, 0, "explain writes text, markdown or json",
+                                "use --format text, markdown or json with explain"});
+}
+
+}  // namespace qkv

@@ -1,0 +1,38 @@
+// How an explanation writes its numbers: as the tables show them (whole
+// numbers without decimals, the others at --precision, −∞ as a symbol), and
+// the vectors and dot products built from them. Used by explain.cpp only.
+#pragma once
+
+#include "render/render.hpp"
+
+#include <armadillo>
+
+#include <string>
+#include <vector>
+
+namespace qkv::explaining {
+
+// "1 decimal", "3 decimals".
+std::string decimals_text(int decimals);
+
+class Numbers {
+public:
+    explicit Numbers(const RenderOptions& options) : m_precision(options.precision) {}
+
+    std::string operator()(double value) const;
+
+    // A factor after "·": negative numbers in parentheses.
+    std::string factor(double value) const;
+
+    // "[1, 0.5, −∞]"
+    std::string vector(const std::vector<double>& values) const;
+    std::string vector(const arma::rowvec& values) const;
+
+    // "a₁·b₁ + a₂·b₂ + …" with a term's negative first factor written as "− |a|·b".
+    std::string dot_terms(const arma::rowvec& a, const arma::rowvec& b) const;
+
+private:
+    int m_precision;
+};
+
+}  // namespace qkv::explaining

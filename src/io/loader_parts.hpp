@@ -1,0 +1,93 @@
+// The example loader's parts, shared by the files of src/io/ that make it up
+// (nothing outside src/io/ includes this):
+//   loader.cpp           the order of reading (load), load_model, read_source
+//   loader_inputs.cpp    inputs, tokens, embeddings with a sentence, context, positions
+//   loader_weights.cpp   the weights in their four ways of writing, the output projection
+//   loader_settings.cpp  scale, mask and padding, round:, the memory estimate
+// Every reader records its problems as positioned diagnostics and goes on, so
+// that one run reports every problem of a file, in the order of these calls.
+#pragma once
+
+#include "io/loader.hpp"
+#include "io/yaml_util.hpp"
+
+#include <armadillo>
+#include <yaml-cpp/yaml.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qkv::loading {
+
+// The keys an example file may have at the top level.
+inline const std::vector<std::string> k_top_keys = {
+    "title",      "description", "tokens",  "inputs",  "weights", "bias",           "heads",
+    "layout",     "pytorch",     "scale",   "mask",    "padding", "context",        "context_tokens",
+    "embeddings", "sentence",    "positional", "round", "answers",
+};
+
+// "3 × 2"
+std::string shape_text(const arma::mat& M);
+
+// A weight as read, with the node it came from for error positions.
+struct ReadMatrix {
+    arma::mat value;      // in the x·W layout (transposed when the file uses layout: pytorch)
+    arma::mat as_written;
+    YAML::Node node;
+    std::string path;     // "weights.query"
+};
+
+class ModelLoader {
+public:
+    ModelLoader(const Source& source, const LoadOptions& options)
+        : m_yaml(source, m_diagnostics), m_source(source), m_options(options) {}
+
+    Model load();
+    // A document parsed elsewhere (a lesson's inline model): positions are the document's.
+    Model load(const YAML::Node& root);
+
+private:
+    YamlReader m_yaml;
+    Diagnostics m_diagnostics;
+    const Source& m_source;
+    const LoadOptions& m_options;
+    YAML::Node m_root;
+
+    // Read-only access: yaml-cpp's non-const operator[] would add missing keys.
+    const YAML::Node& root() const { return m_root; }
+
+    std::optional<arma::mat> matrix(const YAML::Node& node, const std::string& path) {
+        return read_matrix(m_yaml, node, path, m_source, m_options);
+    }
+
+    // ── loader_inputs.cpp ───────────────────────────────────────────────────
+    void read_inputs(Model& model);
+    void read_embeddings(Model& model, const YAML::Node& embeddings, const YAML::Node& sentence);
+    YAML::Mark word_mark(const YAML::Node& sentence, const std::vector<std::string>& words, std::size_t index) const;
+    void read_context(Model& model);
+    void read_positional(Model& model);
+
+    // ── loader_weights.cpp ──────────────────────────────────────────────────
+    std::optional<ReadMatrix> weight(const YAML::Node& node, const std::string& path, Layout layout);
+    Layout read_layout();
+    void read_weights(Model& model);
+    void read_split_weights(Model& model, const YAML::Node& heads_node);
+    bool split_weights_given(const YAML::Node& weights);
+    void read_head_list(Model& model, const YAML::Node& heads);
+    void reject_shared_weights();
+    bool read_listed_head(Model& model, const YAML::Node& head_node, std::size_t index,
+                          std::optional<arma::uword>& d_k, std::optional<arma::uword>& d_v);
+    void read_output_weight(Model& model);
+    void read_pytorch_block(Model& model, const YAML::Node& block);
+    void read_pytorch_output(Model& model, const YAML::Node& block, arma::uword E);
+
+    // ── loader_settings.cpp ─────────────────────────────────────────────────
+    void read_scale(Model& model);
+    bool zeros_and_ones(const arma::mat& M, const YAML::Node& node, const std::string& path, const std::string& hint);
+    void read_mask(Model& model);
+    void read_round(Model& model);
+    void check_memory(const Model& model);
+};
+
+}  // namespace qkv::loading

@@ -1,0 +1,186 @@
+// The example loader's settings of the computation (see loader_parts.hpp):
+// the scale, the mask and the padding, the hand rounding of round:, and the
+// memory the computation will need, held against --max-memory.
+#include "io/loader_parts.hpp"
+
+#include "attention/engine.hpp"
+#include "attention/steps.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace qkv::loading {
+
+void ModelLoader::read_scale(Model& model) {
+    const YAML::Node node = root()["scale"];
+    if (!node) {
+        return;
+    }
+    if (node.IsScalar() && (node.Scalar() == "none" || node.Scalar() == "sqrt_dk")) {
+        model.scale_kind = node.Scalar() == "none" ? ScaleKind::none : ScaleKind::sqrt_dk;
+        return;
+    }
+    auto value = node.IsScalar() ? parse_number(node.Scalar()) : std::nullopt;
+    if (!value || !std::isfinite(*value) || *value < 1.0 / k_max_magnitude || *value > k_max_magnitude) {
+        m_yaml.error(node, "scale is " + m_yaml.describe(node) + "; expected sqrt_dk, none or a positive number from 1e-30 to 1e30",
+                     "scale is the divisor of the scores: sqrt_dk (the default) divides by √d_k, none by 1");
+        return;
+    }
+    model.scale_kind = ScaleKind::divisor;
+    model.scale_divisor = *value;
+}
+
+// Whether every entry of M is 0 or 1; otherwise an error naming the first other value and its cell.
+bool ModelLoader::zeros_and_ones(const arma::mat& M, const YAML::Node& node, const std::string& path,
+                                 const std::string& hint) {
+    for (arma::uword i = 0; i < M.n_rows; ++i) {
+        for (arma::uword j = 0; j < M.n_cols; ++j) {
+            const double value = M(i, j);
+            if (value == 0.0 || value == 1.0) {
+                continue;
+            }
+            // the cell's own node when the matrix is written out in the file
+            YAML::Node where = node;
+            if (node.IsSequence() && M.n_rows == 1 && node.size() == M.n_cols && node[j].IsScalar()) {
+                where = node[j];
+            } else if (node.IsSequence() && node.size() == M.n_rows && node[i].IsSequence() &&
+                       node[i].size() == M.n_cols) {
+                where = node[i][j];
+            }
+            const std::string cell = M.n_rows == 1
+                                         ? "[" + std::to_string(j + 1) + "]"
+                                         : "[" + std::to_string(i + 1) + "," + std::to_string(j + 1) + "]";
+            m_yaml.error(where, path + cell + " is " + fmt::format("{:g}", value) + "; expected 0 or 1", hint);
+            return false;
+        }
+    }
+    return true;
+}
+
+void ModelLoader::read_mask(Model& model) {
+    const YAML::Node mask = root()["mask"];
+    const YAML::Node padding = root()["padding"];
+    const arma::uword n = model.n();
+    const arma::uword m = model.m();
+    bool readable = true;  // both parts valid, so that blocked rows can be checked
+    if (mask) {
+        if (mask.IsScalar() && mask.Scalar() == "causal") {
+            model.mask_kind = MaskKind::causal;
+        } else if (mask.IsScalar()) {
+            m_yaml.error(mask, "mask is \"" + mask.Scalar() + "\"; expected causal or a 0/1 matrix",
+                         "write mask: causal, or an n × m matrix with 1 = may attend and 0 = blocked");
+            readable = false;
+        } else if (auto M = matrix(mask, "mask")) {
+            if (M->n_rows != n || M->n_cols != m) {
+                m_yaml.error(mask, "mask is " + shape_text(*M) + "; expected " + std::to_string(n) + " × " +
+                                       std::to_string(m) + " (queries × keys)",
+                             "one row per query and one column per key");
+                readable = false;
+            } else if (!zeros_and_ones(*M, mask, "mask",
+                                       "1 = may attend, 0 = blocked (PyTorch's boolean attn_mask uses the "
+                                       "opposite sense)")) {
+                readable = false;
+            } else {
+                model.mask_kind = MaskKind::matrix;
+                model.mask = *M;
+            }
+        } else {
+            readable = false;
+        }
+    }
+    if (padding) {
+        auto p = m_yaml.vector(padding, "padding");
+        if (!p) {
+            readable = false;
+        } else if (p->n_elem != m) {
+            m_yaml.error(padding, "padding has " + std::to_string(p->n_elem) + " entries; expected " +
+                                      std::to_string(m) + " (one per key)",
+                         "1 = real token, 0 = padding that no query may attend to");
+            readable = false;
+        } else if (!zeros_and_ones(arma::mat(*p), padding, "padding", "1 = real token, 0 = padding")) {
+            readable = false;
+        } else {
+            model.padding = *p;
+        }
+    }
+    if (!readable) {
+        model.mask_kind = MaskKind::none;
+        model.padding.reset();
+        return;
+    }
+    if (!model.masked()) {
+        return;
+    }
+    const arma::mat allowed = model.allowed();
+    const YAML::Node where = mask ? mask : padding;
+    for (arma::uword i = 0; i < n; ++i) {
+        if (arma::accu(allowed.row(i)) == 0.0) {
+            const std::string label = i < model.tokens.size() ? " (" + model.tokens[i] + ")" : "";
+            m_yaml.error(where, "query " + std::to_string(i + 1) + label +
+                                    " may attend to no key: the mask and padding block its whole row",
+                         "softmax of a row of −∞ is 0/0; let every query attend to at least one key");
+        }
+    }
+}
+
+void ModelLoader::read_round(Model& model) {
+    const YAML::Node node = root()["round"];
+    if (!node) {
+        return;
+    }
+    if (node.IsScalar()) {
+        if (auto decimals = m_yaml.integer(node, "round", 0, 15)) {
+            model.round["*"] = static_cast<int>(*decimals);
+        }
+        return;
+    }
+    if (!node.IsMap()) {
+        m_yaml.error(node, "round is " + m_yaml.describe(node) + "; expected a number of decimals or a map",
+                     "write round: 2, or round: {weights: 1}");
+        return;
+    }
+    for (const auto& entry : node) {
+        const std::string step = key_text(entry.first);
+        const auto id = find_step(step);
+        if (!id) {
+            const std::string near = closest_match(step, step_names());
+            m_yaml.error(entry.first, "round." + step + " is not a step id",
+                         (near.empty() ? "" : "did you mean " + near + "? ") + "valid step ids: " + step_name_list());
+            continue;
+        }
+        if (!step_exists(model, *id)) {
+            m_yaml.error(entry.first, "round." + step + ": this example has no " + step + " step",
+                         step_requirements());
+            continue;
+        }
+        if (auto decimals = m_yaml.integer(entry.second, "round." + step, 0, 15)) {
+            model.round[step] = static_cast<int>(*decimals);
+        }
+    }
+}
+
+void ModelLoader::check_memory(const Model& model) {
+    if (model.heads.empty() || model.X.is_empty()) {
+        return;
+    }
+    // only the n × m matrices of the steps that will be kept count in full
+    std::uint64_t square_steps = 0;
+    for (const StepId id : all_steps()) {
+        const auto& kept = m_options.kept_steps;
+        const bool keeps = kept.empty() || std::find(kept.begin(), kept.end(), id) != kept.end();
+        square_steps += step_row(id).square && keeps ? 1 : 0;
+    }
+    const std::uint64_t kept_heads = m_options.kept_head > 0 ? 1 : model.n_heads();
+    const std::uint64_t bytes = estimate_memory(model.n(), model.m(), model.d_model(), model.n_heads(),
+                                                model.d_k(), model.d_v(), model.d_out(), square_steps, kept_heads);
+    if (bytes > m_options.max_memory) {
+        const std::string what = "the computation needs about " + size_text(bytes) + "; the limit is " +
+                                 size_text(m_options.max_memory);
+        m_yaml.error(root()["inputs"] ? root()["inputs"] : m_root, what,
+                     "use fewer tokens or narrower weights, or raise the limit with --max-memory");
+    }
+}
+
+}  // namespace qkv::loading
