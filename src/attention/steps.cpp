@@ -290,7 +290,7 @@ void describe_output(const StepContext& context, Step& step) {
 
 // ── the table ───────────────────────────────────────────────────────────────
 // One row per step, in the order of StepId.
-const StepRow k_steps[] = {
+constexpr StepRow k_steps[] = {
     {StepId::inputs, "inputs", "Inputs", HeadKind::none, "", always, false, false, reads_nothing, given_inputs,
      describe_inputs},
     {StepId::positional, "positional", "Positional encodings", HeadKind::none, "positional:", with_positions, false,
@@ -322,16 +322,20 @@ const StepRow k_steps[] = {
 };
 static_assert(std::size(k_steps) == k_step_count, "one row per step id");
 
+constexpr bool rows_in_order() {
+    for (std::size_t k = 0; k < std::size(k_steps); ++k) {
+        if (static_cast<std::size_t>(k_steps[k].id) != k) {
+            return false;
+        }
+    }
+    return true;
+}
+static_assert(rows_in_order(), "the rows are in the order of StepId, so that step_row can index them");
+
 }  // namespace
 
 // ── names ───────────────────────────────────────────────────────────────────
-const StepRow& step_row(StepId id) {
-    const StepRow& row = k_steps[static_cast<std::size_t>(id)];
-    if (row.id != id) {
-        throw std::logic_error("the step table is out of the order of StepId");
-    }
-    return row;
-}
+const StepRow& step_row(StepId id) { return k_steps[static_cast<std::size_t>(id)]; }
 
 std::vector<StepId> all_steps() {
     std::vector<StepId> ids;

@@ -528,7 +528,7 @@ private:
         if (std::find(sizes.begin(), sizes.end(), body) != sizes.end()) {
             ref.dimension = body;
             segment.value = ref;
-            placeholder_mark(node, search_from, source);
+            placeholder_mark(node, search_from, source);  // a later {same text} is searched for after it
             return segment;
         }
         if (body.find('[') == std::string::npos) {

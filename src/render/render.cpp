@@ -97,13 +97,9 @@ std::string round_trip(double value) {
     return text;
 }
 
-int step_number(const Trace& trace, StepId id) { return trace.number(id); }
-
-int step_number(const Trace& trace, const Step& step) { return step_number(trace, step.id); }
-
 std::string step_heading(const Trace& trace, const Step& step, std::string_view separator,
                          std::string_view head_separator) {
-    std::string heading = "Step " + std::to_string(step_number(trace, step)) + std::string(separator) + step.title;
+    std::string heading = "Step " + std::to_string(trace.number(step.id)) + std::string(separator) + step.title;
     if (step.head != 0 && trace.dims.heads > 1) {
         heading += std::string(head_separator) + "head " + std::to_string(step.head);
     }

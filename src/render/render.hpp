@@ -60,11 +60,6 @@ std::string join_list(const std::vector<std::string>& items, const std::string& 
 // Shortest decimal text that reads back as the same double ("-inf" for −∞).
 std::string round_trip(double value);
 
-// "Step 6 · Scores · head 2" numbering: the 1-based position of the step's id
-// among the ids the trace numbers (Trace::numbering; heads of one step share a number).
-int step_number(const Trace& trace, StepId id);
-int step_number(const Trace& trace, const Step& step);
-
 // "Step 6 · Scores · head 2": the step's number and title, and its head when
 // the trace has several; LaTeX writes "Step 6: Scores, head 2".
 std::string step_heading(const Trace& trace, const Step& step, std::string_view separator = " · ",
