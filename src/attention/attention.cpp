@@ -28,7 +28,11 @@ public:
             std::find(m_options.steps.begin(), m_options.steps.end(), id) == m_options.steps.end()) {
             return false;
         }
-        return head == 0 || m_options.head == 0 || head == m_options.head;
+        if (head == 0 || m_options.head == 0) {
+            return true;
+        }
+        // --head h keeps query head h's steps and the key/value head it reads
+        return head == (is_per_kv_head(id) ? m_model.kv_head_of(m_options.head) : m_options.head);
     }
 
     // Records a step with its values, already rounded as `round:` asks.
@@ -65,6 +69,10 @@ bool use_fast_path(const Model& model, const ComputeOptions& options) {
     if (!model.round.empty() || options.kernels == Kernels::textbook) {
         return false;
     }
+    // RoPE, ALiBi and sinks are computed by the step functions only
+    if (model.rope || model.alibi || model.sinks) {
+        return false;
+    }
     return options.kernels == Kernels::fast || model.n() * model.m() >= k_fast_path_cells;
 }
 
@@ -81,7 +89,15 @@ void add_engine_steps(const Model& model, const ComputeOptions& options, TraceBu
     request.weights = &packed;
     request.scale = model.scale();
     request.mask = mask_view(model);
-    request.keep = [&builder](StepId id, int head) { return builder.keeps(id, head); };
+    // the engine computes keys and values per query head; a shared key/value
+    // head is kept from the first query head that reads it
+    request.keep = [&builder, &model](StepId id, int head) {
+        if (!is_per_kv_head(id)) {
+            return builder.keeps(id, head);
+        }
+        const int g = model.kv_head_of(head);
+        return model.first_query_head(g) == head && builder.keeps(id, g);
+    };
     request.threads = options.threads;
     EngineResult result = run_engine(request);
     for (const StepKey& key : rest) {
@@ -89,7 +105,9 @@ void add_engine_steps(const Model& model, const ComputeOptions& options, TraceBu
             builder.add(key, std::move(result.output));
             continue;
         }
-        const auto found = result.kept.find(key);
+        const StepKey engine_key =
+            is_per_kv_head(key.id) ? StepKey{key.id, model.first_query_head(key.head)} : key;
+        const auto found = result.kept.find(engine_key);
         builder.add(key, found == result.kept.end() ? arma::mat() : std::move(found->second));
     }
 }
@@ -110,6 +128,69 @@ arma::mat scores(const arma::mat& Q, const arma::mat& K) {
     return Q * K.t();
 }
 
+double rope_frequency(const Rope& rope, arma::uword k, arma::uword d) {
+    return std::pow(rope.base, -2.0 * static_cast<double>(k) / static_cast<double>(d));
+}
+
+std::pair<arma::uword, arma::uword> rope_pair(RopeStyle style, arma::uword k, arma::uword d) {
+    return style == RopeStyle::half ? std::pair{k, k + d / 2} : std::pair{2 * k, 2 * k + 1};
+}
+
+arma::mat rotate(const arma::mat& X, const Rope& rope) {
+    const arma::uword d = X.n_cols;
+    arma::mat result = X;
+    for (arma::uword k = 0; k < d / 2; ++k) {
+        const double theta = rope_frequency(rope, k, d);
+        const auto [a, b] = rope_pair(rope.style, k, d);
+        for (arma::uword r = 0; r < X.n_rows; ++r) {
+            // the pair (x_a, x_b) turned by the angle r·θ_k
+            const double angle = static_cast<double>(r) * theta;
+            const double c = std::cos(angle);
+            const double s = std::sin(angle);
+            result(r, a) = X(r, a) * c - X(r, b) * s;
+            result(r, b) = X(r, b) * c + X(r, a) * s;
+        }
+    }
+    return result;
+}
+
+arma::rowvec alibi_slopes(arma::uword heads) {
+    // for a power of two P: 2^(−8/P), 2^(−16/P), …, 2^(−8)
+    const auto power_of_two = [](arma::uword P) {
+        arma::rowvec slopes(P);
+        for (arma::uword h = 1; h <= P; ++h) {
+            slopes(h - 1) = std::exp2(-8.0 * static_cast<double>(h) / static_cast<double>(P));
+        }
+        return slopes;
+    };
+    arma::uword P = 1;
+    while (P * 2 <= heads) {
+        P *= 2;
+    }
+    if (P == heads) {
+        return power_of_two(P);
+    }
+    const arma::rowvec first = power_of_two(P);
+    const arma::rowvec between = power_of_two(2 * P);
+    arma::rowvec slopes(heads);
+    slopes.head(P) = first;
+    for (arma::uword k = 0; P + k < heads; ++k) {
+        slopes(P + k) = between(2 * k);  // h = 1, 3, 5, … of 2P (0-based 0, 2, 4, …)
+    }
+    return slopes;
+}
+
+arma::mat position_bias(arma::uword n, arma::uword m, double slope) {
+    arma::mat bias(n, m);
+    for (arma::uword j = 0; j < m; ++j) {
+        for (arma::uword i = 0; i < n; ++i) {
+            const double distance = i > j ? static_cast<double>(i - j) : static_cast<double>(j - i);
+            bias(i, j) = distance == 0.0 ? 0.0 : -slope * distance;
+        }
+    }
+    return bias;
+}
+
 arma::mat apply_mask(const arma::mat& S, const arma::mat& allowed) {
     arma::mat result = S;
     result.elem(arma::find(allowed == 0.0)).fill(-arma::datum::inf);
@@ -122,6 +203,22 @@ arma::mat softmax_rows(const arma::mat& S) {
         // subtract the row maximum so exp() cannot overflow; −∞ cells give exp = 0
         const double row_max = S.row(i).max();
         double sum = 0.0;
+        for (arma::uword j = 0; j < S.n_cols; ++j) {
+            const double e = std::exp(S(i, j) - row_max);
+            A(i, j) = e;
+            sum += e;
+        }
+        A.row(i) /= sum;
+    }
+    return A;
+}
+
+arma::mat softmax_rows(const arma::mat& S, double sink) {
+    arma::mat A(S.n_rows, S.n_cols);
+    for (arma::uword i = 0; i < S.n_rows; ++i) {
+        // the sink joins the row's maximum and its sum, and gets no column of its own
+        const double row_max = std::max(S.row(i).max(), sink);
+        double sum = std::exp(sink - row_max);
         for (arma::uword j = 0; j < S.n_cols; ++j) {
             const double e = std::exp(S(i, j) - row_max);
             A(i, j) = e;
@@ -209,7 +306,8 @@ Trace compute(const Model& model, const ComputeOptions& options) {
     if (model.cross()) {
         trace.context_tokens = model.context_tokens;
     }
-    trace.dims = {model.n(), model.m(), model.d_model(), model.n_heads(), model.d_k(), model.d_v(), model.d_out()};
+    trace.dims = {model.n(), model.m(), model.d_model(), model.n_heads(), model.d_k(), model.d_v(), model.d_out(),
+                  model.n_kv_heads()};
     trace.scale = model.scale();
 
     // The steps in the order of the step table (attention/steps.hpp); each is

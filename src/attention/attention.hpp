@@ -11,6 +11,7 @@
 #include "model/model.hpp"
 
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -22,12 +23,34 @@ arma::mat project(const arma::mat& X, const arma::mat& W, const std::optional<ar
 // step: scores (n × m) = Q (n × d_k) · Kᵀ (d_k × m)
 arma::mat scores(const arma::mat& Q, const arma::mat& K);
 
+// step: rotated queries and keys (RoPE). Row r is at position r (from 0); for
+// k = 0 … d/2 − 1 the pair (a, b) of elements k and k + d/2 (style half) or
+// 2k and 2k + 1 (style interleaved) turns by the angle r·θ_k,
+// θ_k = base^(−2k/d): a′ = a·cos − b·sin, b′ = b·cos + a·sin. d must be even.
+arma::mat rotate(const arma::mat& X, const Rope& rope);
+// The angle θ_k of pair k (0-based) for width d.
+double rope_frequency(const Rope& rope, arma::uword k, arma::uword d);
+// The 0-based elements of pair k: (k, k + d/2) or (2k, 2k + 1).
+std::pair<arma::uword, arma::uword> rope_pair(RopeStyle style, arma::uword k, arma::uword d);
+
+// ALiBi's slopes for H heads (Press et al.): for H a power of two,
+// m_h = 2^(−8h/H); otherwise the slopes of P, the largest power of two below
+// H, followed by those of 2P at h = 1, 3, 5, … until there are H.
+arma::rowvec alibi_slopes(arma::uword heads);
+
+// step: position bias (n × m) = −slope·|i − j|, queries and keys by position
+arma::mat position_bias(arma::uword n, arma::uword m, double slope);
+
 // step: masked scores: cells where allowed is 0 become −∞
 arma::mat apply_mask(const arma::mat& S, const arma::mat& allowed);
 
 // step: softmax along each row, stably (the row maximum is subtracted first).
 // A row of −∞ only cannot occur: the loader refuses masks that block a whole row.
 arma::mat softmax_rows(const arma::mat& S);
+// The same with an attention sink: a logit s that joins each row's softmax
+// and is then dropped, so that each row sums to less than 1:
+// A[i,j] = exp(S_ij − M_i) / (Σ_j exp(S_ij − M_i) + exp(s − M_i)), M_i = max(max_j S_ij, s).
+arma::mat softmax_rows(const arma::mat& S, double sink);
 
 // step: head output (n × d_v) = A (n × m) · V (m × d_v)
 arma::mat weighted_sum(const arma::mat& A, const arma::mat& V);

@@ -79,8 +79,9 @@ Diagnostic from_zero_error(const CellRef& cell, const Step& step, int heads) {
 }  // namespace
 
 const Step& cell_step(const Trace& trace, const CellRef& cell) {
-    const int heads = static_cast<int>(trace.dims.heads);
     const bool per_head = is_per_head(cell.step);
+    // keys and values have their own heads with grouped-query attention
+    const int heads = static_cast<int>(is_per_kv_head(cell.step) ? trace.dims.kv_heads : trace.dims.heads);
     const std::string step_id = step_text(cell.step);
     if (trace.find(cell.step, per_head ? 1 : 0) == nullptr) {
         throw InputError(cell_error("cell " + cell.text + ": this example has no " + step_id + " step",

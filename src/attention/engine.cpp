@@ -317,6 +317,10 @@ private:
                 for (arma::uword j = query + 1; j < m; ++j) {
                     row[j] = minus_inf;
                 }
+                // a sliding window also blocks the keys before query − window + 1
+                for (arma::uword j = 0; mask.window > 0 && j + mask.window <= query && j < m; ++j) {
+                    row[j] = minus_inf;
+                }
             }
             for (const arma::uword j : m_padded_keys) {
                 row[j] = minus_inf;
@@ -612,7 +616,8 @@ PackedWeights pack_weights(const Model& model) {
 
 MaskView mask_view(const Model& model) {
     MaskView view;
-    view.causal = model.mask_kind == MaskKind::causal;
+    view.causal = model.mask_kind == MaskKind::causal || model.mask_kind == MaskKind::window;
+    view.window = model.mask_kind == MaskKind::window ? model.window : 0;
     view.matrix = model.mask_kind == MaskKind::matrix ? &model.mask : nullptr;
     view.padding = model.padding ? &*model.padding : nullptr;
     return view;

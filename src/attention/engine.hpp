@@ -68,12 +68,13 @@ inline constexpr arma::uword k_max_block_rows = 256;
 // Which cells are blocked, read from the model without building an n × m matrix.
 struct MaskView {
     bool causal = false;                    // key j is blocked for query i when j > i
+    arma::uword window = 0;                 // with causal: also when i − j ≥ window (0: no window)
     const arma::mat* matrix = nullptr;      // n × m, 0 = blocked
     const arma::rowvec* padding = nullptr;  // 1 × m, 0 = a padding key, blocked for every query
 
     bool any() const { return causal || matrix != nullptr || padding != nullptr; }
     bool blocked(arma::uword i, arma::uword j) const {
-        return (causal && j > i) || (matrix != nullptr && (*matrix)(i, j) == 0.0) ||
+        return (causal && (j > i || (window > 0 && i - j >= window))) || (matrix != nullptr && (*matrix)(i, j) == 0.0) ||
                (padding != nullptr && (*padding)(j) == 0.0);
     }
 };

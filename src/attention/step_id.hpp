@@ -23,10 +23,14 @@ enum class StepId {
     encoded,
     context,
     queries,
+    rotated_queries,
     keys,
+    rotated_keys,
     values,
     scores,
     scaled_scores,
+    position_bias,
+    biased_scores,
     masked_scores,
     weights,
     head_output,
@@ -58,5 +62,8 @@ std::vector<std::string> step_names();
 std::string step_name_list();
 // Computed once per head (query head or key/value head).
 bool is_per_head(StepId id);
+// Computed once per key/value head (keys, values, rotated_keys); with
+// grouped-query attention there are fewer of these than query heads.
+bool is_per_kv_head(StepId id);
 
 }  // namespace qkv

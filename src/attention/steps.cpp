@@ -6,7 +6,9 @@
 #include "attention/engine.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace qkv {
@@ -19,6 +21,8 @@ bool with_positions(const Model& model) { return model.P.has_value(); }
 bool with_context(const Model& model) { return model.cross(); }
 bool with_mask(const Model& model) { return model.masked(); }
 bool with_several_heads(const Model& model) { return model.n_heads() > 1; }
+bool with_rope(const Model& model) { return model.rope.has_value(); }
+bool with_alibi(const Model& model) { return model.alibi.has_value(); }
 
 // ── what a step reads ───────────────────────────────────────────────────────
 // The projections read X, or X + P with positions; keys and values read the
@@ -32,15 +36,27 @@ std::vector<StepKey> reads_inputs_and_positions(const Model&, int) {
 }
 std::vector<StepKey> reads_query_source(const Model& model, int) { return {query_source(model)}; }
 std::vector<StepKey> reads_key_source(const Model& model, int) { return {key_source(model)}; }
-std::vector<StepKey> reads_queries_and_keys(const Model&, int h) { return {{StepId::queries, h}, {StepId::keys, h}}; }
+std::vector<StepKey> reads_queries(const Model&, int h) { return {{StepId::queries, h}}; }
+std::vector<StepKey> reads_keys(const Model&, int g) { return {{StepId::keys, g}}; }
+// query head h meets the keys of its key/value head, rotated when RoPE is on
+std::vector<StepKey> reads_queries_and_keys(const Model& model, int h) {
+    const bool rope = model.rope.has_value();
+    return {{rope ? StepId::rotated_queries : StepId::queries, h},
+            {rope ? StepId::rotated_keys : StepId::keys, model.kv_head_of(h)}};
+}
 std::vector<StepKey> reads_scores(const Model&, int h) { return {{StepId::scores, h}}; }
-std::vector<StepKey> reads_scaled_scores(const Model&, int h) { return {{StepId::scaled_scores, h}}; }
+std::vector<StepKey> reads_scaled_scores_and_bias(const Model&, int h) {
+    return {{StepId::scaled_scores, h}, {StepId::position_bias, h}};
+}
+// the scores before masking: scaled, plus ALiBi's bias when it is on
+StepId unmasked_scores(const Model& model) { return model.alibi ? StepId::biased_scores : StepId::scaled_scores; }
+std::vector<StepKey> reads_unmasked_scores(const Model& model, int h) { return {{unmasked_scores(model), h}}; }
 // the softmax reads the masked scores when there are any
 std::vector<StepKey> reads_softmax_input(const Model& model, int h) {
-    return {{model.masked() ? StepId::masked_scores : StepId::scaled_scores, h}};
+    return {{model.masked() ? StepId::masked_scores : unmasked_scores(model), h}};
 }
-std::vector<StepKey> reads_weights_and_values(const Model&, int h) {
-    return {{StepId::weights, h}, {StepId::values, h}};
+std::vector<StepKey> reads_weights_and_values(const Model& model, int h) {
+    return {{StepId::weights, h}, {StepId::values, model.kv_head_of(h)}};
 }
 std::vector<StepKey> reads_every_head_output(const Model& model, int) {
     std::vector<StepKey> heads;
@@ -67,21 +83,32 @@ arma::mat add_positions(const Model&, int, StepInputs in) { return *in[0] + *in[
 arma::mat project_queries(const Model& model, int h, StepInputs in) {
     return project(*in[0], head_weights(model, h).W_Q, head_weights(model, h).b_Q);
 }
-arma::mat project_keys(const Model& model, int h, StepInputs in) {
-    return project(*in[0], head_weights(model, h).W_K, head_weights(model, h).b_K);
+arma::mat project_keys(const Model& model, int g, StepInputs in) {
+    return project(*in[0], model.kv_weights(g).W_K, model.kv_weights(g).b_K);
 }
-arma::mat project_values(const Model& model, int h, StepInputs in) {
-    return project(*in[0], head_weights(model, h).W_V, head_weights(model, h).b_V);
+arma::mat project_values(const Model& model, int g, StepInputs in) {
+    return project(*in[0], model.kv_weights(g).W_V, model.kv_weights(g).b_V);
 }
+
+// RoPE: each row's pairs turned by the angle position·θ_k (attention.hpp)
+arma::mat rotate_rows(const Model& model, int, StepInputs in) { return rotate(*in[0], *model.rope); }
 
 // (n × m) = Q (n × d_k) · Kᵀ (d_k × m)
 arma::mat score(const Model&, int, StepInputs in) { return scores(*in[0], *in[1]); }
 
 arma::mat scale(const Model& model, int, StepInputs in) { return *in[0] / model.scale(); }
 
+// ALiBi: (n × m) = −m_h·|i − j|
+arma::mat bias(const Model& model, int h, StepInputs) {
+    return position_bias(model.n(), model.m(), (*model.alibi)(static_cast<arma::uword>(h - 1)));
+}
+arma::mat add_bias(const Model&, int, StepInputs in) { return *in[0] + *in[1]; }
+
 arma::mat mask(const Model& model, int, StepInputs in) { return apply_mask(*in[0], model.allowed()); }
 
-arma::mat softmax(const Model&, int, StepInputs in) { return softmax_rows(*in[0]); }
+arma::mat softmax(const Model& model, int h, StepInputs in) {
+    return model.sinks ? softmax_rows(*in[0], (*model.sinks)(static_cast<arma::uword>(h - 1))) : softmax_rows(*in[0]);
+}
 
 // (n × d_v) = A (n × m) · V (m × d_v)
 arma::mat weigh_values(const Model&, int, StepInputs in) { return weighted_sum(*in[0], *in[1]); }
@@ -101,6 +128,23 @@ arma::mat project_output(const Model& model, int, StepInputs in) {
 }
 
 // ── the words ───────────────────────────────────────────────────────────────
+// The shortest form that reads back as the same number: 10000, 0.25, 2.5e-05.
+std::string fmt_number(double value) {
+    char buffer[64];
+    if (std::abs(value) < 1e15 && std::floor(value) == value) {
+        std::snprintf(buffer, sizeof buffer, "%.0f", value);
+        return buffer;
+    }
+    std::snprintf(buffer, sizeof buffer, "%.17g", value);
+    for (int precision = 1; precision <= 17; ++precision) {
+        std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
+        if (std::strtod(buffer, nullptr) == value) {
+            break;
+        }
+    }
+    return buffer;
+}
+
 std::string fixed(double value, int decimals = 4) {
     char buffer[64];
     std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
@@ -176,31 +220,90 @@ void describe_queries(const StepContext& context, Step& step) {
     set_projection_formulas(step, "Q", source, source, "Q", head.b_Q.has_value(), model.layout);
 }
 
+// "shared by query heads 1 and 2" with grouped-query attention, for the key/value steps
+void note_shared_heads(const Model& model, Step& step) {
+    if (model.n_kv_heads() == model.n_heads()) {
+        return;
+    }
+    const int first = model.first_query_head(step.head);
+    const int last = first + static_cast<int>(model.n_heads() / model.n_kv_heads()) - 1;
+    step.notes.push_back("key/value head " + std::to_string(step.head) + " of " + std::to_string(model.n_kv_heads()) +
+                         ", shared by query heads " +
+                         (first == last ? std::to_string(first)
+                                        : std::to_string(first) + (last == first + 1 ? " and " : " … ") +
+                                              std::to_string(last)));
+}
+
 void describe_keys(const StepContext& context, Step& step) {
     const Model& model = context.model();
-    const HeadWeights& head = head_weights(model, step.head);
+    const HeadWeights& head = model.kv_weights(step.head);
     set_text(step, "", "",
              "Each token's key, what it offers to be matched on. A query and a key match when their dot product is "
              "large.",
              context.key_tokens(), dimension_labels(model.d_k()));
     const std::string& source = context.names().keys;
     set_projection_formulas(step, "K", source, source, "K", head.b_K.has_value(), model.layout);
+    note_shared_heads(model, step);
 }
 
 void describe_values(const StepContext& context, Step& step) {
     const Model& model = context.model();
-    const HeadWeights& head = head_weights(model, step.head);
+    const HeadWeights& head = model.kv_weights(step.head);
     set_text(step, "", "", "Each token's value, what it passes on to the queries that attend to it.",
              context.key_tokens(), dimension_labels(model.d_v()));
     const std::string& source = context.names().keys;
     set_projection_formulas(step, "V", source, source, "V", head.b_V.has_value(), model.layout);
+    note_shared_heads(model, step);
 }
 
+// "θ_k = 10000^(−2k/d_k), angle p·θ_k, position p from 0" and "style half: element k pairs with k + 2 (…)"
+std::vector<std::string> rope_notes(const Model& model) {
+    const Rope& rope = *model.rope;
+    const std::string half = std::to_string(model.d_k() / 2);
+    return {"θ_k = " + fmt_number(rope.base) + "^(−2k/d_k), angle p·θ_k, position p from 0",
+            rope.style == RopeStyle::half ? "style half: element k pairs with element k + " + half +
+                                                " (Hugging Face's rotate_half)"
+                                          : "style interleaved: element 2k pairs with element 2k + 1 (the RoFormer "
+                                            "paper, Meta's Llama code)"};
+}
+
+void describe_rotated(const StepContext& context, Step& step, bool queries) {
+    const Model& model = context.model();
+    const std::string letter = queries ? "Q" : "K";
+    set_text(step, letter + "_rot = RoPE(" + letter + ")",
+             letter + "_{\\mathrm{rot}} = \\operatorname{RoPE}(" + letter + ")",
+             std::string(queries ? "Each query" : "Each key") +
+                 " has its elements taken in pairs, and each pair turned by an angle that grows with the token's "
+                 "position. A query and a key turned this way score by how far apart they are, not by where they "
+                 "are.",
+             queries ? model.tokens : context.key_tokens(), dimension_labels(model.d_k()));
+    for (std::string& note : rope_notes(model)) {
+        step.notes.push_back(std::move(note));
+    }
+    if (!queries) {
+        note_shared_heads(model, step);
+    }
+}
+void describe_rotated_queries(const StepContext& context, Step& step) { describe_rotated(context, step, true); }
+void describe_rotated_keys(const StepContext& context, Step& step) { describe_rotated(context, step, false); }
+
 void describe_scores(const StepContext& context, Step& step) {
-    set_text(step, "S = Q·Kᵀ", "S = Q K^\\top",
-             "Entry (i, j) is query i dotted with key j: how well token i's query matches token j's key. The "
-             "transpose turns each key into a column, so one product gives every pair.",
-             context.model().tokens, context.key_tokens());
+    const Model& model = context.model();
+    if (model.rope) {
+        set_text(step, "S = Q_rot·K_rotᵀ", "S = Q_{\\mathrm{rot}} K_{\\mathrm{rot}}^\\top",
+                 "Entry (i, j) is rotated query i dotted with rotated key j. The transpose turns each key into a "
+                 "column, so one product gives every pair.",
+                 model.tokens, context.key_tokens());
+    } else {
+        set_text(step, "S = Q·Kᵀ", "S = Q K^\\top",
+                 "Entry (i, j) is query i dotted with key j: how well token i's query matches token j's key. The "
+                 "transpose turns each key into a column, so one product gives every pair.",
+                 model.tokens, context.key_tokens());
+    }
+    if (model.n_kv_heads() != model.n_heads()) {
+        step.notes.push_back("query head " + std::to_string(step.head) + " reads the keys of key/value head " +
+                             std::to_string(model.kv_head_of(step.head)));
+    }
 }
 
 void describe_scaled_scores(const StepContext& context, Step& step) {
@@ -230,6 +333,27 @@ void describe_scaled_scores(const StepContext& context, Step& step) {
                          (model.scale_kind == ScaleKind::sqrt_dk ? " (√" + d_k + ")" : ""));
 }
 
+void describe_position_bias(const StepContext& context, Step& step) {
+    const Model& model = context.model();
+    const double slope = (*model.alibi)(static_cast<arma::uword>(step.head - 1));
+    set_text(step, "B[i,j] = −m·|i − j|", "B_{ij} = -m \\lvert i - j \\rvert",
+             "ALiBi: instead of adding positions to the inputs, each head lowers a score in proportion to the "
+             "distance between query and key, more steeply for a larger slope m.",
+             model.tokens, context.key_tokens());
+    std::string note = "slope m = " + fmt_number(slope);
+    if (model.alibi_press) {
+        note += " (Press et al.'s slope for head " + std::to_string(step.head) + " of " +
+                std::to_string(model.n_heads()) + ": 2^" + fmt_number(std::log2(slope)) + ")";
+    }
+    step.notes.push_back(note);
+}
+
+void describe_biased_scores(const StepContext& context, Step& step) {
+    set_text(step, "S' + B", "S' + B",
+             "The scaled scores plus the position bias: far-away keys start lower before the softmax.",
+             context.model().tokens, context.key_tokens());
+}
+
 void describe_masked_scores(const StepContext& context, Step& step) {
     const Model& model = context.model();
     set_text(step, "S'[i,j] = −∞ where blocked", "S'_{ij} = -\\infty \\text{ where blocked}",
@@ -238,6 +362,10 @@ void describe_masked_scores(const StepContext& context, Step& step) {
              model.tokens, context.key_tokens());
     if (model.mask_kind == MaskKind::causal) {
         step.notes.push_back("causal mask: query i sees keys 1 … i");
+    }
+    if (model.mask_kind == MaskKind::window) {
+        step.notes.push_back("sliding window of " + std::to_string(model.window) + ": query i sees keys i − " +
+                             std::to_string(model.window - 1) + " … i, itself included");
     }
     if (model.padding) {
         step.notes.push_back("padding: keys marked 0 are blocked for every query");
@@ -251,15 +379,29 @@ void describe_weights(const StepContext& context, Step& step) {
              "The softmax turns each row of scores into positive weights that sum to 1: how much each query attends "
              "to each key.",
              context.model().tokens, context.key_tokens());
+    const Model& model = context.model();
+    if (model.sinks) {
+        const double sink = (*model.sinks)(static_cast<arma::uword>(step.head - 1));
+        step.formula = "A = softmax([S' s]) along each row, the sink's column dropped";
+        step.latex = "A = \\operatorname{softmax}\\left(\\begin{bmatrix} S' & s \\end{bmatrix}\\right)_{:, 1..m}";
+        step.explanation = "The sink logit s joins each row's softmax as one more key with no value, and its weight "
+                           "is dropped: each row of weights sums to less than 1, and what is missing went to the sink.";
+        step.notes.push_back("sink s = " + fmt_number(sink) + " for this head; the rest of each row went to the sink");
+        return;
+    }
     // rounded weights need not add up to 1: 0.0634, 0.4683, 0.4683 round to 0.1, 0.5, 0.5
-    const bool rounded = step_rounding(context.model(), StepId::weights).has_value();
+    const bool rounded = step_rounding(model, StepId::weights).has_value();
     step.notes.push_back(rounded ? "each row summed to 1 before rounding" : "each row sums to 1");
 }
 
 void describe_head_output(const StepContext& context, Step& step) {
+    const Model& model = context.model();
     set_text(step, "Z = A·V", "Z = A V",
              "Row i mixes the value rows, each multiplied by how much query i attends to it, and adds them up.",
-             context.model().tokens, dimension_labels(context.model().d_v()));
+             model.tokens, dimension_labels(model.d_v()));
+    if (model.n_kv_heads() != model.n_heads()) {
+        step.notes.push_back("the values of key/value head " + std::to_string(model.kv_head_of(step.head)));
+    }
 }
 
 void describe_concat(const StepContext& context, Step& step) {
@@ -301,16 +443,24 @@ constexpr StepRow k_steps[] = {
      given_context, describe_context},
     {StepId::queries, "queries", "Queries", HeadKind::query, "", always, false, true, reads_query_source,
      project_queries, describe_queries},
+    {StepId::rotated_queries, "rotated_queries", "Rotated queries (RoPE)", HeadKind::query, "rope:", with_rope, false,
+     false, reads_queries, rotate_rows, describe_rotated_queries},
     {StepId::keys, "keys", "Keys", HeadKind::key_value, "", always, false, true, reads_key_source, project_keys,
      describe_keys},
+    {StepId::rotated_keys, "rotated_keys", "Rotated keys (RoPE)", HeadKind::key_value, "rope:", with_rope, false,
+     false, reads_keys, rotate_rows, describe_rotated_keys},
     {StepId::values, "values", "Values", HeadKind::key_value, "", always, false, true, reads_key_source,
      project_values, describe_values},
     {StepId::scores, "scores", "Scores", HeadKind::query, "", always, true, true, reads_queries_and_keys, score,
      describe_scores},
     {StepId::scaled_scores, "scaled_scores", "Scaled scores", HeadKind::query, "", always, true, true, reads_scores,
      scale, describe_scaled_scores},
+    {StepId::position_bias, "position_bias", "Position bias (ALiBi)", HeadKind::query, "alibi:", with_alibi, true,
+     false, reads_nothing, bias, describe_position_bias},
+    {StepId::biased_scores, "biased_scores", "Biased scores", HeadKind::query, "alibi:", with_alibi, true, false,
+     reads_scaled_scores_and_bias, add_bias, describe_biased_scores},
     {StepId::masked_scores, "masked_scores", "Masked scores", HeadKind::query, "a mask or padding", with_mask, true,
-     true, reads_scaled_scores, mask, describe_masked_scores},
+     true, reads_unmasked_scores, mask, describe_masked_scores},
     {StepId::weights, "weights", "Attention weights", HeadKind::query, "", always, true, true, reads_softmax_input,
      softmax, describe_weights},
     {StepId::head_output, "head_output", "Weighted sum of values", HeadKind::query, "", always, false, true,
@@ -378,6 +528,8 @@ std::string step_name_list() {
 
 bool is_per_head(StepId id) { return step_row(id).heads != HeadKind::none; }
 
+bool is_per_kv_head(StepId id) { return step_row(id).heads == HeadKind::key_value; }
+
 // ── the table read against an example ───────────────────────────────────────
 bool step_exists(const Model& model, StepId id) { return step_row(id).exists(model); }
 
@@ -386,8 +538,9 @@ int step_heads(const Model& model, StepId id) {
         case HeadKind::none:
             return 0;
         case HeadKind::query:
-        case HeadKind::key_value:
             return static_cast<int>(model.n_heads());
+        case HeadKind::key_value:
+            return static_cast<int>(model.n_kv_heads());
     }
     return 0;
 }
@@ -403,7 +556,13 @@ std::vector<StepKey> step_sequence(const Model& model) {
         }
         for (int h = 1; h <= heads; ++h) {
             for (const StepId id : run) {
-                if (h <= step_heads(model, id)) {
+                if (step_row(id).heads == HeadKind::key_value) {
+                    // a shared key/value head comes with the first query head that reads it
+                    const int g = model.kv_head_of(h);
+                    if (model.first_query_head(g) == h) {
+                        sequence.push_back({id, g});
+                    }
+                } else if (h <= step_heads(model, id)) {
                     sequence.push_back({id, h});
                 }
             }
@@ -428,21 +587,27 @@ std::vector<StepKey> step_sequence(const Model& model) {
 std::vector<StepKey> step_inputs(const Model& model, const StepKey& key) { return step_row(key.id).reads(model, key.head); }
 
 std::string step_requirements() {
-    // "positional and encoded need positional:, context needs context:, …", rows that need the same thing together
-    std::string text;
-    const std::size_t count = std::size(k_steps);
-    for (std::size_t k = 0; k < count; ++k) {
-        const StepRow& row = k_steps[k];
-        if (row.needs.empty() || (k > 0 && k_steps[k - 1].needs == row.needs)) {
+    // "positional and encoded need positional:, context needs context:, …": the rows that need the same thing
+    // together, in the order of their first row
+    std::vector<std::pair<std::string_view, std::vector<std::string>>> groups;
+    for (const auto& row : k_steps) {
+        if (row.needs.empty()) {
             continue;
         }
-        std::string names(row.name);
-        bool several = false;
-        for (std::size_t next = k + 1; next < count && k_steps[next].needs == row.needs; ++next) {
-            names += " and " + std::string(k_steps[next].name);
-            several = true;
+        auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == row.needs; });
+        if (group == groups.end()) {
+            groups.push_back({row.needs, {}});
+            group = std::prev(groups.end());
         }
-        text += (text.empty() ? "" : ", ") + names + (several ? " need " : " needs ") + std::string(row.needs);
+        group->second.emplace_back(row.name);
+    }
+    std::string text;
+    for (const auto& [needs, names] : groups) {
+        std::string list;
+        for (std::size_t k = 0; k < names.size(); ++k) {
+            list += (k == 0 ? "" : k + 1 == names.size() ? " and " : ", ") + names[k];
+        }
+        text += (text.empty() ? "" : ", ") + list + (names.size() > 1 ? " need " : " needs ") + std::string(needs);
     }
     return text;
 }

@@ -35,6 +35,12 @@ struct Dims {
     arma::uword d_k = 0;
     arma::uword d_v = 0;
     arma::uword d_out = 0;
+    arma::uword kv_heads = 1; // key/value heads: heads, or fewer with grouped-query attention
+
+    // The key/value head (1-based) that query head h (1-based) reads: ⌈h·G/H⌉.
+    int kv_head_of(int h) const {
+        return static_cast<int>((static_cast<arma::uword>(h) * kv_heads + heads - 1) / heads);
+    }
 };
 
 struct Trace {

@@ -112,7 +112,8 @@ ProjectionParts projection_parts(const Model& model, const LearnerValues& L, con
         p.projection = candidate.id == key.id ? &candidate : p.projection;
     }
     p.key = key;
-    p.head = &model.heads[static_cast<std::size_t>(key.head - 1)];
+    // keys and values are numbered by key/value head
+    p.head = is_per_kv_head(key.id) ? &model.kv_weights(key.head) : &model.heads[static_cast<std::size_t>(key.head - 1)];
     p.letter = p.projection->letter;
     p.is_query = p.letter == "Q";
     p.source = p.is_query ? &L.query_source() : &L.key_source();
@@ -200,13 +201,15 @@ void wrong_part_mistakes(const Model& model, const LearnerValues& L, const Proje
                               p.correct, p.key, project(L.query_source(), W, *p.b)));
         }
     }
-    // another head's weights
+    // another head's weights (another key/value head's, for keys and values)
     const int h = p.key.head;
-    for (int other = 1; other <= static_cast<int>(model.n_heads()); ++other) {
+    const bool kv = is_per_kv_head(p.key.id);
+    const int heads = static_cast<int>(kv ? model.n_kv_heads() : model.n_heads());
+    for (int other = 1; other <= heads; ++other) {
         if (other == h) {
             continue;
         }
-        const HeadWeights& other_head = model.heads[static_cast<std::size_t>(other - 1)];
+        const HeadWeights& other_head = kv ? model.kv_weights(other) : model.heads[static_cast<std::size_t>(other - 1)];
         out.push_back(one("other_head_weights",
                           "The " + step_text(p.projection->id) + " of head " + std::to_string(h) +
                               " were computed with head " + std::to_string(other) + "'s " + p.W_name + ".",
@@ -219,6 +222,9 @@ void wrong_part_mistakes(const Model& model, const LearnerValues& L, const Proje
 // step (e.g. the scores) when the projections themselves are not answered.
 void head_projection_mistakes(const Model& model, const LearnerValues& L, int h, std::vector<Mistake>& out) {
     const HeadWeights& head = model.heads[static_cast<std::size_t>(h - 1)];
+    // the key/value head query head h reads: h itself unless heads share keys and values
+    const int g = model.kv_head_of(h);
+    const auto head_of = [&](StepId id) { return is_per_kv_head(id) ? g : h; };
     const arma::mat& source = L.query_source();
     const arma::mat& kv_source = L.key_source();
     const std::string source_name = source_names(model).queries;
@@ -238,7 +244,8 @@ void head_projection_mistakes(const Model& model, const LearnerValues& L, int h,
     for (const auto& q : k_projections) {
         const arma::mat& W_q = weight_of(head, q.letter);
         if (W_q.is_square()) {
-            w_x.values.emplace_back(StepKey{q.id, h}, project(source_of(q.letter), W_q.t(), bias_of(head, q.letter)));
+            w_x.values.emplace_back(StepKey{q.id, head_of(q.id)},
+                                    project(source_of(q.letter), W_q.t(), bias_of(head, q.letter)));
         }
     }
     if (w_x.values.size() > 1) {
@@ -249,14 +256,14 @@ void head_projection_mistakes(const Model& model, const LearnerValues& L, int h,
                     {},
                     true};
     swapped.values.emplace_back(StepKey{StepId::queries, h}, project(source, head.W_K, head.b_K));
-    swapped.values.emplace_back(StepKey{StepId::keys, h}, project(kv_source, head.W_Q, head.b_Q));
+    swapped.values.emplace_back(StepKey{StepId::keys, g}, project(kv_source, head.W_Q, head.b_Q));
     out.push_back(std::move(swapped));
     if (int(head.b_Q.has_value()) + int(head.b_K.has_value()) + int(head.b_V.has_value()) > 1) {
         Mistake no_bias{"bias_forgotten", "The biases were not added to the projections.",
                         "Q = X·W_Q + b_Q, and the same for K and V: each bias is added to every row", {}, true};
         for (const auto& q : k_projections) {
             if (bias_of(head, q.letter)) {
-                no_bias.values.emplace_back(StepKey{q.id, h},
+                no_bias.values.emplace_back(StepKey{q.id, head_of(q.id)},
                                             project(source_of(q.letter), weight_of(head, q.letter), std::nullopt));
             }
         }
@@ -267,11 +274,12 @@ void head_projection_mistakes(const Model& model, const LearnerValues& L, int h,
                             "The keys and values were computed from the inputs; in cross-attention they come from the "
                             "context C.",
                             "K = C·W_K and V = C·W_V", {}, true};
-        from_inputs.values.emplace_back(StepKey{StepId::keys, h}, project(source, head.W_K, head.b_K));
-        from_inputs.values.emplace_back(StepKey{StepId::values, h}, project(source, head.W_V, head.b_V));
+        from_inputs.values.emplace_back(StepKey{StepId::keys, g}, project(source, head.W_K, head.b_K));
+        from_inputs.values.emplace_back(StepKey{StepId::values, g}, project(source, head.W_V, head.b_V));
         out.push_back(std::move(from_inputs));
     }
-    for (int other = 1; other <= static_cast<int>(model.n_heads()); ++other) {
+    // (with shared key/value heads, another query head may rightly read the same keys)
+    for (int other = 1; other <= static_cast<int>(model.n_heads()) && model.n_kv_heads() == model.n_heads(); ++other) {
         if (other == h) {
             continue;
         }
@@ -296,13 +304,85 @@ void projection_mistakes(const Model& model, const LearnerValues& L, const StepK
     }
 }
 
+// ── RoPE ────────────────────────────────────────────────────────────────────
+
+// Each pair turned by −p·θ_k instead of p·θ_k (the sines' signs swapped).
+arma::mat rotate_backwards(const arma::mat& X, const Rope& rope) {
+    arma::mat result = X;
+    const arma::uword d = X.n_cols;
+    for (arma::uword k = 0; k < d / 2; ++k) {
+        const auto [a, b] = rope_pair(rope.style, k, d);
+        for (arma::uword p = 0; p < X.n_rows; ++p) {
+            const double angle = static_cast<double>(p) * rope_frequency(rope, k, d);
+            result(p, a) = X(p, a) * std::cos(angle) + X(p, b) * std::sin(angle);
+            result(p, b) = X(p, b) * std::cos(angle) - X(p, a) * std::sin(angle);
+        }
+    }
+    return result;
+}
+
+void rope_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+    const StepKey read = step_inputs(model, key).front();
+    const arma::mat& X = L(read.id, read.head);
+    const Rope& rope = *model.rope;
+    const std::string letter = key.id == StepId::rotated_queries ? "Q" : "K";
+    const std::string correct = letter + "_rot: row p (from 0) turned pair by pair by p·θ_k, pairs " +
+                                (rope.style == RopeStyle::half ? "(k, k + d_k/2) (style half)" : "(2k, 2k + 1) (style interleaved)");
+    out.push_back(one("rope_not_applied", "RoPE was not applied: these are the " + step_text(read.id) + " as they were.",
+                      correct, key, X));
+    Rope other = rope;
+    other.style = rope.style == RopeStyle::half ? RopeStyle::interleaved : RopeStyle::half;
+    out.push_back(one("rope_other_style",
+                      rope.style == RopeStyle::half
+                          ? "The pairs were taken as (2k, 2k + 1), the interleaved style; this example pairs k with "
+                            "k + d_k/2 (style half)."
+                          : "The pairs were taken as (k, k + d_k/2), the half style; this example pairs 2k with 2k + 1 "
+                            "(style interleaved).",
+                      correct, key, rotate(X, other)));
+    // positions counted from 1: row p turned by (p + 1)·θ_k
+    arma::mat shifted(X.n_rows + 1, X.n_cols, arma::fill::zeros);
+    shifted.rows(1, X.n_rows) = X;
+    out.push_back(one("rope_positions_from_one", "The positions were counted from 1; the first token is at position 0.",
+                      correct, key, arma::mat(rotate(shifted, rope).rows(1, X.n_rows))));
+    out.push_back(one("rope_turned_backwards", "The pairs were turned the wrong way (by −p·θ_k): the signs of the sines are swapped.",
+                      correct, key, rotate_backwards(X, rope)));
+}
+
+// ── ALiBi ───────────────────────────────────────────────────────────────────
+
+void alibi_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
+    const double slope = (*model.alibi)(static_cast<arma::uword>(key.head - 1));
+    const arma::mat bias = position_bias(model.n(), model.m(), slope);
+    if (key.id == StepId::position_bias) {
+        out.push_back(one("alibi_sign", "The bias was added as +m·|i − j|; ALiBi lowers the scores of distant keys.",
+                          "B[i,j] = −m·|i − j|", key, -bias));
+        return;
+    }
+    const std::string correct = "S' + B: the scaled scores plus the position bias";
+    out.push_back(one("alibi_bias_forgotten", "The position bias was not added.", correct, key,
+                      L(StepId::scaled_scores, key.head)));
+    if (model.scale() != 1.0) {
+        out.push_back(one("alibi_bias_scaled", "The bias was added before scaling, so it was divided by " +
+                                                   divisor_text(model) + " too.",
+                          correct + "; the bias is added after the scaling", key,
+                          (L(StepId::scores, key.head) + L(StepId::position_bias, key.head)) / model.scale()));
+    }
+}
+
 // ── scores, scaling, mask ───────────────────────────────────────────────────
 
 void score_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
     const int h = key.head;
-    const arma::mat& Q = L(StepId::queries, h);
-    const arma::mat& K = L(StepId::keys, h);
+    // the queries and keys the scores read: rotated with RoPE, and the key/value head's keys
+    const std::vector<StepKey> reads = step_inputs(model, key);
+    const arma::mat& Q = L(reads[0].id, reads[0].head);
+    const arma::mat& K = L(reads[1].id, reads[1].head);
     const std::string correct = "S = Q·Kᵀ: entry (i, j) is query i dotted with key j (row i of Q with row j of K)";
+    if (model.rope) {
+        out.push_back(one("rope_forgotten", "The scores were computed from the queries and keys before RoPE rotated them.",
+                          "S = Q_rot·K_rotᵀ: the rotated queries and keys", key,
+                          L(StepId::queries, h) * L(StepId::keys, reads[1].head).t()));
+    }
     if (Q.n_cols == K.n_rows) {
         out.push_back(one("scores_no_transpose", "The scores were computed as Q·K, without transposing K.", correct, key,
                           Q * K));
@@ -322,7 +402,7 @@ void score_mistakes(const Model& model, const LearnerValues& L, const StepKey& k
                           "S = Q·Kᵀ; the next step divides it: " + scaled_formula(model), key,
                           Q * K.t() / model.scale()));
     }
-    const arma::mat& V = L(StepId::values, h);
+    const arma::mat& V = L(StepId::values, model.kv_head_of(h));
     if (V.n_cols == Q.n_cols) {
         out.push_back(one("scores_used_values", "The scores were computed with the values instead of the keys: Q·Vᵀ.",
                           correct, key, Q * V.t()));
@@ -368,8 +448,20 @@ void scaling_mistakes(const Model& model, const LearnerValues& L, const StepKey&
 }
 
 void mask_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
-    const arma::mat& S = L(StepId::scaled_scores, key.head);
+    const StepKey read = step_inputs(model, key).front();
+    const arma::mat& S = L(read.id, read.head);
     const arma::mat allowed = model.allowed();
+    if (model.mask_kind == MaskKind::window) {
+        // Hugging Face's Mistral let one key more through
+        Model wider = model;
+        wider.window += 1;
+        out.push_back(one("window_one_too_wide",
+                          "The window let " + std::to_string(model.window + 1) + " keys through instead of " +
+                              std::to_string(model.window) + ": a window of W counts the query's own key.",
+                          "query i sees keys i − " + std::to_string(model.window - 1) + " … i, W = " +
+                              std::to_string(model.window) + " keys with itself",
+                          key, apply_mask(S, wider.allowed())));
+    }
     const std::string correct = std::string("cells the mask blocks become −∞") +
                                 (model.mask_kind == MaskKind::causal ? " (causal: query i sees keys 1 … i)" : "") +
                                 ", so that the softmax gives them a weight of exactly 0";
@@ -397,7 +489,14 @@ void mask_mistakes(const Model& model, const LearnerValues& L, const StepKey& ke
 
 void softmax_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
     const int h = key.head;
-    const arma::mat& M = model.masked() ? L(StepId::masked_scores, h) : L(StepId::scaled_scores, h);
+    const StepKey read = step_inputs(model, key).front();
+    const arma::mat& M = L(read.id, read.head);
+    if (model.sinks) {
+        out.push_back(one("sink_forgotten",
+                          "The sink was left out of the softmax, so each row sums to 1.",
+                          "the sink logit s joins each row's sum: a_ij = exp(s'_ij) / (Σ_k exp(s'_ik) + exp(s))", key,
+                          softmax_rows(M)));
+    }
     const std::string correct = "A = softmax of each row: a_ij = exp(s'_ij) / Σ_k exp(s'_ik), so that each row sums to 1";
     out.push_back(one("softmax_columns", "The softmax was taken down each column instead of along each row.", correct,
                       key, softmax_columns(M)));
@@ -417,7 +516,8 @@ void softmax_mistakes(const Model& model, const LearnerValues& L, const StepKey&
     out.push_back(one("softmax_not_normalised", "The exponentials were not divided by their row's sum.", correct, key,
                       arma::exp(M)));
     if (model.masked()) {
-        arma::mat after = softmax_rows(L(StepId::scaled_scores, h));
+        const StepKey unmasked = step_inputs(model, {StepId::masked_scores, h}).front();
+        arma::mat after = softmax_rows(L(unmasked.id, unmasked.head));
         after.elem(arma::find(model.allowed() == 0.0)).zeros();
         out.push_back(one("mask_after_softmax",
                           "The mask was applied after the softmax: blocked weights were set to 0, and the rows no "
@@ -433,9 +533,10 @@ void softmax_mistakes(const Model& model, const LearnerValues& L, const StepKey&
 // ── weighted sum, heads, output ─────────────────────────────────────────────
 
 // The weighted sum of head h; `key` is head_output, or the output when that is Z itself.
-void weighted_sum_mistakes(const LearnerValues& L, const StepKey& key, int h, std::vector<Mistake>& out) {
+void weighted_sum_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, int h,
+                           std::vector<Mistake>& out) {
     const arma::mat& A = L(StepId::weights, h);
-    const arma::mat& V = L(StepId::values, h);
+    const arma::mat& V = L(StepId::values, model.kv_head_of(h));
     const std::string correct =
         "Z = A·V: row i is Σ_j a_ij · v_j, the value rows weighted by query i's attention weights";
     if (A.n_rows == V.n_rows) {
@@ -493,7 +594,7 @@ void output_mistakes(const Model& model, const Trace& trace, const LearnerValues
         if (model.n_heads() > 1) {
             head_mistakes(model, trace, L, key, out);
         } else {
-            weighted_sum_mistakes(L, key, 1, out);
+            weighted_sum_mistakes(model, L, key, 1, out);
         }
         return;
     }
@@ -537,11 +638,19 @@ std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const S
         case StepId::values:
             projection_mistakes(model, L, key, out);
             break;
+        case StepId::rotated_queries:
+        case StepId::rotated_keys:
+            rope_mistakes(model, L, key, out);
+            break;
         case StepId::scores:
             score_mistakes(model, L, key, out);
             break;
         case StepId::scaled_scores:
             scaling_mistakes(model, L, key, out);
+            break;
+        case StepId::position_bias:
+        case StepId::biased_scores:
+            alibi_mistakes(model, L, key, out);
             break;
         case StepId::masked_scores:
             mask_mistakes(model, L, key, out);
@@ -550,7 +659,7 @@ std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const S
             softmax_mistakes(model, L, key, out);
             break;
         case StepId::head_output:
-            weighted_sum_mistakes(L, key, key.head, out);
+            weighted_sum_mistakes(model, L, key, key.head, out);
             break;
         case StepId::concat:
             head_mistakes(model, trace, L, key, out);

@@ -62,11 +62,21 @@ public:
             case StepId::values:
                 projection();
                 break;
+            case StepId::rotated_queries:
+            case StepId::rotated_keys:
+                rotated();
+                break;
             case StepId::scores:
                 scores();
                 break;
             case StepId::scaled_scores:
                 scaled_scores();
+                break;
+            case StepId::position_bias:
+                position_bias();
+                break;
+            case StepId::biased_scores:
+                biased_scores();
                 break;
             case StepId::masked_scores:
                 masked_scores();
@@ -228,7 +238,9 @@ private:
     }
 
     void projection() {
-        const HeadWeights& weights = m_model.heads[static_cast<std::size_t>(m_step->head - 1)];
+        const bool kv = is_per_kv_head(m_step->id);
+        const HeadWeights& weights =
+            kv ? m_model.kv_weights(m_step->head) : m_model.heads[static_cast<std::size_t>(m_step->head - 1)];
         // what this projection reads: X, X + P, or the context C
         const StepKey read = step_inputs(m_model, {m_step->id, m_step->head}).front();
         const Step& source = step_of(read.id, read.head);
@@ -240,15 +252,69 @@ private:
         const auto& b = letter == "Q" ? weights.b_Q : letter == "K" ? weights.b_K : weights.b_V;
         std::string w_name = "W_" + letter;
         if (m_trace.dims.heads > 1) {
-            w_name += " (head " + std::to_string(m_step->head) + ")";
+            const bool shared = kv && m_model.n_kv_heads() != m_model.n_heads();
+            w_name += std::string(shared ? " (key/value head " : " (head ") + std::to_string(m_step->head) + ")";
         }
         project_row(source, source_name, W, w_name, b, "b_" + letter);
     }
 
+    // RoPE: each element is one of a pair, and the pair turns by p·θ_k
+    void rotated() {
+        const Rope& rope = *m_model.rope;
+        const StepKey read = step_inputs(m_model, {m_step->id, m_step->head}).front();
+        const Step& source = step_of(read.id, read.head);
+        const arma::uword d = m_step->values.n_cols;
+        const auto p = static_cast<double>(m_row);
+        const bool half = rope.style == RopeStyle::half;
+        // the convention first: the last line is the cell's value
+        if (half) {
+            line("style half (Hugging Face's rotate_half, GPT-NeoX): element k pairs with element k + d_k/2. The "
+                 "interleaved style (the RoFormer paper, Meta's Llama code) pairs 2k with 2k + 1; the two give the "
+                 "same scores once the output columns of W_Q and W_K (their rows in PyTorch's layout) are permuted to match.");
+        } else {
+            line("style interleaved (the RoFormer paper, Meta's Llama code): element 2k pairs with element 2k + 1. "
+                 "The half style (Hugging Face's rotate_half) pairs k with k + d_k/2; the two give the same scores "
+                 "once the output columns of W_Q and W_K (their rows in PyTorch's layout) are permuted to match.");
+        }
+        line("position p = " + m_num(p) + " (row " + std::to_string(m_row + 1) + ", counted from 0); θ_k = " +
+             m_num(rope.base) + "^(−2k/d_k), d_k = " + std::to_string(d));
+        for (const arma::uword c : columns()) {
+            const arma::uword k = half ? c % (d / 2) : c / 2;
+            const auto [a, b] = rope_pair(rope.style, k, d);
+            const double theta = rope_frequency(rope, k, d);
+            const double angle = p * theta;
+            const double cosine = std::cos(angle);
+            const double sine = std::sin(angle);
+            line("pair k = " + std::to_string(k) + ": elements " + std::to_string(a + 1) + " and " +
+                 std::to_string(b + 1) + "; θ_" + std::to_string(k) + " = " + m_num(rope.base) + "^(−" +
+                 std::to_string(2 * k) + "/" + std::to_string(d) + ") = " + m_num(theta) + ", angle = " + m_num(p) +
+                 " · " + m_num(theta) + " = " + m_num(angle) + ", cos = " + m_num(cosine) + ", sin = " + m_num(sine));
+            const double x_a = source.values(m_row, a);
+            const double x_b = source.values(m_row, b);
+            const std::string name_a = cell_name(read.id, m_row, static_cast<long>(a), read.head);
+            const std::string name_b = cell_name(read.id, m_row, static_cast<long>(b), read.head);
+            const std::string here = cell_name(m_step->id, m_row, static_cast<long>(c), m_step->head);
+            if (c == a) {
+                line(here + " = " + name_a + "·cos − " + name_b + "·sin = " + m_num(x_a) + " · " + m_num(cosine) +
+                     " − " + m_num.factor(x_b) + " · " + m_num(sine) + " = " +
+                     result_of(x_a * cosine - x_b * sine, m_step->values(m_row, c)));
+            } else {
+                line(here + " = " + name_b + "·cos + " + name_a + "·sin = " + m_num(x_b) + " · " + m_num(cosine) +
+                     " + " + m_num.factor(x_a) + " · " + m_num(sine) + " = " +
+                     result_of(x_b * cosine + x_a * sine, m_step->values(m_row, c)));
+            }
+        }
+    }
+
     void scores() {
         const int h = m_step->head;
-        const Step& queries = step_of(StepId::queries, h);
-        const Step& keys = step_of(StepId::keys, h);
+        const std::vector<StepKey> reads = step_inputs(m_model, {StepId::scores, h});
+        const Step& queries = step_of(reads[0].id, reads[0].head);
+        const Step& keys = step_of(reads[1].id, reads[1].head);
+        if (m_model.n_kv_heads() != m_model.n_heads()) {
+            line("query head " + std::to_string(h) + " reads key/value head " + std::to_string(reads[1].head) +
+                 ", which it shares with other query heads");
+        }
         const arma::rowvec q = queries.values.row(m_row);
         line("q = " + row_name(queries, m_row) + " = " + m_num.vector(q) + "    (query " +
              std::to_string(m_row + 1) + ")");
@@ -294,11 +360,46 @@ private:
         }
     }
 
+    void position_bias() {
+        const double slope = (*m_model.alibi)(static_cast<arma::uword>(m_step->head - 1));
+        line("slope m = " + m_num(slope) + (m_model.alibi_press ? " (Press et al.'s slope for head " +
+                                                                       std::to_string(m_step->head) + " of " +
+                                                                       std::to_string(m_model.n_heads()) + ")"
+                                                                 : ""));
+        line("the farther key j is from query i, the lower its score; the query's own key gets 0");
+        for (const arma::uword j : columns()) {
+            const double distance = std::fabs(static_cast<double>(m_row) - static_cast<double>(j));
+            line(cell_name(StepId::position_bias, m_row, static_cast<long>(j), m_step->head) + " = −m·|i − j| = −" +
+                 m_num(slope) + " · |" + std::to_string(m_row + 1) + " − " + std::to_string(j + 1) + "| = " +
+                 result_of(distance == 0.0 ? 0.0 : -slope * distance, m_step->values(m_row, j)));
+        }
+    }
+
+    void biased_scores() {
+        const int h = m_step->head;
+        const Step& scaled = step_of(StepId::scaled_scores, h);
+        const Step& bias = step_of(StepId::position_bias, h);
+        for (const arma::uword j : columns()) {
+            const double s = scaled.values(m_row, j);
+            const double b = bias.values(m_row, j);
+            line(cell_name(StepId::biased_scores, m_row, static_cast<long>(j), h) + " = " +
+                 cell_name(StepId::scaled_scores, m_row, static_cast<long>(j), h) + " + " +
+                 cell_name(StepId::position_bias, m_row, static_cast<long>(j), h) + " = " + m_num(s) + " + " +
+                 m_num.factor(b) + " = " + result_of(s + b, m_step->values(m_row, j)));
+        }
+    }
+
     // Why query i may not attend to key j, or "" when it may.
     std::string blocked_because(arma::uword i, arma::uword j) const {
         std::vector<std::string> reasons;
         if (m_model.mask_kind == MaskKind::causal && j > i) {
             reasons.push_back("the causal mask: query " + std::to_string(i + 1) + " sees keys 1 to " +
+                              std::to_string(i + 1));
+        }
+        if (m_model.mask_kind == MaskKind::window && (j > i || i - j >= m_model.window)) {
+            const arma::uword first = i + 1 > m_model.window ? i + 2 - m_model.window : 1;
+            reasons.push_back("the sliding window of " + std::to_string(m_model.window) + ": query " +
+                              std::to_string(i + 1) + " sees keys " + std::to_string(first) + " to " +
                               std::to_string(i + 1));
         }
         if (m_model.mask_kind == MaskKind::matrix && m_model.mask(i, j) == 0.0) {
@@ -315,12 +416,13 @@ private:
     }
 
     void masked_scores() {
-        const Step& scaled = step_of(StepId::scaled_scores, m_step->head);
+        const StepKey read = step_inputs(m_model, {StepId::masked_scores, m_step->head}).front();
+        const Step& scaled = step_of(read.id, read.head);
         for (const arma::uword j : columns()) {
             const std::string here = cell_name(StepId::masked_scores, m_row, static_cast<long>(j), m_step->head);
             const std::string reason = blocked_because(m_row, j);
             if (reason.empty()) {
-                line(here + " = " + cell_name(StepId::scaled_scores, m_row, static_cast<long>(j), m_step->head) + " = " +
+                line(here + " = " + cell_name(read.id, m_row, static_cast<long>(j), m_step->head) + " = " +
                      m_num(scaled.values(m_row, j)) + "    (query " + std::to_string(m_row + 1) +
                      " may attend to key " + std::to_string(j + 1) + ")");
             } else {
@@ -336,8 +438,14 @@ private:
         const StepKey read = step_inputs(m_model, {StepId::weights, h}).front();
         const Step* source = &step_of(read.id, read.head);
         const arma::rowvec s = source->values.row(m_row);
-        const double row_max = s.max();
+        const bool sink = m_model.sinks.has_value();
+        const double sink_logit = sink ? (*m_model.sinks)(static_cast<arma::uword>(h - 1)) : 0.0;
+        const double row_max = sink ? std::max(s.max(), sink_logit) : s.max();
         line("s = " + row_name(*source, m_row) + " = " + m_num.vector(s));
+        if (sink) {
+            line("sink = " + m_num(sink_logit) + "    (head " + std::to_string(h) +
+                 "'s sink logit: it joins the maximum and the sum, and gets no weight of its own)");
+        }
         line("max = " + m_num(row_max) + "    (subtracted first, so that exp() cannot overflow; the weights do not change)");
         arma::rowvec e(s.n_elem);
         std::string exponents;
@@ -346,10 +454,17 @@ private:
             exponents += (k == 0 ? "" : ", ") + std::string("exp(") + m_num(s(k) - row_max) + ")";
         }
         line("exp(s − max) = [" + exponents + "] = " + m_num.vector(e));
-        const double sum = arma::accu(e);
+        const double sink_share = sink ? std::exp(sink_logit - row_max) : 0.0;
+        if (sink) {
+            line("exp(sink − max) = exp(" + m_num(sink_logit - row_max) + ") = " + m_num(sink_share));
+        }
+        const double sum = arma::accu(e) + sink_share;
         std::string terms;
         for (arma::uword k = 0; k < e.n_elem; ++k) {
             terms += (k == 0 ? "" : " + ") + m_num(e(k));
+        }
+        if (sink) {
+            terms += " + " + m_num(sink_share) + " (the sink)";
         }
         line("sum = " + terms + " = " + m_num(sum));
         if (m_whole_row) {
@@ -361,7 +476,12 @@ private:
                 text += ", rounded to " + decimals_text(rounding(StepId::weights)) + ": " + m_num.vector(kept);
             }
             line(text);
-            line("the weights of a row sum to 1");
+            if (sink) {
+                line("the weights of this row sum to " + m_num(arma::accu(e) / sum) + "; the other " +
+                     m_num(sink_share / sum) + " went to the sink, which passes on no value");
+            } else {
+                line("the weights of a row sum to 1");
+            }
         } else {
             line(name() + " = exp(s" + std::to_string(m_col + 1) + " − max) / sum = " + m_num(e(m_col)) + " / " +
                  m_num(sum) + " = " + result_of(e(m_col) / sum, m_step->values(m_row, m_col)));
@@ -370,7 +490,7 @@ private:
 
     void head_output(int h) {
         const Step& weights = step_of(StepId::weights, h);
-        const Step& values = step_of(StepId::values, h);
+        const Step& values = step_of(StepId::values, m_model.kv_head_of(h));
         const Step& target = step_of(StepId::head_output, h);
         const arma::rowvec a = weights.values.row(m_row);
         if (!m_whole_row) {

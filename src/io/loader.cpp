@@ -39,6 +39,9 @@ Model ModelLoader::load(const YAML::Node& root) {
     read_context(model);
     read_positional(model);
     read_weights(model);
+    read_rope(model);
+    read_alibi(model);
+    read_sinks(model);
     read_scale(model);
     // Shapes that depend on several keys are checked only when each part was readable.
     const bool sizes_known = !model.X.is_empty() && (!root["context"] || (model.C && !model.C->is_empty()));

@@ -4,6 +4,7 @@
 //   loader_inputs.cpp    inputs, tokens, embeddings with a sentence, context, positions
 //   loader_weights.cpp   the weights in their four ways of writing, the output projection
 //   loader_settings.cpp  scale, mask and padding, round:, the memory estimate
+//   loader_variants.cpp  the attention of today's models: kv_heads, rope, alibi, sinks
 // Every reader records its problems as positioned diagnostics and goes on, so
 // that one run reports every problem of a file, in the order of these calls.
 #pragma once
@@ -24,7 +25,8 @@ namespace qkv::loading {
 inline const std::vector<std::string> k_top_keys = {
     "title",      "description", "tokens",  "inputs",  "weights", "bias",           "heads",
     "layout",     "pytorch",     "scale",   "mask",    "padding", "context",        "context_tokens",
-    "embeddings", "sentence",    "positional", "round", "answers",
+    "embeddings", "sentence",    "positional", "round", "answers", "kv_heads",       "rope",
+    "alibi",      "sinks",
 };
 
 // "3 × 2"
@@ -88,6 +90,14 @@ private:
     void read_mask(Model& model);
     void read_round(Model& model);
     void check_memory(const Model& model);
+    void read_window(Model& model, const YAML::Node& mask);
+
+    // ── loader_variants.cpp ─────────────────────────────────────────────────
+    std::optional<long> read_kv_heads(long n_heads);
+    void check_kv_heads_alone();
+    void read_rope(Model& model);
+    void read_alibi(Model& model);
+    void read_sinks(Model& model);
 };
 
 }  // namespace qkv::loading

@@ -69,9 +69,13 @@ void ModelLoader::read_mask(Model& model) {
         if (mask.IsScalar() && mask.Scalar() == "causal") {
             model.mask_kind = MaskKind::causal;
         } else if (mask.IsScalar()) {
-            m_yaml.error(mask, "mask is \"" + mask.Scalar() + "\"; expected causal or a 0/1 matrix",
-                         "write mask: causal, or an n × m matrix with 1 = may attend and 0 = blocked");
+            m_yaml.error(mask, "mask is \"" + mask.Scalar() + "\"; expected causal, {window: W} or a 0/1 matrix",
+                         "write mask: causal, mask: {window: 3}, or an n × m matrix with 1 = may attend and 0 = "
+                         "blocked");
             readable = false;
+        } else if (mask.IsMap()) {
+            read_window(model, mask);
+            readable = model.mask_kind == MaskKind::window;
         } else if (auto M = matrix(mask, "mask")) {
             if (M->n_rows != n || M->n_cols != m) {
                 m_yaml.error(mask, "mask is " + shape_text(*M) + "; expected " + std::to_string(n) + " × " +
@@ -125,6 +129,23 @@ void ModelLoader::read_mask(Model& model) {
     }
 }
 
+// mask: {window: W}: causal, and at most W keys, the query's own included.
+void ModelLoader::read_window(Model& model, const YAML::Node& mask) {
+    m_yaml.check_keys(mask, "mask", {"window"});
+    const YAML::Node window = mask["window"];
+    if (!window) {
+        if (!m_yaml.has_misspelling_of(mask, "window", {"window"})) {
+            m_yaml.error(mask, "mask.window is missing", "write mask: {window: W}, W the keys each query sees");
+        }
+        return;
+    }
+    if (auto W = m_yaml.integer(window, "mask.window", 1, static_cast<long>(k_max_dimension),
+                                "W counts the keys each query sees, itself included: 1 lets a token see only itself")) {
+        model.mask_kind = MaskKind::window;
+        model.window = static_cast<arma::uword>(*W);
+    }
+}
+
 void ModelLoader::read_round(Model& model) {
     const YAML::Node node = root()["round"];
     if (!node) {
@@ -170,7 +191,7 @@ void ModelLoader::check_memory(const Model& model) {
     for (const StepId id : all_steps()) {
         const auto& kept = m_options.kept_steps;
         const bool keeps = kept.empty() || std::find(kept.begin(), kept.end(), id) != kept.end();
-        square_steps += step_row(id).square && keeps ? 1 : 0;
+        square_steps += step_row(id).square && keeps && step_exists(model, id) ? 1 : 0;
     }
     const std::uint64_t kept_heads = m_options.kept_head > 0 ? 1 : model.n_heads();
     const std::uint64_t bytes = estimate_memory(model.n(), model.m(), model.d_model(), model.n_heads(),

@@ -102,26 +102,33 @@ Biases read_split_biases(YamlReader& yaml, const YAML::Node& bias_node, const st
     return biases;
 }
 
-// head h (1-based) uses columns (h−1)·d_k … h·d_k − 1, as PyTorch and nanoGPT split them
+// head h (1-based) uses columns (h−1)·d_k … h·d_k − 1, as PyTorch and nanoGPT
+// split them; with n_kv key/value heads, W_K and W_V split into n_kv heads,
+// and query head h takes those of key/value head ⌈h·n_kv/n_heads⌉.
 void split_into_heads(Model& model, const arma::mat& W_Q, const arma::mat& W_K, const arma::mat& W_V,
-                      const Biases& biases, long n_heads) {
+                      const Biases& biases, long n_heads, long n_kv) {
     const arma::uword d_k = W_Q.n_cols / n_heads;
-    const arma::uword d_v = W_V.n_cols / n_heads;
+    const arma::uword d_v = W_V.n_cols / n_kv;
+    const long group = n_heads / n_kv;  // query heads per key/value head
     for (long h = 0; h < n_heads; ++h) {
+        const long g = h / group;
         HeadWeights head;
         head.W_Q = W_Q.cols(h * d_k, (h + 1) * d_k - 1);
-        head.W_K = W_K.cols(h * d_k, (h + 1) * d_k - 1);
-        head.W_V = W_V.cols(h * d_v, (h + 1) * d_v - 1);
+        head.W_K = W_K.cols(g * d_k, (g + 1) * d_k - 1);
+        head.W_V = W_V.cols(g * d_v, (g + 1) * d_v - 1);
         if (biases.b_Q) {
             head.b_Q = biases.b_Q->cols(h * d_k, (h + 1) * d_k - 1);
         }
         if (biases.b_K) {
-            head.b_K = biases.b_K->cols(h * d_k, (h + 1) * d_k - 1);
+            head.b_K = biases.b_K->cols(g * d_k, (g + 1) * d_k - 1);
         }
         if (biases.b_V) {
-            head.b_V = biases.b_V->cols(h * d_v, (h + 1) * d_v - 1);
+            head.b_V = biases.b_V->cols(g * d_v, (g + 1) * d_v - 1);
         }
         model.heads.push_back(head);
+    }
+    if (n_kv != n_heads) {
+        model.kv_head_count = static_cast<arma::uword>(n_kv);
     }
 }
 
@@ -171,12 +178,14 @@ void ModelLoader::read_weights(Model& model) {
                              "the pytorch block holds every weight and bias; remove " + std::string(key));
             }
         }
+        check_kv_heads_alone();
         read_pytorch_block(model, pytorch);
         return;
     }
     model.layout = read_layout();
     const YAML::Node heads = root()["heads"];
     if (heads && heads.IsSequence()) {
+        check_kv_heads_alone();
         read_head_list(model, heads);
     } else {
         read_split_weights(model, heads);
@@ -201,6 +210,11 @@ void ModelLoader::read_split_weights(Model& model, const YAML::Node& heads_node)
         }
         n_heads = *count;
     }
+    const std::optional<long> kv_heads = read_kv_heads(n_heads);
+    if (root()["kv_heads"] && !kv_heads) {
+        return;
+    }
+    const long n_kv = kv_heads.value_or(n_heads);
     auto W_Q = weight(weights["query"], "weights.query", layout);
     auto W_K = weight(weights["key"], "weights.key", layout);
     auto W_V = weight(weights["value"], "weights.value", layout);
@@ -210,15 +224,28 @@ void ModelLoader::read_split_weights(Model& model, const YAML::Node& heads_node)
             ok = false;
         }
     }
-    if (W_Q && W_K && !fits_d_k(m_yaml, *W_Q, *W_K, layout)) {
+    if (W_Q && W_K && n_kv == n_heads && !fits_d_k(m_yaml, *W_Q, *W_K, layout)) {
         ok = false;
     }
     for (auto* W : {&W_Q, &W_V}) {
-        if (*W && (*W)->value.n_cols % n_heads != 0) {
+        const long parts = W == &W_Q ? n_heads : n_kv;
+        if (*W && (*W)->value.n_cols % parts != 0) {
             m_yaml.error((*W)->node, (*W)->path + " has " + std::to_string((*W)->value.n_cols) +
-                                         " output columns, which do not split into " + std::to_string(n_heads) +
-                                         " equal heads",
+                                         " output columns, which do not split into " + std::to_string(parts) +
+                                         (W == &W_Q || n_kv == n_heads ? " equal heads" : " equal key/value heads"),
                          "make the width a multiple of heads, or give each head its own weights as a list");
+            ok = false;
+        }
+    }
+    if (W_Q && W_K && n_kv != n_heads && W_Q->value.n_cols % n_heads == 0) {
+        // the keys have kv_heads heads of d_k columns each
+        const arma::uword d_k = W_Q->value.n_cols / n_heads;
+        if (W_K->value.n_cols != d_k * n_kv) {
+            m_yaml.error(W_K->node, W_K->path + " has " + std::to_string(W_K->value.n_cols) + " output columns; expected " +
+                                        std::to_string(d_k * n_kv) + " (kv_heads · d_k = " + std::to_string(n_kv) +
+                                        " · " + std::to_string(d_k) + ")",
+                         "with kv_heads, W_K and W_V hold only the key/value heads: kv_heads blocks of d_k (and d_v) "
+                         "columns");
             ok = false;
         }
     }
@@ -226,7 +253,7 @@ void ModelLoader::read_split_weights(Model& model, const YAML::Node& heads_node)
     if (!ok) {
         return;
     }
-    split_into_heads(model, W_Q->value, W_K->value, W_V->value, biases, n_heads);
+    split_into_heads(model, W_Q->value, W_K->value, W_V->value, biases, n_heads, n_kv);
 }
 
 // `weights:` is a map; reports it missing, not a map, or without query, key or value.

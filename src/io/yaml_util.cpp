@@ -431,13 +431,14 @@ std::optional<std::vector<std::string>> YamlReader::labels(const YAML::Node& nod
     return ok ? std::optional(result) : std::nullopt;
 }
 
-std::optional<long> YamlReader::integer(const YAML::Node& node, const std::string& path, long min, long max) {
+std::optional<long> YamlReader::integer(const YAML::Node& node, const std::string& path, long min, long max,
+                                        const std::string& hint) {
     auto value = node.IsScalar() ? parse_number(node.Scalar()) : std::nullopt;
     if (!value || !std::isfinite(*value) || std::floor(*value) != *value || *value < double(min) ||
         *value > double(max)) {
         error(node, path + " is " + describe(node) + "; expected a whole number from " + std::to_string(min) +
                         " to " + std::to_string(max),
-              "");
+              hint);
         return std::nullopt;
     }
     return static_cast<long>(*value);

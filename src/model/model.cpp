@@ -16,23 +16,52 @@ double Model::scale() const {
     return 1.0;
 }
 
-arma::mat Model::allowed() const {
-    arma::mat result(n(), m(), arma::fill::ones);
-    if (mask_kind == MaskKind::causal) {
-        // query i (0-based) may attend to keys j <= i
-        for (arma::uword i = 0; i < n(); ++i) {
-            for (arma::uword j = i + 1; j < m(); ++j) {
-                result(i, j) = 0.0;
+int Model::kv_head_of(int h) const {
+    const auto H = static_cast<long>(n_heads());
+    const auto G = static_cast<long>(n_kv_heads());
+    return static_cast<int>((static_cast<long>(h) * G + H - 1) / H);
+}
+
+int Model::first_query_head(int g) const {
+    // the smallest h with ⌈h·G/H⌉ = g
+    const auto H = static_cast<long>(n_heads());
+    const auto G = static_cast<long>(n_kv_heads());
+    return static_cast<int>((static_cast<long>(g - 1) * H) / G + 1);
+}
+
+const HeadWeights& Model::kv_weights(int g) const {
+    return heads.at(static_cast<std::size_t>(first_query_head(g) - 1));
+}
+
+bool Model::allows(arma::uword i, arma::uword j) const {
+    switch (mask_kind) {
+        case MaskKind::none:
+            break;
+        case MaskKind::causal:
+            if (j > i) {
+                return false;
             }
-        }
-    } else if (mask_kind == MaskKind::matrix) {
-        result = mask;
+            break;
+        case MaskKind::window:
+            // W keys, itself included: 0 ≤ i − j < W
+            if (j > i || i - j >= window) {
+                return false;
+            }
+            break;
+        case MaskKind::matrix:
+            if (mask(i, j) == 0.0) {
+                return false;
+            }
+            break;
     }
-    if (padding) {
-        for (arma::uword j = 0; j < m(); ++j) {
-            if ((*padding)(j) == 0.0) {
-                result.col(j).zeros();
-            }
+    return !padding || (*padding)(j) != 0.0;
+}
+
+arma::mat Model::allowed() const {
+    arma::mat result(n(), m());
+    for (arma::uword j = 0; j < m(); ++j) {
+        for (arma::uword i = 0; i < n(); ++i) {
+            result(i, j) = allows(i, j) ? 1.0 : 0.0;
         }
     }
     return result;

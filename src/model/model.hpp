@@ -22,7 +22,16 @@ inline constexpr long k_max_heads = 4096;
 
 enum class Layout { x_w, pytorch };
 enum class ScaleKind { sqrt_dk, none, divisor };
-enum class MaskKind { none, causal, matrix };
+enum class MaskKind { none, causal, window, matrix };
+
+// Rotary position embedding (RoPE): how the pairs of a query's or key's
+// elements are formed. half: element k with element k + d_k/2 (Hugging Face's
+// rotate_half); interleaved: element 2k with element 2k + 1 (the RoFormer paper).
+enum class RopeStyle { half, interleaved };
+struct Rope {
+    double base = 10000.0;
+    RopeStyle style = RopeStyle::half;
+};
 
 // One head's projections in the x·W layout.
 struct HeadWeights {
@@ -45,7 +54,11 @@ struct Model {
     bool P_sinusoidal = false;     // P is `positional: sinusoidal` (not a matrix of the file's)
     std::optional<arma::mat> C;    // context for cross-attention, m × d_model
 
-    std::vector<HeadWeights> heads;    // at least one
+    // One per query head, at least one. With grouped-query attention
+    // (kv_heads), the W_K, W_V, b_K and b_V of a query head are those of the
+    // key/value head it shares (kv_weights).
+    std::vector<HeadWeights> heads;
+    arma::uword kv_head_count = 0;     // key/value heads (kv_heads:); 0 = one per query head
     std::optional<arma::mat> W_O;      // (heads·d_v) × d_out
     std::optional<arma::rowvec> b_O;   // 1 × d_out
     Layout layout = Layout::x_w;       // as written in the file (display only)
@@ -55,7 +68,13 @@ struct Model {
 
     MaskKind mask_kind = MaskKind::none;
     arma::mat mask;                    // n × m, 1 = may attend (MaskKind::matrix)
+    arma::uword window = 0;            // MaskKind::window: query i sees keys i − W + 1 … i
     std::optional<arma::rowvec> padding;  // 1 × m, 1 = real token, 0 = padding
+
+    std::optional<Rope> rope;             // rope:
+    std::optional<arma::rowvec> alibi;    // alibi: one slope per query head
+    bool alibi_press = false;             // the slopes are Press et al.'s (alibi: true)
+    std::optional<arma::rowvec> sinks;    // sinks: one logit per query head
 
     // Hand-calculation mode: decimals to round each step to ("*" = every step).
     std::map<std::string, int> round;
@@ -69,6 +88,16 @@ struct Model {
     arma::uword d_v() const { return heads.front().W_V.n_cols; }
     arma::uword d_out() const { return W_O ? W_O->n_cols : n_heads() * d_v(); }
     bool masked() const { return mask_kind != MaskKind::none || padding.has_value(); }
+    arma::uword n_kv_heads() const { return kv_head_count == 0 ? n_heads() : kv_head_count; }
+    // The key/value head (1-based) that query head h (1-based) reads: ⌈h·G/H⌉.
+    int kv_head_of(int h) const;
+    // The first query head (1-based) that reads key/value head g (1-based).
+    int first_query_head(int g) const;
+    // The weights of key/value head g (1-based): its W_K, W_V, b_K and b_V.
+    const HeadWeights& kv_weights(int g) const;
+    // True when query i (0-based) may attend to key j (0-based) under the
+    // mask and the padding.
+    bool allows(arma::uword i, arma::uword j) const;
 
     // The divisor applied to the scores: √d_k, 1, or the user's number.
     double scale() const;

@@ -55,7 +55,7 @@ void render_json(const Trace& trace, const RenderOptions& options, std::ostream&
     }
     out << " \"dims\": {\"n\": " << d.n << ", \"m\": " << d.m << ", \"d_model\": " << d.d_model
         << ", \"heads\": " << d.heads << ", \"d_k\": " << d.d_k << ", \"d_v\": " << d.d_v << ", \"d_out\": " << d.d_out
-        << "},\n";
+        << ", \"kv_heads\": " << d.kv_heads << "},\n";
     out << " \"scale\": " << round_trip(trace.scale) << ",\n";
     out << " \"steps\": [";
     const auto steps = select_steps(trace, options);

@@ -95,10 +95,7 @@ void render_markdown(const Trace& trace, const RenderOptions& options, std::ostr
             out << markdown_escape(symbols(paragraph)) << "\n\n";
         }
     }
-    const Dims& d = trace.dims;
-    out << "n = " << d.n << (trace.cross ? " queries, m = " + std::to_string(d.m) + " keys" : " tokens")
-        << ", d_model = " << d.d_model << ", heads = " << d.heads << ", d_k = " << d.d_k << ", d_v = " << d.d_v
-        << ", d_out = " << d.d_out << "\n";
+    out << dims_line(trace) << "\n";
 
     for (const Step* step : select_steps(trace, options)) {
         out << "\n## " << markdown_escape(symbols(step_heading(trace, *step))) << " `" << step_name(step->id) << "`\n\n";

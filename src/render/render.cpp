@@ -62,7 +62,9 @@ std::vector<const Step*> select_steps(const Trace& trace, const RenderOptions& o
             std::find(options.steps.begin(), options.steps.end(), step.id) == options.steps.end()) {
             continue;
         }
-        if (options.head != 0 && step.head != 0 && step.head != options.head) {
+        // --head h: query head h's steps, and the key/value head it reads
+        const int head = is_per_kv_head(step.id) ? trace.dims.kv_head_of(options.head) : options.head;
+        if (options.head != 0 && step.head != 0 && step.head != head) {
             continue;
         }
         chosen.push_back(&step);
@@ -97,11 +99,25 @@ std::string round_trip(double value) {
     return text;
 }
 
+std::string dims_line(const Trace& trace) {
+    const Dims& d = trace.dims;
+    std::string text = "n = " + std::to_string(d.n) +
+                       (trace.cross ? " queries, m = " + std::to_string(d.m) + " keys" : " tokens") +
+                       ", d_model = " + std::to_string(d.d_model) + ", heads = " + std::to_string(d.heads);
+    if (d.kv_heads != d.heads) {
+        text += ", kv_heads = " + std::to_string(d.kv_heads);
+    }
+    return text + ", d_k = " + std::to_string(d.d_k) + ", d_v = " + std::to_string(d.d_v) +
+           ", d_out = " + std::to_string(d.d_out);
+}
+
 std::string step_heading(const Trace& trace, const Step& step, std::string_view separator,
                          std::string_view head_separator) {
     std::string heading = "Step " + std::to_string(trace.number(step.id)) + std::string(separator) + step.title;
     if (step.head != 0 && trace.dims.heads > 1) {
-        heading += std::string(head_separator) + "head " + std::to_string(step.head);
+        // with grouped-query attention, keys and values have heads of their own
+        const bool shared = is_per_kv_head(step.id) && trace.dims.kv_heads != trace.dims.heads;
+        heading += std::string(head_separator) + (shared ? "key/value head " : "head ") + std::to_string(step.head);
     }
     return heading;
 }

@@ -62,6 +62,10 @@ std::string round_trip(double value);
 
 // "Step 6 · Scores · head 2": the step's number and title, and its head when
 // the trace has several; LaTeX writes "Step 6: Scores, head 2".
+// "n = 3 tokens, d_model = 4, heads = 2, d_k = 2, d_v = 2, d_out = 4", with
+// kv_heads when heads share keys and values.
+std::string dims_line(const Trace& trace);
+
 std::string step_heading(const Trace& trace, const Step& step, std::string_view separator = " · ",
                          std::string_view head_separator = " · ");
 

@@ -94,12 +94,7 @@ public:
             }
             wrapped(paragraph, "");
         }
-        const Dims& d = trace.dims;
-        std::ostringstream dims;
-        dims << "n = " << d.n << (trace.cross ? " queries, m = " + std::to_string(d.m) + " keys" : " tokens")
-             << ", d_model = " << d.d_model << ", heads = " << d.heads << ", d_k = " << d.d_k << ", d_v = " << d.d_v
-             << ", d_out = " << d.d_out;
-        m_out << dims.str() << "\n";
+        m_out << dims_line(trace) << "\n";
     }
 
     void step(const Trace& trace, const Step& step) {

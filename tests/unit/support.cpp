@@ -1,5 +1,8 @@
 #include "support.hpp"
 
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
@@ -215,6 +218,71 @@ void require_input_error(const CliResult& result, const std::string& fragment) {
         const bool hint_line = line.rfind("  hint: ", 0) == 0;
         CHECK((error_line || hint_line));
     }
+}
+
+namespace {
+
+std::string reference_folder() { return std::string(source_dir()) + "/tests/reference/cases"; }
+
+// rows of numbers, with "-inf" for −∞
+arma::mat reference_matrix(const nlohmann::json& rows_json) {
+    arma::mat result(rows_json.size(), rows_json.at(0).size());
+    for (std::size_t i = 0; i < rows_json.size(); ++i) {
+        for (std::size_t j = 0; j < rows_json[i].size(); ++j) {
+            const auto& cell = rows_json[i][j];
+            result(i, j) = cell.is_string() && cell.get<std::string>() == "-inf" ? -arma::datum::inf
+                                                                                  : cell.get<double>();
+        }
+    }
+    return result;
+}
+
+}  // namespace
+
+std::vector<std::string> reference_cases() {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(reference_folder())) {
+        if (entry.path().extension() == ".yaml") {
+            names.push_back(entry.path().stem().string());
+        }
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+Model load_reference_case(const std::string& name) {
+    return load_model({name + ".yaml", read_repo_file("tests/reference/cases/" + name + ".yaml"), reference_folder()});
+}
+
+int require_reference(const Trace& trace, const std::string& name) {
+    const auto expected = nlohmann::json::parse(read_repo_file("tests/reference/cases/" + name + ".expected.json"));
+    const auto heads = expected.at("heads").get<arma::uword>();
+    const auto kv_heads = expected.at("kv_heads").get<arma::uword>();
+    REQUIRE(trace.dims.heads == heads);
+    REQUIRE(trace.dims.kv_heads == kv_heads);
+    CHECK_THAT(trace.scale, Catch::Matchers::WithinRel(expected.at("scale").get<double>(), 1e-15));
+    int compared = 0;
+    for (const auto& [id_text, values] : expected.at("steps").items()) {
+        const auto id = find_step(id_text);
+        INFO(name << ": step " << id_text);
+        REQUIRE(id.has_value());
+        if (!is_per_head(*id)) {
+            const Step* step = trace.find(*id);
+            REQUIRE(step != nullptr);
+            require_near(step->values, reference_matrix(values), 1e-12, name + ": " + id_text);
+            ++compared;
+            continue;
+        }
+        REQUIRE(values.size() == (is_per_kv_head(*id) ? kv_heads : heads));
+        for (std::size_t h = 1; h <= values.size(); ++h) {
+            const Step* step = trace.find(*id, static_cast<int>(h));
+            REQUIRE(step != nullptr);
+            require_near(step->values, reference_matrix(values[h - 1]), 1e-12,
+                         name + ": " + id_text + " head " + std::to_string(h));
+            ++compared;
+        }
+    }
+    return compared;
 }
 
 }  // namespace qkv::test

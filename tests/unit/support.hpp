@@ -59,6 +59,14 @@ void check_golden(const std::string& name, const std::string& actual);
 // Every entry within eps, absolute or relative; on failure names the first cell that differs.
 void require_near(const arma::mat& actual, const arma::mat& expected, double eps, const std::string& what);
 
+// The PyTorch reference cases of tests/reference/cases (their names, sorted),
+// and the check of a trace against one case's expected values: every step the
+// case lists, each per-head step for every head it lists (key/value heads for
+// keys, values and rotated_keys), at 1e-12. Returns how many matrices it compared.
+std::vector<std::string> reference_cases();
+Model load_reference_case(const std::string& name);
+int require_reference(const Trace& trace, const std::string& name);
+
 // A matrix from rows, for expected values written in tests.
 arma::mat rows(std::initializer_list<std::initializer_list<double>> values);
 

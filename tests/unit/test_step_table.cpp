@@ -4,6 +4,8 @@
 
 #include "check/recompute.hpp"
 
+#include <algorithm>
+
 using namespace qkv;
 
 namespace {
@@ -17,6 +19,21 @@ weights:
   value: [[0, 2, 0, 1], [0, 3, 0, 0], [1, 0, 3, 0], [1, 1, 0, 2]]
 mask: causal
 positional: sinusoidal
+)";
+
+// Four query heads sharing two key/value heads, with every key of SPEC §9.
+const char* const k_grouped = R"(
+inputs: [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0], [0, 0, 1, 1]]
+heads: 4
+kv_heads: 2
+weights:
+  query: [[1, 0, 0, 1, 1, 0, 0, 1], [0, 1, 1, 0, 0, 1, 1, 0], [1, 1, 0, 0, 1, 0, 1, 0], [0, 0, 1, 1, 0, 1, 0, 1]]
+  key:   [[1, 0, 0, 1], [0, 1, 1, 0], [1, 0, 1, 0], [0, 1, 0, 1]]
+  value: [[1, 0, 2, 0], [0, 1, 0, 2], [1, 1, 0, 0], [0, 0, 1, 1]]
+rope: true
+alibi: true
+mask: {window: 2}
+sinks: [0, 1, -1, 0.5]
 )";
 
 std::vector<std::string> names_of(const std::vector<StepKey>& keys) {
@@ -41,8 +58,8 @@ TEST_CASE("every step has one row, in the order of its id, and its name reads ba
     }
     CHECK_FALSE(find_step("score").has_value());
     CHECK(step_name_list() ==
-          "inputs, positional, encoded, context, queries, keys, values, scores, scaled_scores, masked_scores, "
-          "weights, head_output, concat, output");
+          "inputs, positional, encoded, context, queries, rotated_queries, keys, rotated_keys, values, scores, "
+          "scaled_scores, position_bias, biased_scores, masked_scores, weights, head_output, concat, output");
 }
 
 TEST_CASE("the trace's order is the table's, each head's steps together", "[steps]") {
@@ -88,16 +105,59 @@ TEST_CASE("when a step exists and what it reads", "[steps]") {
     CHECK(step_inputs(plain, {StepId::inputs, 0}).empty());
 
     CHECK(step_requirements() ==
-          "positional and encoded need positional:, context needs context:, masked_scores needs a mask or padding, "
-          "concat needs more than one head");
+          "positional and encoded need positional:, context needs context:, rotated_queries and rotated_keys need "
+          "rope:, position_bias and biased_scores need alibi:, masked_scores needs a mask or padding, concat needs "
+          "more than one head");
     CHECK(step_absence(StepId::masked_scores) == "this step exists only when the example sets a mask or padding");
     CHECK(step_absence(StepId::scores).empty());
+}
+
+TEST_CASE("grouped-query heads: key/value steps once per shared head, each with its first query head", "[steps]") {
+    const Model model = test::load_text(k_grouped);
+    CHECK(step_heads(model, StepId::queries) == 4);
+    CHECK(step_heads(model, StepId::keys) == 2);
+    CHECK(step_heads(model, StepId::rotated_keys) == 2);
+    CHECK(step_heads(model, StepId::values) == 2);
+    // query heads 1 and 2 read key/value head 1, heads 3 and 4 read head 2
+    CHECK(names_of(step_inputs(model, {StepId::scores, 2})) ==
+          std::vector<std::string>{"rotated_queries@2", "rotated_keys@1"});
+    CHECK(names_of(step_inputs(model, {StepId::scores, 3})) ==
+          std::vector<std::string>{"rotated_queries@3", "rotated_keys@2"});
+    CHECK(names_of(step_inputs(model, {StepId::head_output, 4})) ==
+          std::vector<std::string>{"weights@4", "values@2"});
+    CHECK(names_of(step_inputs(model, {StepId::biased_scores, 1})) ==
+          std::vector<std::string>{"scaled_scores@1", "position_bias@1"});
+    CHECK(names_of(step_inputs(model, {StepId::masked_scores, 1})) == std::vector<std::string>{"biased_scores@1"});
+    CHECK(names_of(step_inputs(model, {StepId::weights, 1})) == std::vector<std::string>{"masked_scores@1"});
+    const std::vector<std::string> sequence = names_of(step_sequence(model));
+    const std::vector<std::string> head_2 = {"queries@2", "rotated_queries@2", "scores@2"};
+    const std::vector<std::string> head_3 = {"queries@3", "rotated_queries@3", "keys@2", "rotated_keys@2", "values@2",
+                                             "scores@3"};
+    CHECK(std::search(sequence.begin(), sequence.end(), head_2.begin(), head_2.end()) != sequence.end());
+    CHECK(std::search(sequence.begin(), sequence.end(), head_3.begin(), head_3.end()) != sequence.end());
+    CHECK(std::count(sequence.begin(), sequence.end(), "keys@1") == 1);
+    CHECK(std::count(sequence.begin(), sequence.end(), "keys@3") == 0);
+
+    const Trace trace = compute(model);
+    CHECK(trace.dims.heads == 4);
+    CHECK(trace.dims.kv_heads == 2);
+    CHECK(trace.dims.kv_head_of(2) == 1);
+    CHECK(trace.dims.kv_head_of(3) == 2);
+    // --head 3 keeps query head 3's steps and key/value head 2's
+    ComputeOptions options;
+    options.head = 3;
+    const Trace one = compute(model, options);
+    CHECK_FALSE(one.find(StepId::keys, 2)->values.is_empty());
+    CHECK(one.find(StepId::keys, 1)->values.is_empty());
+    CHECK_FALSE(one.find(StepId::scores, 3)->values.is_empty());
+    CHECK(one.find(StepId::scores, 2)->values.is_empty());
 }
 
 TEST_CASE("each step recomputed from the trace's own values gives the trace's values", "[steps]") {
     // compute_step is what check's error carried forward uses: from the true
     // earlier values it must give back every true value
-    const Model model = test::load_text(k_two_heads_masked);
+    const std::string yaml = GENERATE(as<std::string>{}, k_two_heads_masked, k_grouped);
+    const Model model = test::load_text(yaml);
     const Trace trace = compute(model);
     StepValues values;
     for (const auto& step : trace.steps) {
@@ -111,7 +171,7 @@ TEST_CASE("each step recomputed from the trace's own values gives the trace's va
     }
     // inputs that do not fit together give no value, not an abort
     StepValues wrong = values;
-    wrong[{StepId::keys, 1}] = std::make_shared<const arma::mat>(arma::mat(2, 7, arma::fill::ones));
+    wrong[step_inputs(model, {StepId::scores, 1})[1]] = std::make_shared<const arma::mat>(arma::mat(2, 7, arma::fill::ones));
     CHECK_FALSE(checking::recompute(model, {StepId::scores, 1}, wrong).has_value());
 }
 

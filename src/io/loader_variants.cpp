@@ -1,0 +1,170 @@
+// The example loader's keys for the attention of today's language models
+// (see loader_parts.hpp): grouped-query heads (kv_heads:), rotary position
+// embeddings (rope:), ALiBi's position bias (alibi:) and attention sinks
+// (sinks:). The sliding window is a mask (loader_settings.cpp).
+#include "io/loader_parts.hpp"
+
+#include "attention/attention.hpp"
+
+#include <cmath>
+
+namespace qkv::loading {
+
+namespace {
+
+std::string heads_text(arma::uword heads) { return std::to_string(heads) + (heads == 1 ? " head" : " heads"); }
+
+// "1, 2, 4 or 8": the divisors of H, for hints
+std::string divisors_text(long heads) {
+    std::vector<long> divisors;
+    for (long g = 1; g <= heads; ++g) {
+        if (heads % g == 0) {
+            divisors.push_back(g);
+        }
+    }
+    std::string text;
+    for (std::size_t k = 0; k < divisors.size(); ++k) {
+        text += (k == 0 ? "" : k + 1 == divisors.size() ? " or " : ", ") + std::to_string(divisors[k]);
+    }
+    return text;
+}
+
+}  // namespace
+
+// kv_heads: G beside heads: H (a number) and one weights: block; G divides H.
+std::optional<long> ModelLoader::read_kv_heads(long n_heads) {
+    const YAML::Node node = root()["kv_heads"];
+    if (!node) {
+        return std::nullopt;
+    }
+    auto count = m_yaml.integer(node, "kv_heads", 1, k_max_heads,
+                                "kv_heads is how many key/value heads the query heads share: 1 is multi-query attention");
+    if (!count) {
+        return std::nullopt;
+    }
+    if (n_heads % *count != 0) {
+        m_yaml.error(node, "kv_heads is " + std::to_string(*count) + ", which does not divide heads (" +
+                               std::to_string(n_heads) + "); expected " + divisors_text(n_heads),
+                     "each key/value head is shared by heads / kv_heads query heads, so kv_heads must divide heads");
+        return std::nullopt;
+    }
+    return count;
+}
+
+// kv_heads where the weights are not split from one block: a list of heads or a pytorch: block.
+void ModelLoader::check_kv_heads_alone() {
+    const YAML::Node node = root()["kv_heads"];
+    if (!node) {
+        return;
+    }
+    if (root()["pytorch"]) {
+        m_yaml.error(node, "kv_heads is given together with pytorch",
+                     "nn.MultiheadAttention has one key and value head per query head; for grouped-query attention "
+                     "write weights: with heads: H and kv_heads: G");
+    } else if (root()["heads"] && root()["heads"].IsSequence()) {
+        m_yaml.error(node, "kv_heads is given with a list of heads; expected heads: H as a number",
+                     "grouped-query attention splits one weights: block into H query heads and kv_heads key/value "
+                     "heads; a list gives every head its own keys and values");
+    }
+}
+
+// rope: true | false | {base: B, style: half|interleaved}
+void ModelLoader::read_rope(Model& model) {
+    const YAML::Node node = root()["rope"];
+    if (!node) {
+        return;
+    }
+    Rope rope;
+    if (node.IsMap()) {
+        m_yaml.check_keys(node, "rope", {"base", "style"});
+        if (const YAML::Node base = node["base"]) {
+            auto value = m_yaml.number(base, "rope.base");
+            if (!value) {
+                return;
+            }
+            if (*value <= 0.0) {
+                m_yaml.error(base, "rope.base is " + m_yaml.describe(base) + "; expected a positive number",
+                             "θ_k = base^(−2k/d_k); models use 10000 (the default), Llama 3 uses 500000");
+                return;
+            }
+            rope.base = *value;
+        }
+        if (const YAML::Node style = node["style"]) {
+            if (style.IsScalar() && (style.Scalar() == "half" || style.Scalar() == "interleaved")) {
+                rope.style = style.Scalar() == "half" ? RopeStyle::half : RopeStyle::interleaved;
+            } else {
+                m_yaml.error(style, "rope.style is " + m_yaml.describe(style) + "; expected half or interleaved",
+                             "half pairs element k with k + d_k/2 (Hugging Face's rotate_half); interleaved pairs "
+                             "2k with 2k + 1 (the RoFormer paper)");
+                return;
+            }
+        }
+    } else if (node.IsScalar() && (node.Scalar() == "true" || node.Scalar() == "false")) {
+        if (node.Scalar() == "false") {
+            return;
+        }
+    } else {
+        m_yaml.error(node, "rope is " + m_yaml.describe(node) + "; expected true, false or a map",
+                     "write rope: true, or rope: {base: 10000, style: half}");
+        return;
+    }
+    if (!model.heads.empty() && model.d_k() % 2 != 0) {
+        m_yaml.error(node, "rope needs an even d_k; this example's d_k is " + std::to_string(model.d_k()),
+                     "RoPE turns each query's and key's elements in pairs; give each head an even number of query "
+                     "and key columns");
+        return;
+    }
+    model.rope = rope;
+}
+
+namespace {
+
+// A list of one number per query head, for alibi: and sinks:.
+std::optional<arma::rowvec> read_per_head(YamlReader& yaml, const YAML::Node& node, const std::string& path,
+                                          const Model& model, const std::string& what) {
+    auto values = yaml.vector(node, path);
+    if (!values) {
+        return std::nullopt;
+    }
+    if (!model.heads.empty() && values->n_elem != model.n_heads()) {
+        yaml.error(node, path + " has " + std::to_string(values->n_elem) + (values->n_elem == 1 ? " number" : " numbers") + "; expected " +
+                             std::to_string(model.n_heads()) + " (one per query head)",
+                   "this example has " + heads_text(model.n_heads()) + "; give one " + what + " for each");
+        return std::nullopt;
+    }
+    return values;
+}
+
+}  // namespace
+
+// alibi: true | false | [m_1, …, m_H]
+void ModelLoader::read_alibi(Model& model) {
+    const YAML::Node node = root()["alibi"];
+    if (!node || model.heads.empty()) {
+        return;
+    }
+    if (node.IsScalar() && (node.Scalar() == "true" || node.Scalar() == "false")) {
+        if (node.Scalar() == "true") {
+            model.alibi = alibi_slopes(model.n_heads());
+            model.alibi_press = true;
+        }
+        return;
+    }
+    if (!node.IsSequence()) {
+        m_yaml.error(node, "alibi is " + m_yaml.describe(node) + "; expected true, false or a list of slopes",
+                     "write alibi: true for the slopes of Press et al., or one slope per head: alibi: [0.5, 0.25]");
+        return;
+    }
+    model.alibi = read_per_head(m_yaml, node, "alibi", model, "slope");
+}
+
+// sinks: [s_1, …, s_H]
+void ModelLoader::read_sinks(Model& model) {
+    const YAML::Node node = root()["sinks"];
+    if (!node || model.heads.empty()) {
+        return;
+    }
+    model.sinks = read_per_head(m_yaml, node, "sinks", model, "sink logit");
+}
+
+}  // namespace qkv::loading

@@ -1,0 +1,183 @@
+// The attention of today's language models (SPEC §9), step by step, with
+// values worked by hand: RoPE's pair rotations in both styles, ALiBi's slopes
+// and bias, the sliding window, attention sinks and grouped-query heads.
+#include "support.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+using namespace qkv;
+
+namespace {
+
+const char* const k_weights_4 = R"(
+weights:
+  query: [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+  key:   [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+  value: [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+)";
+
+}  // namespace
+
+TEST_CASE("RoPE turns each pair by p·θ_k: half pairs k with k + d/2, interleaved 2k with 2k + 1", "[steps][rope]") {
+    // row 2 is at position 1; d = 4: θ_0 = 1, θ_1 = 10000^(−2/4) = 0.01
+    const arma::mat X = test::rows({{1, 2, 3, 4}, {1, 2, 3, 4}});
+    const double c1 = std::cos(1.0), s1 = std::sin(1.0), c2 = std::cos(0.01), s2 = std::sin(0.01);
+    const arma::mat half = rotate(X, Rope{10000.0, RopeStyle::half});
+    test::require_near(half.row(0), X.row(0), 0, "position 0 is not turned");
+    test::require_near(half.row(1), test::rows({{1 * c1 - 3 * s1, 2 * c2 - 4 * s2, 3 * c1 + 1 * s1, 4 * c2 + 2 * s2}}),
+                       1e-15, "half");
+    const arma::mat interleaved = rotate(X, Rope{10000.0, RopeStyle::interleaved});
+    test::require_near(interleaved.row(1),
+                       test::rows({{1 * c1 - 2 * s1, 2 * c1 + 1 * s1, 3 * c2 - 4 * s2, 4 * c2 + 3 * s2}}), 1e-15,
+                       "interleaved");
+    // another base: θ_1 = 100^(−1/2) = 0.1
+    CHECK(rope_frequency(Rope{100.0, RopeStyle::half}, 1, 4) == Approx(0.1).epsilon(1e-15));
+    CHECK(rope_pair(RopeStyle::half, 1, 6) == std::pair<arma::uword, arma::uword>{1, 4});
+    CHECK(rope_pair(RopeStyle::interleaved, 1, 6) == std::pair<arma::uword, arma::uword>{2, 3});
+}
+
+TEST_CASE("RoPE: a rotated query and key score by their distance, not their positions", "[steps][rope]") {
+    // the same q and k at positions (2, 1) and (4, 3) give the same score
+    arma::mat Q(5, 4), K(5, 4);
+    for (arma::uword r = 0; r < 5; ++r) {
+        Q.row(r) = arma::rowvec{0.3, -1.2, 0.7, 2.0};
+        K.row(r) = arma::rowvec{1.1, 0.4, -0.5, 0.9};
+    }
+    for (const RopeStyle style : {RopeStyle::half, RopeStyle::interleaved}) {
+        const arma::mat S = rotate(Q, Rope{10000.0, style}) * rotate(K, Rope{10000.0, style}).t();
+        CHECK(S(2, 1) == Approx(S(4, 3)).epsilon(1e-13));
+        CHECK(S(0, 3) == Approx(S(1, 4)).epsilon(1e-13));
+        CHECK(S(3, 3) == Approx(arma::dot(Q.row(0), K.row(0))).epsilon(1e-13));
+    }
+}
+
+TEST_CASE("ALiBi's slopes are Press et al.'s, and its bias is −m·|i − j|", "[steps][alibi]") {
+    test::require_near(alibi_slopes(1), test::rows({{std::exp2(-8)}}), 0, "1 head");
+    test::require_near(alibi_slopes(4), test::rows({{0.25, 0.0625, 0.015625, 0.00390625}}), 0, "4 heads");
+    // not a power of two: the slopes of 4, then those of 8 at h = 1, 3
+    test::require_near(alibi_slopes(6),
+                       test::rows({{std::exp2(-2), std::exp2(-4), std::exp2(-6), std::exp2(-8), std::exp2(-1),
+                                    std::exp2(-3)}}),
+                       0, "6 heads");
+    test::require_near(alibi_slopes(3), test::rows({{std::exp2(-4), std::exp2(-8), std::exp2(-2)}}), 0, "3 heads");
+    test::require_near(position_bias(3, 4, 0.5),
+                       test::rows({{0, -0.5, -1, -1.5}, {-0.5, 0, -0.5, -1}, {-1, -0.5, 0, -0.5}}), 0, "bias");
+    // no −0 on the diagonal
+    CHECK_FALSE(std::signbit(position_bias(2, 2, 0.5)(1, 1)));
+}
+
+TEST_CASE("a sink joins each row's softmax and is dropped, so rows sum to less than 1", "[steps][sinks]") {
+    // [0, 0] with a sink of 0: three equal shares, two of them kept
+    test::require_near(softmax_rows(test::rows({{0, 0}}), 0.0), test::rows({{1.0 / 3, 1.0 / 3}}), 1e-15, "equal");
+    // ln 2 and 0 with a sink of ln 2: 2 / (2 + 1 + 2) and 1 / 5
+    test::require_near(softmax_rows(test::rows({{std::log(2.0), 0}}), std::log(2.0)), test::rows({{0.4, 0.2}}), 1e-15,
+                       "ln 2");
+    // a sink far above the scores takes everything, without overflow
+    test::require_near(softmax_rows(test::rows({{1, 2}}), 1000.0), test::rows({{0, 0}}), 0, "large sink");
+    // −∞ (blocked) cells stay 0
+    test::require_near(softmax_rows(test::rows({{-arma::datum::inf, 0}}), 0.0), test::rows({{0, 0.5}}), 1e-15,
+                       "blocked");
+}
+
+TEST_CASE("a sliding window of W lets query i see keys i − W + 1 … i", "[steps][window]") {
+    const Model model = test::load_text(std::string("inputs: [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], "
+                                                    "[1, 1, 1, 1]]\nmask: {window: 2}\n") +
+                                        k_weights_4);
+    CHECK(model.mask_kind == MaskKind::window);
+    test::require_near(model.allowed(),
+                       test::rows({{1, 0, 0, 0, 0},
+                                   {1, 1, 0, 0, 0},
+                                   {0, 1, 1, 0, 0},
+                                   {0, 0, 1, 1, 0},
+                                   {0, 0, 0, 1, 1}}),
+                       0, "window 2");
+    const Trace trace = compute(model);
+    // X = I (and a last row of ones) with identity weights: query 3 sees keys 2 and 3, scaled scores 0 and
+    // 1/√4 = 0.5, so its weights are 1/(1 + e^0.5) and e^0.5/(1 + e^0.5)
+    const double share = 1.0 / (1.0 + std::exp(0.5));
+    test::require_near(trace.find(StepId::weights, 1)->values.row(2), test::rows({{0, share, 1 - share, 0, 0}}), 1e-15,
+                       "query 3");
+    // a window at least n wide is the causal mask
+    const Model wide = test::load_text(std::string("inputs: [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]\nmask: "
+                                                   "{window: 9}\n") +
+                                       k_weights_4);
+    test::require_near(wide.allowed(), test::rows({{1, 0, 0}, {1, 1, 0}, {1, 1, 1}}), 0, "wide window");
+}
+
+TEST_CASE("grouped-query heads: query head h reads key/value head ⌈h·G/H⌉", "[steps][gqa]") {
+    // H = 4 query heads of d_k = 1 over G = 2 key/value heads: W_K has 2 columns
+    const Model model = test::load_text(R"(
+inputs: [[1, 2], [3, 4]]
+heads: 4
+kv_heads: 2
+weights:
+  query: [[1, 0, 1, 0], [0, 1, 0, 1]]
+  key:   [[1, 0], [0, 1]]
+  value: [[2, 0], [0, 3]]
+bias: {key: [10, 20]}
+)");
+    CHECK(model.n_heads() == 4);
+    CHECK(model.n_kv_heads() == 2);
+    CHECK(model.kv_head_of(1) == 1);
+    CHECK(model.kv_head_of(2) == 1);
+    CHECK(model.kv_head_of(3) == 2);
+    CHECK(model.first_query_head(2) == 3);
+    const Trace trace = compute(model);
+    // key/value head 1 reads column 1 of W_K plus b_K[1]; head 2 column 2 plus b_K[2]
+    test::require_near(trace.find(StepId::keys, 1)->values, test::rows({{11}, {13}}), 0, "keys 1");
+    test::require_near(trace.find(StepId::keys, 2)->values, test::rows({{22}, {24}}), 0, "keys 2");
+    test::require_near(trace.find(StepId::values, 2)->values, test::rows({{6}, {12}}), 0, "values 2");
+    CHECK(trace.find(StepId::keys, 3) == nullptr);
+    // query head 2 is column 2 of W_Q, X·[0, 1]ᵀ = [2, 4], against key/value head 1's keys [11, 13]
+    test::require_near(trace.find(StepId::scores, 2)->values, test::rows({{22, 26}, {44, 52}}), 0, "scores 2");
+    // query head 3 (column 3 = [1, 0]ᵀ: [1, 3]) against key/value head 2's keys [22, 24]
+    test::require_near(trace.find(StepId::scores, 3)->values, test::rows({{22, 24}, {66, 72}}), 0, "scores 3");
+}
+
+TEST_CASE("a learner's mistakes in the new steps are named", "[check][variants]") {
+    const char* const example = R"(
+inputs: [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0], [0, 0, 1, 1]]
+weights:
+  query: [[1, 0], [0, 1], [1, 1], [0, 0]]
+  key:   [[0, 1], [1, 0], [1, 1], [0, 0]]
+  value: [[1, 0], [0, 1], [1, 1], [0, 0]]
+rope: true
+alibi: [0.5]
+mask: {window: 2}
+)";
+    const Model model = test::load_text(example);
+    const Trace trace = compute(model);
+    // the keys not rotated, the bias with the wrong sign, and one key too many in the window
+    const arma::mat keys = trace.find(StepId::keys, 1)->values;
+    const arma::mat bias = trace.find(StepId::position_bias, 1)->values;
+    struct Case {
+        const char* step;
+        arma::mat value;
+        const char* named;
+    };
+    Model wider = model;
+    wider.window = 3;
+    const std::vector<Case> cases = {
+        {"rotated_keys", keys, "RoPE was not applied"},
+        {"position_bias", -bias, "+m·|i − j|"},
+        {"masked_scores", apply_mask(trace.find(StepId::biased_scores, 1)->values, wider.allowed()),
+         "instead of 2"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.step);
+        std::string answers = "answers:\n  " + std::string(c.step) + ":\n";
+        for (arma::uword i = 0; i < c.value.n_rows; ++i) {
+            answers += "    - [";
+            for (arma::uword j = 0; j < c.value.n_cols; ++j) {
+                const double v = c.value(i, j);
+                answers += (j == 0 ? "" : ", ") + (std::isinf(v) ? std::string("-inf") : fmt::format("{:.6f}", v));
+            }
+            answers += "]\n";
+        }
+        const test::CliResult result = test::run_qkv({"check", "-"}, std::string(example) + answers);
+        INFO(result.out << result.err);
+        CHECK(result.out.find(c.named) != std::string::npos);
+    }
+}
