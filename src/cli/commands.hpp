@@ -24,6 +24,7 @@ struct ExplainOptions {
     CommonOptions common;
     std::string file;
     std::vector<std::string> cells;
+    int block_size = 0;  // --block-size: the online softmax of weights and head_output cells
 };
 CLI::App* setup_explain(CLI::App& app, ExplainOptions& options);
 int run_explain(const ExplainOptions& options);

@@ -577,8 +577,12 @@ std::string symbols(const std::string& text, const RenderOptions& options) {
 
 }  // namespace
 
-Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& cell, const RenderOptions& options) {
+Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& cell, const RenderOptions& options,
+                         arma::uword block_size) {
     Explanation result = Explainer(model, trace, cell, options).run();
+    if (block_size > 0 && has_online_form(cell.step)) {
+        explaining::add_online_softmax(model, trace, result, options, block_size);
+    }
     for (auto& line : result.lines) {
         line = symbols(line, options);
     }

@@ -9,11 +9,23 @@
 #include "model/model.hpp"
 #include "render/render.hpp"
 
+#include <armadillo>
+
 #include <ostream>
 #include <string>
 #include <vector>
 
 namespace qkv {
+
+// One block of keys in the online softmax (FlashAttention): the running
+// maximum m, sum ℓ and unnormalised output o after keys first … last (1-based).
+struct OnlineBlock {
+    arma::uword first = 0;
+    arma::uword last = 0;
+    double max = 0.0;
+    double sum = 0.0;
+    std::vector<double> output;  // o for the cell's columns; head_output cells only
+};
 
 struct Explanation {
     std::string heading;              // "scores[1,2] = 4" (with head when there are several)
@@ -21,11 +33,19 @@ struct Explanation {
     std::vector<std::string> lines;   // the worked arithmetic, one line each
     CellRef cell;                     // the cell explained (head 0 for steps that are not per head)
     std::vector<double> values;       // the cell's value, or the whole row's, as the trace holds them
+    std::vector<OnlineBlock> blocks;  // with a block size: the online softmax, block by block
 };
 
+// The steps whose cells the online softmax explains: weights and head_output.
+bool has_online_form(StepId id);
+
 // Checks the cell against the trace (cell_step) and writes out its
-// arithmetic with numbers at options.precision.
-Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& cell, const RenderOptions& options);
+// arithmetic with numbers at options.precision. With a block size (a weights
+// or head_output cell), the row's softmax is also written out the way
+// FlashAttention computes it: keys in blocks of block_size, with a running
+// maximum, sum and output (online.cpp).
+Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& cell, const RenderOptions& options,
+                         arma::uword block_size = 0);
 
 // Writes explanations in options.format (formats.cpp): text (heading, then the
 // working indented), markdown (an escaped heading and a fenced block per cell)

@@ -68,6 +68,24 @@ void render_json(const std::vector<Explanation>& explanations, std::ostream& out
         cell["values"] = values;
         cell["heading"] = e.heading;
         cell["lines"] = e.lines;
+        if (!e.blocks.empty()) {
+            const auto number = [](double value) {
+                return std::isinf(value) ? nlohmann::ordered_json(value < 0 ? "-inf" : "inf")
+                                         : nlohmann::ordered_json(value);
+            };
+            nlohmann::ordered_json blocks = nlohmann::ordered_json::array();
+            for (const auto& block : e.blocks) {
+                nlohmann::ordered_json entry;
+                entry["keys"] = {block.first, block.last};
+                entry["max"] = number(block.max);
+                entry["sum"] = block.sum;
+                if (e.cell.step == StepId::head_output) {
+                    entry["output"] = block.output;
+                }
+                blocks.push_back(entry);
+            }
+            cell["blocks"] = blocks;
+        }
         doc["cells"].push_back(cell);
     }
     out << doc.dump(1) << '\n';

@@ -3,12 +3,18 @@
 // the vectors and dot products built from them. Used by explain.cpp only.
 #pragma once
 
+#include "attention/trace.hpp"
+#include "model/model.hpp"
 #include "render/render.hpp"
 
 #include <armadillo>
 
 #include <string>
 #include <vector>
+
+namespace qkv {
+struct Explanation;
+}
 
 namespace qkv::explaining {
 
@@ -34,5 +40,10 @@ public:
 private:
     int m_precision;
 };
+
+// Appends the online softmax (FlashAttention) of the explanation's row to its
+// lines and blocks (online.cpp).
+void add_online_softmax(const Model& model, const Trace& trace, qkv::Explanation& explanation, const RenderOptions& options,
+                        arma::uword block_size);
 
 }  // namespace qkv::explaining

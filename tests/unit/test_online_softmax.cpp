@@ -1,0 +1,98 @@
+// `qkv explain --block-size B`: a row of attention computed as FlashAttention
+// does, keys in blocks with a running maximum, sum and output (SPEC §9). Each
+// block is checked against the recurrence, and the end against the trace.
+#include "builtin/builtin.hpp"
+#include "explain/explain.hpp"
+#include "support.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+using namespace qkv;
+using qkv::test::run_qkv;
+
+TEST_CASE("the online softmax follows its recurrence block by block and ends at the trace's row", "[explain][online]") {
+    for (const auto& example : builtin_examples()) {
+        const Model model = test::load_text(std::string(example.text), "builtin:" + std::string(example.name));
+        const Trace trace = compute(model);
+        RenderOptions options;
+        for (const arma::uword B : {1, 2, 3, 64}) {
+            for (int h = 1; h <= static_cast<int>(model.n_heads()); ++h) {
+                const StepKey read = step_inputs(model, {StepId::weights, h}).front();
+                const arma::mat& X = trace.find(read.id, read.head)->values;
+                const arma::mat& V = trace.find(StepId::values, model.kv_head_of(h))->values;
+                const double sink = model.sinks ? (*model.sinks)(static_cast<arma::uword>(h - 1)) : 0.0;
+                for (arma::uword i = 0; i < model.n(); ++i) {
+                    CAPTURE(example.name, B, h, i + 1);
+                    CellRef cell = parse_cell("head_output[" + std::to_string(i + 1) + "]@" + std::to_string(h));
+                    if (model.n_heads() == 1) {
+                        cell = parse_cell("head_output[" + std::to_string(i + 1) + "]");
+                    }
+                    const Explanation e = explain_cell(model, trace, cell, options, B);
+                    REQUIRE(e.blocks.size() == (model.m() + B - 1) / B);
+                    // the recurrence, from m = −∞, ℓ = 0, o = 0
+                    double m = -arma::datum::inf;
+                    double l = 0.0;
+                    arma::rowvec o(V.n_cols, arma::fill::zeros);
+                    for (const OnlineBlock& block : e.blocks) {
+                        const arma::rowvec x = X.row(i).subvec(block.first - 1, block.last - 1);
+                        const double m_new = std::max(m, x.max());
+                        if (!std::isinf(x.max())) {
+                            const double factor = std::isinf(m) ? 0.0 : std::exp(m - m_new);
+                            const arma::rowvec e_x = arma::exp(x - m_new);
+                            l = l * factor + arma::accu(e_x);
+                            o = o * factor + e_x * V.rows(block.first - 1, block.last - 1);
+                            m = m_new;
+                        }
+                        CHECK(block.max == m);
+                        CHECK(block.sum == Approx(l).epsilon(1e-13));
+                        test::require_near(arma::rowvec(block.output), o, 1e-13, "o");
+                    }
+                    // o_last / ℓ_last (with the sink joining last) is the head's output row
+                    const double m_final = model.sinks ? std::max(m, sink) : m;
+                    const double factor = std::exp(m - m_final);
+                    const double l_final = l * factor + (model.sinks ? std::exp(sink - m_final) : 0.0);
+                    test::require_near(arma::rowvec(o * factor / l_final),
+                                       arma::rowvec(trace.find(StepId::head_output, h)->values.row(i)), 1e-12,
+                                       "o / ℓ");
+                    const std::string last = e.lines.back();
+                    CHECK(last.find("= o / ℓ =") != std::string::npos);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("explain --block-size writes the blocks in JSON, −∞ as \"-inf\"", "[explain][online][cli]") {
+    // alibi-window: query 5 sees keys 3 to 5, so the first block of two is blocked
+    const auto result = run_qkv({"explain", "alibi-window", "weights[5,4]@1", "--block-size", "2", "-f", "json"});
+    REQUIRE(result.status == 0);
+    const auto doc = nlohmann::json::parse(result.out);
+    const auto& blocks = doc.at("cells").at(0).at("blocks");
+    REQUIRE(blocks.size() == 3);
+    CHECK(blocks[0].at("keys") == nlohmann::json::array({1, 2}));
+    CHECK(blocks[0].at("max") == "-inf");
+    CHECK(blocks[0].at("sum") == 0.0);
+    CHECK_FALSE(blocks[0].contains("output"));
+    CHECK(blocks[2].at("keys") == nlohmann::json::array({5, 5}));
+    // the weight is exp(x_4 − m) / ℓ
+    const auto& lines = doc.at("cells").at(0).at("lines");
+    CHECK(lines.back().get<std::string>().rfind("weights[5,4]@1 = exp(x_4 − m) / ℓ", 0) == 0);
+    // head_output cells carry the unnormalised output of their columns
+    const auto output = run_qkv({"explain", "masked", "head_output[3,2]", "--block-size", "3", "-f", "json"});
+    REQUIRE(output.status == 0);
+    const auto out_doc = nlohmann::json::parse(output.out);
+    CHECK(out_doc.at("cells").at(0).at("blocks").at(0).at("output").size() == 1);
+}
+
+TEST_CASE("explain --block-size takes weights and head_output cells and a block of at least 1", "[explain][online][cli]") {
+    const auto scores = run_qkv({"explain", "masked", "scores[2,1]", "--block-size", "2"});
+    CHECK(scores.status == 2);
+    CHECK(scores.err.find("qkv: error: --block-size explains weights and head_output cells; scores[2,1] is a scores "
+                          "cell") != std::string::npos);
+    CHECK(scores.err.find("hint: ") != std::string::npos);
+    const auto zero = run_qkv({"explain", "masked", "weights[2]", "--block-size", "0"});
+    CHECK(zero.status == 2);
+    CHECK(zero.err.find("--block-size") != std::string::npos);
+}
