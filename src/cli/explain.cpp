@@ -15,7 +15,7 @@ CLI::App* setup_explain(CLI::App& app, ExplainOptions& options) {
         ->required()
         ->type_name("CELL");
     command->add_option("--block-size", options.block_size,
-                        "Also compute weights and head_output rows as FlashAttention does, B keys at a time")
+                        "Also work the row out as FlashAttention does, B keys at a time")
         ->check(whole_number(1, 65536))
         ->type_name("B");
     add_common_options(*command, options.common);

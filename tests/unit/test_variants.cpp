@@ -181,3 +181,24 @@ mask: {window: 2}
         CHECK(result.out.find(c.named) != std::string::npos);
     }
 }
+
+TEST_CASE("the Llama-style layer in examples/ loads at real size and runs", "[variants][slow]") {
+    const std::string folder = std::string(test::source_dir()) + "/examples";
+    const Model model = load_model({"llama-layer.yaml", test::read_repo_file("examples/llama-layer.yaml"), folder});
+    CHECK(model.n() == 256);
+    CHECK(model.d_model() == 512);
+    CHECK(model.n_heads() == 8);
+    CHECK(model.n_kv_heads() == 2);
+    CHECK(model.d_k() == 64);
+    REQUIRE(model.rope.has_value());
+    CHECK(model.rope->base == 500000.0);
+    ComputeOptions options;
+    options.steps = {StepId::weights, StepId::output};
+    options.head = 8;
+    const Trace trace = compute(model, options);
+    const arma::mat& A = trace.find(StepId::weights, 8)->values;
+    // causal: each row sums to 1 over the keys up to itself
+    test::require_near(arma::sum(A, 1), arma::vec(256, arma::fill::ones), 1e-12, "row sums");
+    CHECK(A(0, 1) == 0.0);
+    CHECK(trace.find(StepId::output)->values.n_cols == 512);
+}
