@@ -145,6 +145,16 @@ private:
                              "write " + id + " directly under answers:, next to heads");
                 continue;
             }
+            if (is_per_kv_head(*step) && step_head > static_cast<int>(m_trace.dims.kv_heads) &&
+                m_trace.find(*step, 1) != nullptr) {
+                // grouped-query attention: fewer key/value heads than query heads
+                m_yaml.error(entry.first,
+                             entry_path + ": this example has " + std::to_string(m_trace.dims.kv_heads) +
+                                 " key/value heads, so " + id + " has no head " + std::to_string(step_head),
+                             "keys, values and rotated_keys go under heads[1] … heads[" +
+                                 std::to_string(m_trace.dims.kv_heads) + "], one per key/value head");
+                continue;
+            }
             if (m_trace.find(*step, step_head) == nullptr) {
                 m_yaml.error(entry.first, entry_path + ": this example has no step " + id, step_absence(*step));
                 continue;

@@ -182,7 +182,7 @@ mask: {window: 2}
     }
 }
 
-TEST_CASE("the Llama-style layer in examples/ loads at real size and runs", "[variants][slow]") {
+TEST_CASE("the Llama-style layer in examples/ loads at real size and runs", "[variants]") {
     const std::string folder = std::string(test::source_dir()) + "/examples";
     const Model model = load_model({"llama-layer.yaml", test::read_repo_file("examples/llama-layer.yaml"), folder});
     CHECK(model.n() == 256);
