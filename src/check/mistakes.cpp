@@ -378,6 +378,19 @@ void score_mistakes(const Model& model, const LearnerValues& L, const StepKey& k
     const arma::mat& Q = L(reads[0].id, reads[0].head);
     const arma::mat& K = L(reads[1].id, reads[1].head);
     const std::string correct = "S = Q·Kᵀ: entry (i, j) is query i dotted with key j (row i of Q with row j of K)";
+    if (model.n_kv_heads() > 1 && model.n_kv_heads() < model.n_heads()) {
+        // the key/value heads taken in turn (torch's repeat) instead of in consecutive groups (repeat_interleave)
+        const int tiled = (h - 1) % static_cast<int>(model.n_kv_heads()) + 1;
+        if (tiled != reads[1].head) {
+            out.push_back(one("kv_heads_in_turn",
+                              "Query head " + std::to_string(h) + " was paired with key/value head " +
+                                  std::to_string(tiled) + ", taking the key/value heads in turn (as torch's repeat "
+                                  "does); they are shared by consecutive query heads.",
+                              "query head h reads key/value head ⌈h·G/H⌉ (repeat_interleave): here key/value head " +
+                                  std::to_string(reads[1].head),
+                              key, Q * L(reads[1].id, tiled).t()));
+        }
+    }
     if (model.rope) {
         out.push_back(one("rope_forgotten", "The scores were computed from the queries and keys before RoPE rotated them.",
                           "S = Q_rot·K_rotᵀ: the rotated queries and keys", key,

@@ -4,6 +4,7 @@
 #include "support.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 
@@ -201,4 +202,57 @@ TEST_CASE("the Llama-style layer in examples/ loads at real size and runs", "[va
     test::require_near(arma::sum(A, 1), arma::vec(256, arma::fill::ones), 1e-12, "row sums");
     CHECK(A(0, 1) == 0.0);
     CHECK(trace.find(StepId::output)->values.n_cols == 512);
+}
+
+TEST_CASE("check: key/value heads taken in turn are named, and later steps follow from a wrong answer",
+          "[check][variants][gqa]") {
+    // H = 4, G = 2: query head 2 reads key/value head 1; taking the heads in turn would give it head 2
+    const char* const example = R"(
+inputs: [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]]
+heads: 4
+kv_heads: 2
+weights:
+  query: [[1, 0, 0, 1, 1, 0, 0, 0], [0, 1, 1, 0, 0, 0, 1, 0], [1, 0, 0, 0, 0, 1, 0, 1], [0, 0, 1, 1, 1, 0, 1, 1]]
+  key:   [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]]
+  value: [[1, 0, 2, 0], [0, 1, 0, 2], [1, 1, 0, 0], [0, 0, 1, 1]]
+rope: true
+)";
+    const Model model = test::load_text(example);
+    const Trace trace = compute(model);
+    const arma::mat wrong = trace.find(StepId::rotated_queries, 2)->values * trace.find(StepId::rotated_keys, 2)->values.t();
+    const auto matrix_text = [](const arma::mat& M) {
+        std::string text;
+        for (arma::uword i = 0; i < M.n_rows; ++i) {
+            text += "      - [";
+            for (arma::uword j = 0; j < M.n_cols; ++j) {
+                text += (j == 0 ? "" : ", ") + fmt::format("{:.6f}", M(i, j));
+            }
+            text += "]\n";
+        }
+        return text;
+    };
+    // the wrong scores, and the scaled scores that follow from them: consistent, not wrong
+    const std::string answers = "answers:\n  heads:\n    - {}\n    - scores:\n" + matrix_text(wrong) +
+                                "      scaled_scores:\n" + matrix_text(wrong / std::sqrt(2.0)) + "    - {}\n    - {}\n";
+    const test::CliResult result = test::run_qkv({"check", "-", "-f", "json"}, std::string(example) + answers);
+    INFO(result.out << result.err);
+    REQUIRE(result.status == 1);
+    const auto doc = nlohmann::json::parse(result.out);
+    bool named = false;
+    bool carried = false;
+    for (const auto& step : doc.at("steps")) {
+        if (step.at("id") == "scores") {
+            named = step.at("diagnosis").get<std::string>().find("key/value head 2, taking the key/value heads in "
+                                                                  "turn") != std::string::npos;
+        }
+        if (step.at("id") == "scaled_scores") {
+            for (const auto& cell : step.at("cells")) {
+                // every cell right or following from the wrong scores, and some only following
+                CHECK(cell.at("verdict") != "wrong");
+                carried = carried || cell.at("verdict") == "consistent";
+            }
+        }
+    }
+    CHECK(named);
+    CHECK(carried);
 }
