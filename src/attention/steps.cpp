@@ -244,6 +244,14 @@ void describe_keys(const StepContext& context, Step& step) {
     const std::string& source = context.names().keys;
     set_projection_formulas(step, "K", source, source, "K", head.b_K.has_value(), model.layout);
     note_shared_heads(model, step);
+    if (model.n_kv_heads() != model.n_heads()) {
+        // what sharing saves: a key/value cache holds G·(d_k + d_v) numbers per token instead of H·(d_k + d_v)
+        const arma::uword width = model.d_k() + model.d_v();
+        step.notes.push_back("a key/value cache holds " + std::to_string(model.n_kv_heads() * width) +
+                             " numbers per token (" + std::to_string(model.n_kv_heads()) +
+                             " heads × (d_k + d_v)) instead of " + std::to_string(model.n_heads() * width) + ": " +
+                             std::to_string(model.n_heads() / model.n_kv_heads()) + " times smaller");
+    }
 }
 
 void describe_values(const StepContext& context, Step& step) {

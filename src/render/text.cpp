@@ -65,19 +65,27 @@ public:
         return qkv::styled(text, style, m_options.color);
     }
 
-    void wrapped(const std::string& text, const std::string& indent) {
+    // Words wrapped at k_wrap_width: the first line after `indent`, the others
+    // after `hanging` (the same by default), each line in `style` when set.
+    void wrapped(const std::string& text, const std::string& indent, const std::string& hanging = "",
+                 const char* style = nullptr) {
         std::istringstream words(symbols(text));
         std::string word;
         std::string line;
+        const std::string* lead = &indent;
+        const auto flush = [&]() {
+            m_out << *lead << (style != nullptr ? styled(line, style) : line) << '\n';
+            lead = hanging.empty() ? &indent : &hanging;
+            line.clear();
+        };
         while (words >> word) {
-            if (!line.empty() && display_width(indent + line + " " + word) > k_wrap_width) {
-                m_out << indent << line << '\n';
-                line.clear();
+            if (!line.empty() && display_width(*lead + line + " " + word) > k_wrap_width) {
+                flush();
             }
             line += (line.empty() ? "" : " ") + word;
         }
         if (!line.empty()) {
-            m_out << indent << line << '\n';
+            flush();
         }
     }
 
@@ -113,7 +121,7 @@ public:
             m_out << draw_table(table, TextTableSkin(m_options.ascii));
         }
         for (const auto& note : step.notes) {
-            m_out << "  " << styled(symbols("· " + note), k_dim) << '\n';
+            wrapped("· " + note, "  ", "    ", k_dim);
         }
     }
 
