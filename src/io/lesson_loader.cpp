@@ -293,7 +293,7 @@ private:
             }
             if (!step_exists(model, *id)) {
                 m_yaml.error(item, path + ": model " + m_lesson.models[page.model].name + " has no " + name + " step",
-                             step_requirements());
+                             step_absence(*id));
                 continue;
             }
             page.show.push_back(*id);

@@ -173,7 +173,7 @@ void ModelLoader::read_round(Model& model) {
         }
         if (!step_exists(model, *id)) {
             m_yaml.error(entry.first, "round." + step + ": this example has no " + step + " step",
-                         step_requirements());
+                         step_absence(*id));
             continue;
         }
         if (auto decimals = m_yaml.integer(entry.second, "round." + step, 0, 15)) {
