@@ -33,6 +33,7 @@ struct CommonOptions {
     bool force = false;
     std::string max_memory = "4GiB";
     bool allow_any_path = false;
+    bool decode = false;         // run --decode (only `run` declares the flag)
 };
 
 // A problem with the command line itself: no file, no position.

@@ -1,18 +1,77 @@
 #include "attention/attention.hpp"
+#include "attention/decode.hpp"
 #include "cli/commands.hpp"
 
+#include <vector>
 
 namespace qkv::cli {
+
+namespace {
+
+// --decode is written as text, Markdown or JSON, and shows its own walk
+// through the positions, which --steps cannot choose from (both checked
+// before the example is read).
+void check_decode_options(const CommonOptions& options) {
+    std::vector<Diagnostic> problems;
+    if (!format_is_one_of(options.format, decode_formats())) {
+        problems.push_back(usage_error(
+            "--decode cannot be written as " + options.format + "; expected -f text, markdown or json",
+            "csv, latex and svg show the full computation's steps, and decoding ends in the same weights and "
+            "outputs: run without --decode for them"));
+    }
+    if (!options.steps.empty()) {
+        problems.push_back(usage_error(
+            "--decode cannot be combined with --steps; expected one of the two",
+            "--decode shows every position's cache, query, scores, weights and output; to choose steps of the full "
+            "computation, run without --decode"));
+    }
+    if (!problems.empty()) {
+        throw InputError(std::move(problems));
+    }
+}
+
+// Decoding needs causal self-attention: every reason it cannot be had, as usage errors.
+void check_decodable(const Model& model) {
+    std::vector<Diagnostic> problems;
+    for (const DecodeObstacle& obstacle : decode_obstacles(model)) {
+        problems.push_back(usage_error("--decode: " + obstacle.found + "; expected " + obstacle.expected,
+                                       obstacle.hint + ", or run without --decode"));
+    }
+    if (!problems.empty()) {
+        throw InputError(std::move(problems));
+    }
+}
+
+// run --decode: the full computation (for the header, and for JSON its steps)
+// and the decoding beside it. The loader's memory limit counts the full
+// computation's n × m matrices, which bound the decoding's rows as well.
+int run_decode(const RunOptions& options) {
+    check_decode_options(options.common);
+    const ComputeOptions computing = compute_options(options.common);
+    const Model model = load(options.file, options.common, computing);
+    check_decodable(model);
+    const Trace trace = compute(model, computing);
+    const DecodeTrace decoded = decode(model);
+    const RenderOptions rendering = render_options(options.common, trace);
+    write_streamed([&](std::ostream& out) { render_decode(trace, decoded, model, rendering, out); }, options.common);
+    return 0;
+}
+
+}  // namespace
 
 CLI::App* setup_run(CLI::App& app, RunOptions& options) {
     CLI::App* command = app.add_subcommand("run", "Compute and print every step of attention");
     command->add_option("file", options.file, "Example file, built-in example name, or - for stdin")
         ->type_name("FILE|NAME|-");
     add_common_options(*command, options.common);
+    command->add_flag("--decode", options.common.decode, "One new token at a time, from a key/value cache");
     return command;
 }
 
 int run_run(const RunOptions& options) {
+    if (options.common.decode) {
+        return run_decode(options);
+    }
     // only the steps that will be shown keep their matrices
     const ComputeOptions computing = compute_options(options.common);
     const Model model = load(options.file, options.common, computing);

@@ -12,6 +12,9 @@
 
 namespace qkv {
 
+struct DecodeTrace;  // attention/decode.hpp
+struct Model;        // model/model.hpp
+
 enum class Format { text, markdown, latex, csv, json, svg };
 
 // Every format, in the order -f/--format lists them.
@@ -48,6 +51,17 @@ void render_latex(const Trace& trace, const RenderOptions& options, std::ostream
 void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& out);
 // Throws InputError when a panel is too large to draw.
 void render_svg(const Trace& trace, const RenderOptions& options, std::ostream& out);
+
+// Decoding with a key/value cache (run --decode, SPEC §9): text and Markdown
+// walk through each position's cache, query, scores, weights and output row
+// (the model gives their formulas); JSON is the run document of `trace` plus
+// "decode" and "cache". --head chooses the heads shown. The formats it is
+// written in are decode_formats(); any other throws std::logic_error.
+std::vector<Format> decode_formats();
+void render_decode(const Trace& trace, const DecodeTrace& decode, const Model& model, const RenderOptions& options,
+                   std::ostream& out);
+void render_decode_json(const Trace& trace, const DecodeTrace& decode, const RenderOptions& options,
+                        std::ostream& out);
 
 // Text for GitHub-flavoured Markdown, on one line: markup characters
 // backslash-escaped (emphasis, code, tags, links, pipes, dollars, #), line

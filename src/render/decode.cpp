@@ -1,0 +1,446 @@
+// `qkv run --decode` as text and Markdown: what a key/value cache is, then
+// position by position the cache, the new token's query, its scores and
+// weights over the cached keys, and its output row. One walk decides what is
+// shown and in which order; a skin per format only draws it (the JSON is in
+// decode_json.cpp).
+#include "attention/decode.hpp"
+#include "render/palette.hpp"
+#include "render/render.hpp"
+#include "render/table.hpp"
+
+#include <sstream>
+#include <stdexcept>
+
+namespace qkv {
+
+namespace {
+
+// ── what one format draws ───────────────────────────────────────────────────
+class DecodeSkin {
+public:
+    virtual ~DecodeSkin() = default;
+    // A heading: level 1 for the decoding as a whole, 2 for one position.
+    virtual void heading(const std::string& text, int level) = 0;
+    virtual void paragraph(const std::string& text) = 0;
+    // A caption with the shape, then the table.
+    virtual void table(const std::string& caption, const Table& table) = 0;
+    virtual void notes(const std::vector<std::string>& notes) = 0;
+};
+
+// The text skin: headings as run's step headings, prose and notes wrapped to
+// 78 columns, the tables of run, notes as "· …". One blank line between
+// blocks (a table already ends with one), none under a heading.
+class TextDecodeSkin : public DecodeSkin {
+public:
+    TextDecodeSkin(const RenderOptions& options, std::ostream& out) : m_options(options), m_out(out) {}
+
+    void heading(const std::string& text, int) override {
+        separate();
+        m_out << styled(symbols(text), k_heading, m_options.color) << '\n';
+        m_blank = true;  // what follows a heading sits right under it
+    }
+
+    void paragraph(const std::string& text) override {
+        separate();
+        wrapped(text, "  ", "  ", nullptr);
+        m_blank = false;
+    }
+
+    void table(const std::string& caption, const Table& table) override {
+        separate();
+        m_out << "  " << styled(symbols(formula_text(caption, m_options.ascii)), k_bold, m_options.color) << "    ("
+              << table.shape << ")\n";
+        m_out << draw_table(table, TextTableSkin(m_options.ascii));
+        m_blank = true;
+    }
+
+    void notes(const std::vector<std::string>& notes) override {
+        for (const auto& note : notes) {
+            wrapped(note, "  · ", "    ", k_dim);
+        }
+        m_blank = m_blank && notes.empty();  // a table's notes follow its blank line
+    }
+
+private:
+    std::string symbols(const std::string& text) const { return m_options.ascii ? to_ascii(text) : text; }
+
+    void separate() {
+        if (!m_blank) {
+            m_out << '\n';
+        }
+    }
+
+    // `text` in lines of at most 78 columns, the first after `first`, the others after `indent`.
+    void wrapped(const std::string& text, const std::string& first, const std::string& indent, const char* style) {
+        constexpr std::size_t k_wrap_width = 78;
+        std::istringstream words(symbols(text));
+        std::string word;
+        std::string line = symbols(first);
+        bool empty = true;  // no word on the line yet
+        while (words >> word) {
+            if (!empty && display_width(line + " " + word) > k_wrap_width) {
+                m_out << (style == nullptr ? line : styled(line, style, m_options.color)) << '\n';
+                line = symbols(indent);
+                empty = true;
+            }
+            line += (empty ? "" : " ") + word;
+            empty = false;
+        }
+        if (!empty) {
+            m_out << (style == nullptr ? line : styled(line, style, m_options.color)) << '\n';
+        }
+    }
+
+    const RenderOptions& m_options;
+    std::ostream& m_out;
+    bool m_blank = false;  // the next block needs no blank line before it
+};
+
+// Pipe tables for the Markdown skin: the labels escaped and left-aligned,
+// the numbers right-aligned, as run's Markdown draws them.
+class PipeTableSkin : public TableSkin {
+public:
+    std::string label(const std::string& text) const override { return markdown_escape(text); }
+
+    std::string row(const std::string& label, const std::vector<std::string>& cells, int) const override {
+        std::string line = "| " + label + " |";
+        for (const auto& cell : cells) {
+            line += " " + cell + " |";
+        }
+        return line + "\n";
+    }
+
+    std::string divider(std::size_t label_width, const std::vector<std::size_t>& widths) const override {
+        std::string line = "| :" + std::string(std::max<std::size_t>(label_width, 2) - 1, '-') + " |";
+        for (const auto width : widths) {
+            line += " " + std::string(std::max<std::size_t>(width, 2) - 1, '-') + ": |";
+        }
+        return line + "\n";
+    }
+};
+
+// The Markdown skin: "##" and "###" headings, captions in bold, pipe tables,
+// notes as a list.
+class MarkdownDecodeSkin : public DecodeSkin {
+public:
+    MarkdownDecodeSkin(const RenderOptions& options, std::ostream& out) : m_options(options), m_out(out) {}
+
+    void heading(const std::string& text, int level) override {
+        m_out << '\n' << std::string(static_cast<std::size_t>(level) + 1, '#') << ' ' << escaped(text) << '\n';
+    }
+
+    void paragraph(const std::string& text) override { m_out << '\n' << escaped(text) << '\n'; }
+
+    void table(const std::string& caption, const Table& table) override {
+        m_out << "\n**" << escaped(formula_text(caption, m_options.ascii)) << "** (" << table.shape << ")\n\n";
+        m_out << draw_table(table, PipeTableSkin());
+    }
+
+    void notes(const std::vector<std::string>& notes) override {
+        if (notes.empty()) {
+            return;
+        }
+        m_out << '\n';
+        for (const auto& note : notes) {
+            m_out << "- " << escaped(note) << '\n';
+        }
+    }
+
+private:
+    std::string escaped(const std::string& text) const {
+        return markdown_escape(m_options.ascii ? to_ascii(text) : text);
+    }
+
+    const RenderOptions& m_options;
+    std::ostream& m_out;
+};
+
+// ── the words ───────────────────────────────────────────────────────────────
+std::string number(std::uint64_t value) { return std::to_string(value); }
+
+// A number of the example's (a slope, a sink, a divisor) as it reads: 3, 0.0625.
+std::string given(double value) {
+    return is_whole_number(value) ? format_number(value, 0, true, false) : round_trip(value);
+}
+
+// "positions 1 … 3", or "position 2" for one position
+std::string positions_text(arma::uword first, arma::uword last) {
+    return first == last ? "position " + number(first) : "positions " + number(first) + " … " + number(last);
+}
+
+// "3 × 48 = 144 bytes"
+std::string bytes_text(const DecodeTrace& decode, arma::uword t) {
+    return number(decode.cached_after(t)) + " × " + number(decode.bytes_per_token) + " = " +
+           number(decode.bytes_after(t)) + " bytes";
+}
+
+// What a cache is and why only the new token's query is needed, with a
+// sentence for each variant the example uses.
+std::vector<std::string> introduction(const DecodeTrace& decode, const Model& model) {
+    std::vector<std::string> paragraphs;
+    paragraphs.push_back(
+        "A language model writes one token at a time. When token t arrives, only its own row is projected: its key "
+        "and value are appended to a cache that already holds the keys and values of the tokens before it, and its "
+        "query is scored against every key in the cache. The earlier tokens' queries are not needed again: the "
+        "causal mask keeps each token from seeing later ones, so their rows of the output were final when they were "
+        "computed. The weights and the output row of each position below equal row t of the full computation's "
+        "weights and head_output (qkv run without --decode).");
+    std::vector<std::string> variants;
+    if (decode.window == 1) {
+        variants.push_back("With a sliding window of 1, each query reads only its own key, so the cache keeps one "
+                           "position: each new entry overwrites the one before.");
+    } else if (decode.window != 0) {
+        variants.push_back("With a sliding window of " + number(decode.window) + ", no query reads a key more than " +
+                           number(decode.window - 1) + " positions back, so the cache keeps only the last " +
+                           number(decode.window) +
+                           " positions: once it is full, each new entry overwrites the oldest one, a rolling "
+                           "buffer.");
+    }
+    if (model.rope) {
+        variants.push_back("With RoPE, each key is turned once, at its own position, before it is stored; the new "
+                           "query is turned at the new position.");
+    }
+    if (decode.kv_heads != decode.heads) {
+        const std::string caches = decode.kv_heads == 1 ? "one cache" : number(decode.kv_heads) + " caches";
+        variants.push_back("The " + number(decode.heads) + " query heads share " + number(decode.kv_heads) +
+                           (decode.kv_heads == 1 ? " key/value head" : " key/value heads") + ", so there " +
+                           (decode.kv_heads == 1 ? "is " : "are ") + caches + ", not " + number(decode.heads) +
+                           ": 1/" + number(decode.heads / decode.kv_heads) +
+                           " of the bytes that one cache per query head would hold.");
+    }
+    if (model.alibi) {
+        variants.push_back("ALiBi's bias depends only on how far back a key is, so it is added as each query "
+                           "arrives and is never stored.");
+    }
+    if (model.sinks) {
+        variants.push_back("Each head's sink joins the softmax as in the full computation: it is a number of the "
+                           "head, not a cached position.");
+    }
+    if (!variants.empty()) {
+        std::string text;
+        for (const auto& sentence : variants) {
+            text += (text.empty() ? "" : " ") + sentence;
+        }
+        paragraphs.push_back(text);
+    }
+    return paragraphs;
+}
+
+// "q = (x_3 + p_3)·W_Qᵀ + b_Q, turned by RoPE at position 2": the new
+// query's formula as this example computes it for head h.
+std::string query_formula(const Model& model, int h, arma::uword t) {
+    const std::string index = number(t);
+    std::string formula = "q = " + (model.P ? "(x_" + index + " + p_" + index + ")" : "x_" + index) + "·W_Q" +
+                          (model.layout == Layout::pytorch ? "ᵀ" : "");
+    if (model.heads.at(static_cast<std::size_t>(h - 1)).b_Q) {
+        formula += " + b_Q";
+    }
+    if (model.rope) {
+        formula += ", turned by RoPE at position " + number(t - 1);
+    }
+    return formula;
+}
+
+// "weight = softmax(q·Kᵀ / √d_k + bias, sink)": what the softmax reads, and its sink
+std::string weights_formula(const Model& model) {
+    std::string score = "q·Kᵀ";
+    switch (model.scale_kind) {
+        case ScaleKind::sqrt_dk:
+            score += " / √d_k";
+            break;
+        case ScaleKind::divisor:
+            score += " / " + given(model.scale_divisor);
+            break;
+        case ScaleKind::none:
+            break;
+    }
+    if (model.alibi) {
+        score += " + bias";
+    }
+    return "weight = softmax(" + score + (model.sinks ? ", sink)" : ")");
+}
+
+// ── the tables ──────────────────────────────────────────────────────────────
+// "3 red": a cached position and its token
+std::string position_label(const Trace& trace, arma::uword position) {
+    return number(position) + " " + trace.tokens.at(position - 1);
+}
+
+std::vector<std::string> numbered(const std::string& prefix, arma::uword count) {
+    std::vector<std::string> labels;
+    for (arma::uword k = 1; k <= count; ++k) {
+        labels.push_back(prefix + number(k));
+    }
+    return labels;
+}
+
+Table matrix_table(const arma::mat& values, std::vector<std::string> rows, std::vector<std::string> cols,
+                   const RenderOptions& options) {
+    Step step;
+    step.values = values;
+    step.row_labels = std::move(rows);
+    step.col_labels = std::move(cols);
+    return build_table(step, options);
+}
+
+// The cache a row read: one row per cached position, its key then its value.
+Table cache_table(const Trace& trace, const DecodeTrace& decode, const DecodeRow& row, const RenderOptions& options) {
+    std::vector<std::string> rows;
+    for (arma::uword p = row.first; p <= row.t; ++p) {
+        rows.push_back(position_label(trace, p));
+    }
+    std::vector<std::string> cols = numbered("k", decode.d_k);
+    for (auto& label : numbered("v", decode.d_v)) {
+        cols.push_back(std::move(label));
+    }
+    return matrix_table(arma::join_rows(decode.cache_keys(row), decode.cache_values(row)), rows, cols, options);
+}
+
+// The new token's scores and weights, one column per cached key, as row t of
+// the full computation's scores and weights: rows q·k, (bias,) score and
+// weight, each 1 × c.
+Table weights_table(const Trace& trace, const DecodeRow& row, const RenderOptions& options) {
+    std::vector<std::string> cols;
+    for (arma::uword p = row.first; p <= row.t; ++p) {
+        cols.push_back(position_label(trace, p));
+    }
+    Table table = row.bias.is_empty()
+                      ? matrix_table(arma::join_cols(row.dots, row.scores, row.weights), {"q·k", "score", "weight"},
+                                     cols, options)
+                      : matrix_table(arma::join_cols(row.dots, row.bias, row.scores, row.weights),
+                                     {"q·k", "bias", "score", "weight"}, cols, options);
+    table.shape = "1" + std::string(options.ascii ? " x " : " × ") + number(row.weights.n_elem) + " each";
+    return table;
+}
+
+// "ALiBi slope m = 0.0625: bias = −m·(3 − j)", "the sink took 0.6 of the weight; the row sums to 0.4"
+std::vector<std::string> weights_notes(const Model& model, const DecodeRow& row, const RenderOptions& options) {
+    std::vector<std::string> notes;
+    const auto head = static_cast<arma::uword>(row.head - 1);
+    if (model.alibi) {
+        notes.push_back("ALiBi slope m = " + given((*model.alibi)(head)) + ": bias = −m·(" + number(row.t) +
+                        " − j)");
+    }
+    if (model.sinks) {
+        const double kept = arma::accu(row.weights);
+        notes.push_back("sink s = " + given((*model.sinks)(head)) + " took " +
+                        format_number(1.0 - kept, options.precision, false, options.ascii) +
+                        " of the weight; the row sums to " +
+                        format_number(kept, options.precision, false, options.ascii));
+    }
+    return notes;
+}
+
+// "the scores are divided by √d_k = 2", "each position adds … bytes", "after the last token …"
+std::vector<std::string> cache_notes(const DecodeTrace& decode, const Model& model, const RenderOptions& options) {
+    std::vector<std::string> notes;
+    switch (model.scale_kind) {
+        case ScaleKind::sqrt_dk:
+            notes.push_back("the scores are divided by √d_k = " + format_number(model.scale(), options.precision,
+                                                                                is_whole_number(model.scale()),
+                                                                                options.ascii));
+            break;
+        case ScaleKind::divisor:
+            notes.push_back("the scores are divided by " + given(model.scale_divisor) + " (scale)");
+            break;
+        case ScaleKind::none:
+            notes.push_back("the scores are not scaled (scale: none)");
+            break;
+    }
+    if (!model.round.empty()) {
+        notes.push_back("round: each value is rounded as its step is in the full computation");
+    }
+    notes.push_back("each position adds (d_k + d_v)·G·8 = (" + number(decode.d_k) + " + " + number(decode.d_v) +
+                    ")·" + number(decode.kv_heads) + "·8 = " + number(decode.bytes_per_token) +
+                    " bytes to the cache: G = " + number(decode.kv_heads) +
+                    (decode.kv_heads == 1 ? " key/value head" : " key/value heads") + ", 8 bytes a number (float64)");
+    notes.push_back("after the last token the cache holds " + bytes_text(decode, decode.n));
+    return notes;
+}
+
+// ── the walk ────────────────────────────────────────────────────────────────
+void walk(const Trace& trace, const DecodeTrace& decode, const Model& model, const RenderOptions& options,
+          DecodeSkin& skin) {
+    skin.heading("Decoding with a key/value cache", 1);
+    if (!options.brief) {
+        for (const auto& text : introduction(decode, model)) {
+            skin.paragraph(text);
+        }
+    }
+    skin.notes(cache_notes(decode, model, options));
+
+    const bool several_heads = decode.heads > 1;
+    const bool shared = decode.kv_heads != decode.heads;
+    for (arma::uword t = 1; t <= decode.n; ++t) {
+        skin.heading("Position " + number(t) + " · " + one_line(trace.tokens.at(t - 1)), 2);
+        const arma::uword first = t - decode.cached_after(t) + 1;
+        std::string cached = "the cache holds " + positions_text(first, t) + ": " + bytes_text(decode, t);
+        if (first > 1 && decode.window != 0) {
+            cached += "; position " + number(t) + " overwrote position " + number(first - 1);
+        }
+        skin.notes({cached});
+
+        for (int g = 1; g <= static_cast<int>(decode.kv_heads); ++g) {
+            // the rows of this position that read key/value head g, as --head chooses
+            std::vector<const DecodeRow*> readers;
+            for (std::size_t k = (t - 1) * decode.heads; k < t * decode.heads; ++k) {
+                const DecodeRow& row = decode.rows[k];
+                if (row.kv_head == g && (options.head == 0 || options.head == row.head)) {
+                    readers.push_back(&row);
+                }
+            }
+            if (readers.empty()) {
+                continue;
+            }
+            const std::string cache_head =
+                several_heads ? (shared ? "key/value head " : "head ") + number(static_cast<arma::uword>(g)) + " · "
+                              : "";
+            skin.table(cache_head + "cache: keys k and values v",
+                       cache_table(trace, decode, *readers.front(), options));
+            for (const DecodeRow* row : readers) {
+                const std::string head =
+                    several_heads ? "head " + number(static_cast<arma::uword>(row->head)) + " · " : "";
+                skin.table(head + query_formula(model, row->head, t),
+                           matrix_table(row->query, {position_label(trace, t)}, numbered("d", decode.d_k), options));
+                skin.table(head + weights_formula(model), weights_table(trace, *row, options));
+                skin.notes(weights_notes(model, *row, options));
+                skin.table(head + "z = Σ_j weight_j·v_j",
+                           matrix_table(row->head_output, {position_label(trace, t)}, numbered("d", decode.d_v),
+                                        options));
+            }
+        }
+    }
+}
+
+}  // namespace
+
+std::vector<Format> decode_formats() { return {Format::text, Format::markdown, Format::json}; }
+
+void render_decode(const Trace& trace, const DecodeTrace& decode, const Model& model, const RenderOptions& options,
+                   std::ostream& out) {
+    switch (options.format) {
+        case Format::text: {
+            render_text(trace.header(), options, out);  // the title, description and sizes
+            TextDecodeSkin skin(options, out);
+            walk(trace, decode, model, options, skin);
+            return;
+        }
+        case Format::markdown: {
+            render_markdown(trace.header(), options, out);
+            MarkdownDecodeSkin skin(options, out);
+            walk(trace, decode, model, options, skin);
+            return;
+        }
+        case Format::json:
+            render_decode_json(trace, decode, options, out);
+            return;
+        case Format::latex:
+        case Format::csv:
+        case Format::svg:
+            break;
+    }
+    throw std::logic_error("decoding is written as " + format_name(options.format) +
+                           ", which is not one of decode_formats()");
+}
+
+}  // namespace qkv
