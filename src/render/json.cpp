@@ -38,9 +38,23 @@ void write_number(std::ostream& out, double value) {
     out.write(buffer, end - buffer);
 }
 
+// [a, b, c]: `count` numbers, the j-th from number(j)
+template <class Number>
+void write_numbers(std::ostream& out, arma::uword count, const Number& number) {
+    out << '[';
+    for (arma::uword j = 0; j < count; ++j) {
+        if (j != 0) {
+            out.write(", ", 2);
+        }
+        write_number(out, number(j));
+    }
+    out << ']';
+}
+
 }  // namespace
 
-void render_json(const Trace& trace, const RenderOptions& options, std::ostream& out) {
+void render_json(const Trace& trace, const RenderOptions& options, std::ostream& out,
+                 const std::function<void(std::ostream&)>& more) {
     const Dims& d = trace.dims;
     out << "{\"schema_version\": 1,\n";
     out << " \"title\": " << quoted(trace.title) << ",\n";
@@ -75,20 +89,30 @@ void render_json(const Trace& trace, const RenderOptions& options, std::ostream&
         write_labels(out, step.row_labels);
         out << ", \"cols\": ";
         write_labels(out, step.col_labels);
-        out << ", \"values\": [";
-        for (arma::uword i = 0; i < step.values.n_rows; ++i) {
-            out << (i == 0 ? "[" : ", [");
-            for (arma::uword j = 0; j < step.values.n_cols; ++j) {
-                if (j != 0) {
-                    out.write(", ", 2);
-                }
-                write_number(out, step.values(i, j));
-            }
-            out << ']';
-        }
-        out << "]}";
+        out << ", \"values\": ";
+        write_json_rows(out, step.values);
+        out << "}";
     }
-    out << "\n ]}\n";
+    out << "\n ]";
+    if (more) {
+        more(out);
+    }
+    out << "}\n";
+}
+
+void write_json_row(std::ostream& out, const arma::rowvec& row) {
+    write_numbers(out, row.n_elem, [&](arma::uword j) { return row(j); });
+}
+
+void write_json_rows(std::ostream& out, const arma::mat& M) {
+    out << '[';
+    for (arma::uword i = 0; i < M.n_rows; ++i) {
+        if (i != 0) {
+            out.write(", ", 2);
+        }
+        write_numbers(out, M.n_cols, [&](arma::uword j) { return M(i, j); });
+    }
+    out << ']';
 }
 
 }  // namespace qkv

@@ -4,6 +4,7 @@
 
 #include "attention/trace.hpp"
 
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -45,7 +46,13 @@ std::vector<const Step*> select_steps(const Trace& trace, const RenderOptions& o
 void render(const Trace& trace, const RenderOptions& options, std::ostream& out);
 
 void render_text(const Trace& trace, const RenderOptions& options, std::ostream& out);
-void render_json(const Trace& trace, const RenderOptions& options, std::ostream& out);
+// `more`, when set, writes further top-level keys (",\n \"key\": …") before the closing brace.
+void render_json(const Trace& trace, const RenderOptions& options, std::ostream& out,
+                 const std::function<void(std::ostream&)>& more = {});
+// A matrix as JSON rows, [[…], …], in round-trip precision with −∞ as "-inf";
+// one row of numbers as [a, b, c].
+void write_json_rows(std::ostream& out, const arma::mat& M);
+void write_json_row(std::ostream& out, const arma::rowvec& row);
 void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out);
 void render_latex(const Trace& trace, const RenderOptions& options, std::ostream& out);
 void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& out);
@@ -74,12 +81,12 @@ std::string join_list(const std::vector<std::string>& items, const std::string& 
 // Shortest decimal text that reads back as the same double ("-inf" for −∞).
 std::string round_trip(double value);
 
-// "Step 6 · Scores · head 2": the step's number and title, and its head when
-// the trace has several; LaTeX writes "Step 6: Scores, head 2".
 // "n = 3 tokens, d_model = 4, heads = 2, d_k = 2, d_v = 2, d_out = 4", with
 // kv_heads when heads share keys and values.
 std::string dims_line(const Trace& trace);
 
+// "Step 6 · Scores · head 2": the step's number and title, and its head when
+// the trace has several; LaTeX writes "Step 6: Scores, head 2".
 std::string step_heading(const Trace& trace, const Step& step, std::string_view separator = " · ",
                          std::string_view head_separator = " · ");
 
