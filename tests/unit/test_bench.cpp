@@ -6,6 +6,17 @@
 
 using qkv::test::run_qkv;
 
+namespace {
+
+// GFLOP/s is the products' flops, worked by hand, over the reported total.
+void check_gflops(const nlohmann::ordered_json& json, double flops) {
+    const double expected = flops / (json["total_ms"].get<double>() * 1e6);
+    CHECK_THAT(json["gflops"].get<double>(),
+               Catch::Matchers::WithinRel(expected, 0.01) || Catch::Matchers::WithinAbs(expected, 0.002));
+}
+
+}  // namespace
+
 TEST_CASE("qkv bench --format json follows the contract", "[bench]") {
     const auto result = run_qkv({"bench", "--tokens", "64", "--d-model", "32", "--heads", "4", "--repeat", "3",
                                  "--threads", "1", "--format", "json"});
@@ -32,12 +43,10 @@ TEST_CASE("qkv bench --format json follows the contract", "[bench]") {
     const double total_ms = json["total_ms"].get<double>();
     CHECK(total_ms > 0.0);
     CHECK(json["peak_rss_mb"].get<double>() > 1.0);
-    // GFLOP/s is the products' flops over the total: worked by hand for n = 64,
-    // d_model = 32, 4 heads of width 8: projections 3·2·64·32·32 = 393216, scores and
-    // weighted sums 2·2·64·64·8·4 = 524288, output 2·64·32·32 = 131072; 2^20 in all
-    CHECK_THAT(json["gflops"].get<double>(),
-               Catch::Matchers::WithinRel(1048576.0 / (total_ms * 1e6), 0.01) ||
-                   Catch::Matchers::WithinAbs(1048576.0 / (total_ms * 1e6), 0.002));
+    // the flops for n = 64, d_model = 32, 4 heads of width 8: projections
+    // 3·2·64·32·32 = 393216, scores and weighted sums 2·2·64·64·8·4 = 524288, output
+    // 2·64·32·32 = 131072; 2^20 in all
+    check_gflops(json, 1048576.0);
     // the steps that do work, in the order of the STEPS section of man/qkv.1 (the scaling is part of scores,
     // and the heads write their columns of concat in place)
     std::vector<std::string> ids;
@@ -59,14 +68,11 @@ TEST_CASE("qkv bench measures grouped-query heads, a sliding window and RoPE", "
     CHECK(json["kv_heads"] == 2);
     CHECK(json["window"] == 16);
     CHECK(json["rope"] == true);
-    // the products' flops, worked by hand for n = 64, d_model = 32, 4 heads of width 8
-    // sharing 2 key/value heads, a window of 16: projections 2·64·32·(32 + 2·2·8) = 262144;
-    // query i (from 0) sees min(i + 1, 16) keys, 16·17/2 + 48·16 = 904 pairs, so
-    // scores and weighted sums 2·2·904·8·4 = 115712; output 2·64·32·32 = 131072; 508928 in all
-    const double total_ms = json["total_ms"].get<double>();
-    CHECK_THAT(json["gflops"].get<double>(),
-               Catch::Matchers::WithinRel(508928.0 / (total_ms * 1e6), 0.01) ||
-                   Catch::Matchers::WithinAbs(508928.0 / (total_ms * 1e6), 0.002));
+    // the flops for n = 64, d_model = 32, 4 heads of width 8 sharing 2 key/value heads,
+    // a window of 16: projections 2·64·32·(32 + 2·2·8) = 262144; query i (from 0) sees
+    // min(i + 1, 16) keys, 16·17/2 + 48·16 = 904 pairs, so scores and weighted sums
+    // 2·2·904·8·4 = 115712; output 2·64·32·32 = 131072; 508928 in all
+    check_gflops(json, 508928.0);
     // RoPE's steps and the masking take their place in the order of the steps
     std::vector<std::string> ids;
     for (const auto& step : json["steps"]) {
