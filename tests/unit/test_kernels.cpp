@@ -298,3 +298,63 @@ TEST_CASE("the engine gives the same numbers with qkv's own products and with BL
     CHECK(own.kept.at({StepId::weights, 1})(0, 0) == 1.0);
     CHECK(own.kept.at({StepId::weights, 1})(0, 1) == 0.0);
 }
+
+TEST_CASE("the engine gives the same numbers with both products over the keys a window lets through", "[kernels]") {
+    // 600 tokens make three blocks of 216 queries; with a window of 40 and no step
+    // before the mask kept, each block runs over its own range of keys. Four query
+    // heads share two key/value heads, with RoPE, ALiBi and sinks.
+    const arma::uword n = 600;
+    const arma::uword d_model = 24;
+    arma::arma_rng::set_seed(11);
+    const arma::mat X = arma::randu(n, d_model) * 2.0 - 1.0;
+    PackedWeights weights;
+    weights.heads = 4;
+    weights.kv_heads = 2;
+    weights.d_k = 6;
+    weights.d_v = 10;
+    weights.set_projections(arma::randu(d_model, 24) - 0.5, arma::randu(d_model, 12) - 0.5,
+                            arma::randu(d_model, 20) - 0.5);
+    weights.W_O = arma::randu(40, d_model) - 0.5;
+    const Rope rope;
+    const arma::rowvec alibi = {0.5, 0.25, 0.125, 0.0625};
+    const arma::rowvec sinks = {0.3, -0.4, 1.2, 0.0};
+    EngineRequest request;
+    request.X = &X;
+    request.C = &X;
+    request.weights = &weights;
+    request.scale = std::sqrt(6.0);
+    request.rope = &rope;
+    request.alibi = &alibi;
+    request.sinks = &sinks;
+    request.mask.causal = true;
+    request.mask.window = 40;
+    request.keep = [](StepId id, int) {
+        return id == StepId::rotated_keys || id == StepId::masked_scores || id == StepId::weights ||
+               id == StepId::head_output;
+    };
+    request.threads = 2;
+
+    request.own_products = false;
+    const EngineResult blas = run_engine(request);
+    request.own_products = true;
+    const EngineResult own = run_engine(request);
+
+    REQUIRE(own.kept.size() == blas.kept.size());
+    REQUIRE(own.kept.count({StepId::rotated_keys, 2}) == 1);  // per key/value head
+    REQUIRE(own.kept.count({StepId::rotated_keys, 3}) == 0);
+    for (const auto& [key, values] : blas.kept) {
+        test::require_near(own.kept.at(key), values, 1e-12, step_text(key.id) + " head " + std::to_string(key.head));
+    }
+    test::require_near(own.output, blas.output, 1e-12, "output");
+    // outside the window, in the blocks' ranges or not: −∞ before the softmax, 0 after
+    const arma::mat& masked = own.kept.at({StepId::masked_scores, 3});
+    const arma::mat& A = own.kept.at({StepId::weights, 3});
+    for (const auto& [i, j] : {std::pair<arma::uword, arma::uword>{500, 0}, {500, 460}, {300, 260}, {10, 11}}) {
+        CAPTURE(i, j);
+        CHECK(masked(i, j) == -arma::datum::inf);
+        CHECK(A(i, j) == 0.0);
+    }
+    CHECK(A(500, 461) > 0.0);  // the first key of query 500's window
+    // with a sink each row sums to less than 1
+    CHECK(arma::sum(A.row(500)) < 1.0);
+}
