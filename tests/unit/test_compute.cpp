@@ -9,6 +9,7 @@
 
 using namespace qkv;
 using qkv::test::require_near;
+using qkv::test::run_qkv;
 
 namespace {
 
@@ -267,4 +268,20 @@ TEST_CASE("small examples keep the step functions' exact numbers", "[compute]") 
     const Trace trace = compute_with(rounded, Kernels::fast);
     const arma::mat& A = trace.find("weights", 1)->values;
     CHECK(arma::approx_equal(A, arma::round(A * 100) / 100, "absdiff", 1e-15));
+}
+
+TEST_CASE("the memory estimate counts only the keys a sliding window lets a block see", "[compute]") {
+    // 4096 tokens of width 8, keeping only the output: the data is under 3 MB, but
+    // blocks of queries against every key would need 8 · 256 · 4096 doubles (64 MiB)
+    // of scratch in the estimate; with a window of 16, 8 · 256 · (256 + 16 + 32) (5 MiB)
+    const std::string model = "inputs: {random: {rows: 4096, cols: 8, seed: 1}}\n"
+                              "weights:\n"
+                              "  query: {random: {rows: 8, cols: 8, seed: 2}}\n"
+                              "  key: {random: {rows: 8, cols: 8, seed: 3}}\n"
+                              "  value: {random: {rows: 8, cols: 8, seed: 4}}\n";
+    const std::vector<std::string> args = {"run", "-", "-s", "output", "-f", "csv", "--max-memory", "32MiB"};
+    const auto windowed = run_qkv(args, model + "mask: {window: 16}\n");
+    CHECK(windowed.status == 0);
+    CHECK(windowed.err.empty());
+    test::require_input_error(run_qkv(args, model + "mask: causal\n"), "the computation needs about");
 }
