@@ -69,10 +69,6 @@ bool use_fast_path(const Model& model, const ComputeOptions& options) {
     if (!model.round.empty() || options.kernels == Kernels::textbook) {
         return false;
     }
-    // RoPE, ALiBi and sinks are computed by the step functions only
-    if (model.rope || model.alibi || model.sinks) {
-        return false;
-    }
     return options.kernels == Kernels::fast || model.n() * model.m() >= k_fast_path_cells;
 }
 
@@ -88,16 +84,12 @@ void add_engine_steps(const Model& model, const ComputeOptions& options, TraceBu
     request.C = &C;
     request.weights = &packed;
     request.scale = model.scale();
+    request.rope = model.rope ? &*model.rope : nullptr;
+    request.alibi = model.alibi ? &*model.alibi : nullptr;
+    request.sinks = model.sinks ? &*model.sinks : nullptr;
     request.mask = mask_view(model);
-    // the engine computes keys and values per query head; a shared key/value
-    // head is kept from the first query head that reads it
-    request.keep = [&builder, &model](StepId id, int head) {
-        if (!is_per_kv_head(id)) {
-            return builder.keeps(id, head);
-        }
-        const int g = model.kv_head_of(head);
-        return model.first_query_head(g) == head && builder.keeps(id, g);
-    };
+    // the engine numbers keys, values and rotated_keys by key/value head, as the trace does
+    request.keep = [&builder](StepId id, int head) { return builder.keeps(id, head); };
     request.threads = options.threads;
     EngineResult result = run_engine(request);
     for (const StepKey& key : rest) {
@@ -105,9 +97,7 @@ void add_engine_steps(const Model& model, const ComputeOptions& options, TraceBu
             builder.add(key, std::move(result.output));
             continue;
         }
-        const StepKey engine_key =
-            is_per_kv_head(key.id) ? StepKey{key.id, model.first_query_head(key.head)} : key;
-        const auto found = result.kept.find(engine_key);
+        const auto found = result.kept.find(key);
         builder.add(key, found == result.kept.end() ? arma::mat() : std::move(found->second));
     }
 }

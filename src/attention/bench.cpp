@@ -32,12 +32,23 @@ double peak_rss_mb() {
 }
 
 // Multiply-adds of the matrix products, counted twice (the usual GEMM
-// convention): projections, scores, weighted sums and the output projection.
-double flops(double n, double d_model, double heads) {
-    const double width = d_model;  // H·d_k = H·d_v = d_out = d_model
-    const double projections = 3 * 2 * n * d_model * width;
-    const double per_head = 2 * 2 * n * n * (width / heads) * heads;
-    const double output = 2 * n * width * d_model;
+// convention): the projections (Q for H heads, K and V for G), the scores and
+// weighted sums over the keys each query may see (all n; with a window, query
+// i from 0 sees min(i + 1, W)), and the output projection.
+double flops(const BenchSpec& spec) {
+    const auto n = static_cast<double>(spec.tokens);
+    const auto d_model = static_cast<double>(spec.d_model);
+    const double d_k = d_model / static_cast<double>(spec.heads);  // = d_v; H·d_k = d_out = d_model
+    const double kv_width = static_cast<double>(spec.kv_head_count()) * d_k;
+    // the (query, key) pairs the mask lets through: query i (from 0) sees min(i + 1, W) keys
+    double pairs = n * n;
+    if (spec.window > 0) {
+        const double W = static_cast<double>(std::min(spec.window, spec.tokens));
+        pairs = W * (W + 1) / 2 + (n - W) * W;
+    }
+    const double projections = 2 * n * d_model * (d_model + 2 * kv_width);
+    const double per_head = 2 * 2 * pairs * d_k * static_cast<double>(spec.heads);
+    const double output = 2 * n * d_model * d_model;
     return projections + per_head + output;
 }
 
@@ -48,15 +59,17 @@ arma::mat uniform(arma::uword rows, arma::uword cols, double low, double high) {
 }
 
 // Random weights in ±1/√d_model (as nn.Linear starts), packed for the engine:
-// H heads of width d_model / H, and an output projection.
-PackedWeights random_weights(arma::uword d_model, arma::uword heads) {
+// H query heads and G key/value heads of width d_model / H, and an output projection.
+PackedWeights random_weights(arma::uword d_model, arma::uword heads, arma::uword kv_heads) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(d_model));
     PackedWeights weights;
     weights.heads = heads;
+    weights.kv_heads = kv_heads;
     weights.d_k = d_model / heads;
     weights.d_v = weights.d_k;
-    weights.set_projections(uniform(d_model, d_model, -bound, bound), uniform(d_model, d_model, -bound, bound),
-                            uniform(d_model, d_model, -bound, bound));
+    weights.set_projections(uniform(d_model, d_model, -bound, bound),
+                            uniform(d_model, weights.k_width(), -bound, bound),
+                            uniform(d_model, weights.v_width(), -bound, bound));
     weights.W_O = uniform(d_model, d_model, -bound, bound);
     return weights;
 }
@@ -90,19 +103,29 @@ BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int do
     if (spec.heads == 0 || spec.d_model % spec.heads != 0) {
         throw std::invalid_argument("bench: heads must divide d_model");
     }
+    if (spec.heads % spec.kv_head_count() != 0) {
+        throw std::invalid_argument("bench: key/value heads must divide heads");
+    }
+    if (spec.rope && (spec.d_model / spec.heads) % 2 != 0) {
+        throw std::invalid_argument("bench: RoPE needs an even d_k");
+    }
     BenchResult result;
     result.threads = spec.threads > 0 ? spec.threads : default_threads();
 
     // random data: inputs in [−1, 1), weights in ±1/√d_model
     arma::arma_rng::set_seed(1);
     const arma::mat X = uniform(spec.tokens, spec.d_model, -1.0, 1.0);
-    const PackedWeights weights = random_weights(spec.d_model, spec.heads);
+    const PackedWeights weights = random_weights(spec.d_model, spec.heads, spec.kv_head_count());
+    const Rope rope;  // base 10000, style half
 
     EngineRequest request;
     request.X = &X;
     request.C = &X;
     request.weights = &weights;
     request.scale = std::sqrt(static_cast<double>(weights.d_k));
+    request.rope = spec.rope ? &rope : nullptr;
+    request.mask.causal = spec.window > 0;
+    request.mask.window = spec.window;
     request.threads = result.threads;  // nothing kept: only the output, as `qkv run --steps output`
 
     // one warm-up run (first touches of memory), then the timed runs; the
@@ -127,9 +150,7 @@ BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int do
     for (const StepId id : timings.order) {
         result.steps.emplace_back(id, median(timings.per_step[id]));
     }
-    result.gflops = flops(static_cast<double>(spec.tokens), static_cast<double>(spec.d_model),
-                          static_cast<double>(spec.heads)) /
-                    (result.total_ms * 1e-3) / 1e9;
+    result.gflops = flops(spec) / (result.total_ms * 1e-3) / 1e9;
     result.peak_rss_mb = peak_rss_mb();
     result.blas = blas_name();
     result.own_products = kernels::products_supported();

@@ -1,6 +1,7 @@
 // `qkv bench`'s measurement: the large-input path (engine.hpp) timed step by
 // step on random float64 data of a given size, as `qkv run --steps output`
-// computes it. The command only checks its options and writes the report.
+// computes it, optionally with grouped-query heads, a sliding window and RoPE.
+// The command only checks its options and writes the report.
 #pragma once
 
 #include "attention/step_id.hpp"
@@ -18,8 +19,13 @@ struct BenchSpec {
     arma::uword tokens = 512;  // n
     arma::uword d_model = 768;
     arma::uword heads = 12;    // must divide d_model: d_k = d_v = d_model / heads
+    arma::uword kv_heads = 0;  // key/value heads G, dividing heads; 0: one per query head
+    arma::uword window = 0;    // a sliding-window causal mask of W keys; 0: no mask
+    bool rope = false;         // RoPE (base 10000, style half); d_k must be even
     int repeat = 10;           // timed runs, after one warm-up
     int threads = 0;           // 0: as many as BLAS uses
+
+    arma::uword kv_head_count() const { return kv_heads == 0 ? heads : kv_heads; }
 };
 
 struct BenchResult {
@@ -40,7 +46,8 @@ double bench_bytes(const BenchSpec& spec);
 
 // One warm-up run, then spec.repeat timed ones. `progress` is called with 0
 // when the timed runs start and with the number done after each one. Throws
-// std::invalid_argument when spec.heads does not divide spec.d_model.
+// std::invalid_argument when spec.heads does not divide spec.d_model, when
+// spec.kv_heads does not divide spec.heads, or with RoPE on an odd d_k.
 BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int done)>& progress);
 
 }  // namespace qkv

@@ -5,12 +5,14 @@
 // leading dimension n.
 #include "attention/engine.hpp"
 
+#include "attention/attention.hpp"
 #include "attention/kernels.hpp"
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <thread>
@@ -156,35 +158,60 @@ private:
 // Whether the caller keeps this step of this head (0 for a step that is not per head).
 bool keeps(const EngineRequest& request, StepId id, int head) { return request.keep && request.keep(id, head); }
 
-// The per-head steps, shared by the worker threads. Every (head, block of
-// query rows) is an independent item; workers take the next one until none is left.
+// Q of every query head, K and V of every key/value head, column after column:
+// Q_all (n × H·d_k), K_all (m × G·d_k), V_all (m × G·d_v); each head's block of
+// each is contiguous.
+struct Projections {
+    arma::uword n = 0;  // query rows
+    arma::uword m = 0;  // key and value rows
+    double* Q_all = nullptr;
+    double* K_all = nullptr;
+    double* V_all = nullptr;
+};
+
+// The per-head steps, shared by the worker threads. First each key/value
+// head is prepared (RoPE on its keys, and its K and V packed for qkv's own
+// products), then every (query head, block of query rows) is an independent
+// item (RoPE on the block's queries, then scores … head output); in each
+// phase, workers take the next item until none is left.
 class HeadSteps {
 public:
     // the per-head steps in order; also the index of their timers and kept matrices
-    enum Part { p_scores, p_scaled, p_masked, p_weights, p_head_output, k_parts };
-    static constexpr StepId k_ids[k_parts] = {StepId::scores, StepId::scaled_scores, StepId::masked_scores,
-                                              StepId::weights, StepId::head_output};
+    enum Part {
+        p_rotated_queries,
+        p_rotated_keys,
+        p_scores,
+        p_scaled,
+        p_bias,
+        p_biased,
+        p_masked,
+        p_weights,
+        p_head_output,
+        k_parts
+    };
+    static constexpr StepId k_ids[k_parts] = {
+        StepId::rotated_queries, StepId::rotated_keys,  StepId::scores,  StepId::scaled_scores, StepId::position_bias,
+        StepId::biased_scores,   StepId::masked_scores, StepId::weights, StepId::head_output};
 
-    // Q_all: n × H·d_k; K_all: m × H·d_k; V_all: m × H·d_v, column after column
-    HeadSteps(const EngineRequest& request, const double* Q_all, arma::uword n, const double* K_all,
-              const double* V_all, arma::uword m, arma::mat& concat, EngineResult& result)
+    HeadSteps(const EngineRequest& request, const Projections& p, arma::mat& concat, EngineResult& result)
         : m_request(request),
           m_weights(*request.weights),
-          m_n(n),
-          m_m(m),
+          m_n(p.n),
+          m_m(p.m),
           m_block(block_rows(m_n, m_m)),
           m_blocks((m_n + m_block - 1) / m_block),
           m_inv_scale(1.0 / request.scale),
           m_own_products(request.own_products && kernels::products_supported()),
-          m_Q(Q_all),
-          m_K(K_all),
-          m_V(V_all),
+          m_Q(p.Q_all),
+          m_K(p.K_all),
+          m_V(p.V_all),
           m_concat(concat.memptr()) {
         // the whole n × m matrices of the steps a caller keeps, filled block by block
         const int heads = static_cast<int>(m_weights.heads);
-        for (const Part part : {p_scores, p_scaled, p_masked, p_weights}) {
+        m_all_keys.assign(heads, false);
+        for (const Part part : {p_scores, p_scaled, p_bias, p_biased, p_masked, p_weights}) {
             m_keep[part].assign(heads, nullptr);
-            if (part == p_masked && !request.mask.any()) {
+            if (!exists(part)) {
                 continue;
             }
             for (int h = 1; h <= heads; ++h) {
@@ -192,6 +219,8 @@ public:
                     arma::mat& kept = result.kept[{k_ids[part], h}];
                     kept.set_size(m_n, m_m);
                     m_keep[part][h - 1] = kept.memptr();
+                    // a step before the mask shows every key, blocked or not
+                    m_all_keys[h - 1] = m_all_keys[h - 1] || part < p_masked;
                 }
             }
         }
@@ -202,73 +231,187 @@ public:
                 }
             }
         }
+        // the scratch block is as long as the widest range of keys
+        for (arma::uword h = 0; h < m_weights.heads; ++h) {
+            for (arma::uword r0 = 0; r0 < m_n; r0 += m_block) {
+                m_max_keys = std::max(m_max_keys, keys_of(h, r0, std::min(m_block, m_n - r0)).second);
+            }
+        }
     }
 
     arma::uword items() const { return m_weights.heads * m_blocks; }
 
-    // With qkv's own products, each head's K and V are packed for them
-    // (kernels.hpp) before the blocks start, by the workers, a head at a time.
-    arma::uword packing_items() const { return m_own_products ? m_weights.heads : 0; }
+    // Each key/value head is prepared before the blocks start, by the workers,
+    // a head at a time: RoPE on its keys, and with qkv's own products its K and
+    // V packed for them (kernels.hpp).
+    arma::uword kv_items() const { return m_request.rope != nullptr || m_own_products ? m_weights.kv_heads : 0; }
     void allocate_packed(Buffer& keys, Buffer& values) {
         if (m_own_products) {
-            keys.resize(m_weights.heads * kernels::packed_keys_size(m_m, m_weights.d_k));
-            values.resize(m_weights.heads * kernels::packed_values_size(m_m, m_weights.d_v));
+            keys.resize(m_weights.kv_heads * kernels::packed_keys_size(m_m, m_weights.d_k));
+            values.resize(m_weights.kv_heads * kernels::packed_values_size(m_m, m_weights.d_v));
             m_K_packed = keys.data();
             m_V_packed = values.data();
         }
     }
-    void pack(arma::uword h) noexcept {
-        const arma::uword d_k = m_weights.d_k;
-        const arma::uword d_v = m_weights.d_v;
-        kernels::pack_keys(m_K + h * d_k * m_m, m_m, d_k, packed_keys(h));
-        kernels::pack_values(m_V + h * d_v * m_m, m_m, d_v, packed_values(h));
-    }
 
-    // A worker's own memory: one block of scores (m × rows), the rows' sums,
-    // and with own products the block's packed queries.
+    // A worker's own memory: one block of scores (keys × rows), the rows' sums,
+    // the block's head output (rows × d_v), and with own products the block's
+    // packed queries.
     struct Scratch {
         std::vector<double> scores;
         std::vector<double> sums;
         std::vector<double> inverse;
+        std::vector<double> output;
         std::vector<double> queries;
         std::array<double, k_parts> times{};  // milliseconds per step
     };
     Scratch make_scratch() const {
-        return {std::vector<double>(m_m * m_block), std::vector<double>(m_block), std::vector<double>(m_block),
+        return {std::vector<double>(m_max_keys * m_block),
+                std::vector<double>(m_block),
+                std::vector<double>(m_block),
+                std::vector<double>(m_block * m_weights.d_v),
                 std::vector<double>(m_own_products ? kernels::packed_queries_size(m_block, m_weights.d_k) : 0),
                 {}};
     }
 
-    // One (head, block of query rows).
+    // step: RoPE's cos(p·θ_k) and sin(p·θ_k) for every position p (of the
+    // queries and of the keys) and pair k, once for all heads, before prepare()
+    void rope_angles() {
+        const Rope& rope = *m_request.rope;
+        const arma::uword d_k = m_weights.d_k;
+        m_cosines.set_size(std::max(m_n, m_m), d_k / 2);
+        m_sines.set_size(m_cosines.n_rows, m_cosines.n_cols);
+        for (arma::uword k = 0; k < m_cosines.n_cols; ++k) {
+            const double theta = rope_frequency(rope, k, d_k);
+            for (arma::uword p = 0; p < m_cosines.n_rows; ++p) {
+                const double angle = static_cast<double>(p) * theta;
+                m_cosines(p, k) = std::cos(angle);
+                m_sines(p, k) = std::sin(angle);
+            }
+        }
+    }
+
+    // One key/value head g (0-based).
+    void prepare(arma::uword g, Scratch& scratch) const noexcept {
+        const arma::uword d_k = m_weights.d_k;
+        const arma::uword d_v = m_weights.d_v;
+        double* K_g = m_K + g * d_k * m_m;
+        if (m_request.rope != nullptr) {
+            const auto start = Clock::now();
+            rotate(K_g, m_m, 0, m_m);
+            scratch.times[p_rotated_keys] += ms_since(start);
+        }
+        if (m_own_products) {
+            kernels::pack_keys(K_g, m_m, d_k, packed_keys(g));
+            kernels::pack_values(m_V + g * d_v * m_m, m_m, d_v, packed_values(g));
+        }
+    }
+
+    // One (query head, block of query rows).
     void work(arma::uword item, Scratch& scratch) const noexcept {
         run_item(item / m_blocks, item % m_blocks, scratch);
     }
 
-private:
-    // head h's packed K and V (the buffers belong to the workspace, not to this object)
-    double* packed_keys(arma::uword h) const { return m_K_packed + h * kernels::packed_keys_size(m_m, m_weights.d_k); }
-    double* packed_values(arma::uword h) const {
-        return m_V_packed + h * kernels::packed_values_size(m_m, m_weights.d_v);
+    // Whether the example has this step (rotated_queries and rotated_keys need
+    // RoPE, position_bias and biased_scores ALiBi, masked_scores a mask).
+    bool exists(Part part) const {
+        switch (part) {
+            case p_rotated_queries:
+            case p_rotated_keys:
+                return m_request.rope != nullptr;
+            case p_bias:
+            case p_biased:
+                return m_request.alibi != nullptr;
+            case p_masked:
+                return m_request.mask.any();
+            default:
+                return true;
+        }
     }
 
-    // Rows r0 … r0 + rows − 1 of the queries, for head h (0-based).
+private:
+    // key/value head g's packed K and V (the buffers belong to the workspace, not to this object)
+    double* packed_keys(arma::uword g) const { return m_K_packed + g * kernels::packed_keys_size(m_m, m_weights.d_k); }
+    double* packed_values(arma::uword g) const {
+        return m_V_packed + g * kernels::packed_values_size(m_m, m_weights.d_v);
+    }
+
+    // Rows r0 … r0 + rows − 1 of the queries, for query head h and its
+    // key/value head g (0-based), against keys k0 … k0 + keys − 1.
     struct Block {
         arma::uword h = 0;
+        arma::uword g = 0;
         arma::uword r0 = 0;
         arma::uword rows = 0;
+        arma::uword k0 = 0;
+        arma::uword keys = 0;
     };
+
+    // The keys (first, count) that head h's rows r0 … r0 + rows − 1 are computed
+    // against: those the mask lets them see, from the start of a panel of packed K
+    // on (kernels::k_key_panel); every key when a step before the mask is kept.
+    std::pair<arma::uword, arma::uword> keys_of(arma::uword h, arma::uword r0, arma::uword rows) const {
+        if (m_all_keys[h]) {
+            return {0, m_m};
+        }
+        auto [first, last] = m_request.mask.key_range(r0, r0 + rows, m_m);
+        first -= first % kernels::k_key_panel;
+        return {first, last - first};
+    }
 
     // where head h keeps the n × m matrix of a step, or nullptr
     double* kept(Part part, arma::uword h) const { return m_keep[part][h]; }
 
+    // `outside` in rows r0 … of a kept n × m matrix, for the keys the block was
+    // not computed against
+    void fill_outside(const Block& b, double* M, double outside) const {
+        for (arma::uword j = 0; j < m_m; ++j) {
+            if (j < b.k0 || j >= b.k0 + b.keys) {
+                std::fill_n(M + b.r0 + j * m_n, b.rows, outside);
+            }
+        }
+    }
+
+    // step: RoPE, in place on rows r0 … r0 + rows − 1 of one head's queries or
+    // keys (d_k columns, leading dimension ld): row p's pair of columns (a, b)
+    // of pair k turns by the angle p·θ_k, as rotate() in attention.hpp
+    void rotate(double* X, arma::uword ld, arma::uword r0, arma::uword rows) const {
+        for (arma::uword k = 0; k < m_cosines.n_cols; ++k) {
+            const auto [a, b] = rope_pair(m_request.rope->style, k, m_weights.d_k);
+            double* x_a = X + a * ld;
+            double* x_b = X + b * ld;
+            const double* cosines = m_cosines.colptr(k);
+            const double* sines = m_sines.colptr(k);
+            for (arma::uword p = r0; p < r0 + rows; ++p) {
+                const double x = x_a[p];
+                const double y = x_b[p];
+                x_a[p] = x * cosines[p] - y * sines[p];
+                x_b[p] = y * cosines[p] + x * sines[p];
+            }
+        }
+    }
+
     void run_item(arma::uword h, arma::uword block, Scratch& scratch) const {
         const arma::uword r0 = block * m_block;
-        const Block b{h, r0, std::min(m_block, m_n - r0)};
+        const arma::uword rows = std::min(m_block, m_n - r0);
+        const auto [k0, keys] = keys_of(h, r0, rows);
+        const Block b{h, m_weights.kv_head_of(h), r0, rows, k0, keys};
         auto& times = scratch.times;
         auto start = Clock::now();
+        if (m_request.rope != nullptr) {
+            // each (head, block) turns its own rows of the head's queries
+            rotate(m_Q + h * m_weights.d_k * m_n, m_n, r0, rows);
+            times[p_rotated_queries] += ms_since(start);
+            start = Clock::now();
+        }
         block_scores(b, scratch);
         times[p_scores] += ms_since(start);
-        if (m_request.mask.any()) {
+        if (exists(p_biased)) {
+            start = Clock::now();
+            block_bias(b, scratch.scores.data());
+            times[p_biased] += ms_since(start);
+        }
+        if (exists(p_masked)) {
             start = Clock::now();
             block_mask(b, scratch.scores.data());
             times[p_masked] += ms_since(start);
@@ -282,102 +425,144 @@ private:
     }
 
     // step: scaled scores of the block, transposed so that each query's row is
-    // contiguous: S'ᵀ (m × rows) = (1/scale) · K_h (m × d_k) · Q_blockᵀ (d_k × rows)
+    // contiguous: S'ᵀ (keys × rows) = (1/scale) · K_g (keys × d_k) · Q_blockᵀ (d_k × rows),
+    // with the keys of the block's range, of the query head's key/value head g
     void block_scores(const Block& b, Scratch& scratch) const {
         double* St = scratch.scores.data();
         const arma::uword n = m_n;
         const arma::uword m = m_m;
         const arma::uword d_k = m_weights.d_k;
         const double* Q_h = m_Q + b.h * d_k * n;  // n × d_k, queries of this block from row r0
-        const double* K_h = m_K + b.h * d_k * m;  // m × d_k
+        const double* K_g = m_K + b.g * d_k * m;  // m × d_k, keys of this block from row k0
         if (m_own_products) {
             kernels::pack_queries(Q_h + b.r0, n, b.rows, d_k, scratch.queries.data());
-            kernels::scores_block(packed_keys(b.h), m, d_k, scratch.queries.data(), b.rows, m_inv_scale, St);
+            kernels::scores_block(packed_keys(b.g), b.k0, b.keys, d_k, scratch.queries.data(), b.rows, m_inv_scale,
+                                  St);
         } else {
-            gemm(false, true, m, b.rows, d_k, m_inv_scale, K_h, m, Q_h + b.r0, n, St, m);
+            gemm(false, true, b.keys, b.rows, d_k, m_inv_scale, K_g + b.k0, m, Q_h + b.r0, n, St, b.keys);
         }
+        // a kept step before the mask has every key in the block (keys_of)
         if (double* S = kept(p_scores, b.h)) {
-            // S_block (rows × m) = Q_block · K_hᵀ, unscaled, straight into rows r0 … of S
-            gemm(false, true, b.rows, m, d_k, 1.0, Q_h + b.r0, n, K_h, m, S + b.r0, n);
+            // S_block (rows × m) = Q_block · K_gᵀ, unscaled, straight into rows r0 … of S
+            gemm(false, true, b.rows, m, d_k, 1.0, Q_h + b.r0, n, K_g, m, S + b.r0, n);
         }
         if (double* scaled = kept(p_scaled, b.h)) {
             copy_transposed(St, m, b.rows, scaled + b.r0, n);
         }
     }
 
-    // step: masking, blocked cells of the block's scores (m × rows) become −∞
+    // step: ALiBi's bias −m_h·|i − j| for query i and key j, added to the block's
+    // scaled scores as it is computed: no n × m matrix unless position_bias is kept
+    void block_bias(const Block& b, double* St) const {
+        const double slope = (*m_request.alibi)(b.h);
+        const auto bias = [slope](arma::uword i, arma::uword j) {
+            const double distance = static_cast<double>(i > j ? i - j : j - i);
+            return distance == 0.0 ? 0.0 : -slope * distance;
+        };
+        for (arma::uword i = 0; i < b.rows; ++i) {
+            double* row = St + i * b.keys;
+            for (arma::uword j = 0; j < b.keys; ++j) {
+                row[j] += bias(b.r0 + i, b.k0 + j);
+            }
+        }
+        // a kept step before the mask has every key in the block (keys_of)
+        if (double* B = kept(p_bias, b.h)) {
+            for (arma::uword j = 0; j < m_m; ++j) {
+                for (arma::uword i = 0; i < b.rows; ++i) {
+                    B[b.r0 + i + j * m_n] = bias(b.r0 + i, j);
+                }
+            }
+        }
+        if (double* biased = kept(p_biased, b.h)) {
+            copy_transposed(St, m_m, b.rows, biased + b.r0, m_n);
+        }
+    }
+
+    // step: masking, blocked cells of the block's scores (keys × rows) become −∞;
+    // keys outside the block's range are blocked for all its rows
     void block_mask(const Block& b, double* St) const {
-        const arma::uword m = m_m;
         const double minus_inf = -std::numeric_limits<double>::infinity();
         const MaskView& mask = m_request.mask;
+        const arma::uword end = b.k0 + b.keys;
         for (arma::uword i = 0; i < b.rows; ++i) {
-            double* row = St + i * m;
+            double* row = St + i * b.keys;  // row[key − k0]
             const arma::uword query = b.r0 + i;
             if (mask.causal) {
-                for (arma::uword j = query + 1; j < m; ++j) {
-                    row[j] = minus_inf;
+                for (arma::uword key = std::max(query + 1, b.k0); key < end; ++key) {
+                    row[key - b.k0] = minus_inf;
                 }
                 // a sliding window also blocks the keys before query − window + 1
-                for (arma::uword j = 0; mask.window > 0 && j + mask.window <= query && j < m; ++j) {
-                    row[j] = minus_inf;
+                for (arma::uword key = b.k0; mask.window > 0 && key + mask.window <= query && key < end; ++key) {
+                    row[key - b.k0] = minus_inf;
                 }
             }
-            for (const arma::uword j : m_padded_keys) {
-                row[j] = minus_inf;
+            for (const arma::uword key : m_padded_keys) {
+                if (key >= b.k0 && key < end) {
+                    row[key - b.k0] = minus_inf;
+                }
             }
             if (mask.matrix != nullptr) {
-                for (arma::uword j = 0; j < m; ++j) {
-                    if ((*mask.matrix)(query, j) == 0.0) {
-                        row[j] = minus_inf;
+                for (arma::uword key = b.k0; key < end; ++key) {
+                    if ((*mask.matrix)(query, key) == 0.0) {
+                        row[key - b.k0] = minus_inf;
                     }
                 }
             }
         }
         if (double* masked = kept(p_masked, b.h)) {
-            copy_transposed(St, m, b.rows, masked + b.r0, m_n);
+            copy_transposed(St, b.keys, b.rows, masked + b.r0 + b.k0 * m_n, m_n);
+            fill_outside(b, masked, minus_inf);
         }
     }
 
-    // step: softmax along each row; exp(s − max) in place, the division by the
-    // row sum is applied to the head output (block_head_output)
+    // step: softmax along each row; exp(s − max) in place, the head's sink
+    // joining each row's max and sum; the division by the row sum is applied
+    // to the head output (block_head_output)
     void block_softmax(const Block& b, Scratch& scratch) const {
         double* St = scratch.scores.data();
         double* inverse = scratch.inverse.data();
-        const arma::uword n = m_n;
-        const arma::uword m = m_m;
-        kernels::exp_columns(St, m, b.rows, scratch.sums.data());
+        const double sink = m_request.sinks != nullptr ? (*m_request.sinks)(b.h)
+                                                       : -std::numeric_limits<double>::infinity();
+        kernels::exp_columns(St, b.keys, b.rows, scratch.sums.data(), sink);
         for (arma::uword i = 0; i < b.rows; ++i) {
             inverse[i] = 1.0 / scratch.sums[i];
         }
         if (double* A = kept(p_weights, b.h)) {
-            for (arma::uword j = 0; j < m; ++j) {
+            for (arma::uword j = 0; j < b.keys; ++j) {
                 for (arma::uword i = 0; i < b.rows; ++i) {
-                    A[b.r0 + i + j * n] = St[j + i * m] * inverse[i];
+                    A[b.r0 + i + (b.k0 + j) * m_n] = St[j + i * b.keys] * inverse[i];
                 }
             }
+            fill_outside(b, A, 0.0);
         }
     }
 
-    // step: head output of the block, Z_block (rows × d_v) = E_block (rows × m) · V_h (m × d_v),
+    // step: head output of the block, Z_block (rows × d_v) = E_block (rows × keys) · V_g (keys × d_v),
     // then row i divided by its softmax sum
-    void block_head_output(const Block& b, const Scratch& scratch) const {
+    void block_head_output(const Block& b, Scratch& scratch) const {
         const double* St = scratch.scores.data();
         const double* inverse = scratch.inverse.data();
         const arma::uword n = m_n;
         const arma::uword m = m_m;
         const arma::uword d_v = m_weights.d_v;
-        const double* V_h = m_V + b.h * d_v * m;  // m × d_v
-        double* Z_h = m_concat + b.h * d_v * n;   // n × d_v, this head's columns of the concatenation
+        const double* V_g = m_V + b.g * d_v * m;  // m × d_v
+        double* Z = scratch.output.data();        // rows × d_v
         if (m_own_products) {
-            kernels::weighted_sum_block(St, m, b.rows, packed_values(b.h), d_v, inverse, Z_h + b.r0, n);
+            kernels::weighted_sum_block(St, b.keys, b.rows, packed_values(b.g), m, b.k0, d_v, inverse, Z, b.rows);
         } else {
-            gemm(true, false, b.rows, d_v, m, 1.0, St, m, V_h, m, Z_h + b.r0, n);
+            gemm(true, false, b.rows, d_v, b.keys, 1.0, St, b.keys, V_g + b.k0, m, Z, b.rows);
             for (arma::uword c = 0; c < d_v; ++c) {
-                double* z = Z_h + c * n + b.r0;
                 for (arma::uword i = 0; i < b.rows; ++i) {
-                    z[i] *= inverse[i];
+                    Z[i + c * b.rows] *= inverse[i];
                 }
             }
+        }
+        // into rows r0 … of this head's columns of the concatenation (n × d_v), a
+        // column at a time: with n a power of two, the products' tiles writing
+        // there directly would map the columns onto the same few cache sets
+        double* Z_h = m_concat + b.h * d_v * n;
+        for (arma::uword c = 0; c < d_v; ++c) {
+            std::copy_n(Z + c * b.rows, b.rows, Z_h + c * n + b.r0);
         }
     }
 
@@ -389,32 +574,25 @@ private:
     arma::uword m_blocks;
     double m_inv_scale;
     bool m_own_products;
-    const double* m_Q;
-    const double* m_K;
+    double* m_Q;  // RoPE turns the queries and keys in place
+    double* m_K;
     const double* m_V;
     double* m_concat;
-    std::vector<double*> m_keep[k_parts];  // per head: where a kept step's n × m matrix is filled, or nullptr
+    std::vector<double*> m_keep[k_parts];  // per query head: where a kept step's n × m matrix is filled, or nullptr
+    std::vector<bool> m_all_keys;          // per query head: every key is computed (a step before the mask is kept)
     std::vector<arma::uword> m_padded_keys;
-    double* m_K_packed = nullptr;  // with own products: each head's K and V, packed
+    arma::uword m_max_keys = 0;    // the most keys of any block
+    arma::mat m_cosines;           // with RoPE: positions × d_k/2
+    arma::mat m_sines;
+    double* m_K_packed = nullptr;  // with own products: each key/value head's K and V, packed
     double* m_V_packed = nullptr;
-};
-
-
-// Q, K and V of every head, column after column: Q_all (n × H·d_k), K_all
-// (m × H·d_k), V_all (m × H·d_v); head h's block of each is contiguous.
-struct Projections {
-    arma::uword n = 0;  // query rows
-    arma::uword m = 0;  // key and value rows
-    const double* Q_all = nullptr;
-    const double* K_all = nullptr;
-    const double* V_all = nullptr;
 };
 
 // step: projections for every head at once. When keys and values read the
 // queries' rows (self-attention), Q, K and V are one product,
-// [Q_all K_all V_all] (n × (2·H·d_k + H·d_v)) = X · W_QKV; otherwise Q_all = X·W_Q
-// and [K_all V_all] = C·[W_K W_V]. A product's time is shared among its
-// steps in proportion to their columns.
+// [Q_all K_all V_all] (n × (H·d_k + G·d_k + G·d_v)) = X · W_QKV; otherwise
+// Q_all = X·W_Q and [K_all V_all] = C·[W_K W_V]. A product's time is shared
+// among its steps in proportion to their columns.
 Projections project_heads(const EngineRequest& request, EngineWorkspace& workspace, int threads, StepTimes& times) {
     const PackedWeights& weights = *request.weights;
     const arma::mat& X = *request.X;
@@ -425,6 +603,7 @@ Projections project_heads(const EngineRequest& request, EngineWorkspace& workspa
     const arma::uword n = p.n;
     const arma::uword m = p.m;
     const arma::uword q_width = weights.q_width();
+    const arma::uword k_width = weights.k_width();
     const arma::uword v_width = weights.v_width();
     const std::vector<BiasPart> bias_q = weights.b_Q.is_empty() ? std::vector<BiasPart>{}
                                                                  : std::vector<BiasPart>{{0, &weights.b_Q}};
@@ -433,7 +612,7 @@ Projections project_heads(const EngineRequest& request, EngineWorkspace& workspa
         bias_kv.push_back({0, &weights.b_K});
     }
     if (!weights.b_V.is_empty()) {
-        bias_kv.push_back({q_width, &weights.b_V});
+        bias_kv.push_back({k_width, &weights.b_V});
     }
     arma::mat& projections = workspace.projections;  // [Q K V] for self-attention, else Q alone
     arma::mat& KV_all = workspace.keys_values;       // [K V] for cross-attention
@@ -444,58 +623,60 @@ Projections project_heads(const EngineRequest& request, EngineWorkspace& workspa
             part.first += q_width;
             biases.push_back(part);
         }
-        projections.set_size(n, 2 * q_width + v_width);
+        projections.set_size(n, q_width + k_width + v_width);
         project(X, weights.W_QKV, 0, projections.n_cols, biases, projections.memptr(), threads);
         const double ms = ms_since(start);
         const double width = static_cast<double>(projections.n_cols);
         times.emplace_back(StepId::queries, ms * static_cast<double>(q_width) / width);
-        times.emplace_back(StepId::keys, ms * static_cast<double>(q_width) / width);
+        times.emplace_back(StepId::keys, ms * static_cast<double>(k_width) / width);
         times.emplace_back(StepId::values, ms * static_cast<double>(v_width) / width);
         p.K_all = projections.memptr() + n * q_width;
-        p.V_all = p.K_all + n * q_width;
+        p.V_all = p.K_all + n * k_width;
     } else {
         projections.set_size(n, q_width);
         project(X, weights.W_QKV, 0, q_width, bias_q, projections.memptr(), threads);
         times.emplace_back(StepId::queries, ms_since(start));
         start = Clock::now();
-        KV_all.set_size(m, q_width + v_width);
+        KV_all.set_size(m, k_width + v_width);
         project(C, weights.W_QKV, q_width, KV_all.n_cols, bias_kv, KV_all.memptr(), threads);
         const double ms = ms_since(start);
         const double kv_width = static_cast<double>(KV_all.n_cols);
-        times.emplace_back(StepId::keys, ms * static_cast<double>(q_width) / kv_width);
+        times.emplace_back(StepId::keys, ms * static_cast<double>(k_width) / kv_width);
         times.emplace_back(StepId::values, ms * static_cast<double>(v_width) / kv_width);
         p.K_all = KV_all.memptr();
-        p.V_all = p.K_all + m * q_width;
+        p.V_all = p.K_all + m * k_width;
     }
     p.Q_all = projections.memptr();
     return p;
 }
 
-// Copies out the Q, K and V the caller keeps, head by head.
-void keep_projections(const EngineRequest& request, const Projections& p, EngineResult& result) {
+// Copies out the Q (per query head) and the K, V (per key/value head) the
+// caller keeps; `rotated`: the steps after RoPE, rotated_queries and rotated_keys.
+void keep_projections(const EngineRequest& request, const Projections& p, bool rotated, EngineResult& result) {
     const PackedWeights& weights = *request.weights;
-    const arma::uword n = p.n;
-    const arma::uword m = p.m;
+    const StepId queries = rotated ? StepId::rotated_queries : StepId::queries;
+    const StepId keys = rotated ? StepId::rotated_keys : StepId::keys;
     for (int h = 1; h <= static_cast<int>(weights.heads); ++h) {
-        const arma::uword first = (h - 1) * weights.d_k;
-        if (keeps(request, StepId::queries, h)) {
-            result.kept[{StepId::queries, h}] = arma::mat(p.Q_all + first * n, n, weights.d_k);
+        if (keeps(request, queries, h)) {
+            result.kept[{queries, h}] = arma::mat(p.Q_all + (h - 1) * weights.d_k * p.n, p.n, weights.d_k);
         }
-        if (keeps(request, StepId::keys, h)) {
-            result.kept[{StepId::keys, h}] = arma::mat(p.K_all + first * m, m, weights.d_k);
+    }
+    for (int g = 1; g <= static_cast<int>(weights.kv_heads); ++g) {
+        if (keeps(request, keys, g)) {
+            result.kept[{keys, g}] = arma::mat(p.K_all + (g - 1) * weights.d_k * p.m, p.m, weights.d_k);
         }
-        if (keeps(request, StepId::values, h)) {
-            result.kept[{StepId::values, h}] = arma::mat(p.V_all + (h - 1) * weights.d_v * m, m, weights.d_v);
+        if (!rotated && keeps(request, StepId::values, g)) {
+            result.kept[{StepId::values, g}] = arma::mat(p.V_all + (g - 1) * weights.d_v * p.m, p.m, weights.d_v);
         }
     }
 }
 
-// steps per head: scores, masking, softmax and weighted sum, block by block on
-// `threads` workers; each head's output lands in its columns of the
-// concatenation (n × H·d_v)
+// steps per head: RoPE, scores, ALiBi's bias, masking, softmax and weighted
+// sum, block by block on `threads` workers; each head's output lands in its
+// columns of the concatenation (n × H·d_v)
 void run_heads(const EngineRequest& request, const Projections& p, arma::mat& concat, EngineWorkspace& workspace,
                int threads, EngineResult& result, StepTimes& times) {
-    HeadSteps steps(request, p.Q_all, p.n, p.K_all, p.V_all, p.m, concat, result);
+    HeadSteps steps(request, p, concat, result);
     const int workers = static_cast<int>(std::min<arma::uword>(threads, steps.items()));
     // allocated here, so that running out of memory is an exception of this thread
     std::vector<HeadSteps::Scratch> scratch;
@@ -504,8 +685,14 @@ void run_heads(const EngineRequest& request, const Projections& p, arma::mat& co
     }
     steps.allocate_packed(workspace.packed_keys, workspace.packed_values);
     const auto start = Clock::now();
-    // with own products, each head's K and V packed first, then the blocks
-    parallel_for(workers, steps.packing_items(), [&steps](arma::uword h, int) { steps.pack(h); });
+    if (request.rope != nullptr) {
+        // RoPE's angles on this thread, counted with rotated_queries
+        steps.rope_angles();
+        scratch.front().times[HeadSteps::p_rotated_queries] += ms_since(start);
+    }
+    // the key/value heads first, then the blocks
+    parallel_for(workers, steps.kv_items(),
+                 [&steps, &scratch](arma::uword g, int worker) { steps.prepare(g, scratch[worker]); });
     parallel_for(workers, steps.items(),
                  [&steps, &scratch](arma::uword item, int worker) { steps.work(item, scratch[worker]); });
     // the workers ran side by side: share the wall time among the steps in
@@ -520,8 +707,9 @@ void run_heads(const EngineRequest& request, const Projections& p, arma::mat& co
         }
     }
     for (int part = 0; part < HeadSteps::k_parts; ++part) {
-        // the scaling is part of the score product; masking exists only with a mask
-        if (part == HeadSteps::p_scaled || (part == HeadSteps::p_masked && !request.mask.any())) {
+        // the scaling is part of the score product, ALiBi's bias part of the biased scores
+        const auto id = static_cast<HeadSteps::Part>(part);
+        if (id == HeadSteps::p_scaled || id == HeadSteps::p_bias || !steps.exists(id)) {
             continue;
         }
         times.emplace_back(HeadSteps::k_ids[part], busy > 0.0 ? wall * per_part[part] / busy : 0.0);
@@ -565,12 +753,14 @@ void project_output(const EngineRequest& request, arma::mat& concat, EngineWorks
 PackedWeights pack_weights(const Model& model) {
     PackedWeights packed;
     const arma::uword heads = model.n_heads();
+    const arma::uword kv_heads = model.n_kv_heads();
     const arma::uword d_k = model.d_k();
     const arma::uword d_v = model.d_v();
     packed.heads = heads;
+    packed.kv_heads = kv_heads;
     packed.d_k = d_k;
     packed.d_v = d_v;
-    packed.W_QKV.set_size(model.d_model(), 2 * heads * d_k + heads * d_v);
+    packed.W_QKV.set_size(model.d_model(), heads * d_k + kv_heads * (d_k + d_v));
     bool any_b_Q = false;
     bool any_b_K = false;
     bool any_b_V = false;
@@ -583,26 +773,30 @@ PackedWeights pack_weights(const Model& model) {
         packed.b_Q.zeros(heads * d_k);
     }
     if (any_b_K) {
-        packed.b_K.zeros(heads * d_k);
+        packed.b_K.zeros(kv_heads * d_k);
     }
     if (any_b_V) {
-        packed.b_V.zeros(heads * d_v);
+        packed.b_V.zeros(kv_heads * d_v);
     }
-    const arma::uword k_first = heads * d_k;
-    const arma::uword v_first = 2 * heads * d_k;
     for (arma::uword h = 0; h < heads; ++h) {
         const HeadWeights& head = model.heads[h];
         packed.W_QKV.cols(h * d_k, (h + 1) * d_k - 1) = head.W_Q;
-        packed.W_QKV.cols(k_first + h * d_k, k_first + (h + 1) * d_k - 1) = head.W_K;
-        packed.W_QKV.cols(v_first + h * d_v, v_first + (h + 1) * d_v - 1) = head.W_V;
         if (head.b_Q) {
             packed.b_Q.cols(h * d_k, (h + 1) * d_k - 1) = *head.b_Q;
         }
+    }
+    // each key/value head once, however many query heads share it
+    const arma::uword k_first = heads * d_k;
+    const arma::uword v_first = k_first + kv_heads * d_k;
+    for (arma::uword g = 0; g < kv_heads; ++g) {
+        const HeadWeights& head = model.kv_weights(static_cast<int>(g) + 1);
+        packed.W_QKV.cols(k_first + g * d_k, k_first + (g + 1) * d_k - 1) = head.W_K;
+        packed.W_QKV.cols(v_first + g * d_v, v_first + (g + 1) * d_v - 1) = head.W_V;
         if (head.b_K) {
-            packed.b_K.cols(h * d_k, (h + 1) * d_k - 1) = *head.b_K;
+            packed.b_K.cols(g * d_k, (g + 1) * d_k - 1) = *head.b_K;
         }
         if (head.b_V) {
-            packed.b_V.cols(h * d_v, (h + 1) * d_v - 1) = *head.b_V;
+            packed.b_V.cols(g * d_v, (g + 1) * d_v - 1) = *head.b_V;
         }
     }
     if (model.W_O) {
@@ -635,37 +829,59 @@ EngineResult run_engine(const EngineRequest& request) {
     ScopedBlasThreads blas(1);
 
     const Projections projections = project_heads(request, workspace, threads, times);
-    keep_projections(request, projections, result);
+    keep_projections(request, projections, false, result);
 
     arma::mat& concat = workspace.concat;
     concat.set_size(projections.n, request.weights->heads * request.weights->d_v);
     run_heads(request, projections, concat, workspace, threads, result, times);
+    if (request.rope != nullptr) {
+        keep_projections(request, projections, true, result);  // turned in place by the heads
+    }
     keep_head_outputs(request, concat, result);
 
     project_output(request, concat, workspace, threads, result, times);
 
     if (request.times != nullptr) {
+        // in the order of the steps (the projections' product times queries, keys
+        // and values before RoPE turns the queries)
+        std::stable_sort(times.begin(), times.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
         *request.times = std::move(times);
     }
     return result;
 }
 
-std::uint64_t estimate_memory(std::uint64_t n, std::uint64_t m, std::uint64_t d_model, std::uint64_t heads,
-                              std::uint64_t d_k, std::uint64_t d_v, std::uint64_t d_out, std::uint64_t square_steps,
-                              std::uint64_t kept_heads) {
+std::uint64_t estimate_memory(const Model& model, std::uint64_t square_steps, std::uint64_t kept_heads) {
+    const std::uint64_t n = model.n();
+    const std::uint64_t m = model.m();
+    const std::uint64_t d_model = model.d_model();
+    const std::uint64_t heads = model.n_heads();
+    const std::uint64_t kv_heads = model.n_kv_heads();
+    const std::uint64_t d_k = model.d_k();
+    const std::uint64_t d_v = model.d_v();
+    const std::uint64_t rope = model.rope ? 1 : 0;
     kept_heads = std::min(kept_heads, heads);
+    const std::uint64_t kept_kv_heads = std::min(kept_heads, kv_heads);
     // Everything the trace keeps, in doubles: inputs (with positions and context),
-    // weights, the projections of every head, and per kept head its Q, K, V,
-    // head output and kept n × m matrices.
+    // weights, the projections of every head with the packed copies of K and V
+    // (and RoPE's cosines and sines), per kept query head its Q (and rotated Q),
+    // head output and kept n × m matrices, per kept key/value head its K (and
+    // rotated K) and V.
     const std::uint64_t inputs = 3 * n * d_model + m * d_model;
-    const std::uint64_t weights = d_model * heads * (2 * d_k + d_v) + heads * d_v * d_out;
-    const std::uint64_t projections = heads * (n * d_k + m * d_k + m * d_v);
-    const std::uint64_t per_kept_head = n * d_k + m * d_k + m * d_v + square_steps * n * m + n * d_v;
-    // a few blocks of query rows against every key, while the heads are worked on
-    const std::uint64_t scratch = 8 * std::min<std::uint64_t>(n, k_max_block_rows) * m;
-    const std::uint64_t outputs = n * heads * d_v + n * d_out;
-    return 8 * (inputs + weights + projections + kept_heads * per_kept_head + scratch + outputs);
+    const std::uint64_t weights = d_model * (heads * d_k + kv_heads * (d_k + d_v)) + heads * d_v * model.d_out();
+    const std::uint64_t projections = n * heads * d_k + 2 * m * kv_heads * (d_k + d_v) + rope * std::max(n, m) * d_k;
+    const std::uint64_t per_kept_head = n * d_k * (1 + rope) + n * d_v + square_steps * n * m;
+    const std::uint64_t per_kept_kv_head = m * d_k * (1 + rope) + m * d_v;
+    // a few blocks of query rows against every key they may see, while the
+    // heads are worked on: with a sliding window, the W keys before a block and
+    // the block's own
+    const std::uint64_t rows = std::min<std::uint64_t>(n, k_max_block_rows);
+    const std::uint64_t keys =
+        model.mask_kind == MaskKind::window ? std::min<std::uint64_t>(m, rows + model.window + kernels::k_key_panel)
+                                            : m;
+    const std::uint64_t scratch = 8 * rows * keys;
+    const std::uint64_t outputs = n * heads * d_v + n * model.d_out();
+    return 8 * (inputs + weights + projections + kept_heads * per_kept_head + kept_kv_heads * per_kept_kv_head +
+                scratch + outputs);
 }
 
 }  // namespace qkv
-

@@ -4,10 +4,16 @@
 // - The heads' weights are packed side by side, so that Q, K and V for every
 //   head are one matrix product: [Q_all K_all V_all] = X · W_QKV (with
 //   cross-attention, Q_all = X · W_Q and [K_all V_all] = C · [W_K W_V]).
+//   With grouped-query attention only the G key/value heads are projected, and
+//   the query heads of a group read the same K and V.
+// - RoPE turns each head's Q and K in place, once, after the projections.
 // - The queries are taken in blocks of rows. For each head and block, the
-//   scaled scores, the softmax and the weighted sum are done one after the
+//   scaled scores (plus ALiBi's bias, computed on the fly), the mask, the
+//   softmax (with the head's sink) and the weighted sum are done one after the
 //   other on a scratch block that stays in the CPU's cache; only the steps a
-//   caller asks to keep get a whole n × m matrix.
+//   caller asks to keep get a whole n × m matrix. A causal mask or a sliding
+//   window limits a block to the keys its rows may see, so that a window of W
+//   keys costs O(n·W), not O(n²).
 // - The scale is folded into the score product (one multiplication by 1/scale),
 //   the softmax is vectorised (kernels.hpp) and its division by the row sum is
 //   applied to the head output (n × d_v), not to the weights (n × m).
@@ -26,6 +32,7 @@
 
 #include <armadillo>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -38,23 +45,30 @@
 namespace qkv {
 
 // The heads' weights side by side, all three projections in one matrix:
-// W_QKV = [W_Q1 … W_QH  W_K1 … W_KH  W_V1 … W_VH], so that one product gives
-// Q, K and V for every head. Head h (0-based) owns columns h·d_k … (h+1)·d_k − 1
-// of the queries' part, and likewise in the keys' and the values' parts.
+// W_QKV = [W_Q1 … W_QH  W_K1 … W_KG  W_V1 … W_VG], so that one product gives
+// Q for every query head and K, V for every key/value head (G = H without
+// grouped-query attention). Query head h (0-based) owns columns
+// h·d_k … (h+1)·d_k − 1 of the queries' part, key/value head g likewise in the
+// keys' and the values' parts.
 struct PackedWeights {
-    arma::uword heads = 1;
+    arma::uword heads = 1;     // H, query heads
+    arma::uword kv_heads = 1;  // G, key/value heads, dividing H
     arma::uword d_k = 0;
     arma::uword d_v = 0;
-    arma::mat W_QKV;    // d_model × (2·H·d_k + H·d_v)
+    arma::mat W_QKV;    // d_model × (H·d_k + G·d_k + G·d_v)
     arma::rowvec b_Q;   // 1 × H·d_k, empty when no head has a bias
-    arma::rowvec b_K;
-    arma::rowvec b_V;   // 1 × H·d_v
+    arma::rowvec b_K;   // 1 × G·d_k
+    arma::rowvec b_V;   // 1 × G·d_v
     arma::mat W_O;      // H·d_v × d_out, empty when there is no output projection
     arma::rowvec b_O;   // 1 × d_out, empty when there is none
 
-    arma::uword q_width() const { return heads * d_k; }  // the queries' and the keys' parts
-    arma::uword v_width() const { return heads * d_v; }
-    // Sets W_QKV from the three packed matrices (d_model × H·d_k, × H·d_k, × H·d_v).
+    arma::uword q_width() const { return heads * d_k; }  // the queries' part
+    arma::uword k_width() const { return kv_heads * d_k; }
+    arma::uword v_width() const { return kv_heads * d_v; }
+    // The key/value head (0-based) that query head h (0-based) reads: ⌊h·G/H⌋,
+    // which is Model::kv_head_of counted from 0.
+    arma::uword kv_head_of(arma::uword h) const { return h * kv_heads / heads; }
+    // Sets W_QKV from the three packed matrices (d_model × H·d_k, × G·d_k, × G·d_v).
     void set_projections(const arma::mat& W_Q, const arma::mat& W_K, const arma::mat& W_V) {
         W_QKV = arma::join_rows(W_Q, W_K, W_V);
     }
@@ -76,6 +90,16 @@ struct MaskView {
     bool blocked(arma::uword i, arma::uword j) const {
         return (causal && (j > i || (window > 0 && i - j >= window))) || (matrix != nullptr && (*matrix)(i, j) == 0.0) ||
                (padding != nullptr && (*padding)(j) == 0.0);
+    }
+    // The keys [first, last) outside which queries r0 … r1 − 1 see nothing (of
+    // m keys): with causal, none after r1 − 1; with a window, none before r0 − W + 1.
+    std::pair<arma::uword, arma::uword> key_range(arma::uword r0, arma::uword r1, arma::uword m) const {
+        if (!causal) {
+            return {0, m};
+        }
+        const arma::uword first = window > 0 && r0 + 1 > window ? r0 + 1 - window : 0;
+        const arma::uword last = std::min(r1, m);
+        return {std::min(first, last), last};
     }
 };
 
@@ -123,8 +147,12 @@ struct EngineRequest {
     const arma::mat* C = nullptr;      // m × d_model: what keys and values read (X itself unless cross-attention)
     const PackedWeights* weights = nullptr;
     double scale = 1.0;                // the divisor of the scores
+    const Rope* rope = nullptr;        // RoPE of the queries and keys, when set
+    const arma::rowvec* alibi = nullptr;  // ALiBi: one slope per query head, when set
+    const arma::rowvec* sinks = nullptr;  // one sink logit per query head, when set
     MaskView mask;
-    // Steps to hand back whole (per-head ids with their 1-based head, others with 0).
+    // Steps to hand back whole: per-head ids with their 1-based head (the
+    // key/value head for keys, values and rotated_keys), others with 0.
     std::function<bool(StepId id, int head)> keep;
     int threads = 0;                   // 0: as many as BLAS uses
     // Per-head products by qkv's own kernels where the CPU has them
@@ -142,11 +170,10 @@ struct EngineResult {
 EngineResult run_engine(const EngineRequest& request);
 
 // Estimated peak bytes for computing a model's trace, keeping the n × m
-// matrices of `square_steps` steps (scores, scaled, masked, weights: 0 to 4)
-// for `kept_heads` heads; the defaults keep everything.
-std::uint64_t estimate_memory(std::uint64_t n, std::uint64_t m, std::uint64_t d_model, std::uint64_t heads,
-                              std::uint64_t d_k, std::uint64_t d_v, std::uint64_t d_out,
-                              std::uint64_t square_steps = 4, std::uint64_t kept_heads = UINT64_MAX);
+// matrices of `square_steps` steps (scores, scaled, bias, biased, masked,
+// weights: 0 to 6) for `kept_heads` query heads; the defaults keep everything.
+std::uint64_t estimate_memory(const Model& model, std::uint64_t square_steps = 6,
+                              std::uint64_t kept_heads = UINT64_MAX);
 
 // ── the BLAS the engine calls (blas.cpp) ────────────────────────────────────
 

@@ -49,16 +49,22 @@ constexpr double k_taylor[] = {
 // The products' register tiles: 6 queries by 32 keys (scores) or by 32 columns
 // of V (weighted sums).
 constexpr std::size_t k_tile_rows = 6;
-constexpr std::size_t k_panel = 32;  // keys per panel of K, columns per group of V
+constexpr std::size_t k_panel = k_key_panel;  // keys per panel of K, columns per group of V
 
 std::size_t round_up(std::size_t value, std::size_t step) { return (value + step - 1) / step * step; }
 
-void exp_columns_scalar(double* S, std::size_t m, std::size_t count, double* sums) {
+// The sink's share of a column's sum, exp(sink − max); nothing without a sink.
+double sink_term(double sink, double max) {
+    return sink == -std::numeric_limits<double>::infinity() ? 0.0 : std::exp(sink - max);
+}
+
+void exp_columns_scalar(double* S, std::size_t m, std::size_t count, double* sums, double sink) {
     for (std::size_t c = 0; c < count; ++c) {
         double* x = S + c * m;
-        // the column maximum; at least one entry is finite (no query is fully blocked)
-        double max = x[0];
-        for (std::size_t j = 1; j < m; ++j) {
+        // the column maximum, the sink included; at least one entry is finite
+        // (no query is fully blocked)
+        double max = sink;
+        for (std::size_t j = 0; j < m; ++j) {
             max = x[j] > max ? x[j] : max;
         }
         double sum = 0.0;
@@ -67,7 +73,7 @@ void exp_columns_scalar(double* S, std::size_t m, std::size_t count, double* sum
             x[j] = shifted < k_exp_floor ? 0.0 : std::exp(shifted);
             sum += x[j];
         }
-        sums[c] = sum;
+        sums[c] = sum + sink_term(sink, max);
     }
 }
 
@@ -102,19 +108,20 @@ __attribute__((target("avx512f"))) inline __m512d exp8_shifted(double* x, __mmas
 }
 
 __attribute__((target("avx512f"))) void exp_columns_avx512(double* S, std::size_t m, std::size_t count,
-                                                             double* sums) {
+                                                             double* sums, double sink) {
     const std::size_t full = m - m % 8;
     const auto tail = static_cast<__mmask8>((1U << (m % 8)) - 1U);
     for (std::size_t c = 0; c < count; ++c) {
         double* x = S + c * m;
-        __m512d vmax = _mm512_set1_pd(-std::numeric_limits<double>::infinity());
+        __m512d vmax = _mm512_set1_pd(sink);
         for (std::size_t j = 0; j < full; j += 8) {
             vmax = _mm512_max_pd(vmax, _mm512_loadu_pd(x + j));
         }
         if (tail != 0) {
             vmax = _mm512_mask_max_pd(vmax, tail, vmax, _mm512_maskz_loadu_pd(tail, x + full));
         }
-        const __m512d max = _mm512_set1_pd(_mm512_reduce_max_pd(vmax));
+        const double column_max = _mm512_reduce_max_pd(vmax);
+        const __m512d max = _mm512_set1_pd(column_max);
         // two sums, so that consecutive additions do not wait for each other
         __m512d sum0 = _mm512_setzero_pd();
         __m512d sum1 = _mm512_setzero_pd();
@@ -129,7 +136,7 @@ __attribute__((target("avx512f"))) void exp_columns_avx512(double* S, std::size_
         if (tail != 0) {
             sum1 = _mm512_add_pd(sum1, exp8_shifted(x + full, tail, max));
         }
-        sums[c] = _mm512_reduce_add_pd(_mm512_add_pd(sum0, sum1));
+        sums[c] = _mm512_reduce_add_pd(_mm512_add_pd(sum0, sum1)) + sink_term(sink, column_max);
     }
 }
 
@@ -164,14 +171,14 @@ __attribute__((target("avx2,fma"))) inline __m256d exp4_shifted(double* x, __m25
 }
 
 __attribute__((target("avx2,fma"))) void exp_columns_avx2(double* S, std::size_t m, std::size_t count,
-                                                            double* sums) {
+                                                            double* sums, double sink) {
     const std::size_t full = m - m % 4;
     const std::size_t rest = m % 4;
     const __m256i all = _mm256_set1_epi64x(-1);
     const __m256i tail = _mm256_set_epi64x(rest > 3 ? -1 : 0, rest > 2 ? -1 : 0, rest > 1 ? -1 : 0, rest > 0 ? -1 : 0);
     for (std::size_t c = 0; c < count; ++c) {
         double* x = S + c * m;
-        __m256d vmax = _mm256_set1_pd(-std::numeric_limits<double>::infinity());
+        __m256d vmax = _mm256_set1_pd(sink);
         for (std::size_t j = 0; j < full; j += 4) {
             vmax = _mm256_max_pd(vmax, _mm256_loadu_pd(x + j));
         }
@@ -199,7 +206,7 @@ __attribute__((target("avx2,fma"))) void exp_columns_avx2(double* S, std::size_t
             sum1 = _mm256_add_pd(sum1, exp4_shifted(x + full, tail, vm));
         }
         _mm256_storeu_pd(lanes, _mm256_add_pd(sum0, sum1));
-        sums[c] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+        sums[c] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]) + sink_term(sink, max);
     }
 }
 
@@ -348,7 +355,7 @@ struct ScoresArgs {
     const double* Kp;  // the panel
     std::size_t d;
     const double* Qp;
-    std::size_t m;
+    std::size_t m;  // the block's keys: the length of St's columns
     std::size_t j0;
     __mmask32 stored;
     double alpha;
@@ -364,8 +371,8 @@ struct ScoresTile {
 
 struct WeightedSumArgs {
     const double* St;
-    std::size_t m;
-    const double* Vp;  // the group
+    std::size_t m;     // the block's keys: the length of St's columns
+    const double* Vp;  // the group, from the block's first key
     std::size_t j0;    // the pass's keys
     std::size_t j1;
     double* partial;
@@ -422,24 +429,24 @@ std::string_view isa_name(Isa isa) {
     return "scalar";
 }
 
-void exp_columns(Isa isa, double* S, std::size_t m, std::size_t count, double* sums) {
+void exp_columns(Isa isa, double* S, std::size_t m, std::size_t count, double* sums, double sink) {
     switch (isa) {
 #ifdef QKV_X86_KERNELS
         case Isa::avx512:
-            exp_columns_avx512(S, m, count, sums);
+            exp_columns_avx512(S, m, count, sums, sink);
             return;
         case Isa::avx2:
-            exp_columns_avx2(S, m, count, sums);
+            exp_columns_avx2(S, m, count, sums, sink);
             return;
 #endif
         default:
-            exp_columns_scalar(S, m, count, sums);
+            exp_columns_scalar(S, m, count, sums, sink);
             return;
     }
 }
 
-void exp_columns(double* S, std::size_t m, std::size_t count, double* sums) {
-    exp_columns(best_isa(), S, m, count, sums);
+void exp_columns(double* S, std::size_t m, std::size_t count, double* sums, double sink) {
+    exp_columns(best_isa(), S, m, count, sums, sink);
 }
 
 bool products_supported() { return best_isa() == Isa::avx512; }
@@ -462,12 +469,16 @@ void pack_keys(const double* K, std::size_t m, std::size_t d, double* Kp) {
 std::size_t packed_queries_size(std::size_t rows, std::size_t d) { return round_up(rows, k_tile_rows) * d; }
 
 void pack_queries(const double* Q, std::size_t ldq, std::size_t rows, std::size_t d, double* Qp) {
-    // tile t holds queries 6t … 6t+5: for each c, their Q(i, c) side by side
-    for (std::size_t i0 = 0; i0 < rows; i0 += k_tile_rows) {
-        double* tile = Qp + i0 * d;
-        for (std::size_t c = 0; c < d; ++c) {
+    // tile t holds queries 6t … 6t+5: for each c, their Q(i, c) side by side.
+    // Q is read a column at a time: with ldq a power of two, reading the
+    // block's columns in turn for each tile would map them all onto the same
+    // few sets of the L1 cache.
+    for (std::size_t c = 0; c < d; ++c) {
+        const double* column = Q + c * ldq;
+        for (std::size_t i0 = 0; i0 < rows; i0 += k_tile_rows) {
+            double* tile = Qp + i0 * d + c * k_tile_rows;
             for (std::size_t r = 0; r < k_tile_rows; ++r) {
-                tile[c * k_tile_rows + r] = i0 + r < rows ? Q[i0 + r + c * ldq] : 0.0;
+                tile[r] = i0 + r < rows ? column[i0 + r] : 0.0;
             }
         }
     }
@@ -490,27 +501,29 @@ void pack_values(const double* V, std::size_t m, std::size_t d_v, double* Vp) {
 
 #ifdef QKV_X86_KERNELS
 
-void scores_block(const double* Kp, std::size_t m, std::size_t d, const double* Qp, std::size_t rows, double alpha,
-                  double* St) {
+void scores_block(const double* Kp, std::size_t first, std::size_t keys, std::size_t d, const double* Qp,
+                  std::size_t rows, double alpha, double* St) {
     // a panel of 32 keys at a time, for all the block's queries: the panel
     // (32 × d numbers) stays in the L1 cache while the queries pass
-    for (std::size_t j0 = 0; j0 < m; j0 += k_panel) {
-        const std::size_t keys = std::min(k_panel, m - j0);
-        const auto stored = static_cast<__mmask32>(keys == 32 ? 0xFFFFFFFFU : (1U << keys) - 1U);
-        const ScoresArgs args{Kp + j0 * d, d, Qp, m, j0, stored, alpha, St};
+    const double* Kp_range = Kp + first * d;  // the panel of key `first`
+    for (std::size_t j0 = 0; j0 < keys; j0 += k_panel) {
+        const std::size_t panel_keys = std::min(k_panel, keys - j0);
+        const auto stored = static_cast<__mmask32>(panel_keys == 32 ? 0xFFFFFFFFU : (1U << panel_keys) - 1U);
+        const ScoresArgs args{Kp_range + j0 * d, d, Qp, keys, j0, stored, alpha, St};
         for_rows<ScoresTile>(rows, args);
     }
 }
 
-void weighted_sum_block(const double* St, std::size_t m, std::size_t rows, const double* Vp, std::size_t d_v,
-                        const double* scale, double* Z, std::size_t ldz) {
+void weighted_sum_block(const double* St, std::size_t keys, std::size_t rows, const double* Vp, std::size_t m,
+                        std::size_t first, std::size_t d_v, const double* scale, double* Z, std::size_t ldz) {
     // sums between passes over the keys, 32 per query
-    std::vector<double> partial(m > k_depth ? round_up(rows, k_tile_rows) * k_panel : 0);
+    std::vector<double> partial(keys > k_depth ? round_up(rows, k_tile_rows) * k_panel : 0);
     for (std::size_t c0 = 0; c0 < d_v; c0 += k_panel) {
         const std::size_t width = std::min(k_panel, d_v - c0);
-        for (std::size_t j0 = 0; j0 < m; j0 += k_depth) {
-            const WeightedSumArgs args{St,      m,          Vp + c0 * m, j0,  std::min(j0 + k_depth, m),
-                                       partial.data(), c0, width,       scale, Z, ldz};
+        const double* group = Vp + c0 * m + first * k_panel;  // the group's row of key `first`
+        for (std::size_t j0 = 0; j0 < keys; j0 += k_depth) {
+            const WeightedSumArgs args{St,    keys,  group, j0, std::min(j0 + k_depth, keys), partial.data(), c0,
+                                       width, scale, Z,     ldz};
             switch ((width + 7) / 8) {
                 case 1:
                     for_rows<WeightedSumTile<1>::Rows>(rows, args);
@@ -533,29 +546,30 @@ void weighted_sum_block(const double* St, std::size_t m, std::size_t rows, const
 
 // Without AVX-512 the engine calls BLAS instead (products_supported() is
 // false); these plain loops compute the same numbers, one at a time.
-void scores_block(const double* Kp, std::size_t m, std::size_t d, const double* Qp, std::size_t rows, double alpha,
-                  double* St) {
+void scores_block(const double* Kp, std::size_t first, std::size_t keys, std::size_t d, const double* Qp,
+                  std::size_t rows, double alpha, double* St) {
     for (std::size_t i = 0; i < rows; ++i) {
         const double* q = Qp + (i / k_tile_rows) * k_tile_rows * d;
-        for (std::size_t j = 0; j < m; ++j) {
-            const double* k = Kp + (j / k_panel) * k_panel * d;
+        for (std::size_t j = 0; j < keys; ++j) {
+            const std::size_t key = first + j;
+            const double* k = Kp + (key / k_panel) * k_panel * d;
             double sum = 0.0;
             for (std::size_t c = 0; c < d; ++c) {
-                sum += k[c * k_panel + j % k_panel] * q[c * k_tile_rows + i % k_tile_rows];
+                sum += k[c * k_panel + key % k_panel] * q[c * k_tile_rows + i % k_tile_rows];
             }
-            St[j + i * m] = alpha * sum;
+            St[j + i * keys] = alpha * sum;
         }
     }
 }
 
-void weighted_sum_block(const double* St, std::size_t m, std::size_t rows, const double* Vp, std::size_t d_v,
-                        const double* scale, double* Z, std::size_t ldz) {
+void weighted_sum_block(const double* St, std::size_t keys, std::size_t rows, const double* Vp, std::size_t m,
+                        std::size_t first, std::size_t d_v, const double* scale, double* Z, std::size_t ldz) {
     for (std::size_t i = 0; i < rows; ++i) {
         for (std::size_t c = 0; c < d_v; ++c) {
             const double* group = Vp + (c / k_panel) * k_panel * m;
             double sum = 0.0;
-            for (std::size_t j = 0; j < m; ++j) {
-                sum += St[j + i * m] * group[j * k_panel + c % k_panel];
+            for (std::size_t j = 0; j < keys; ++j) {
+                sum += St[j + i * keys] * group[(first + j) * k_panel + c % k_panel];
             }
             Z[i + c * ldz] = scale[i] * sum;
         }

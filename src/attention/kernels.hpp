@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <string_view>
 
 namespace qkv::kernels {
@@ -24,14 +25,20 @@ bool supported(Isa isa);
 
 // The unnormalised softmax of `count` columns of length m stored one after the
 // other (column c starts at S + c·m), in place: each entry x becomes
-// exp(x − max of its column), and sums[c] receives the column's sum. Blocked
-// cells (−∞) become exactly 0. Entries more than 708 below their column's
-// maximum also become 0 instead of a subnormal (slow, and below 1e−307 of the
-// column's largest entry, which is exp(0) = 1). A NaN stays NaN.
-void exp_columns(double* S, std::size_t m, std::size_t count, double* sums);
+// exp(x − M), M the column's maximum, and sums[c] receives the column's sum.
+// Blocked cells (−∞) become exactly 0. Entries more than 708 below M also
+// become 0 instead of a subnormal (slow, and below 1e−307 of the column's
+// largest entry, which is exp(0) = 1). A NaN stays NaN.
+//
+// A finite `sink` is one more logit in every column, with no entry of its own
+// (attention sinks): it joins the maximum, M = max(max_j x_j, sink), and the
+// sum, sums[c] = Σ_j exp(x_j − M) + exp(sink − M). −∞ is no sink.
+void exp_columns(double* S, std::size_t m, std::size_t count, double* sums,
+                 double sink = -std::numeric_limits<double>::infinity());
 
 // The same with a chosen version, which the CPU must support (for the tests).
-void exp_columns(Isa isa, double* S, std::size_t m, std::size_t count, double* sums);
+void exp_columns(Isa isa, double* S, std::size_t m, std::size_t count, double* sums,
+                 double sink = -std::numeric_limits<double>::infinity());
 
 // The two per-head products of a block of queries, for CPUs with AVX-512
 // (products_supported()); elsewhere the engine calls BLAS. They read packed
@@ -41,7 +48,10 @@ void exp_columns(Isa isa, double* S, std::size_t m, std::size_t count, double* s
 // than a large one. Matrices are column after column as in Armadillo.
 bool products_supported();
 
-// Kp (packed_keys_size doubles) ← K (m × d): panels of 32 keys.
+// Keys per panel of packed K: a block's keys may start only at a multiple of it.
+inline constexpr std::size_t k_key_panel = 32;
+
+// Kp (packed_keys_size doubles) ← K (m × d): panels of k_key_panel keys.
 std::size_t packed_keys_size(std::size_t m, std::size_t d);
 void pack_keys(const double* K, std::size_t m, std::size_t d, double* Kp);
 
@@ -53,14 +63,17 @@ void pack_queries(const double* Q, std::size_t ldq, std::size_t rows, std::size_
 std::size_t packed_values_size(std::size_t m, std::size_t d_v);
 void pack_values(const double* V, std::size_t m, std::size_t d_v, double* Vp);
 
-// St (m × rows, column i holds query i's scores) = alpha · K · Q_blockᵀ.
-void scores_block(const double* Kp, std::size_t m, std::size_t d, const double* Qp, std::size_t rows, double alpha,
-                  double* St);
+// St (keys × rows, column i holds query i's scores) = alpha · K_range · Q_blockᵀ,
+// K_range the keys first … first + keys − 1 of the packed K (first a
+// multiple of k_key_panel).
+void scores_block(const double* Kp, std::size_t first, std::size_t keys, std::size_t d, const double* Qp,
+                  std::size_t rows, double alpha, double* St);
 
-// Z(i, c) = scale[i] · Σ_j St[j + i·m] · V(j, c) for i < rows and c < d_v,
-// written to Z[i + c·ldz]: the weighted sum of the block, each query's row
+// Z(i, c) = scale[i] · Σ_j St[j + i·keys] · V(first + j, c) for i < rows and
+// c < d_v, written to Z[i + c·ldz]: the weighted sum of the block over keys
+// first … first + keys − 1 of V (m × d_v, packed whole), each query's row
 // multiplied by its own factor (1 / its softmax sum).
-void weighted_sum_block(const double* St, std::size_t m, std::size_t rows, const double* Vp, std::size_t d_v,
-                        const double* scale, double* Z, std::size_t ldz);
+void weighted_sum_block(const double* St, std::size_t keys, std::size_t rows, const double* Vp, std::size_t m,
+                        std::size_t first, std::size_t d_v, const double* scale, double* Z, std::size_t ldz);
 
 }  // namespace qkv::kernels

@@ -77,6 +77,9 @@ std::string json_report(const BenchSpec& spec, const BenchResult& result) {
     json["tokens"] = spec.tokens;
     json["d_model"] = spec.d_model;
     json["heads"] = spec.heads;
+    json["kv_heads"] = spec.kv_head_count();
+    json["window"] = spec.window > 0 ? nlohmann::ordered_json(spec.window) : nlohmann::ordered_json(nullptr);
+    json["rope"] = spec.rope;
     json["threads"] = result.threads;
     json["blas"] = result.blas;
     json["repeat"] = spec.repeat;
@@ -95,8 +98,18 @@ std::string text_report(const BenchSpec& spec, const BenchResult& result) {
     const arma::uword d_k = spec.d_model / spec.heads;
     std::string out;
     out += "qkv bench: " + std::to_string(spec.tokens) + " tokens, d_model " + std::to_string(spec.d_model) + ", " +
-           std::to_string(spec.heads) + (spec.heads == 1 ? " head" : " heads") + " (d_k " + std::to_string(d_k) +
-           "), float64, random data\n";
+           std::to_string(spec.heads) + (spec.heads == 1 ? " head" : " heads") + " (d_k " + std::to_string(d_k) + ")";
+    if (spec.kv_head_count() != spec.heads) {
+        out += ", " + std::to_string(spec.kv_head_count()) + " key/value " +
+               (spec.kv_head_count() == 1 ? "head" : "heads");
+    }
+    if (spec.window > 0) {
+        out += ", window " + std::to_string(spec.window);
+    }
+    if (spec.rope) {
+        out += ", RoPE";
+    }
+    out += ", float64, random data\n";
     out += "BLAS: " + result.blas + "\n";
     out += "per-head products: " + std::string(result.own_products ? "qkv's own (AVX-512)" : "BLAS") +
            "; softmax exp: " + result.softmax_isa + "\n";
@@ -129,6 +142,13 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& options) {
     command->add_option("--heads", options.heads, "Heads H, dividing d_model (default 12)")
         ->check(whole_number(1, 65536))
         ->type_name("H");
+    command->add_option("--kv-heads", options.kv_heads, "Key/value heads G, dividing H (default: H)")
+        ->check(whole_number(1, 65536))
+        ->type_name("G");
+    command->add_option("--window", options.window, "Sliding-window causal mask of W keys (default: no mask)")
+        ->check(whole_number(1, 65536))
+        ->type_name("W");
+    command->add_flag("--rope", options.rope, "Rotate queries and keys by RoPE (base 10000, style half)");
     command->add_option("--repeat", options.repeat, "Timed runs, after one warm-up (default 10)")
         ->check(whole_number(1, 100000))
         ->type_name("R");
@@ -148,12 +168,27 @@ int run_bench(const BenchOptions& options) {
     spec.tokens = static_cast<arma::uword>(options.tokens);
     spec.d_model = static_cast<arma::uword>(options.d_model);
     spec.heads = static_cast<arma::uword>(options.heads);
+    spec.kv_heads = static_cast<arma::uword>(options.kv_heads);
+    spec.window = static_cast<arma::uword>(options.window);
+    spec.rope = options.rope;
     spec.repeat = options.repeat;
     spec.threads = options.threads;
     if (spec.d_model % spec.heads != 0) {
         throw InputError(usage_error("--d-model " + std::to_string(spec.d_model) + " is not divisible by --heads " +
                                          std::to_string(spec.heads),
                                      "each head gets d_model / heads columns; e.g. --d-model 768 --heads 12"));
+    }
+    if (spec.heads % spec.kv_head_count() != 0) {
+        throw InputError(usage_error("--heads " + std::to_string(spec.heads) + " is not divisible by --kv-heads " +
+                                         std::to_string(spec.kv_head_count()),
+                                     "each key/value head serves heads / kv-heads query heads; e.g. --heads 12 "
+                                     "--kv-heads 4"));
+    }
+    if (spec.rope && (spec.d_model / spec.heads) % 2 != 0) {
+        throw InputError(usage_error("--rope needs an even d_k; d_model " + std::to_string(spec.d_model) + " / " +
+                                         std::to_string(spec.heads) + " heads is " +
+                                         std::to_string(spec.d_model / spec.heads),
+                                     "RoPE turns the elements of each query and key in pairs"));
     }
     const double bytes = bench_bytes(spec);
     if (bytes > 4.0 * (1ULL << 30)) {

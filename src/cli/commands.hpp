@@ -70,6 +70,9 @@ struct BenchOptions {
     int tokens = 512;      // one BERT-base layer: 512 tokens, d_model 768, 12 heads
     int d_model = 768;
     int heads = 12;
+    int kv_heads = 0;      // 0 = one per query head
+    int window = 0;        // 0 = no mask
+    bool rope = false;
     int repeat = 10;
     int threads = 0;       // 0 = as many as BLAS uses
     std::string format = "text";

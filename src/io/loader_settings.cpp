@@ -194,8 +194,7 @@ void ModelLoader::check_memory(const Model& model) {
         square_steps += step_row(id).square && keeps && step_exists(model, id) ? 1 : 0;
     }
     const std::uint64_t kept_heads = m_options.kept_head > 0 ? 1 : model.n_heads();
-    const std::uint64_t bytes = estimate_memory(model.n(), model.m(), model.d_model(), model.n_heads(),
-                                                model.d_k(), model.d_v(), model.d_out(), square_steps, kept_heads);
+    const std::uint64_t bytes = estimate_memory(model, square_steps, kept_heads);
     if (bytes > m_options.max_memory) {
         const std::string what = "the computation needs about " + size_text(bytes) + "; the limit is " +
                                  size_text(m_options.max_memory);

@@ -6,6 +6,17 @@
 
 using qkv::test::run_qkv;
 
+namespace {
+
+// GFLOP/s is the products' flops, worked by hand, over the reported total.
+void check_gflops(const nlohmann::ordered_json& json, double flops) {
+    const double expected = flops / (json["total_ms"].get<double>() * 1e6);
+    CHECK_THAT(json["gflops"].get<double>(),
+               Catch::Matchers::WithinRel(expected, 0.01) || Catch::Matchers::WithinAbs(expected, 0.002));
+}
+
+}  // namespace
+
 TEST_CASE("qkv bench --format json follows the contract", "[bench]") {
     const auto result = run_qkv({"bench", "--tokens", "64", "--d-model", "32", "--heads", "4", "--repeat", "3",
                                  "--threads", "1", "--format", "json"});
@@ -17,24 +28,25 @@ TEST_CASE("qkv bench --format json follows the contract", "[bench]") {
     for (const auto& item : json.items()) {
         keys.push_back(item.key());
     }
-    CHECK(keys == std::vector<std::string>{"schema_version", "tokens", "d_model", "heads", "threads", "blas", "repeat",
-                                           "total_ms", "gflops", "peak_rss_mb", "steps"});
+    CHECK(keys == std::vector<std::string>{"schema_version", "tokens", "d_model", "heads", "kv_heads", "window", "rope",
+                                           "threads", "blas", "repeat", "total_ms", "gflops", "peak_rss_mb", "steps"});
     CHECK(json["schema_version"] == 1);
     CHECK(json["tokens"] == 64);
     CHECK(json["d_model"] == 32);
     CHECK(json["heads"] == 4);
+    CHECK(json["kv_heads"] == 4);  // one per query head without --kv-heads
+    CHECK(json["window"].is_null());
+    CHECK(json["rope"] == false);
     CHECK(json["threads"] == 1);
     CHECK(json["repeat"] == 3);
     CHECK(!json["blas"].get<std::string>().empty());
     const double total_ms = json["total_ms"].get<double>();
     CHECK(total_ms > 0.0);
     CHECK(json["peak_rss_mb"].get<double>() > 1.0);
-    // GFLOP/s is the products' flops over the total: worked by hand for n = 64,
-    // d_model = 32, 4 heads of width 8: projections 3·2·64·32·32 = 393216, scores and
-    // weighted sums 2·2·64·64·8·4 = 524288, output 2·64·32·32 = 131072; 2^20 in all
-    CHECK_THAT(json["gflops"].get<double>(),
-               Catch::Matchers::WithinRel(1048576.0 / (total_ms * 1e6), 0.01) ||
-                   Catch::Matchers::WithinAbs(1048576.0 / (total_ms * 1e6), 0.002));
+    // the flops for n = 64, d_model = 32, 4 heads of width 8: projections
+    // 3·2·64·32·32 = 393216, scores and weighted sums 2·2·64·64·8·4 = 524288, output
+    // 2·64·32·32 = 131072; 2^20 in all
+    check_gflops(json, 1048576.0);
     // the steps that do work, in the order of the STEPS section of man/qkv.1 (the scaling is part of scores,
     // and the heads write their columns of concat in place)
     std::vector<std::string> ids;
@@ -47,6 +59,35 @@ TEST_CASE("qkv bench --format json follows the contract", "[bench]") {
     CHECK(ids == std::vector<std::string>{"queries", "keys", "values", "scores", "weights", "head_output", "output"});
 }
 
+TEST_CASE("qkv bench measures grouped-query heads, a sliding window and RoPE", "[bench]") {
+    const auto result = run_qkv({"bench", "--tokens", "64", "--d-model", "32", "--heads", "4", "--kv-heads", "2",
+                                 "--window", "16", "--rope", "--repeat", "3", "--threads", "1", "--format", "json"});
+    REQUIRE(result.status == 0);
+    const auto json = nlohmann::ordered_json::parse(result.out);
+    CHECK(json["heads"] == 4);
+    CHECK(json["kv_heads"] == 2);
+    CHECK(json["window"] == 16);
+    CHECK(json["rope"] == true);
+    // the flops for n = 64, d_model = 32, 4 heads of width 8 sharing 2 key/value heads,
+    // a window of 16: projections 2·64·32·(32 + 2·2·8) = 262144; query i (from 0) sees
+    // min(i + 1, 16) keys, 16·17/2 + 48·16 = 904 pairs, so scores and weighted sums
+    // 2·2·904·8·4 = 115712; output 2·64·32·32 = 131072; 508928 in all
+    check_gflops(json, 508928.0);
+    // RoPE's steps and the masking take their place in the order of the steps
+    std::vector<std::string> ids;
+    for (const auto& step : json["steps"]) {
+        ids.push_back(step["id"]);
+    }
+    CHECK(ids == std::vector<std::string>{"queries", "rotated_queries", "keys", "rotated_keys", "values", "scores",
+                                          "masked_scores", "weights", "head_output", "output"});
+    // and the text report says what was measured
+    const auto text = run_qkv({"bench", "--tokens", "32", "--d-model", "16", "--heads", "4", "--kv-heads", "1",
+                               "--window", "8", "--rope", "--repeat", "1"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("32 tokens, d_model 16, 4 heads (d_k 4), 1 key/value head, window 8, RoPE, float64") !=
+          std::string::npos);
+}
+
 TEST_CASE("qkv bench prints a table of the steps by default", "[bench]") {
     const auto result = run_qkv({"bench", "--tokens", "32", "--d-model", "16", "--heads", "2", "--repeat", "1"});
     REQUIRE(result.status == 0);
@@ -57,9 +98,14 @@ TEST_CASE("qkv bench prints a table of the steps by default", "[bench]") {
     }
 }
 
-TEST_CASE("qkv bench refuses a width that the heads do not divide", "[bench]") {
+TEST_CASE("qkv bench refuses sizes that do not fit together", "[bench]") {
     const auto result = run_qkv({"bench", "--tokens", "8", "--d-model", "10", "--heads", "4"});
     qkv::test::require_input_error(result, "--d-model 10 is not divisible by --heads 4");
     qkv::test::require_input_error(run_qkv({"bench", "--tokens", "0"}), "--tokens");
+    qkv::test::require_input_error(run_qkv({"bench", "--tokens", "8", "--heads", "12", "--kv-heads", "5"}),
+                                   "--heads 12 is not divisible by --kv-heads 5");
+    qkv::test::require_input_error(run_qkv({"bench", "--tokens", "8", "--d-model", "12", "--heads", "4", "--rope"}),
+                                   "--rope needs an even d_k; d_model 12 / 4 heads is 3");
+    qkv::test::require_input_error(run_qkv({"bench", "--window", "0"}), "--window");
     qkv::test::require_input_error(run_qkv({"bench", "--format", "csv"}), "--format");
 }

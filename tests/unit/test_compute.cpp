@@ -9,13 +9,15 @@
 
 using namespace qkv;
 using qkv::test::require_near;
+using qkv::test::run_qkv;
 
 namespace {
 
-Trace compute_with(const Model& model, Kernels kernels, int threads = 0) {
+Trace compute_with(const Model& model, Kernels kernels, int threads = 0, std::vector<StepId> steps = {}) {
     ComputeOptions options;
     options.kernels = kernels;
     options.threads = threads;
+    options.steps = std::move(steps);
     return compute(model, options);
 }
 
@@ -62,11 +64,31 @@ std::string large_example(int n, const std::string& extra) {
            extra;
 }
 
+// The same with grouped-query attention: 4 query heads of width 6 sharing
+// `kv_heads` key/value heads, with biases on the keys and values too.
+std::string grouped_example(int n, int kv_heads, const std::string& extra) {
+    const std::string rows = std::to_string(n);
+    const std::string kv_width = std::to_string(6 * kv_heads);
+    return "inputs: {random: {rows: " + rows + ", cols: 24, seed: 1}}\n"
+           "heads: 4\n"
+           "kv_heads: " + std::to_string(kv_heads) + "\n"
+           "weights:\n"
+           "  query: {random: {rows: 24, cols: 24, seed: 2}}\n"
+           "  key: {random: {rows: 24, cols: " + kv_width + ", seed: 3}}\n"
+           "  value: {random: {rows: 24, cols: " + kv_width + ", seed: 4}}\n"
+           "  output: {random: {rows: 24, cols: 24, seed: 5}}\n"
+           "bias:\n"
+           "  query: " + vector_text(24, 0.1) + "\n"
+           "  key: " + vector_text(6 * kv_heads, 0.4) + "\n"
+           "  value: " + vector_text(6 * kv_heads, 0.2) + "\n"
+           "  output: " + vector_text(24, 0.3) + "\n" +
+           extra;
+}
+
 }  // namespace
 
 TEST_CASE("the fast path agrees with PyTorch's reference values to 1e-12", "[compute]") {
     // the same cases and tolerance as test_reference.cpp, forced through the fast path
-    // (examples with RoPE, ALiBi or sinks take the step functions whatever is asked)
     int cases = 0;
     for (const auto& name : test::reference_cases()) {
         CAPTURE(name);
@@ -81,9 +103,14 @@ TEST_CASE("the fast path agrees with PyTorch's reference values to 1e-12", "[com
 }
 
 TEST_CASE("the fast path agrees with the step functions on large examples", "[compute]") {
-    // variants of a random example of 100-160 tokens, each checked step by step at 1e-12
-    const std::string what = GENERATE("self-attention", "causal mask", "padding and scale: none",
-                                      "positions and a numeric scale", "cross-attention with a mask");
+    // variants of a random example of 96-300 tokens, each checked step by step at
+    // 1e-12; with 300 tokens the engine takes the queries in two blocks (of 252 and 48)
+    const std::string what =
+        GENERATE("self-attention", "causal mask", "padding and scale: none", "positions and a numeric scale",
+                 "cross-attention with a mask", "RoPE, style half", "RoPE, style interleaved, cross-attention",
+                 "grouped-query heads, G = 2", "multi-query heads, G = 1", "ALiBi", "ALiBi with a causal mask",
+                 "a window smaller than a block", "a window larger than a block", "sinks",
+                 "sinks and a window", "everything together");
     CAPTURE(what);
     std::string yaml;
     if (what == "self-attention") {
@@ -99,7 +126,7 @@ TEST_CASE("the fast path agrees with the step functions on large examples", "[co
         yaml = large_example(130, padding + "]\nscale: none\n");
     } else if (what == "positions and a numeric scale") {
         yaml = large_example(96, "positional: sinusoidal\nscale: 2.5\n");
-    } else {
+    } else if (what == "cross-attention with a mask") {
         // 100 queries over 70 context rows, a pseudo-random 0/1 mask (a quarter
         // blocked) in which key 1 is always allowed, so that no query is fully blocked
         std::string mask = "context: {random: {rows: 70, cols: 24, seed: 9}}\nmask:\n";
@@ -113,18 +140,54 @@ TEST_CASE("the fast path agrees with the step functions on large examples", "[co
             mask += "]\n";
         }
         yaml = large_example(100, mask);
+    } else if (what == "RoPE, style half") {
+        yaml = large_example(160, "rope: true\nmask: causal\n");
+    } else if (what == "RoPE, style interleaved, cross-attention") {
+        // the context rows are at positions 0 … 89, like the queries' rows
+        yaml = large_example(120, "context: {random: {rows: 90, cols: 24, seed: 9}}\n"
+                                  "rope: {base: 500, style: interleaved}\n");
+    } else if (what == "grouped-query heads, G = 2") {
+        yaml = grouped_example(160, 2, "mask: causal\n");
+    } else if (what == "multi-query heads, G = 1") {
+        yaml = grouped_example(130, 1, "");
+    } else if (what == "ALiBi") {
+        yaml = large_example(130, "alibi: true\n");
+    } else if (what == "ALiBi with a causal mask") {
+        yaml = large_example(300, "alibi: [0.5, 0.125, 0.03]\nmask: causal\n");
+    } else if (what == "a window smaller than a block") {
+        yaml = large_example(300, "mask: {window: 20}\n");
+    } else if (what == "a window larger than a block") {
+        yaml = large_example(300, "mask: {window: 270}\n");
+    } else if (what == "sinks") {
+        yaml = large_example(140, "sinks: [0.5, -1, 3]\n");
+    } else if (what == "sinks and a window") {
+        yaml = large_example(300, "sinks: [0.5, -1, 3]\nmask: {window: 40}\n");
+    } else {
+        // gpt-oss's keys and more: GQA, RoPE, ALiBi, a window, sinks and padding
+        // (keys 2, 99, 196 and 293: every query still sees itself or another key)
+        std::string padding = "padding: [1";
+        for (int j = 1; j < 300; ++j) {
+            padding += j % 97 == 1 ? ", 0" : ", 1";
+        }
+        yaml = grouped_example(300, 2, padding + "]\nrope: {base: 150000}\nalibi: true\nmask: {window: 70}\n"
+                                                 "sinks: [0.3, -0.4, 1.2, 0]\n");
     }
     const Model model = test::load_text(yaml);
     REQUIRE(model.n() * model.m() >= k_fast_path_cells);
     const Trace fast = compute_with(model, Kernels::automatic);
     const Trace textbook = compute_with(model, Kernels::textbook);
     require_same_trace(fast, textbook, 1e-12);
+    // keeping no step before the mask, the engine computes each block of queries
+    // only against the keys that a causal mask or a window lets its rows see
+    const std::vector<StepId> later = {StepId::masked_scores, StepId::weights, StepId::head_output, StepId::output};
+    require_same_trace(compute_with(model, Kernels::automatic, 0, later), compute_with(model, Kernels::textbook, 0, later),
+                       1e-12);
     // blocked cells: −∞ before the softmax, weights of exactly 0 after it
     if (model.masked()) {
         const arma::mat allowed = model.allowed();
         const arma::uvec blocked = arma::find(allowed == 0.0);
         REQUIRE(!blocked.is_empty());
-        for (int h = 1; h <= 3; ++h) {
+        for (int h = 1; h <= static_cast<int>(model.n_heads()); ++h) {
             const arma::mat& masked = fast.find("masked_scores", h)->values;
             const arma::mat& A = fast.find("weights", h)->values;
             CHECK(arma::all(arma::vectorise(masked(blocked)) == -arma::datum::inf));
@@ -205,4 +268,20 @@ TEST_CASE("small examples keep the step functions' exact numbers", "[compute]") 
     const Trace trace = compute_with(rounded, Kernels::fast);
     const arma::mat& A = trace.find("weights", 1)->values;
     CHECK(arma::approx_equal(A, arma::round(A * 100) / 100, "absdiff", 1e-15));
+}
+
+TEST_CASE("the memory estimate counts only the keys a sliding window lets a block see", "[compute]") {
+    // 4096 tokens of width 8, keeping only the output: the data is under 3 MB, but
+    // blocks of queries against every key would need 8 · 256 · 4096 doubles (64 MiB)
+    // of scratch in the estimate; with a window of 16, 8 · 256 · (256 + 16 + 32) (5 MiB)
+    const std::string model = "inputs: {random: {rows: 4096, cols: 8, seed: 1}}\n"
+                              "weights:\n"
+                              "  query: {random: {rows: 8, cols: 8, seed: 2}}\n"
+                              "  key: {random: {rows: 8, cols: 8, seed: 3}}\n"
+                              "  value: {random: {rows: 8, cols: 8, seed: 4}}\n";
+    const std::vector<std::string> args = {"run", "-", "-s", "output", "-f", "csv", "--max-memory", "32MiB"};
+    const auto windowed = run_qkv(args, model + "mask: {window: 16}\n");
+    CHECK(windowed.status == 0);
+    CHECK(windowed.err.empty());
+    test::require_input_error(run_qkv(args, model + "mask: causal\n"), "the computation needs about");
 }

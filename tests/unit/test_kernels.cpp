@@ -137,35 +137,78 @@ TEST_CASE("exp_columns turns blocked cells and entries far below the maximum int
     }
 }
 
+TEST_CASE("exp_columns lets a sink join each column's maximum and sum", "[kernels]") {
+    // sinks below, between and above the columns' entries (and −∞, no sink)
+    const double minus_inf = -std::numeric_limits<double>::infinity();
+    for (const Isa isa : supported_isas()) {
+        CAPTURE(kernels::isa_name(isa));
+        for (const double sink : {minus_inf, -40.0, 0.5, 3.0, 800.0}) {
+            for (std::size_t m : {1, 7, 8, 17}) {
+                CAPTURE(sink, m);
+                const std::size_t count = 2;
+                std::vector<double> S = uniform(m * count, -2.0, 2.0, static_cast<unsigned>(m));
+                if (m > 1) {
+                    S[1] = minus_inf;  // a blocked cell still gives 0
+                }
+                const std::vector<double> before = S;
+                std::vector<double> sums(count);
+                kernels::exp_columns(isa, S.data(), m, count, sums.data(), sink);
+                for (std::size_t c = 0; c < count; ++c) {
+                    // the formula of SPEC §9: M = max(max_j x_j, s)
+                    double max = sink;
+                    for (std::size_t j = 0; j < m; ++j) {
+                        max = std::max(max, before[c * m + j]);
+                    }
+                    double want_sum = sink == minus_inf ? 0.0 : std::exp(sink - max);
+                    for (std::size_t j = 0; j < m; ++j) {
+                        const double want = std::exp(before[c * m + j] - max);
+                        want_sum += want;
+                        if (want < 1e-300) {
+                            CHECK(S[c * m + j] == 0.0);  // blocked, or far below a large sink
+                        } else {
+                            CHECK(ulps(S[c * m + j], want) <= 2.0);
+                        }
+                    }
+                    CHECK(std::abs(sums[c] - want_sum) <= 1e-15 * want_sum);
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("the score product matches plain loops at every edge of its tiles", "[kernels]") {
     if (!kernels::products_supported()) {
         WARN("this CPU has no AVX-512: qkv's own products are not used here, BLAS's are");
         return;
     }
-    // keys around the panel of 32, queries around the tile of 6, several depths
-    for (std::size_t m : {1, 5, 31, 32, 33, 70}) {
-        for (std::size_t rows : {1, 5, 6, 7, 13}) {
-            for (std::size_t d : {1, 3, 8, 64}) {
-                CAPTURE(m, rows, d);
-                const std::size_t ldq = rows + 4;  // the block starts inside a taller Q
-                const std::vector<double> K = uniform(m * d, -1.0, 1.0, 1);
-                const std::vector<double> Q = uniform(ldq * d, -1.0, 1.0, 2);
-                std::vector<double> Kp(kernels::packed_keys_size(m, d));
-                std::vector<double> Qp(kernels::packed_queries_size(rows, d));
-                kernels::pack_keys(K.data(), m, d, Kp.data());
-                kernels::pack_queries(Q.data() + 2, ldq, rows, d, Qp.data());
-                std::vector<double> St(m * rows + 1, 99.0);  // one guard cell past the end
-                kernels::scores_block(Kp.data(), m, d, Qp.data(), rows, 0.5, St.data());
-                for (std::size_t i = 0; i < rows; ++i) {
-                    for (std::size_t j = 0; j < m; ++j) {
-                        double want = 0.0;
-                        for (std::size_t c = 0; c < d; ++c) {
-                            want += K[j + c * m] * Q[2 + i + c * ldq];
+    // keys around the panel of 32, from the first key or from the third panel
+    // on, queries around the tile of 6, several depths
+    for (std::size_t first : {0, 64}) {
+        for (std::size_t keys : {1, 5, 31, 32, 33, 70}) {
+            for (std::size_t rows : {1, 5, 6, 7, 13}) {
+                for (std::size_t d : {1, 3, 8, 64}) {
+                    CAPTURE(first, keys, rows, d);
+                    const std::size_t m = first + keys + 3;  // three keys after the range
+                    const std::size_t ldq = rows + 4;        // the block starts inside a taller Q
+                    const std::vector<double> K = uniform(m * d, -1.0, 1.0, 1);
+                    const std::vector<double> Q = uniform(ldq * d, -1.0, 1.0, 2);
+                    std::vector<double> Kp(kernels::packed_keys_size(m, d));
+                    std::vector<double> Qp(kernels::packed_queries_size(rows, d));
+                    kernels::pack_keys(K.data(), m, d, Kp.data());
+                    kernels::pack_queries(Q.data() + 2, ldq, rows, d, Qp.data());
+                    std::vector<double> St(keys * rows + 1, 99.0);  // one guard cell past the end
+                    kernels::scores_block(Kp.data(), first, keys, d, Qp.data(), rows, 0.5, St.data());
+                    for (std::size_t i = 0; i < rows; ++i) {
+                        for (std::size_t j = 0; j < keys; ++j) {
+                            double want = 0.0;
+                            for (std::size_t c = 0; c < d; ++c) {
+                                want += K[first + j + c * m] * Q[2 + i + c * ldq];
+                            }
+                            REQUIRE(St[j + i * keys] == Approx(0.5 * want).margin(1e-14));
                         }
-                        REQUIRE(St[j + i * m] == Approx(0.5 * want).margin(1e-14));
                     }
+                    CHECK(St[keys * rows] == 99.0);
                 }
-                CHECK(St[m * rows] == 99.0);
             }
         }
     }
@@ -176,30 +219,35 @@ TEST_CASE("the weighted sum matches plain loops at every edge of its tiles", "[k
         WARN("this CPU has no AVX-512: qkv's own products are not used here, BLAS's are");
         return;
     }
-    // columns around the vector of 8 and the group of 32, keys around a pass of 64
-    for (std::size_t d_v : {1, 7, 8, 9, 31, 32, 33, 64, 70}) {
-        for (std::size_t m : {1, 63, 64, 65, 130}) {
-            for (std::size_t rows : {1, 6, 7, 13}) {
-                CAPTURE(d_v, m, rows);
-                const std::size_t ldz = rows + 3;
-                const std::vector<double> St = uniform(m * rows, 0.0, 1.0, 3);
-                const std::vector<double> V = uniform(m * d_v, -1.0, 1.0, 4);
-                const std::vector<double> scale = uniform(rows, 0.5, 2.0, 5);
-                std::vector<double> Vp(kernels::packed_values_size(m, d_v));
-                kernels::pack_values(V.data(), m, d_v, Vp.data());
-                std::vector<double> Z(ldz * d_v, 99.0);
-                kernels::weighted_sum_block(St.data(), m, rows, Vp.data(), d_v, scale.data(), Z.data(), ldz);
-                for (std::size_t c = 0; c < d_v; ++c) {
-                    for (std::size_t i = 0; i < ldz; ++i) {
-                        if (i >= rows) {
-                            REQUIRE(Z[i + c * ldz] == 99.0);  // rows below the block are not touched
-                            continue;
+    // columns around the vector of 8 and the group of 32, keys around a pass of
+    // 64, from the first key or from the fourth on
+    for (std::size_t first : {0, 3}) {
+        for (std::size_t d_v : {1, 7, 8, 9, 31, 32, 33, 64, 70}) {
+            for (std::size_t keys : {1, 63, 64, 65, 130}) {
+                for (std::size_t rows : {1, 6, 7, 13}) {
+                    CAPTURE(first, d_v, keys, rows);
+                    const std::size_t m = first + keys + 2;  // two keys after the range
+                    const std::size_t ldz = rows + 3;
+                    const std::vector<double> St = uniform(keys * rows, 0.0, 1.0, 3);
+                    const std::vector<double> V = uniform(m * d_v, -1.0, 1.0, 4);
+                    const std::vector<double> scale = uniform(rows, 0.5, 2.0, 5);
+                    std::vector<double> Vp(kernels::packed_values_size(m, d_v));
+                    kernels::pack_values(V.data(), m, d_v, Vp.data());
+                    std::vector<double> Z(ldz * d_v, 99.0);
+                    kernels::weighted_sum_block(St.data(), keys, rows, Vp.data(), m, first, d_v, scale.data(),
+                                                Z.data(), ldz);
+                    for (std::size_t c = 0; c < d_v; ++c) {
+                        for (std::size_t i = 0; i < ldz; ++i) {
+                            if (i >= rows) {
+                                REQUIRE(Z[i + c * ldz] == 99.0);  // rows below the block are not touched
+                                continue;
+                            }
+                            double want = 0.0;
+                            for (std::size_t j = 0; j < keys; ++j) {
+                                want += St[j + i * keys] * V[first + j + c * m];
+                            }
+                            REQUIRE(Z[i + c * ldz] == Approx(scale[i] * want).margin(1e-13));
                         }
-                        double want = 0.0;
-                        for (std::size_t j = 0; j < m; ++j) {
-                            want += St[j + i * m] * V[j + c * m];
-                        }
-                        REQUIRE(Z[i + c * ldz] == Approx(scale[i] * want).margin(1e-13));
                     }
                 }
             }
@@ -215,6 +263,7 @@ TEST_CASE("the engine gives the same numbers with qkv's own products and with BL
     const arma::mat X = arma::randu(n, d_model) * 2.0 - 1.0;
     PackedWeights weights;
     weights.heads = 2;
+    weights.kv_heads = 2;
     weights.d_k = 20;
     weights.d_v = 36;
     weights.set_projections(arma::randu(d_model, 40) - 0.5, arma::randu(d_model, 40) - 0.5,
@@ -248,4 +297,64 @@ TEST_CASE("the engine gives the same numbers with qkv's own products and with BL
     // the causal mask: query 0 sees key 0 alone
     CHECK(own.kept.at({StepId::weights, 1})(0, 0) == 1.0);
     CHECK(own.kept.at({StepId::weights, 1})(0, 1) == 0.0);
+}
+
+TEST_CASE("the engine gives the same numbers with both products over the keys a window lets through", "[kernels]") {
+    // 600 tokens make three blocks of 216 queries; with a window of 40 and no step
+    // before the mask kept, each block runs over its own range of keys. Four query
+    // heads share two key/value heads, with RoPE, ALiBi and sinks.
+    const arma::uword n = 600;
+    const arma::uword d_model = 24;
+    arma::arma_rng::set_seed(11);
+    const arma::mat X = arma::randu(n, d_model) * 2.0 - 1.0;
+    PackedWeights weights;
+    weights.heads = 4;
+    weights.kv_heads = 2;
+    weights.d_k = 6;
+    weights.d_v = 10;
+    weights.set_projections(arma::randu(d_model, 24) - 0.5, arma::randu(d_model, 12) - 0.5,
+                            arma::randu(d_model, 20) - 0.5);
+    weights.W_O = arma::randu(40, d_model) - 0.5;
+    const Rope rope;
+    const arma::rowvec alibi = {0.5, 0.25, 0.125, 0.0625};
+    const arma::rowvec sinks = {0.3, -0.4, 1.2, 0.0};
+    EngineRequest request;
+    request.X = &X;
+    request.C = &X;
+    request.weights = &weights;
+    request.scale = std::sqrt(6.0);
+    request.rope = &rope;
+    request.alibi = &alibi;
+    request.sinks = &sinks;
+    request.mask.causal = true;
+    request.mask.window = 40;
+    request.keep = [](StepId id, int) {
+        return id == StepId::rotated_keys || id == StepId::masked_scores || id == StepId::weights ||
+               id == StepId::head_output;
+    };
+    request.threads = 2;
+
+    request.own_products = false;
+    const EngineResult blas = run_engine(request);
+    request.own_products = true;
+    const EngineResult own = run_engine(request);
+
+    REQUIRE(own.kept.size() == blas.kept.size());
+    REQUIRE(own.kept.count({StepId::rotated_keys, 2}) == 1);  // per key/value head
+    REQUIRE(own.kept.count({StepId::rotated_keys, 3}) == 0);
+    for (const auto& [key, values] : blas.kept) {
+        test::require_near(own.kept.at(key), values, 1e-12, step_text(key.id) + " head " + std::to_string(key.head));
+    }
+    test::require_near(own.output, blas.output, 1e-12, "output");
+    // outside the window, in the blocks' ranges or not: −∞ before the softmax, 0 after
+    const arma::mat& masked = own.kept.at({StepId::masked_scores, 3});
+    const arma::mat& A = own.kept.at({StepId::weights, 3});
+    for (const auto& [i, j] : {std::pair<arma::uword, arma::uword>{500, 0}, {500, 460}, {300, 260}, {10, 11}}) {
+        CAPTURE(i, j);
+        CHECK(masked(i, j) == -arma::datum::inf);
+        CHECK(A(i, j) == 0.0);
+    }
+    CHECK(A(500, 461) > 0.0);  // the first key of query 500's window
+    // with a sink each row sums to less than 1
+    CHECK(arma::sum(A.row(500)) < 1.0);
 }
