@@ -117,10 +117,22 @@ void ModelLoader::read_mask(Model& model) {
     if (!model.masked()) {
         return;
     }
-    const arma::mat allowed = model.allowed();
+    // row by row, without building the n × m mask: a query's own position
+    // first, the key a causal mask or a window is surest to let through
+    const auto attends_somewhere = [&](arma::uword i) {
+        if (i < m && model.allows(i, i)) {
+            return true;
+        }
+        for (arma::uword j = 0; j < m; ++j) {
+            if (model.allows(i, j)) {
+                return true;
+            }
+        }
+        return false;
+    };
     const YAML::Node where = mask ? mask : padding;
     for (arma::uword i = 0; i < n; ++i) {
-        if (arma::accu(allowed.row(i)) == 0.0) {
+        if (!attends_somewhere(i)) {
             const std::string label = i < model.tokens.size() ? " (" + model.tokens[i] + ")" : "";
             m_yaml.error(where, "query " + std::to_string(i + 1) + label +
                                     " may attend to no key: the mask and padding block its whole row",
