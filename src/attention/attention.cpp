@@ -126,15 +126,15 @@ std::pair<arma::uword, arma::uword> rope_pair(RopeStyle style, arma::uword k, ar
     return style == RopeStyle::half ? std::pair{k, k + d / 2} : std::pair{2 * k, 2 * k + 1};
 }
 
-arma::mat rotate(const arma::mat& X, const Rope& rope) {
+arma::mat rotate(const arma::mat& X, const Rope& rope, arma::uword first) {
     const arma::uword d = X.n_cols;
     arma::mat result = X;
     for (arma::uword k = 0; k < d / 2; ++k) {
         const double theta = rope_frequency(rope, k, d);
         const auto [a, b] = rope_pair(rope.style, k, d);
         for (arma::uword r = 0; r < X.n_rows; ++r) {
-            // the pair (x_a, x_b) turned by the angle r·θ_k
-            const double angle = static_cast<double>(r) * theta;
+            // the pair (x_a, x_b) turned by the angle p·θ_k, p = first + r
+            const double angle = static_cast<double>(first + r) * theta;
             const double c = std::cos(angle);
             const double s = std::sin(angle);
             result(r, a) = X(r, a) * c - X(r, b) * s;

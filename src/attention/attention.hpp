@@ -23,11 +23,11 @@ arma::mat project(const arma::mat& X, const arma::mat& W, const std::optional<ar
 // step: scores (n × m) = Q (n × d_k) · Kᵀ (d_k × m)
 arma::mat scores(const arma::mat& Q, const arma::mat& K);
 
-// step: rotated queries and keys (RoPE). Row r is at position r (from 0); for
+// step: rotated queries and keys (RoPE). Row r is at position first + r (from 0); for
 // k = 0 … d/2 − 1 the pair (a, b) of elements k and k + d/2 (style half) or
 // 2k and 2k + 1 (style interleaved) turns by the angle r·θ_k,
 // θ_k = base^(−2k/d): a′ = a·cos − b·sin, b′ = b·cos + a·sin. d must be even.
-arma::mat rotate(const arma::mat& X, const Rope& rope);
+arma::mat rotate(const arma::mat& X, const Rope& rope, arma::uword first = 0);
 // The angle θ_k of pair k (0-based) for width d.
 double rope_frequency(const Rope& rope, arma::uword k, arma::uword d);
 // The 0-based elements of pair k: (k, k + d/2) or (2k, 2k + 1).

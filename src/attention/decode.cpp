@@ -21,21 +21,6 @@ arma::rowvec as_step(const Model& model, StepId id, const arma::rowvec& row) {
     return decimals ? arma::rowvec(round_to(row, *decimals)) : row;
 }
 
-// RoPE of one row at `position` (from 0): for k = 0 … d/2 − 1 the pair (a, b)
-// of rope_pair() turned by the angle position·θ_k, as rotate() turns row
-// `position` of a matrix: a′ = a·cos − b·sin, b′ = b·cos + a·sin.
-arma::rowvec rotate_at(const arma::rowvec& x, arma::uword position, const Rope& rope) {
-    const arma::uword d = x.n_elem;
-    arma::rowvec result = x;
-    for (arma::uword k = 0; k < d / 2; ++k) {
-        const double angle = static_cast<double>(position) * rope_frequency(rope, k, d);
-        const auto [a, b] = rope_pair(rope.style, k, d);
-        result(a) = x(a) * std::cos(angle) - x(b) * std::sin(angle);
-        result(b) = x(b) * std::cos(angle) + x(a) * std::sin(angle);
-    }
-    return result;
-}
-
 // ALiBi's bias of the query at position t for the cached positions
 // first … t: −m·(t − j), 0 (not −0) for the query's own position.
 arma::rowvec alibi_row(arma::uword first, arma::uword t, double slope) {
@@ -75,7 +60,7 @@ DecodeRow attend(const Model& model, const KeyValueCache& cache, const arma::row
     // the query (1 × d_k) of the new token only, rotated at its position t − 1
     row.query = project_row(model, StepId::queries, x, weights.W_Q, weights.b_Q);
     if (model.rope) {
-        row.query = as_step(model, StepId::rotated_queries, rotate_at(row.query, t - 1, *model.rope));
+        row.query = as_step(model, StepId::rotated_queries, arma::rowvec(rotate(row.query, *model.rope, t - 1)));
     }
 
     // dots (1 × c) = q (1 × d_k) · Kᵀ (d_k × c), the cached keys only
@@ -208,7 +193,7 @@ DecodeTrace decode(const Model& model) {
             arma::rowvec key = project_row(model, StepId::keys, x, kv.W_K, kv.b_K);
             if (model.rope) {
                 // turned once, at its own position, and stored turned
-                key = as_step(model, StepId::rotated_keys, rotate_at(key, t - 1, *model.rope));
+                key = as_step(model, StepId::rotated_keys, arma::rowvec(rotate(key, *model.rope, t - 1)));
             }
             const arma::rowvec value = project_row(model, StepId::values, x, kv.W_V, kv.b_V);
             caches[static_cast<std::size_t>(g - 1)].append(key, value);
