@@ -496,3 +496,49 @@ TEST_CASE("an answer is right within the tolerance and wrong outside it", "[less
     CHECK(qkv::is_right(4, 4, 0.005));
     CHECK_FALSE(qkv::is_right(5, 4, 0.005));
 }
+
+TEST_CASE("a lesson names the key/value heads and the bytes a key/value cache holds per token", "[lesson]") {
+    const auto lesson = qkv::prepare_lesson(qkv::read_lesson(
+        {"cache.yaml", "title: Cache\nsummary: sizes\nmodel: gqa\nscript:\n  - say: \"{kv_heads} {bytes_per_token}\"\n", ""},
+        "cache"));
+    const auto& trace = lesson.models[0].trace;
+    CHECK(qkv::dimension_value(trace, "heads") == 4);
+    CHECK(qkv::dimension_value(trace, "kv_heads") == 2);
+    // (d_k + d_v)·G·8 = (2 + 2)·2·8 = 64, as `qkv run gqa --decode` says (SPEC §9)
+    CHECK(qkv::dimension_value(trace, "bytes_per_token") == 64);
+}
+
+TEST_CASE("a page's block_size shows the online softmax of its explain cells, as qkv explain --block-size does",
+          "[lesson]") {
+    const char* const text = R"(title: Block by block
+summary: the online softmax in a lesson
+model: gqa
+script:
+  - explain: head_output[2]@3
+    block_size: 2
+  - explain: weights[3,2]@3
+)";
+    const auto lesson = qkv::prepare_lesson(qkv::read_lesson({"blocks.yaml", text, ""}, "blocks"));
+    REQUIRE(lesson.pages.size() == 2);
+    CHECK(lesson.pages[0].block_size == 2);
+    CHECK(lesson.pages[1].block_size == 0);
+
+    const auto played = run_qkv({"lesson", write_temp("blocks.yaml", text), "--no-pause"});
+    REQUIRE(played.status == 0);
+    const auto explained = run_qkv({"explain", "gqa", "head_output[2]@3", "--block-size", "2"});
+    REQUIRE(explained.status == 0);
+    // every line of `qkv explain --block-size 2`, the running m, ℓ and o among them, indented under the page
+    REQUIRE(explained.out.find("keys in blocks of 2") != std::string::npos);
+    std::istringstream lines(explained.out);
+    for (std::string line; std::getline(lines, line);) {
+        if (!line.empty()) {
+            CAPTURE(line);
+            CHECK(played.out.find("  " + line + "\n") != std::string::npos);
+        }
+    }
+    // the page without block_size explains its cell the ordinary way only
+    const auto second_page = played.out.find("page 2 of 2");
+    REQUIRE(second_page != std::string::npos);
+    CHECK(played.out.find("online softmax", second_page) == std::string::npos);
+}
+
