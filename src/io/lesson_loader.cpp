@@ -19,8 +19,10 @@ namespace qkv {
 namespace {
 
 const std::vector<std::string> k_lesson_keys = {"title", "summary", "model", "models", "script"};
-const std::vector<std::string> k_page_keys = {"say",  "model", "show",   "head",
-                                              "explain", "then", "ask", "answer", "tolerance"};
+const std::vector<std::string> k_page_keys = {"say",  "model", "show",   "head",      "explain",
+                                              "block_size", "then", "ask", "answer", "tolerance"};
+// the largest block size `qkv explain --block-size` takes
+constexpr long k_max_block_size = 65536;
 constexpr std::size_t k_max_summary_bytes = 100;
 
 bool is_name(const std::string& text) {
@@ -249,6 +251,7 @@ private:
         page.then = narration(node["then"], path + ".then", page.model);
         read_show(node["show"], path + ".show", page);
         read_explain(node["explain"], path + ".explain", page);
+        read_block_size(node, path, page);
         read_question(node, path, page);
         if (!node["say"] && !node["show"] && !node["explain"] && !node["then"] && !node["ask"]) {
             m_yaml.error(node, path + " has nothing to play", "give it at least one of say, show, explain, then or ask");
@@ -346,6 +349,58 @@ private:
             if (auto parsed = cell(item, path, page.model, false)) {
                 page.explain.push_back(*parsed);
             }
+        }
+    }
+
+    // block_size: B, the online softmax (FlashAttention) of the page's explain
+    // cells, each of which must be a weights or head_output cell.
+    void read_block_size(const YAML::Node& node, const std::string& path, Page& page) {
+        const YAML::Node block_size = node["block_size"];
+        if (!block_size) {
+            return;
+        }
+        const auto value = m_yaml.integer(block_size, path + ".block_size", 1, k_max_block_size,
+                                          "the online softmax takes the keys B at a time, e.g. block_size: 2");
+        if (!value) {
+            return;
+        }
+        const YAML::Node explain = node["explain"];
+        if (!explain) {
+            m_yaml.error(block_size, path + ".block_size is given without explain",
+                         "add `explain:` with a weights or head_output cell, e.g. explain: head_output[2]");
+            return;
+        }
+        // the cells as written (each one's own problems were reported by read_explain)
+        std::vector<YAML::Node> cells;
+        if (explain.IsScalar()) {
+            cells.push_back(explain);
+        } else if (explain.IsSequence()) {
+            for (std::size_t i = 0; i < explain.size(); ++i) {
+                if (explain[i].IsScalar()) {
+                    cells.push_back(explain[i]);
+                }
+            }
+        }
+        bool online = true;
+        for (const auto& item : cells) {
+            const std::string& written = item.Scalar();
+            const std::string text = written.substr(written.find(':') == std::string::npos ? 0 : written.find(':') + 1);
+            CellRef parsed;
+            try {
+                parsed = parse_cell(text);
+            } catch (const InputError&) {
+                continue;
+            }
+            if (parsed.step != StepId::weights && parsed.step != StepId::head_output) {
+                m_yaml.error(item, path + ".explain: " + text + " is a " + step_text(parsed.step) +
+                                       " cell; block_size explains weights and head_output cells",
+                             "explain a weights or head_output cell on this page, e.g. head_output[2], or move " +
+                                 text + " to a page without block_size");
+                online = false;
+            }
+        }
+        if (online) {
+            page.block_size = static_cast<int>(*value);
         }
     }
 

@@ -16,6 +16,8 @@
 //       show: [scores, weights] # steps to print
 //       head: 2                 # only this head (optional)
 //       explain: scores[1,2]    # cells whose arithmetic is written out
+//       block_size: 2           # explain's weights or head_output cells also show the online
+//                               # softmax, keys 2 at a time (optional)
 //       then: Narration after the tables.
 //       ask: What is the score of query 1 against key 3?
 //       answer: scores[1,3]

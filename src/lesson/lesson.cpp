@@ -26,7 +26,9 @@ const Step& step_of(const Trace& trace, const CellRef& cell) {
 }  // namespace
 
 const std::vector<std::string>& lesson_dimension_names() {
-    static const std::vector<std::string> k_names = {"n", "m", "d_model", "d_k", "d_v", "d_out", "heads", "scale"};
+    static const std::vector<std::string> k_names = {"n",     "m",        "d_model", "d_k",
+                                                       "d_v",   "d_out",    "heads",   "kv_heads",
+                                                       "scale", "bytes_per_token"};
     return k_names;
 }
 
@@ -73,8 +75,15 @@ double dimension_value(const Trace& trace, const std::string& name) {
     if (name == "heads") {
         return static_cast<double>(d.heads);
     }
+    if (name == "kv_heads") {
+        return static_cast<double>(d.kv_heads);
+    }
     if (name == "scale") {
         return trace.scale;
+    }
+    if (name == "bytes_per_token") {
+        // what a key/value cache holds per token: a key and a value per key/value head, 8 bytes a number
+        return static_cast<double>((d.d_k + d.d_v) * d.kv_heads * 8);
     }
     throw std::out_of_range("no size called " + name);
 }

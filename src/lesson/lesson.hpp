@@ -26,7 +26,8 @@ struct ValueRef {
     int model = 0;           // index into Lesson::models
     bool is_cell = false;
     CellRef cell;            // when is_cell
-    std::string dimension;   // otherwise: n, m, d_model, d_k, d_v, d_out, heads or scale
+    std::string dimension;   // otherwise: n, m, d_model, d_k, d_v, d_out, heads, kv_heads, scale or
+                             // bytes_per_token (of a key/value cache: (d_k + d_v)·kv_heads·8)
 };
 
 // The sizes a placeholder may name, in the order the error hint lists them.
@@ -60,6 +61,8 @@ struct Page {
     std::vector<StepId> show;         // in trace order when played
     int head = 0;                     // 0 = every head
     std::vector<ValueRef> explain;    // cells whose arithmetic is written out
+    int block_size = 0;               // > 0: the explain cells (weights or head_output) also show the
+                                      // online softmax, keys in blocks of this many (`qkv explain --block-size`)
     Narration then;                   // after the tables and workings
     std::optional<Question> ask;
 };

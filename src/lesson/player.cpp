@@ -74,7 +74,8 @@ private:
             std::vector<Explanation> workings;
             for (const auto& ref : page.explain) {
                 const LessonModel& owner = m_lesson.models[static_cast<std::size_t>(ref.model)];
-                workings.push_back(explain_cell(owner.model, owner.trace, ref.cell, m_options.render));
+                workings.push_back(explain_cell(owner.model, owner.trace, ref.cell, m_options.render,
+                                                static_cast<arma::uword>(page.block_size)));
             }
             m_writer.workings(workings);
         }

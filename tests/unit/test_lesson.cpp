@@ -155,7 +155,7 @@ TEST_CASE("qkv lesson lists every lesson with its number, name and summary", "[l
 TEST_CASE("an unknown lesson is a usage error that lists the lessons", "[lesson][cli]") {
     SECTION("a number past the last lesson") {
         const auto result = run_qkv({"lesson", "42"});
-        require_input_error(result, "there is no lesson 42; the lessons are numbered 1 to 9");
+        require_input_error(result, "there is no lesson 42; the lessons are numbered 1 to 13");
         CHECK(result.err.find("hint: lessons: 1 walkthrough, 2 scaling") != std::string::npos);
     }
     SECTION("a misspelt name") {
@@ -255,6 +255,15 @@ TEST_CASE("every number a lesson's narration states comes from its trace", "[les
         {"cross-attention", {}},
         {"positions", {"counted from 0", "10000^(2i/d_model)"}},
         {"pytorch", {"holds 1", "and 0 where", "it is 1 on", "allowed ones 0", "writes 0"}},
+        // ]@H is a head's index, after a cell
+        {"rope", {"p = i − 1", "base^(−2k/d_k)", "10000", "d_k/2", "distance 0", "distance 1", "distance 3",
+                  "pairs 1 and 3, then 2 and 4", "pairs 1 and 2, then 3 and 4", "to 1, 3, 2, 4", "elements 1 and 2",
+                  "elements 2 and 4", "θ_1", "Page 3", "base: 100", "2 decimals"}},
+        {"grouped-query", {"Llama 2 70B and 3", "8 bytes", "·8", "float64", "2 decimals", "]@1", "]@2", "]@3"}},
+        {"online-softmax", {"Dao et al., 2022", "ℓ = 0", "blocks of 2", "blocks of 1", "exp(0)", "page 1", "2 decimals",
+                            "]@3", "--block-size 2", "--block-size 1"}},
+        {"long-context", {"Press et al., 2022", "2^(−8h/H)", "0 ≤ i − j", "W is 3", "(W − 1, 0)", "W + 1",
+                          "less than 1", "sum to 1", "sink here is 3", "2 decimals", "]@1", "]@2"}},
     };
     const std::regex number("[0-9]+(\\.[0-9]+)?");
     const std::regex index_before(
@@ -495,4 +504,100 @@ TEST_CASE("an answer is right within the tolerance and wrong outside it", "[less
     CHECK_FALSE(qkv::is_right(0.46, 0.4683, 0.005));
     CHECK(qkv::is_right(4, 4, 0.005));
     CHECK_FALSE(qkv::is_right(5, 4, 0.005));
+}
+
+TEST_CASE("a lesson names the key/value heads and the bytes a key/value cache holds per token", "[lesson]") {
+    const auto lesson = qkv::prepare_lesson(qkv::read_lesson(
+        {"cache.yaml", "title: Cache\nsummary: sizes\nmodel: gqa\nscript:\n  - say: \"{kv_heads} {bytes_per_token}\"\n", ""},
+        "cache"));
+    const auto& trace = lesson.models[0].trace;
+    CHECK(qkv::dimension_value(trace, "heads") == 4);
+    CHECK(qkv::dimension_value(trace, "kv_heads") == 2);
+    // (d_k + d_v)·G·8 = (2 + 2)·2·8 = 64, as `qkv run gqa --decode` says (SPEC §9)
+    CHECK(qkv::dimension_value(trace, "bytes_per_token") == 64);
+}
+
+TEST_CASE("a page's block_size shows the online softmax of its explain cells, as qkv explain --block-size does",
+          "[lesson]") {
+    const char* const text = R"(title: Block by block
+summary: the online softmax in a lesson
+model: gqa
+script:
+  - explain: head_output[2]@3
+    block_size: 2
+  - explain: weights[3,2]@3
+)";
+    const auto lesson = qkv::prepare_lesson(qkv::read_lesson({"blocks.yaml", text, ""}, "blocks"));
+    REQUIRE(lesson.pages.size() == 2);
+    CHECK(lesson.pages[0].block_size == 2);
+    CHECK(lesson.pages[1].block_size == 0);
+
+    const auto played = run_qkv({"lesson", write_temp("blocks.yaml", text), "--no-pause"});
+    REQUIRE(played.status == 0);
+    const auto explained = run_qkv({"explain", "gqa", "head_output[2]@3", "--block-size", "2"});
+    REQUIRE(explained.status == 0);
+    // every line of `qkv explain --block-size 2`, the running m, ℓ and o among them, indented under the page
+    REQUIRE(explained.out.find("keys in blocks of 2") != std::string::npos);
+    std::istringstream lines(explained.out);
+    for (std::string line; std::getline(lines, line);) {
+        if (!line.empty()) {
+            CAPTURE(line);
+            CHECK(played.out.find("  " + line + "\n") != std::string::npos);
+        }
+    }
+    // the page without block_size explains its cell the ordinary way only
+    const auto second_page = played.out.find("page 2 of 2");
+    REQUIRE(second_page != std::string::npos);
+    CHECK(played.out.find("online softmax", second_page) == std::string::npos);
+}
+
+TEST_CASE("each lesson on today's attention plays through and asks what its page does not show", "[lesson]") {
+    // The question's answer must be worked out or predicted, not read off the
+    // screen: the step it asks about is not shown as a table on its page before
+    // the question, and a fractional answer does not appear there at all.
+    const std::vector<std::string> names = {"rope", "grouped-query", "online-softmax", "long-context"};
+    const std::regex answer_line("Answer: ([a-z_]+)\\[[0-9,]+\\](@[0-9]+)? = (\\S+)");
+    for (const auto& name : names) {
+        CAPTURE(name);
+        const auto found = qkv::find_lesson(name);
+        const auto result = run_qkv({"lesson", name, "--no-pause"});
+        REQUIRE(result.status == 0);
+        CHECK(result.err.empty());
+        CHECK(result.out.find("End of lesson " + std::to_string(found.number) + ".") != std::string::npos);
+
+        std::vector<std::string> pages;
+        for (std::size_t from = 0;;) {
+            const auto next = result.out.find("─── page ", from + 1);
+            pages.push_back(result.out.substr(from, next == std::string::npos ? next : next - from));
+            if (next == std::string::npos) {
+                break;
+            }
+            from = next;
+        }
+        CHECK(pages.size() >= 4);
+        CHECK(pages.size() <= 7);
+        // the last page points at a command to try on one's own numbers
+        CHECK(pages.back().find("qkv ") != std::string::npos);
+
+        int questions = 0;
+        for (std::size_t p = 0; p < pages.size(); ++p) {
+            const auto asked = pages[p].find("Question:");
+            if (asked == std::string::npos) {
+                continue;
+            }
+            ++questions;
+            CAPTURE(p + 1);
+            std::smatch match;
+            REQUIRE(std::regex_search(pages[p], match, answer_line));
+            const std::string step = match[1];
+            const std::string value = match[3];
+            const std::string screen = pages[p].substr(0, asked);
+            CAPTURE(step, value);
+            CHECK(screen.find("  [" + step + "]") == std::string::npos);
+            if (value.find('.') != std::string::npos) {
+                CHECK(screen.find(value) == std::string::npos);
+            }
+        }
+        CHECK(questions >= 2);
+    }
 }
