@@ -268,13 +268,13 @@ private:
         const bool half = rope.style == RopeStyle::half;
         // the convention first: the last line is the cell's value
         if (half) {
-            line("style half (Hugging Face's rotate_half, GPT-NeoX): element k pairs with element k + d_k/2. The "
-                 "interleaved style (the RoFormer paper, Meta's Llama code) pairs 2k with 2k + 1; the two give the "
-                 "same scores once the output columns of W_Q and W_K (their rows in PyTorch's layout) are permuted to match.");
+            line("style half (Hugging Face's rotate_half): element k pairs with element k + d_k/2");
+            line("(interleaved, as in the RoFormer paper and Meta's Llama code, pairs 2k with 2k + 1: the same "
+                 "scores once W_Q's and W_K's output columns are permuted)");
         } else {
-            line("style interleaved (the RoFormer paper, Meta's Llama code): element 2k pairs with element 2k + 1. "
-                 "The half style (Hugging Face's rotate_half) pairs k with k + d_k/2; the two give the same scores "
-                 "once the output columns of W_Q and W_K (their rows in PyTorch's layout) are permuted to match.");
+            line("style interleaved (the RoFormer paper, Meta's Llama code): element 2k pairs with element 2k + 1");
+            line("(half, Hugging Face's rotate_half, pairs k with k + d_k/2: the same scores once W_Q's and W_K's "
+                 "output columns are permuted)");
         }
         line("position p = " + m_num(p) + " (row " + std::to_string(m_row + 1) + ", counted from 0); θ_k = " +
              m_num(rope.base) + "^(−2k/d_k), d_k = " + std::to_string(d));
