@@ -269,13 +269,12 @@ private:
         // the convention first: the last line is the cell's value
         if (half) {
             line("style half (Hugging Face's rotate_half): element k pairs with element k + d_k/2");
-            line("(interleaved, as in the RoFormer paper and Meta's Llama code, pairs 2k with 2k + 1: the same "
-                 "scores once W_Q's and W_K's output columns are permuted)");
+            line("interleaved (RoFormer, Meta's Llama code) would pair 2k with 2k + 1 instead;");
         } else {
-            line("style interleaved (the RoFormer paper, Meta's Llama code): element 2k pairs with element 2k + 1");
-            line("(half, Hugging Face's rotate_half, pairs k with k + d_k/2: the same scores once W_Q's and W_K's "
-                 "output columns are permuted)");
+            line("style interleaved (RoFormer, Meta's Llama code): element 2k pairs with element 2k + 1");
+            line("half (Hugging Face's rotate_half) would pair k with k + d_k/2 instead;");
         }
+        line("permuting W_Q's and W_K's output columns turns one style into the other");
         line("position p = " + m_num(p) + " (row " + std::to_string(m_row + 1) + ", counted from 0); θ_k = " +
              m_num(rope.base) + "^(−2k/d_k), d_k = " + std::to_string(d));
         for (const arma::uword c : columns()) {
