@@ -187,26 +187,14 @@ arma::mat apply_mask(const arma::mat& S, const arma::mat& allowed) {
     return result;
 }
 
-arma::mat softmax_rows(const arma::mat& S) {
-    arma::mat A(S.n_rows, S.n_cols);
-    for (arma::uword i = 0; i < S.n_rows; ++i) {
-        // subtract the row maximum so exp() cannot overflow; −∞ cells give exp = 0
-        const double row_max = S.row(i).max();
-        double sum = 0.0;
-        for (arma::uword j = 0; j < S.n_cols; ++j) {
-            const double e = std::exp(S(i, j) - row_max);
-            A(i, j) = e;
-            sum += e;
-        }
-        A.row(i) /= sum;
-    }
-    return A;
-}
+// a sink of −∞ is no sink: exp(−∞) adds nothing to the sum
+arma::mat softmax_rows(const arma::mat& S) { return softmax_rows(S, -arma::datum::inf); }
 
 arma::mat softmax_rows(const arma::mat& S, double sink) {
     arma::mat A(S.n_rows, S.n_cols);
     for (arma::uword i = 0; i < S.n_rows; ++i) {
-        // the sink joins the row's maximum and its sum, and gets no column of its own
+        // subtract the row maximum so exp() cannot overflow; −∞ cells give exp = 0.
+        // The sink joins the row's maximum and its sum, and gets no column of its own
         const double row_max = std::max(S.row(i).max(), sink);
         double sum = std::exp(sink - row_max);
         for (arma::uword j = 0; j < S.n_cols; ++j) {

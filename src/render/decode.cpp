@@ -96,29 +96,6 @@ private:
     bool m_blank = false;  // the next block needs no blank line before it
 };
 
-// Pipe tables for the Markdown skin: the labels escaped and left-aligned,
-// the numbers right-aligned, as run's Markdown draws them.
-class PipeTableSkin : public TableSkin {
-public:
-    std::string label(const std::string& text) const override { return markdown_escape(text); }
-
-    std::string row(const std::string& label, const std::vector<std::string>& cells, int) const override {
-        std::string line = "| " + label + " |";
-        for (const auto& cell : cells) {
-            line += " " + cell + " |";
-        }
-        return line + "\n";
-    }
-
-    std::string divider(std::size_t label_width, const std::vector<std::size_t>& widths) const override {
-        std::string line = "| :" + std::string(std::max<std::size_t>(label_width, 2) - 1, '-') + " |";
-        for (const auto width : widths) {
-            line += " " + std::string(std::max<std::size_t>(width, 2) - 1, '-') + ": |";
-        }
-        return line + "\n";
-    }
-};
-
 // The Markdown skin: "##" and "###" headings, captions in bold, pipe tables,
 // notes as a list.
 class MarkdownDecodeSkin : public DecodeSkin {
@@ -133,7 +110,7 @@ public:
 
     void table(const std::string& caption, const Table& table) override {
         m_out << "\n**" << escaped(formula_text(caption, m_options.ascii)) << "** (" << table.shape << ")\n\n";
-        m_out << draw_table(table, PipeTableSkin());
+        m_out << draw_table(table, MarkdownTableSkin());
     }
 
     void notes(const std::vector<std::string>& notes) override {

@@ -61,29 +61,6 @@ std::vector<std::string> paragraphs(const std::string& text) {
     return result;
 }
 
-// Pipe tables: labels escaped, the label column left-aligned and the numbers
-// right-aligned.
-class MarkdownSkin : public TableSkin {
-public:
-    std::string label(const std::string& text) const override { return markdown_escape(text); }
-
-    std::string row(const std::string& label, const std::vector<std::string>& cells, int) const override {
-        std::string line = "| " + label + " |";
-        for (const auto& cell : cells) {
-            line += " " + cell + " |";
-        }
-        return line + "\n";
-    }
-
-    std::string divider(std::size_t label_width, const std::vector<std::size_t>& widths) const override {
-        std::string line = "| :" + std::string(label_width > 1 ? label_width - 1 : 1, '-') + " |";
-        for (const auto width : widths) {
-            line += " " + std::string(width > 1 ? width - 1 : 1, '-') + ": |";
-        }
-        return line + "\n";
-    }
-};
-
 }  // namespace
 
 void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out) {
@@ -104,7 +81,7 @@ void render_markdown(const Trace& trace, const RenderOptions& options, std::ostr
         if (!options.brief) {
             out << markdown_escape(symbols(step->explanation)) << "\n\n";
         }
-        out << draw_table(table, MarkdownSkin());
+        out << draw_table(table, MarkdownTableSkin());
         if (!step->notes.empty()) {
             out << '\n';
             for (const auto& note : step->notes) {

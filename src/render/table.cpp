@@ -455,4 +455,22 @@ std::string draw_table(const Table& table, const TableSkin& skin) {
     return out + skin.end();
 }
 
+std::string MarkdownTableSkin::label(const std::string& text) const { return markdown_escape(text); }
+
+std::string MarkdownTableSkin::row(const std::string& label, const std::vector<std::string>& cells, int) const {
+    std::string line = "| " + label + " |";
+    for (const auto& cell : cells) {
+        line += " " + cell + " |";
+    }
+    return line + "\n";
+}
+
+std::string MarkdownTableSkin::divider(std::size_t label_width, const std::vector<std::size_t>& widths) const {
+    std::string line = "| :" + std::string(label_width > 1 ? label_width - 1 : 1, '-') + " |";
+    for (const auto width : widths) {
+        line += " " + std::string(width > 1 ? width - 1 : 1, '-') + ": |";
+    }
+    return line + "\n";
+}
+
 }  // namespace qkv

@@ -89,6 +89,15 @@ private:
     Align m_align;
 };
 
+// Markdown pipe tables (run's and run --decode's): labels escaped, the label
+// column left-aligned and the numbers right-aligned.
+class MarkdownTableSkin : public TableSkin {
+public:
+    std::string label(const std::string& text) const override;
+    std::string row(const std::string& label, const std::vector<std::string>& cells, int row) const override;
+    std::string divider(std::size_t label_width, const std::vector<std::size_t>& widths) const override;
+};
+
 // The kept indices of one dimension: all of them, or the first 6 and the last 5
 // with a gap marked by k_gap between them.
 inline constexpr arma::uword k_gap = static_cast<arma::uword>(-1);
