@@ -58,10 +58,6 @@ void add_online_softmax(const Model& model, const Trace& trace, Explanation& exp
     double m = -arma::datum::inf;
     double l = 0.0;
     std::vector<double> o(cols.size(), 0.0);
-    const auto o_text = [&]() {
-        std::vector<double> shown(o.begin(), o.end());
-        return num.vector(shown);
-    };
     for (arma::uword first = 0; first < x.n_elem; first += block_size) {
         const arma::uword last = std::min<arma::uword>(first + block_size, x.n_elem) - 1;
         const double block_max = x.subvec(first, last).max();
@@ -97,7 +93,7 @@ void add_online_softmax(const Model& model, const Trace& trace, Explanation& exp
         m = m_new;
         if (output) {
             o = std::move(o_new);
-            lines.push_back("  o = o_old · " + num(factor) + " + Σ exp(x_j − m)·v_j = " + o_text());
+            lines.push_back("  o = o_old · " + num(factor) + " + Σ exp(x_j − m)·v_j = " + num.vector(o));
         }
         explanation.blocks.push_back({first + 1, last + 1, m, l, o});
     }
