@@ -66,7 +66,8 @@ private:
 };
 
 bool use_fast_path(const Model& model, const ComputeOptions& options) {
-    if (!model.round.empty() || options.kernels == Kernels::textbook) {
+    // the large-input engine computes the forward pass only
+    if (!model.round.empty() || model.backward() || options.kernels == Kernels::textbook) {
         return false;
     }
     return options.kernels == Kernels::fast || model.n() * model.m() >= k_fast_path_cells;
@@ -126,7 +127,10 @@ std::pair<arma::uword, arma::uword> rope_pair(RopeStyle style, arma::uword k, ar
     return style == RopeStyle::half ? std::pair{k, k + d / 2} : std::pair{2 * k, 2 * k + 1};
 }
 
-arma::mat rotate(const arma::mat& X, const Rope& rope, arma::uword first) {
+namespace {
+
+// Each pair of each row turned by direction·p·θ_k, p = first + r.
+arma::mat turn_pairs(const arma::mat& X, const Rope& rope, arma::uword first, double direction) {
     const arma::uword d = X.n_cols;
     arma::mat result = X;
     for (arma::uword k = 0; k < d / 2; ++k) {
@@ -136,12 +140,20 @@ arma::mat rotate(const arma::mat& X, const Rope& rope, arma::uword first) {
             // the pair (x_a, x_b) turned by the angle p·θ_k, p = first + r
             const double angle = static_cast<double>(first + r) * theta;
             const double c = std::cos(angle);
-            const double s = std::sin(angle);
+            const double s = direction * std::sin(angle);
             result(r, a) = X(r, a) * c - X(r, b) * s;
             result(r, b) = X(r, b) * c + X(r, a) * s;
         }
     }
     return result;
+}
+
+}  // namespace
+
+arma::mat rotate(const arma::mat& X, const Rope& rope, arma::uword first) { return turn_pairs(X, rope, first, 1.0); }
+
+arma::mat rotate_back(const arma::mat& X, const Rope& rope, arma::uword first) {
+    return turn_pairs(X, rope, first, -1.0);
 }
 
 arma::rowvec alibi_slopes(arma::uword heads) {
@@ -255,6 +267,14 @@ double round_as_written(double value, int decimals) {
 
 }  // namespace
 
+arma::mat softmax_backward(const arma::mat& A, const arma::mat& dA) {
+    // row i: A_ij·(dA_ij − Σ_k dA_ik·A_ik); a blocked cell's 0·(…) may be −0, written 0
+    const arma::colvec row_terms = arma::sum(dA % A, 1);
+    arma::mat result = A % (dA.each_col() - row_terms);
+    result.transform([](double value) { return value == 0.0 ? 0.0 : value; });
+    return result;
+}
+
 arma::mat round_to(const arma::mat& M, int decimals) {
     arma::mat result = M;
     result.transform([decimals](double value) { return round_as_written(value, decimals); });
@@ -285,7 +305,7 @@ Trace compute(const Model& model, const ComputeOptions& options) {
         trace.context_tokens = model.context_tokens;
     }
     trace.dims = {model.n(), model.m(), model.d_model(), model.n_heads(), model.d_k(), model.d_v(), model.d_out(),
-                  model.n_kv_heads()};
+                  model.n_kv_heads(), model.weight_form == WeightForm::head_list};
     trace.scale = model.scale();
 
     // The steps in the order of the step table (attention/steps.hpp); each is

@@ -28,6 +28,9 @@ arma::mat scores(const arma::mat& Q, const arma::mat& K);
 // 2k and 2k + 1 (style interleaved) turns by the angle r·θ_k,
 // θ_k = base^(−2k/d): a′ = a·cos − b·sin, b′ = b·cos + a·sin. d must be even.
 arma::mat rotate(const arma::mat& X, const Rope& rope, arma::uword first = 0);
+// The rotation taken back: each pair turned by −p·θ_k. A rotation's inverse is
+// its transpose, so this is also how a gradient goes back through RoPE.
+arma::mat rotate_back(const arma::mat& X, const Rope& rope, arma::uword first = 0);
 // The angle θ_k of pair k (0-based) for width d.
 double rope_frequency(const Rope& rope, arma::uword k, arma::uword d);
 // The 0-based elements of pair k: (k, k + d/2) or (2k, 2k + 1).
@@ -54,6 +57,15 @@ arma::mat softmax_rows(const arma::mat& S, double sink);
 
 // step: head output (n × d_v) = A (n × m) · V (m × d_v)
 arma::mat weighted_sum(const arma::mat& A, const arma::mat& V);
+
+// The backward pass (SPEC §10): each the gradient of the loss L with respect
+// to a forward value, from the gradient of what that value fed.
+
+// step: the softmax's backward, row by row: dS′ = A ∘ (dA − rowsum(dA ∘ A)).
+// Each weight of a row depends on every score of the row, hence the row term.
+// A blocked cell has A = 0 and so gradient 0; with a sink the formula is the
+// same, since the sink's dropped column receives no gradient.
+arma::mat softmax_backward(const arma::mat& A, const arma::mat& dA);
 
 // Round every entry to `decimals` places (hand-calculation mode), as on paper:
 // the shortest decimal form of each number, half away from zero, so that

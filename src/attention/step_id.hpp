@@ -36,8 +36,32 @@ enum class StepId {
     head_output,
     concat,
     output,
+    // the backward pass (grad_output:): each the gradient of the loss with respect to a forward value
+    grad_output,
+    grad_concat,
+    grad_head_output,
+    grad_weights,
+    grad_scaled_scores,
+    grad_scores,
+    grad_queries,
+    grad_keys,
+    grad_values,
+    grad_w_query,
+    grad_w_key,
+    grad_w_value,
+    grad_w_output,
+    grad_b_query,
+    grad_b_key,
+    grad_b_value,
+    grad_b_output,
+    grad_in_proj_weight,
+    grad_in_proj_bias,
+    grad_out_proj_weight,
+    grad_out_proj_bias,
+    grad_inputs,
+    grad_context,
 };
-inline constexpr std::size_t k_step_count = static_cast<std::size_t>(StepId::output) + 1;
+inline constexpr std::size_t k_step_count = static_cast<std::size_t>(StepId::grad_context) + 1;
 
 // Every step id, in order.
 std::vector<StepId> all_steps();
@@ -60,8 +84,14 @@ std::optional<StepId> find_step(std::string_view name);
 std::vector<std::string> step_names();
 // "inputs, positional, …, output", for hints.
 std::string step_name_list();
-// Computed once per head (query head or key/value head).
+// Computed once per head (query head or key/value head) in every example.
 bool is_per_head(StepId id);
+// The same in this example: the weights' gradients are per head when the
+// file writes one weight set per head (a `heads:` list).
+struct Dims;
+bool is_per_head(StepId id, const Dims& dims);
+// A step of the backward pass: a gradient (grad_output: or --backward).
+bool is_gradient(StepId id);
 // Computed once per key/value head (keys, values, rotated_keys); with
 // grouped-query attention there are fewer of these than query heads.
 bool is_per_kv_head(StepId id);

@@ -3,6 +3,7 @@
 #include "attention/steps.hpp"
 
 #include "attention/attention.hpp"
+#include "attention/steps_parts.hpp"
 #include "attention/engine.hpp"
 
 #include <algorithm>
@@ -13,7 +14,60 @@
 
 namespace qkv {
 
+namespace step_parts {
+
+// The projections read X, or X + P with positions; keys and values read the
+// context C in cross-attention.
+StepKey query_source(const Model& model) { return {model.P ? StepId::encoded : StepId::inputs, 0}; }
+StepKey key_source(const Model& model) { return model.C ? StepKey{StepId::context, 0} : query_source(model); }
+
+const HeadWeights& head_weights(const Model& model, int h) { return model.heads.at(static_cast<std::size_t>(h - 1)); }
+
+// The shortest form that reads back as the same number: 10000, 0.25, 2.5e-05.
+std::string fmt_number(double value) {
+    char buffer[64];
+    if (std::abs(value) < 1e15 && std::floor(value) == value) {
+        std::snprintf(buffer, sizeof buffer, "%.0f", value);
+        return buffer;
+    }
+    std::snprintf(buffer, sizeof buffer, "%.17g", value);
+    for (int precision = 1; precision <= 17; ++precision) {
+        std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
+        if (std::strtod(buffer, nullptr) == value) {
+            break;
+        }
+    }
+    return buffer;
+}
+
+std::string fixed(double value, int decimals) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+    return buffer;
+}
+
+std::vector<std::string> dimension_labels(arma::uword count) {
+    std::vector<std::string> labels;
+    for (arma::uword j = 1; j <= count; ++j) {
+        labels.push_back("d" + std::to_string(j));
+    }
+    return labels;
+}
+
+void set_text(Step& step, std::string formula, std::string latex, std::string explanation,
+              std::vector<std::string> rows, std::vector<std::string> cols) {
+    step.formula = std::move(formula);
+    step.latex = std::move(latex);
+    step.explanation = std::move(explanation);
+    step.row_labels = std::move(rows);
+    step.col_labels = std::move(cols);
+}
+
+}  // namespace step_parts
+
 namespace {
+
+using namespace step_parts;
 
 // ── when a step exists ──────────────────────────────────────────────────────
 bool always(const Model&) { return true; }
@@ -25,10 +79,6 @@ bool with_rope(const Model& model) { return model.rope.has_value(); }
 bool with_alibi(const Model& model) { return model.alibi.has_value(); }
 
 // ── what a step reads ───────────────────────────────────────────────────────
-// The projections read X, or X + P with positions; keys and values read the
-// context C in cross-attention.
-StepKey query_source(const Model& model) { return {model.P ? StepId::encoded : StepId::inputs, 0}; }
-StepKey key_source(const Model& model) { return model.C ? StepKey{StepId::context, 0} : query_source(model); }
 
 std::vector<StepKey> reads_nothing(const Model&, int) { return {}; }
 std::vector<StepKey> reads_inputs_and_positions(const Model&, int) {
@@ -70,7 +120,6 @@ std::vector<StepKey> reads_concat(const Model& model, int) {
 }
 
 // ── the arithmetic ──────────────────────────────────────────────────────────
-const HeadWeights& head_weights(const Model& model, int h) { return model.heads.at(static_cast<std::size_t>(h - 1)); }
 
 arma::mat given_inputs(const Model& model, int, StepInputs) { return model.X; }
 arma::mat given_positions(const Model& model, int, StepInputs) { return *model.P; }
@@ -128,45 +177,6 @@ arma::mat project_output(const Model& model, int, StepInputs in) {
 }
 
 // ── the words ───────────────────────────────────────────────────────────────
-// The shortest form that reads back as the same number: 10000, 0.25, 2.5e-05.
-std::string fmt_number(double value) {
-    char buffer[64];
-    if (std::abs(value) < 1e15 && std::floor(value) == value) {
-        std::snprintf(buffer, sizeof buffer, "%.0f", value);
-        return buffer;
-    }
-    std::snprintf(buffer, sizeof buffer, "%.17g", value);
-    for (int precision = 1; precision <= 17; ++precision) {
-        std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
-        if (std::strtod(buffer, nullptr) == value) {
-            break;
-        }
-    }
-    return buffer;
-}
-
-std::string fixed(double value, int decimals = 4) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-    return buffer;
-}
-
-std::vector<std::string> dimension_labels(arma::uword count) {
-    std::vector<std::string> labels;
-    for (arma::uword j = 1; j <= count; ++j) {
-        labels.push_back("d" + std::to_string(j));
-    }
-    return labels;
-}
-
-void set_text(Step& step, std::string formula, std::string latex, std::string explanation,
-              std::vector<std::string> rows, std::vector<std::string> cols) {
-    step.formula = std::move(formula);
-    step.latex = std::move(latex);
-    step.explanation = std::move(explanation);
-    step.row_labels = std::move(rows);
-    step.col_labels = std::move(cols);
-}
 
 // "Q = X·W_Q + b_Q" in the layout the user wrote, as text and as LaTeX.
 void set_projection_formulas(Step& step, const std::string& result, const std::string& source,
@@ -477,6 +487,69 @@ constexpr StepRow k_steps[] = {
      true, reads_every_head_output, concatenate, describe_concat},
     {StepId::output, "output", "Output", HeadKind::none, "", always, false, true, reads_concat, project_output,
      describe_output},
+    // the backward pass (steps_backward.cpp): none exists without grad_output: or --backward
+    {StepId::grad_output, "grad_output", "Gradient of the output", HeadKind::none, "grad_output:", backward::exists,
+     false, false, reads_nothing, backward::given, backward::describe_output},
+    {StepId::grad_concat, "grad_concat", "Gradient of the concatenated heads", HeadKind::none,
+     "grad_output:, W_O and more than one head", backward::concat_exists, false, false, backward::reads_grad_output,
+     backward::concat, backward::describe_concat},
+    {StepId::grad_head_output, "grad_head_output", "Gradient of the weighted sum", HeadKind::query, "grad_output:",
+     backward::exists, false, false, backward::reads_head_output_source, backward::head_output,
+     backward::describe_head_output},
+    {StepId::grad_weights, "grad_weights", "Gradient of the attention weights", HeadKind::query, "grad_output:",
+     backward::exists, true, false, backward::reads_weights_inputs, backward::weights, backward::describe_weights},
+    {StepId::grad_scaled_scores, "grad_scaled_scores", "Gradient through the softmax", HeadKind::query,
+     "grad_output:", backward::exists, true, false, backward::reads_softmax_inputs, backward::scaled_scores,
+     backward::describe_scaled_scores},
+    {StepId::grad_scores, "grad_scores", "Gradient of the scores", HeadKind::query, "grad_output:", backward::exists,
+     true, false, backward::reads_grad_scaled_scores, backward::scores, backward::describe_scores},
+    {StepId::grad_queries, "grad_queries", "Gradient of the queries", HeadKind::query, "grad_output:",
+     backward::exists, false, false, backward::reads_queries_inputs, backward::queries, backward::describe_queries},
+    {StepId::grad_keys, "grad_keys", "Gradient of the keys", HeadKind::key_value, "grad_output:", backward::exists,
+     false, false, backward::reads_keys_inputs, backward::keys, backward::describe_keys},
+    {StepId::grad_values, "grad_values", "Gradient of the values", HeadKind::key_value, "grad_output:",
+     backward::exists, false, false, backward::reads_values_inputs, backward::values, backward::describe_values},
+    {StepId::grad_w_query, "grad_w_query", "Gradient of W_Q", HeadKind::weight_set,
+     "grad_output: without a pytorch: block", backward::weights_exist, false, false, backward::reads_w_query,
+     backward::w_projection, backward::describe_w_query},
+    {StepId::grad_w_key, "grad_w_key", "Gradient of W_K", HeadKind::weight_set,
+     "grad_output: without a pytorch: block", backward::weights_exist, false, false, backward::reads_w_key,
+     backward::w_projection, backward::describe_w_key},
+    {StepId::grad_w_value, "grad_w_value", "Gradient of W_V", HeadKind::weight_set,
+     "grad_output: without a pytorch: block", backward::weights_exist, false, false, backward::reads_w_value,
+     backward::w_projection, backward::describe_w_value},
+    {StepId::grad_w_output, "grad_w_output", "Gradient of W_O", HeadKind::none,
+     "grad_output: and weights.output", backward::output_weight_exists, false, false, backward::reads_w_output,
+     backward::w_output, backward::describe_w_output},
+    {StepId::grad_b_query, "grad_b_query", "Gradient of b_Q", HeadKind::weight_set, "grad_output: and bias.query",
+     backward::query_bias_exists, false, false, backward::reads_b_query, backward::b_projection,
+     backward::describe_b_query, backward::head_has_query_bias},
+    {StepId::grad_b_key, "grad_b_key", "Gradient of b_K", HeadKind::weight_set, "grad_output: and bias.key",
+     backward::key_bias_exists, false, false, backward::reads_b_key, backward::b_projection, backward::describe_b_key,
+     backward::head_has_key_bias},
+    {StepId::grad_b_value, "grad_b_value", "Gradient of b_V", HeadKind::weight_set, "grad_output: and bias.value",
+     backward::value_bias_exists, false, false, backward::reads_b_value, backward::b_projection,
+     backward::describe_b_value, backward::head_has_value_bias},
+    {StepId::grad_b_output, "grad_b_output", "Gradient of b_O", HeadKind::none, "grad_output: and bias.output",
+     backward::output_bias_exists, false, false, backward::reads_grad_output, backward::b_output,
+     backward::describe_b_output},
+    {StepId::grad_in_proj_weight, "grad_in_proj_weight", "Gradient of in_proj_weight", HeadKind::none,
+     "grad_output: and a pytorch: block", backward::in_proj_exists, false, false, backward::reads_in_proj,
+     backward::in_proj_weight, backward::describe_in_proj_weight},
+    {StepId::grad_in_proj_bias, "grad_in_proj_bias", "Gradient of in_proj_bias", HeadKind::none,
+     "grad_output: and a pytorch: block with in_proj_bias", backward::in_proj_bias_exists, false, false,
+     backward::reads_in_proj_bias, backward::in_proj_bias, backward::describe_in_proj_bias},
+    {StepId::grad_out_proj_weight, "grad_out_proj_weight", "Gradient of out_proj_weight", HeadKind::none,
+     "grad_output: and a pytorch: block", backward::in_proj_exists, false, false, backward::reads_w_output,
+     backward::out_proj_weight, backward::describe_out_proj_weight},
+    {StepId::grad_out_proj_bias, "grad_out_proj_bias", "Gradient of out_proj_bias", HeadKind::none,
+     "grad_output: and a pytorch: block with out_proj_bias", backward::out_proj_bias_exists, false, false,
+     backward::reads_grad_output, backward::b_output, backward::describe_out_proj_bias},
+    {StepId::grad_inputs, "grad_inputs", "Gradient of the inputs", HeadKind::none, "grad_output:", backward::exists,
+     false, false, backward::reads_inputs, backward::inputs, backward::describe_inputs},
+    {StepId::grad_context, "grad_context", "Gradient of the context", HeadKind::none,
+     "grad_output: and context:", backward::context_exists, false, false, backward::reads_context,
+     backward::context, backward::describe_context},
 };
 static_assert(std::size(k_steps) == k_step_count, "one row per step id");
 
@@ -534,7 +607,16 @@ std::string step_name_list() {
     return list;
 }
 
-bool is_per_head(StepId id) { return step_row(id).heads != HeadKind::none; }
+bool is_per_head(StepId id) {
+    const HeadKind heads = step_row(id).heads;
+    return heads == HeadKind::query || heads == HeadKind::key_value;
+}
+
+bool is_per_head(StepId id, const Dims& dims) {
+    return is_per_head(id) || (step_row(id).heads == HeadKind::weight_set && dims.weight_sets);
+}
+
+bool is_gradient(StepId id) { return id >= StepId::grad_output; }
 
 bool is_per_kv_head(StepId id) { return step_row(id).heads == HeadKind::key_value; }
 
@@ -549,9 +631,13 @@ int step_heads(const Model& model, StepId id) {
             return static_cast<int>(model.n_heads());
         case HeadKind::key_value:
             return static_cast<int>(model.n_kv_heads());
+        case HeadKind::weight_set:
+            return model.weight_form == WeightForm::head_list ? static_cast<int>(model.n_heads()) : 0;
     }
     return 0;
 }
+
+bool step_per_head(const Model& model, StepId id) { return step_heads(model, id) > 0; }
 
 std::vector<StepKey> step_sequence(const Model& model) {
     std::vector<StepKey> sequence;
@@ -564,13 +650,16 @@ std::vector<StepKey> step_sequence(const Model& model) {
         }
         for (int h = 1; h <= heads; ++h) {
             for (const StepId id : run) {
-                if (step_row(id).heads == HeadKind::key_value) {
-                    // a shared key/value head comes with the first query head that reads it
+                const StepRow& row = step_row(id);
+                if (row.heads == HeadKind::key_value) {
+                    // a shared key/value head comes with the first query head that reads it; its
+                    // gradient, which sums over all of them, with the last
                     const int g = model.kv_head_of(h);
-                    if (model.first_query_head(g) == h) {
+                    const int with = is_gradient(id) ? model.first_query_head(g + 1) - 1 : model.first_query_head(g);
+                    if (with == h) {
                         sequence.push_back({id, g});
                     }
-                } else if (h <= step_heads(model, id)) {
+                } else if (h <= step_heads(model, id) && (row.has_head == nullptr || row.has_head(model, h))) {
                     sequence.push_back({id, h});
                 }
             }
@@ -581,7 +670,7 @@ std::vector<StepKey> step_sequence(const Model& model) {
         if (!row.exists(model)) {
             continue;
         }
-        if (row.heads != HeadKind::none) {
+        if (step_heads(model, row.id) > 0) {
             run.push_back(row.id);
             continue;
         }
@@ -599,7 +688,7 @@ std::string step_requirements() {
     // together, in the order of their first row
     std::vector<std::pair<std::string_view, std::vector<std::string>>> groups;
     for (const auto& row : k_steps) {
-        if (row.needs.empty()) {
+        if (row.needs.empty() || is_gradient(row.id)) {
             continue;
         }
         auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == row.needs; });
@@ -617,12 +706,17 @@ std::string step_requirements() {
         }
         text += (text.empty() ? "" : ", ") + list + (names.size() > 1 ? " need " : " needs ") + std::string(needs);
     }
-    return text;
+    // the backward pass's steps in one clause: each also needs what it is the gradient of
+    return text + ", and the grad_ steps need grad_output: or --backward";
 }
 
 std::string step_absence(StepId id) {
     const StepRow& row = step_row(id);
-    return row.needs.empty() ? "" : "this step exists only when the example sets " + std::string(row.needs);
+    if (row.needs.empty()) {
+        return "";
+    }
+    return "this step exists only when the example sets " + std::string(row.needs) +
+           (is_gradient(id) ? " (--backward stands for grad_output: ones)" : "");
 }
 
 std::optional<int> step_rounding(const Model& model, StepId id) {

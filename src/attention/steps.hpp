@@ -24,10 +24,11 @@
 
 namespace qkv {
 
-// Which heads a step is computed for. Today every head has its own keys and
-// values, so a key/value head is a query head; grouped-query attention will
-// give fewer key/value heads.
-enum class HeadKind { none, query, key_value };
+// Which heads a step is computed for: none, every query head, every key/value
+// head (fewer with grouped-query attention), or, for the weights' gradients,
+// every query head when the file writes one weight set per head (a `heads:`
+// list) and none otherwise.
+enum class HeadKind { none, query, key_value, weight_set };
 
 // The values of steps, by step and head; shared pointers so that a variant of
 // a whole set (a learner's answers with one step changed) costs only pointers.
@@ -61,6 +62,9 @@ struct StepRow {
     arma::mat (*compute)(const Model& model, int head, StepInputs inputs);
     // Its formulas, explanation, labels and notes (the id, head and title are set already).
     void (*describe)(const StepContext& context, Step& step);
+    // For a per-head step that only some heads have (a bias's gradient when a
+    // `heads:` list gives the bias to some heads): whether head `head` has it.
+    bool (*has_head)(const Model& model, int head) = nullptr;
 };
 
 // The row of a step.
@@ -70,6 +74,8 @@ const StepRow& step_row(StepId id);
 bool step_exists(const Model& model, StepId id);
 // The heads a step is computed for in this example (0 for a step that is not per head).
 int step_heads(const Model& model, StepId id);
+// True when the step is computed per head in this example.
+bool step_per_head(const Model& model, StepId id);
 // Every step of this example with its heads, in the order of the trace: the
 // table's order, with the per-head steps of one head together (all of head
 // 1's, then all of head 2's).

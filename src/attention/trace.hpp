@@ -36,6 +36,7 @@ struct Dims {
     arma::uword d_v = 0;
     arma::uword d_out = 0;
     arma::uword kv_heads = 1; // key/value heads: heads, or fewer with grouped-query attention
+    bool weight_sets = false; // the file writes one weight set per head (its weights' gradients are per head)
 
     // The key/value head (1-based) that query head h (1-based) reads: ⌈h·G/H⌉.
     int kv_head_of(int h) const {

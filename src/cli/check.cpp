@@ -36,6 +36,7 @@ CLI::App* setup_check(CLI::App& app, CheckCommandOptions& options) {
             "T >= 0", "tolerance"))
         ->type_name("T");
     add_common_options(*command, options.common);
+    add_backward_option(*command, options.common);
     return command;
 }
 

@@ -144,6 +144,11 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                      "Let {file: ...} read outside the example's folder");
 }
 
+void add_backward_option(CLI::App& command, CommonOptions& options) {
+    command.add_flag("--backward", options.backward,
+                     "Add the gradients; grad_output: ones unless the file gives it");
+}
+
 LoadOptions load_options(const CommonOptions& options) {
     LoadOptions result;
     auto bytes = parse_size(options.max_memory);
@@ -153,6 +158,7 @@ LoadOptions load_options(const CommonOptions& options) {
     }
     result.max_memory = *bytes;
     result.allow_any_path = options.allow_any_path;
+    result.backward = options.backward;
     return result;
 }
 

@@ -34,6 +34,7 @@ struct CommonOptions {
     std::string max_memory = "4GiB";
     bool allow_any_path = false;
     bool decode = false;         // run --decode (only `run` declares the flag)
+    bool backward = false;       // --backward: grad_output: ones unless the file gives it (run, explain, check)
 };
 
 // A problem with the command line itself: no file, no position.
@@ -50,6 +51,9 @@ CLI::Validator whole_number(std::int64_t low, std::int64_t high);
 // Adds -f, -p, -s, --head, --full, --color, --ascii, --brief, --standalone,
 // -o, --force, --max-memory, --allow-any-path.
 void add_common_options(CLI::App& command, CommonOptions& options);
+
+// Adds --backward (run, explain and check).
+void add_backward_option(CLI::App& command, CommonOptions& options);
 
 LoadOptions load_options(const CommonOptions& options);
 

@@ -19,6 +19,7 @@ CLI::App* setup_explain(CLI::App& app, ExplainOptions& options) {
         ->check(whole_number(1, 65536))
         ->type_name("B");
     add_common_options(*command, options.common);
+    add_backward_option(*command, options.common);
     return command;
 }
 

@@ -25,6 +25,11 @@ void check_decode_options(const CommonOptions& options) {
             "--decode shows every position's cache, query, scores, weights and output; to choose steps of the full "
             "computation, run without --decode"));
     }
+    if (options.backward) {
+        problems.push_back(usage_error("--decode cannot be combined with --backward; expected one of the two",
+                                       "decoding is the forward pass, a token at a time; run without --decode for "
+                                       "the gradients"));
+    }
     if (!problems.empty()) {
         throw InputError(std::move(problems));
     }
@@ -64,6 +69,7 @@ CLI::App* setup_run(CLI::App& app, RunOptions& options) {
     command->add_option("file", options.file, "Example file, built-in example name, or - for stdin")
         ->type_name("FILE|NAME|-");
     add_common_options(*command, options.common);
+    add_backward_option(*command, options.common);
     command->add_flag("--decode", options.common.decode, "One new token at a time, from a key/value cache");
     return command;
 }

@@ -93,6 +93,30 @@ public:
             case StepId::output:
                 output();
                 break;
+            case StepId::grad_output:
+            case StepId::grad_concat:
+            case StepId::grad_head_output:
+            case StepId::grad_weights:
+            case StepId::grad_scaled_scores:
+            case StepId::grad_scores:
+            case StepId::grad_queries:
+            case StepId::grad_keys:
+            case StepId::grad_values:
+            case StepId::grad_w_query:
+            case StepId::grad_w_key:
+            case StepId::grad_w_value:
+            case StepId::grad_w_output:
+            case StepId::grad_b_query:
+            case StepId::grad_b_key:
+            case StepId::grad_b_value:
+            case StepId::grad_b_output:
+            case StepId::grad_in_proj_weight:
+            case StepId::grad_in_proj_bias:
+            case StepId::grad_out_proj_weight:
+            case StepId::grad_out_proj_bias:
+            case StepId::grad_inputs:
+            case StepId::grad_context:
+                break;  // the backward pass: explain_gradient (backward.cpp)
         }
         result.lines = std::move(m_lines);
         return result;
@@ -579,6 +603,9 @@ std::string symbols(const std::string& text, const RenderOptions& options) {
 Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& cell, const RenderOptions& options,
                          arma::uword block_size) {
     Explanation result = Explainer(model, trace, cell, options).run();
+    if (is_gradient(cell.step)) {
+        explaining::explain_gradient(model, trace, result, options);
+    }
     if (block_size > 0 && has_online_form(cell.step)) {
         explaining::add_online_softmax(model, trace, result, options, block_size);
     }

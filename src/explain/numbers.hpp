@@ -46,4 +46,9 @@ private:
 void add_online_softmax(const Model& model, const Trace& trace, qkv::Explanation& explanation, const RenderOptions& options,
                         arma::uword block_size);
 
+// Writes the arithmetic of a backward-pass cell (a gradient step) into the
+// explanation's lines (backward.cpp).
+void explain_gradient(const Model& model, const Trace& trace, qkv::Explanation& explanation,
+                      const RenderOptions& options);
+
 }  // namespace qkv::explaining

@@ -49,6 +49,7 @@ Model ModelLoader::load(const YAML::Node& root) {
         read_mask(model);
     }
     if (m_diagnostics.empty()) {
+        read_grad_output(model);
         read_round(model);
         check_memory(model);
     }

@@ -29,6 +29,7 @@ struct Source {
 struct LoadOptions {
     std::uint64_t max_memory = std::uint64_t{4} << 30;  // bytes, estimated for the whole computation
     bool allow_any_path = false;                        // `{file: ...}` outside the YAML's folder
+    bool backward = false;                              // --backward: grad_output: ones unless the file gives it
     // The steps whose matrices the computation will keep (empty: all), and the
     // head whose steps it keeps (0: every head), for the memory estimate.
     std::vector<StepId> kept_steps;

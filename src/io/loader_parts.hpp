@@ -3,7 +3,7 @@
 //   loader.cpp           the order of reading (load), load_model, read_source
 //   loader_inputs.cpp    inputs, tokens, embeddings with a sentence, context, positions
 //   loader_weights.cpp   the weights in their four ways of writing, the output projection
-//   loader_settings.cpp  scale, mask and padding, round:, the memory estimate
+//   loader_settings.cpp  scale, mask and padding, grad_output:, round:, the memory estimate
 //   loader_variants.cpp  the attention of today's models: kv_heads, rope, alibi, sinks
 // Every reader records its problems as positioned diagnostics and goes on, so
 // that one run reports every problem of a file, in the order of these calls.
@@ -26,7 +26,7 @@ inline const std::vector<std::string> k_top_keys = {
     "title",      "description", "tokens",  "inputs",  "weights", "bias",           "heads",
     "layout",     "pytorch",     "scale",   "mask",    "padding", "context",        "context_tokens",
     "embeddings", "sentence",    "positional", "round", "answers", "kv_heads",       "rope",
-    "alibi",      "sinks",
+    "alibi",      "sinks",       "grad_output",
 };
 
 // "3 × 2"
@@ -89,6 +89,7 @@ private:
     bool zeros_and_ones(const arma::mat& M, const YAML::Node& node, const std::string& path, const std::string& hint);
     void read_mask(Model& model);
     void read_round(Model& model);
+    void read_grad_output(Model& model);
     void check_memory(const Model& model);
     void read_window(Model& model, const YAML::Node& mask);
 

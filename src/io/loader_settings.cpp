@@ -158,6 +158,40 @@ void ModelLoader::read_window(Model& model, const YAML::Node& mask) {
     }
 }
 
+// grad_output: ones | MATRIX (n × d_out): the gradient the backward pass starts from.
+void ModelLoader::read_grad_output(Model& model) {
+    const YAML::Node node = root()["grad_output"];
+    if (!node) {
+        if (m_options.backward) {
+            model.grad_output = arma::mat(model.n(), model.d_out(), arma::fill::ones);
+            model.grad_output_ones = true;
+        }
+        return;
+    }
+    const std::string hint = "grad_output is ∂L/∂O, one row per token and one column per output value; write "
+                             "grad_output: ones for L = the sum of every output value";
+    if (node.IsScalar()) {
+        if (node.Scalar() != "ones") {
+            m_yaml.error(node, "grad_output is \"" + node.Scalar() + "\"; expected ones or a matrix", hint);
+            return;
+        }
+        model.grad_output = arma::mat(model.n(), model.d_out(), arma::fill::ones);
+        model.grad_output_ones = true;
+        return;
+    }
+    auto dO = matrix(node, "grad_output");
+    if (!dO) {
+        return;
+    }
+    if (dO->n_rows != model.n() || dO->n_cols != model.d_out()) {
+        m_yaml.error(node, "grad_output is " + shape_text(*dO) + "; expected " + std::to_string(model.n()) + " × " +
+                               std::to_string(model.d_out()) + " (n × d_out, as the output)",
+                     hint);
+        return;
+    }
+    model.grad_output = std::move(*dO);
+}
+
 void ModelLoader::read_round(Model& model) {
     const YAML::Node node = root()["round"];
     if (!node) {

@@ -284,6 +284,7 @@ bool ModelLoader::split_weights_given(const YAML::Node& weights) {
 
 // `heads: [{query, key, value, bias}, ...]`: one weight set per head.
 void ModelLoader::read_head_list(Model& model, const YAML::Node& heads) {
+    model.weight_form = WeightForm::head_list;
     if (heads.size() == 0) {
         m_yaml.error(heads, "heads is an empty list", "give at least one head, or write heads: 1");
         return;
@@ -433,6 +434,7 @@ void ModelLoader::read_output_weight(Model& model) {
 // `pytorch: {num_heads, in_proj_weight, ...}` as nn.MultiheadAttention holds it.
 void ModelLoader::read_pytorch_block(Model& model, const YAML::Node& block) {
     model.layout = Layout::pytorch;
+    model.weight_form = WeightForm::pytorch_block;
     if (!block.IsMap()) {
         m_yaml.error(block, "pytorch is not a map",
                      "write pytorch: {num_heads: H, in_proj_weight: ..., out_proj_weight: ...}");

@@ -23,6 +23,11 @@ inline constexpr long k_max_heads = 4096;
 enum class Layout { x_w, pytorch };
 enum class ScaleKind { sqrt_dk, none, divisor };
 enum class MaskKind { none, causal, window, matrix };
+// How the file wrote the projections' weights: one `weights:` block split by
+// columns into the heads, a `heads:` list of one weight set per head, or a
+// `pytorch:` block (nn.MultiheadAttention's in_proj_weight and out_proj). The
+// backward pass gives the weights' gradients in the same form.
+enum class WeightForm { split, head_list, pytorch_block };
 
 // Rotary position embedding (RoPE): how the pairs of a query's or key's
 // elements are formed. half: element k with element k + d_k/2 (Hugging Face's
@@ -62,6 +67,7 @@ struct Model {
     std::optional<arma::mat> W_O;      // (heads·d_v) × d_out
     std::optional<arma::rowvec> b_O;   // 1 × d_out
     Layout layout = Layout::x_w;       // as written in the file (display only)
+    WeightForm weight_form = WeightForm::split;
 
     ScaleKind scale_kind = ScaleKind::sqrt_dk;
     double scale_divisor = 1.0;        // used when scale_kind == divisor
@@ -76,6 +82,10 @@ struct Model {
     bool alibi_press = false;             // the slopes are Press et al.'s (alibi: true)
     std::optional<arma::rowvec> sinks;    // sinks: one logit per query head
 
+    // The backward pass: dO = ∂L/∂O (n × d_out), from grad_output: or --backward.
+    std::optional<arma::mat> grad_output;
+    bool grad_output_ones = false;        // grad_output: ones (L = the sum of every output value)
+
     // Hand-calculation mode: decimals to round each step to ("*" = every step).
     std::map<std::string, int> round;
 
@@ -88,6 +98,7 @@ struct Model {
     arma::uword d_v() const { return heads.front().W_V.n_cols; }
     arma::uword d_out() const { return W_O ? W_O->n_cols : n_heads() * d_v(); }
     bool masked() const { return mask_kind != MaskKind::none || padding.has_value(); }
+    bool backward() const { return grad_output.has_value(); }
     arma::uword n_kv_heads() const { return kv_head_count == 0 ? n_heads() : kv_head_count; }
     // The key/value head (1-based) that query head h (1-based) reads: ⌈h·G/H⌉.
     int kv_head_of(int h) const;

@@ -59,7 +59,11 @@ TEST_CASE("every step has one row, in the order of its id, and its name reads ba
     CHECK_FALSE(find_step("score").has_value());
     CHECK(step_name_list() ==
           "inputs, positional, encoded, context, queries, rotated_queries, keys, rotated_keys, values, scores, "
-          "scaled_scores, position_bias, biased_scores, masked_scores, weights, head_output, concat, output");
+          "scaled_scores, position_bias, biased_scores, masked_scores, weights, head_output, concat, output, "
+          "grad_output, grad_concat, grad_head_output, grad_weights, grad_scaled_scores, grad_scores, grad_queries, "
+          "grad_keys, grad_values, grad_w_query, grad_w_key, grad_w_value, grad_w_output, grad_b_query, grad_b_key, "
+          "grad_b_value, grad_b_output, grad_in_proj_weight, grad_in_proj_bias, grad_out_proj_weight, "
+          "grad_out_proj_bias, grad_inputs, grad_context");
 }
 
 TEST_CASE("the trace's order is the table's, each head's steps together", "[steps]") {
@@ -107,7 +111,7 @@ TEST_CASE("when a step exists and what it reads", "[steps]") {
     CHECK(step_requirements() ==
           "positional and encoded need positional:, context needs context:, rotated_queries and rotated_keys need "
           "rope:, position_bias and biased_scores need alibi:, masked_scores needs a mask or padding, concat needs "
-          "more than one head");
+          "more than one head, and the grad_ steps need grad_output: or --backward");
     CHECK(step_absence(StepId::masked_scores) == "this step exists only when the example sets a mask or padding");
     CHECK(step_absence(StepId::scores).empty());
 }

@@ -1,0 +1,116 @@
+// What the files of the step table share (nothing outside src/attention/
+// includes this): steps.cpp holds the table and the forward steps' functions,
+// steps_backward.cpp the backward pass's (SPEC §10), each row's when, reads,
+// arithmetic and words.
+#pragma once
+
+#include "attention/steps.hpp"
+
+#include <string>
+#include <vector>
+
+namespace qkv::step_parts {
+
+// What the projections read: X, or X + P with positions; the keys and values
+// read the context C in cross-attention.
+StepKey query_source(const Model& model);
+StepKey key_source(const Model& model);
+
+const HeadWeights& head_weights(const Model& model, int h);
+
+// The shortest form that reads back as the same number: 10000, 0.25, 2.5e-05.
+std::string fmt_number(double value);
+// "1.4142": fixed decimals.
+std::string fixed(double value, int decimals = 4);
+// "d1", "d2", …
+std::vector<std::string> dimension_labels(arma::uword count);
+void set_text(Step& step, std::string formula, std::string latex, std::string explanation,
+              std::vector<std::string> rows, std::vector<std::string> cols);
+
+// ── the backward pass (steps_backward.cpp), in the order of the table ────────
+namespace backward {
+
+bool exists(const Model& model);                // any gradient: grad_output: or --backward
+bool concat_exists(const Model& model);         // grad_concat: W_O and more than one head
+bool weights_exist(const Model& model);         // grad_w_query, _key, _value: not a pytorch: block
+bool output_weight_exists(const Model& model);  // grad_w_output
+bool query_bias_exists(const Model& model);
+bool key_bias_exists(const Model& model);
+bool value_bias_exists(const Model& model);
+bool output_bias_exists(const Model& model);
+bool in_proj_exists(const Model& model);        // grad_in_proj_weight, grad_out_proj_weight: a pytorch: block
+bool in_proj_bias_exists(const Model& model);
+bool out_proj_bias_exists(const Model& model);
+bool context_exists(const Model& model);
+
+// a head of a `heads:` list that gives this bias (the steps of split weights are not per head)
+bool head_has_query_bias(const Model& model, int h);
+bool head_has_key_bias(const Model& model, int h);
+bool head_has_value_bias(const Model& model, int h);
+
+std::vector<StepKey> reads_grad_output(const Model& model, int head);
+std::vector<StepKey> reads_head_output_source(const Model& model, int head);
+std::vector<StepKey> reads_weights_inputs(const Model& model, int head);
+std::vector<StepKey> reads_softmax_inputs(const Model& model, int head);
+std::vector<StepKey> reads_grad_scaled_scores(const Model& model, int head);
+std::vector<StepKey> reads_queries_inputs(const Model& model, int head);
+std::vector<StepKey> reads_keys_inputs(const Model& model, int head);
+std::vector<StepKey> reads_values_inputs(const Model& model, int head);
+std::vector<StepKey> reads_w_query(const Model& model, int head);
+std::vector<StepKey> reads_w_key(const Model& model, int head);
+std::vector<StepKey> reads_w_value(const Model& model, int head);
+std::vector<StepKey> reads_w_output(const Model& model, int head);
+std::vector<StepKey> reads_b_query(const Model& model, int head);
+std::vector<StepKey> reads_b_key(const Model& model, int head);
+std::vector<StepKey> reads_b_value(const Model& model, int head);
+std::vector<StepKey> reads_in_proj(const Model& model, int head);
+std::vector<StepKey> reads_in_proj_bias(const Model& model, int head);
+std::vector<StepKey> reads_inputs(const Model& model, int head);
+std::vector<StepKey> reads_context(const Model& model, int head);
+
+arma::mat given(const Model& model, int head, StepInputs in);
+arma::mat concat(const Model& model, int head, StepInputs in);
+arma::mat head_output(const Model& model, int head, StepInputs in);
+arma::mat weights(const Model& model, int head, StepInputs in);
+arma::mat scaled_scores(const Model& model, int head, StepInputs in);
+arma::mat scores(const Model& model, int head, StepInputs in);
+arma::mat queries(const Model& model, int head, StepInputs in);
+arma::mat keys(const Model& model, int head, StepInputs in);
+arma::mat values(const Model& model, int head, StepInputs in);
+arma::mat w_projection(const Model& model, int head, StepInputs in);
+arma::mat w_output(const Model& model, int head, StepInputs in);
+arma::mat b_projection(const Model& model, int head, StepInputs in);
+arma::mat b_output(const Model& model, int head, StepInputs in);
+arma::mat in_proj_weight(const Model& model, int head, StepInputs in);
+arma::mat in_proj_bias(const Model& model, int head, StepInputs in);
+arma::mat out_proj_weight(const Model& model, int head, StepInputs in);
+arma::mat inputs(const Model& model, int head, StepInputs in);
+arma::mat context(const Model& model, int head, StepInputs in);
+
+void describe_output(const StepContext& context, Step& step);
+void describe_concat(const StepContext& context, Step& step);
+void describe_head_output(const StepContext& context, Step& step);
+void describe_weights(const StepContext& context, Step& step);
+void describe_scaled_scores(const StepContext& context, Step& step);
+void describe_scores(const StepContext& context, Step& step);
+void describe_queries(const StepContext& context, Step& step);
+void describe_keys(const StepContext& context, Step& step);
+void describe_values(const StepContext& context, Step& step);
+void describe_w_query(const StepContext& context, Step& step);
+void describe_w_key(const StepContext& context, Step& step);
+void describe_w_value(const StepContext& context, Step& step);
+void describe_w_output(const StepContext& context, Step& step);
+void describe_b_query(const StepContext& context, Step& step);
+void describe_b_key(const StepContext& context, Step& step);
+void describe_b_value(const StepContext& context, Step& step);
+void describe_b_output(const StepContext& context, Step& step);
+void describe_in_proj_weight(const StepContext& context, Step& step);
+void describe_in_proj_bias(const StepContext& context, Step& step);
+void describe_out_proj_weight(const StepContext& context, Step& step);
+void describe_out_proj_bias(const StepContext& context, Step& step);
+void describe_inputs(const StepContext& context, Step& step);
+void describe_context(const StepContext& context, Step& step);
+
+}  // namespace backward
+
+}  // namespace qkv::step_parts
