@@ -79,7 +79,7 @@ Diagnostic from_zero_error(const CellRef& cell, const Step& step, int heads) {
 }  // namespace
 
 const Step& cell_step(const Trace& trace, const CellRef& cell) {
-    const bool per_head = is_per_head(cell.step);
+    const bool per_head = is_per_head(cell.step, trace.dims);
     // keys and values have their own heads with grouped-query attention
     const int heads = static_cast<int>(is_per_kv_head(cell.step) ? trace.dims.kv_heads : trace.dims.heads);
     const std::string step_id = step_text(cell.step);

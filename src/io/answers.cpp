@@ -127,7 +127,7 @@ private:
                                  (head == 0 ? "; per-head answers go under heads" : ""));
                 continue;
             }
-            const bool per_head = is_per_head(*step);
+            const bool per_head = is_per_head(*step, m_trace.dims);
             int step_head = head;
             if (head == 0 && per_head) {
                 if (n_heads() > 1) {

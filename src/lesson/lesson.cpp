@@ -11,7 +11,7 @@ namespace qkv {
 namespace {
 
 const Step& step_of(const Trace& trace, const CellRef& cell) {
-    const int head = is_per_head(cell.step) ? cell.head : 0;
+    const int head = is_per_head(cell.step, trace.dims) ? cell.head : 0;
     const Step* step = trace.find(cell.step, head);
     if (step == nullptr) {
         throw std::out_of_range(cell.text + ": the trace holds no such step");
