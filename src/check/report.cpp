@@ -128,6 +128,21 @@ std::string wrong_cell_sentence(const Trace& trace, const CheckReport& report, c
         enough.precision = std::max(options.precision, cell.answer->decimals);
         return text + "the true value is " + true_value_text(cell.expected, enough) + ".";
     }
+    // exactly halfway between two numbers of the learner's decimals (0.25 at one decimal): both count
+    const int k = std::min(cell.answer->decimals, 300);
+    char tie[512];
+    std::snprintf(tie, sizeof tie, "%.*f", k + 1, cell.expected);
+    const std::string tie_text = tie;
+    if (tie_text.back() == '5' && std::stod(tie_text) == cell.expected) {
+        const double unit = std::pow(10.0, -k);
+        const double low = std::stod(tie_text.substr(0, tie_text.size() - 1)) - (cell.expected < 0 ? unit : 0.0);
+        char below[512];
+        char above[512];
+        std::snprintf(below, sizeof below, "%.*f", k, low);
+        std::snprintf(above, sizeof above, "%.*f", k, low + unit);
+        return text + "the true value is " + tie_text + ", exactly halfway between " + below + " and " + above +
+               " (either counts).";
+    }
     return text + "the true value " + true_value_rounding_text(report, cell, options) + " rounds to " +
            expected_text(report, cell, options) + ".";
 }

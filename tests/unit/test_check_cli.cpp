@@ -357,6 +357,21 @@ TEST_CASE("the true value of a wrong cell has more decimals than the answer", "[
     CHECK(result.out.find("0.6405 rounds") == std::string::npos);
 }
 
+TEST_CASE("a true value exactly halfway at the answer's decimals is written whole, with both roundings", "[cli][check]") {
+    // the backward example: grad_scaled_scores[2,1] = 0.5·(2 − 1.5) = 0.25 exactly, and [2,2] = −0.25;
+    // at one decimal 0.2 and 0.3 both count, so "rounds to 0.2" would be wrong
+    const auto result = run_in_repo({"check", "backward", "--answers", "-"},
+                                    "grad_scaled_scores: [~, [1.0, 0.5, 0.0], ~]\n");
+    CHECK(result.status == 1);
+    CHECK(result.out.find("grad_scaled_scores[2,1]: you wrote 1.0; the true value is 0.25, exactly halfway between "
+                          "0.2 and 0.3 (either counts).") != std::string::npos);
+    CHECK(result.out.find("the true value is -0.25, exactly halfway between -0.3 and -0.2 (either counts).") !=
+          std::string::npos);
+    const auto right = run_in_repo({"check", "backward", "--answers", "-"},
+                                   "grad_scaled_scores: [~, [0.3, -0.2, 0.0], ~]\n");
+    CHECK(right.status == 0);
+}
+
 TEST_CASE("the legend says where the true value of a wrong cell is, as the cells show it", "[cli][check]") {
     const std::vector<std::string> args = {"check", "examples/homework/three-words/model.yaml", "--answers",
                                            "examples/homework/three-words/mistake-mask-zero.yaml"};
