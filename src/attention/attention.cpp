@@ -66,11 +66,74 @@ private:
 };
 
 bool use_fast_path(const Model& model, const ComputeOptions& options) {
-    // the large-input engine computes the forward pass only
-    if (!model.round.empty() || model.backward() || options.kernels == Kernels::textbook) {
+    if (!model.round.empty() || options.kernels == Kernels::textbook) {
         return false;
     }
     return options.kernels == Kernels::fast || model.n() * model.m() >= k_fast_path_cells;
+}
+
+// A gradient that is not per query or key/value head, from the engine's packed
+// gradients, in the file's layout and shape as the step table gives it.
+arma::mat engine_gradient(const Model& model, const StepKey& key, const EngineGradients& grads,
+                          const PackedWeights& packed) {
+    const bool pytorch = model.layout == Layout::pytorch;
+    const auto in_layout = [pytorch](const arma::mat& gradient) { return pytorch ? arma::mat(gradient.t()) : gradient; };
+    // the columns of a packed projection: all of them, or head h's with a list of heads
+    const auto columns = [&](arma::uword first, arma::uword width, arma::uword per_head) {
+        const arma::uword from = key.head == 0 ? first : first + static_cast<arma::uword>(key.head - 1) * per_head;
+        const arma::uword count = key.head == 0 ? width : per_head;
+        return std::pair{from, from + count - 1};
+    };
+    const arma::uword q = packed.q_width();
+    const arma::uword k = packed.k_width();
+    const arma::uword v = packed.v_width();
+    switch (key.id) {
+        case StepId::grad_output:
+            return *model.grad_output;
+        case StepId::grad_concat:
+            return grads.concat;
+        case StepId::grad_w_query: {
+            const auto [a, b] = columns(0, q, packed.d_k);
+            return in_layout(grads.W_QKV.cols(a, b));
+        }
+        case StepId::grad_w_key: {
+            const auto [a, b] = columns(q, k, packed.d_k);
+            return in_layout(grads.W_QKV.cols(a, b));
+        }
+        case StepId::grad_w_value: {
+            const auto [a, b] = columns(q + k, v, packed.d_v);
+            return in_layout(grads.W_QKV.cols(a, b));
+        }
+        case StepId::grad_b_query: {
+            const auto [a, b] = columns(0, q, packed.d_k);
+            return grads.b_QKV.cols(a, b);
+        }
+        case StepId::grad_b_key: {
+            const auto [a, b] = columns(q, k, packed.d_k);
+            return grads.b_QKV.cols(a, b);
+        }
+        case StepId::grad_b_value: {
+            const auto [a, b] = columns(q + k, v, packed.d_v);
+            return grads.b_QKV.cols(a, b);
+        }
+        case StepId::grad_w_output:
+            return in_layout(grads.W_O);
+        case StepId::grad_b_output:
+        case StepId::grad_out_proj_bias:
+            return grads.b_O;
+        case StepId::grad_in_proj_weight:
+            return grads.W_QKV.t();  // [dW_Qᵀ; dW_Kᵀ; dW_Vᵀ], out × in as in_proj_weight
+        case StepId::grad_in_proj_bias:
+            return grads.b_QKV;
+        case StepId::grad_out_proj_weight:
+            return grads.W_O.t();
+        case StepId::grad_inputs:
+            return grads.X;
+        case StepId::grad_context:
+            return grads.C;
+        default:
+            throw std::logic_error(step_text(key.id) + " is per head: the engine hands it back itself");
+    }
 }
 
 // Steps `rest` (from the projections on) by the large-input engine, which
@@ -92,6 +155,7 @@ void add_engine_steps(const Model& model, const ComputeOptions& options, TraceBu
     // the engine numbers keys, values and rotated_keys by key/value head, as the trace does
     request.keep = [&builder](StepId id, int head) { return builder.keeps(id, head); };
     request.threads = options.threads;
+    request.grad_output = model.grad_output ? &*model.grad_output : nullptr;
     EngineResult result = run_engine(request);
     for (const StepKey& key : rest) {
         if (key.id == StepId::output) {
@@ -99,7 +163,13 @@ void add_engine_steps(const Model& model, const ComputeOptions& options, TraceBu
             continue;
         }
         const auto found = result.kept.find(key);
-        builder.add(key, found == result.kept.end() ? arma::mat() : std::move(found->second));
+        if (found != result.kept.end()) {
+            builder.add(key, std::move(found->second));
+        } else if (is_gradient(key.id) && !is_per_head(key.id) && builder.keeps(key.id, key.head)) {
+            builder.add(key, engine_gradient(model, key, result.gradients, packed));
+        } else {
+            builder.add(key, arma::mat());
+        }
     }
 }
 

@@ -34,7 +34,8 @@ double peak_rss_mb() {
 // Multiply-adds of the matrix products, counted twice (the usual GEMM
 // convention): the projections (Q for H heads, K and V for G), the scores and
 // weighted sums over the keys each query may see (all n; with a window, query
-// i from 0 sees min(i + 1, W)), and the output projection.
+// i from 0 sees min(i + 1, W)), and the output projection; with the backward
+// pass, its products too.
 double flops(const BenchSpec& spec) {
     const auto n = static_cast<double>(spec.tokens);
     const auto d_model = static_cast<double>(spec.d_model);
@@ -49,7 +50,12 @@ double flops(const BenchSpec& spec) {
     const double projections = 2 * n * d_model * (d_model + 2 * kv_width);
     const double per_head = 2 * 2 * pairs * d_k * static_cast<double>(spec.heads);
     const double output = 2 * n * d_model * d_model;
-    return projections + per_head + output;
+    if (!spec.backward) {
+        return projections + per_head + output;
+    }
+    // the backward pass: dConcat and dW_O; per head the weights again, dA, dQ,
+    // dK and dV; then [dW_Q dW_K dW_V] and dX, each as large as the projections
+    return projections + per_head + output + 2 * output + 5 * per_head / 2 + 2 * projections;
 }
 
 // Uniform in [low, high), like `{random: ...}`.
@@ -127,6 +133,8 @@ BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int do
     request.mask.causal = spec.window > 0;
     request.mask.window = spec.window;
     request.threads = result.threads;  // nothing kept: only the output, as `qkv run --steps output`
+    const arma::mat grad_output(spec.tokens, spec.d_model, arma::fill::ones);
+    request.grad_output = spec.backward ? &grad_output : nullptr;
 
     // one warm-up run (first touches of memory), then the timed runs; the
     // workspace keeps the large matrices' memory from run to run

@@ -1,6 +1,7 @@
 // `qkv bench`'s measurement: the large-input path (engine.hpp) timed step by
 // step on random float64 data of a given size, as `qkv run --steps output`
-// computes it, optionally with grouped-query heads, a sliding window and RoPE.
+// computes it, optionally with grouped-query heads, a sliding window and RoPE,
+// and with the backward pass.
 // The command only checks its options and writes the report.
 #pragma once
 
@@ -22,6 +23,7 @@ struct BenchSpec {
     arma::uword kv_heads = 0;  // key/value heads G, dividing heads; 0: one per query head
     arma::uword window = 0;    // a sliding-window causal mask of W keys; 0: no mask
     bool rope = false;         // RoPE (base 10000, style half); d_k must be even
+    bool backward = false;     // the backward pass too, from dO = ones (L = the sum of the outputs)
     int repeat = 10;           // timed runs, after one warm-up
     int threads = 0;           // 0: as many as BLAS uses
 

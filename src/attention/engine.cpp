@@ -5,6 +5,8 @@
 // leading dimension n.
 #include "attention/engine.hpp"
 
+#include "attention/engine_parts.hpp"
+
 #include "attention/attention.hpp"
 #include "attention/kernels.hpp"
 
@@ -19,9 +21,7 @@
 
 namespace qkv {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
+namespace engine_parts {
 
 double ms_since(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -30,7 +30,7 @@ double ms_since(Clock::time_point start) {
 // C (rows × cols, leading dimension ldc) = alpha · op(A) · op(B), column-major
 // as in BLAS: op(A) is rows × depth, op(B) is depth × cols.
 void gemm(bool trans_a, bool trans_b, arma::uword rows, arma::uword cols, arma::uword depth, double alpha,
-          const double* A, arma::uword lda, const double* B, arma::uword ldb, double* C, arma::uword ldc) {
+          const double* A, arma::uword lda, const double* B, arma::uword ldb, double* C, arma::uword ldc, double beta) {
 #ifdef ARMA_USE_BLAS
     const char ta = trans_a ? 'T' : 'N';
     const char tb = trans_b ? 'T' : 'N';
@@ -40,7 +40,6 @@ void gemm(bool trans_a, bool trans_b, arma::uword rows, arma::uword cols, arma::
     const auto la = static_cast<arma::blas_int>(lda);
     const auto lb = static_cast<arma::blas_int>(ldb);
     const auto lc = static_cast<arma::blas_int>(ldc);
-    const double beta = 0.0;
     arma::blas::gemm<double>(&ta, &tb, &m, &n, &k, &alpha, A, &la, B, &lb, &beta, C, &lc);
 #else
     // Without BLAS: copy the operands out of their strided storage and let
@@ -56,32 +55,28 @@ void gemm(bool trans_a, bool trans_b, arma::uword rows, arma::uword cols, arma::
     const arma::mat b = trans_b ? arma::mat(load(B, cols, depth, ldb).t()) : load(B, depth, cols, ldb);
     const arma::mat product = alpha == 1.0 ? arma::mat(a * b) : arma::mat(alpha * a * b);
     for (arma::uword j = 0; j < cols; ++j) {
-        std::copy(product.colptr(j), product.colptr(j) + rows, C + j * ldc);
+        for (arma::uword i = 0; i < rows; ++i) {
+            C[i + j * ldc] = (beta == 0.0 ? 0.0 : beta * C[i + j * ldc]) + product(i, j);
+        }
     }
 #endif
 }
 
-// Calls work(item, worker) for items 0 … count−1 on `workers` threads (this
-// one and workers − 1 more); each thread takes the next item until none is left.
-// `work` must not throw.
-template <class Work>
-void parallel_for(int workers, arma::uword count, const Work& work) {
-    workers = static_cast<int>(std::min<arma::uword>(std::max(workers, 1), std::max<arma::uword>(count, 1)));
-    std::atomic<arma::uword> next{0};
-    const auto run = [&next, count, &work](int worker) {
-        for (arma::uword item = next++; item < count; item = next++) {
-            work(item, worker);
+// dst rows first_row … of an n × m matrix (leading dimension ld) ← the transpose of
+// src (m × rows, stored column after column)
+void copy_transposed(const double* src, arma::uword m, arma::uword rows, double* dst, arma::uword ld) {
+    for (arma::uword j = 0; j < m; ++j) {
+        for (arma::uword i = 0; i < rows; ++i) {
+            dst[i + j * ld] = src[j + i * m];
         }
-    };
-    std::vector<std::thread> pool;
-    for (int w = 1; w < workers; ++w) {
-        pool.emplace_back(run, w);
-    }
-    run(0);
-    for (auto& thread : pool) {
-        thread.join();
     }
 }
+
+}  // namespace engine_parts
+
+namespace {
+
+using namespace engine_parts;
 
 // A bias added to some columns of a projection's result.
 struct BiasPart {
@@ -119,16 +114,6 @@ void project(const arma::mat& A, const arma::mat& W, arma::uword first, arma::uw
     });
 }
 
-// dst rows first_row … of an n × m matrix (leading dimension ld) ← the transpose of
-// src (m × rows, stored column after column)
-void copy_transposed(const double* src, arma::uword m, arma::uword rows, double* dst, arma::uword ld) {
-    for (arma::uword j = 0; j < m; ++j) {
-        for (arma::uword i = 0; i < rows; ++i) {
-            dst[i + j * ld] = src[j + i * m];
-        }
-    }
-}
-
 // Rows of queries per block: about 64 or more, so that each panel of K read for
 // the block serves many queries, and the block's scores (m × rows doubles) at
 // most about 1 MiB, the size of a core's L2 cache, up to about 256 rows.
@@ -142,32 +127,8 @@ arma::uword block_rows(arma::uword n, arma::uword m) {
     return std::min(rows, n);
 }
 
-// While alive, BLAS uses the given number of threads; the previous number is
-// restored afterwards, also when an exception passes.
-class ScopedBlasThreads {
-public:
-    explicit ScopedBlasThreads(int threads) : m_previous(blas_threads()) { set_blas_threads(threads); }
-    ~ScopedBlasThreads() { set_blas_threads(m_previous); }
-    ScopedBlasThreads(const ScopedBlasThreads&) = delete;
-    ScopedBlasThreads& operator=(const ScopedBlasThreads&) = delete;
-
-private:
-    int m_previous;
-};
-
 // Whether the caller keeps this step of this head (0 for a step that is not per head).
 bool keeps(const EngineRequest& request, StepId id, int head) { return request.keep && request.keep(id, head); }
-
-// Q of every query head, K and V of every key/value head, column after column:
-// Q_all (n × H·d_k), K_all (m × G·d_k), V_all (m × G·d_v); each head's block of
-// each is contiguous.
-struct Projections {
-    arma::uword n = 0;  // query rows
-    arma::uword m = 0;  // key and value rows
-    double* Q_all = nullptr;
-    double* K_all = nullptr;
-    double* V_all = nullptr;
-};
 
 // The per-head steps, shared by the worker threads. First each key/value
 // head is prepared (RoPE on its keys, and its K and V packed for qkv's own
@@ -839,7 +800,14 @@ EngineResult run_engine(const EngineRequest& request) {
     }
     keep_head_outputs(request, concat, result);
 
+    // the backward pass reads the concatenation only for W_O's gradient; without
+    // W_O the output takes it over
+    const bool backward = request.grad_output != nullptr;
     project_output(request, concat, workspace, threads, result, times);
+    if (backward) {
+        run_backward(request, projections, request.weights->W_O.is_empty() ? nullptr : &concat, threads, result,
+                     times);
+    }
 
     if (request.times != nullptr) {
         // in the order of the steps (the projections' product times queries, keys
@@ -880,8 +848,15 @@ std::uint64_t estimate_memory(const Model& model, std::uint64_t square_steps, st
                                             : m;
     const std::uint64_t scratch = 8 * rows * keys;
     const std::uint64_t outputs = n * heads * d_v + n * model.d_out();
+    // the backward pass (engine_backward.cpp): dO and dConcat, [dQ dK dV] with
+    // each query head's own dK and dV, the weights' gradients, dX and dC, and per
+    // thread two more scratch blocks
+    const std::uint64_t backward =
+        model.backward() ? n * model.d_out() + n * heads * d_v + n * heads * d_k + 2 * m * heads * (d_k + d_v) +
+                               weights + (n + m) * d_model + 2 * scratch
+                         : 0;
     return 8 * (inputs + weights + projections + kept_heads * per_kept_head + kept_kv_heads * per_kept_kv_head +
-                scratch + outputs);
+                scratch + outputs + backward);
 }
 
 }  // namespace qkv

@@ -160,11 +160,29 @@ struct EngineRequest {
     bool own_products = true;
     StepTimes* times = nullptr;        // when set, receives each step's time
     EngineWorkspace* workspace = nullptr;  // when set, memory kept between calls
+    // n × d_out, dO = ∂L/∂O: when set, the backward pass follows the forward
+    // pass. Each block of query rows recomputes its weights from Q and K (as
+    // FlashAttention's backward does), so no head keeps an n × m matrix unless
+    // `keep` asks for one; the per-head gradients are kept as `keep` says.
+    const arma::mat* grad_output = nullptr;
+};
+
+// The backward pass's gradients that are not per head, in the packed form of
+// PackedWeights: the weights' gradients side by side as W_QKV is.
+struct EngineGradients {
+    arma::mat concat;     // n × H·d_v: dO·W_Oᵀ, or dO itself without W_O
+    arma::mat W_QKV;      // d_model × (H·d_k + G·d_k + G·d_v): [dW_Q dW_K dW_V]
+    arma::rowvec b_QKV;   // 1 × the same: the column sums of [dQ dK dV]
+    arma::mat W_O;        // H·d_v × d_out; empty without W_O
+    arma::rowvec b_O;     // 1 × d_out: the column sums of dO
+    arma::mat X;          // n × d_model: dX (through the queries only in cross-attention)
+    arma::mat C;          // m × d_model: dC in cross-attention; empty otherwise
 };
 
 struct EngineResult {
     std::map<StepKey, arma::mat> kept;  // (step, head) → values
     arma::mat output;                                       // n × d_out
+    EngineGradients gradients;          // with grad_output
 };
 
 EngineResult run_engine(const EngineRequest& request);

@@ -12,7 +12,6 @@ namespace qkv::step_parts::backward {
 
 namespace {
 
-bool split(const Model& model) { return model.weight_form == WeightForm::split; }
 bool block(const Model& model) { return model.weight_form == WeightForm::pytorch_block; }
 bool pytorch_layout(const Model& model) { return model.layout == Layout::pytorch; }
 int heads(const Model& model) { return static_cast<int>(model.n_heads()); }

@@ -80,6 +80,7 @@ std::string json_report(const BenchSpec& spec, const BenchResult& result) {
     json["kv_heads"] = spec.kv_head_count();
     json["window"] = spec.window > 0 ? nlohmann::ordered_json(spec.window) : nlohmann::ordered_json(nullptr);
     json["rope"] = spec.rope;
+    json["backward"] = spec.backward;
     json["threads"] = result.threads;
     json["blas"] = result.blas;
     json["repeat"] = spec.repeat;
@@ -109,21 +110,24 @@ std::string text_report(const BenchSpec& spec, const BenchResult& result) {
     if (spec.rope) {
         out += ", RoPE";
     }
+    if (spec.backward) {
+        out += ", forward and backward";
+    }
     out += ", float64, random data\n";
     out += "BLAS: " + result.blas + "\n";
     out += "per-head products: " + std::string(result.own_products ? "qkv's own (AVX-512)" : "BLAS") +
            "; softmax exp: " + result.softmax_isa + "\n";
     out += "threads: " + std::to_string(result.threads) + "; median of " + std::to_string(spec.repeat) +
            (spec.repeat == 1 ? " run" : " runs") + " after a warm-up\n\n";
-    out += "  step          median ms   share\n";
+    out += "  step                 median ms   share\n";
     for (const auto& [id, ms] : result.steps) {
         char line[128];
-        std::snprintf(line, sizeof line, "  %-13s %9.3f  %5.1f %%\n", step_text(id).c_str(), ms,
+        std::snprintf(line, sizeof line, "  %-20s %9.3f  %5.1f %%\n", step_text(id).c_str(), ms,
                       100.0 * ms / result.total_ms);
         out += line;
     }
     char line[160];
-    std::snprintf(line, sizeof line, "  %-13s %9.3f\n\n", "total", result.total_ms);
+    std::snprintf(line, sizeof line, "  %-20s %9.3f\n\n", "total", result.total_ms);
     out += line;
     out += "  " + fixed(result.gflops, 1) + " GFLOP/s (matrix products, 2 per multiply-add)\n";
     out += "  peak memory " + fixed(result.peak_rss_mb, 1) + " MB\n";
@@ -149,6 +153,7 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& options) {
         ->check(whole_number(1, 65536))
         ->type_name("W");
     command->add_flag("--rope", options.rope, "Rotate queries and keys by RoPE (base 10000, style half)");
+    command->add_flag("--backward", options.backward, "Time the backward pass too (dO = ones)");
     command->add_option("--repeat", options.repeat, "Timed runs, after one warm-up (default 10)")
         ->check(whole_number(1, 100000))
         ->type_name("R");
@@ -171,6 +176,7 @@ int run_bench(const BenchOptions& options) {
     spec.kv_heads = static_cast<arma::uword>(options.kv_heads);
     spec.window = static_cast<arma::uword>(options.window);
     spec.rope = options.rope;
+    spec.backward = options.backward;
     spec.repeat = options.repeat;
     spec.threads = options.threads;
     if (spec.d_model % spec.heads != 0) {

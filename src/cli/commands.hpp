@@ -73,6 +73,7 @@ struct BenchOptions {
     int kv_heads = 0;      // 0 = one per query head
     int window = 0;        // 0 = no mask
     bool rope = false;
+    bool backward = false;
     int repeat = 10;
     int threads = 0;       // 0 = as many as BLAS uses
     std::string format = "text";

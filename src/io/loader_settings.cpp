@@ -232,17 +232,14 @@ void ModelLoader::check_memory(const Model& model) {
     if (model.heads.empty() || model.X.is_empty()) {
         return;
     }
-    // only the n × m matrices of the steps that will be kept count in full; the
-    // backward pass holds every head's weights until their gradients, and is
-    // computed step by step (the textbook path), so with it every one counts
+    // only the n × m matrices of the steps that will be kept count in full
     std::uint64_t square_steps = 0;
     for (const StepId id : all_steps()) {
         const auto& kept = m_options.kept_steps;
-        const bool keeps =
-            model.backward() || kept.empty() || std::find(kept.begin(), kept.end(), id) != kept.end();
+        const bool keeps = kept.empty() || std::find(kept.begin(), kept.end(), id) != kept.end();
         square_steps += step_row(id).square && keeps && step_exists(model, id) ? 1 : 0;
     }
-    const std::uint64_t kept_heads = m_options.kept_head > 0 && !model.backward() ? 1 : model.n_heads();
+    const std::uint64_t kept_heads = m_options.kept_head > 0 ? 1 : model.n_heads();
     const std::uint64_t bytes = estimate_memory(model, square_steps, kept_heads);
     if (bytes > m_options.max_memory) {
         const std::string what = "the computation needs about " + size_text(bytes) + "; the limit is " +

@@ -29,7 +29,7 @@ TEST_CASE("qkv bench --format json follows the contract", "[bench]") {
         keys.push_back(item.key());
     }
     CHECK(keys == std::vector<std::string>{"schema_version", "tokens", "d_model", "heads", "kv_heads", "window", "rope",
-                                           "threads", "blas", "repeat", "total_ms", "gflops", "peak_rss_mb", "steps"});
+                                           "backward", "threads", "blas", "repeat", "total_ms", "gflops", "peak_rss_mb", "steps"});
     CHECK(json["schema_version"] == 1);
     CHECK(json["tokens"] == 64);
     CHECK(json["d_model"] == 32);
@@ -37,6 +37,7 @@ TEST_CASE("qkv bench --format json follows the contract", "[bench]") {
     CHECK(json["kv_heads"] == 4);  // one per query head without --kv-heads
     CHECK(json["window"].is_null());
     CHECK(json["rope"] == false);
+    CHECK(json["backward"] == false);
     CHECK(json["threads"] == 1);
     CHECK(json["repeat"] == 3);
     CHECK(!json["blas"].get<std::string>().empty());
@@ -108,4 +109,23 @@ TEST_CASE("qkv bench refuses sizes that do not fit together", "[bench]") {
                                    "--rope needs an even d_k; d_model 12 / 4 heads is 3");
     qkv::test::require_input_error(run_qkv({"bench", "--window", "0"}), "--window");
     qkv::test::require_input_error(run_qkv({"bench", "--format", "csv"}), "--format");
+}
+
+TEST_CASE("qkv bench --backward times the backward pass's steps too", "[bench]") {
+    const auto result = run_qkv({"bench", "--tokens", "64", "--d-model", "32", "--heads", "4", "--repeat", "3",
+                                 "--threads", "1", "--backward", "--format", "json"});
+    REQUIRE(result.status == 0);
+    const auto json = nlohmann::ordered_json::parse(result.out);
+    CHECK(json["backward"] == true);
+    // the forward's 2^20 (above), then dConcat and dW_O 2·131072, per head the weights again, dA, dQ, dK
+    // and dV 5·524288/2, and [dW_Q dW_K dW_V] and dX 2·393216: 3407872 in all
+    check_gflops(json, 3407872.0);
+    std::vector<std::string> ids;
+    for (const auto& step : json["steps"]) {
+        ids.push_back(step["id"]);
+    }
+    CHECK(ids == std::vector<std::string>{"queries", "keys", "values", "scores", "weights", "head_output", "output",
+                                          "grad_concat", "grad_weights", "grad_scaled_scores", "grad_queries",
+                                          "grad_keys", "grad_values", "grad_w_query", "grad_w_key", "grad_w_value",
+                                          "grad_w_output", "grad_inputs"});
 }

@@ -1,0 +1,85 @@
+// What the files of the large-input engine share (nothing outside
+// src/attention/ includes this): engine.cpp runs the forward pass,
+// engine_backward.cpp the backward pass, with the same products, threads and
+// BLAS settings.
+#pragma once
+
+#include "attention/engine.hpp"
+
+#include <armadillo>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace qkv::engine_parts {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start);
+
+// C (rows × cols, leading dimension ldc) = alpha · op(A) · op(B) + beta · C,
+// column-major as in BLAS: op(A) is rows × depth, op(B) is depth × cols.
+void gemm(bool trans_a, bool trans_b, arma::uword rows, arma::uword cols, arma::uword depth, double alpha,
+          const double* A, arma::uword lda, const double* B, arma::uword ldb, double* C, arma::uword ldc,
+          double beta = 0.0);
+
+// dst rows first_row … of an n × m matrix (leading dimension ld) ← the transpose of
+// src (m × rows, stored column after column)
+void copy_transposed(const double* src, arma::uword m, arma::uword rows, double* dst, arma::uword ld);
+
+// Calls work(item, worker) for items 0 … count−1 on `workers` threads (this
+// one and workers − 1 more); each thread takes the next item until none is left.
+// `work` must not throw.
+template <class Work>
+void parallel_for(int workers, arma::uword count, const Work& work) {
+    workers = static_cast<int>(std::min<arma::uword>(std::max(workers, 1), std::max<arma::uword>(count, 1)));
+    std::atomic<arma::uword> next{0};
+    const auto run = [&next, count, &work](int worker) {
+        for (arma::uword item = next++; item < count; item = next++) {
+            work(item, worker);
+        }
+    };
+    std::vector<std::thread> pool;
+    for (int w = 1; w < workers; ++w) {
+        pool.emplace_back(run, w);
+    }
+    run(0);
+    for (auto& thread : pool) {
+        thread.join();
+    }
+}
+
+// Q of every query head, K and V of every key/value head, column after column:
+// Q_all (n × H·d_k), K_all (m × G·d_k), V_all (m × G·d_v); each head's block of
+// each is contiguous.
+struct Projections {
+    arma::uword n = 0;  // query rows
+    arma::uword m = 0;  // key and value rows
+    double* Q_all = nullptr;
+    double* K_all = nullptr;
+    double* V_all = nullptr;
+};
+
+// The backward pass (engine_backward.cpp), after the forward pass has left the
+// rotated Q_all, K_all and V_all in `p` and the concatenation (n × H·d_v, or
+// nullptr without W_O) in `concat`: every gradient, into `result`.
+void run_backward(const EngineRequest& request, const Projections& p, const arma::mat* concat, int threads,
+                  EngineResult& result, StepTimes& times);
+
+// While alive, BLAS uses the given number of threads; the previous number is
+// restored afterwards, also when an exception passes.
+class ScopedBlasThreads {
+public:
+    explicit ScopedBlasThreads(int threads) : m_previous(blas_threads()) { set_blas_threads(threads); }
+    ~ScopedBlasThreads() { set_blas_threads(m_previous); }
+    ScopedBlasThreads(const ScopedBlasThreads&) = delete;
+    ScopedBlasThreads& operator=(const ScopedBlasThreads&) = delete;
+
+private:
+    int m_previous;
+};
+
+}  // namespace qkv::engine_parts
