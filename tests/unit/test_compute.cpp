@@ -195,6 +195,16 @@ TEST_CASE("the fast path agrees with the step functions on large examples", "[co
             CHECK(arma::all(arma::vectorise(A(arma::find(allowed != 0.0))) > 0.0));
         }
     }
+    // the backward pass: the engine recomputes each block's weights instead of
+    // keeping them, and agrees with the step functions' gradients at 1e-12
+    const Model backward = test::load_text(yaml + "grad_output: {random: {rows: " + std::to_string(model.n()) +
+                                           ", cols: " + std::to_string(model.d_out()) + ", seed: 5}}\n");
+    require_same_trace(compute_with(backward, Kernels::automatic), compute_with(backward, Kernels::textbook), 1e-12);
+    // keeping only the gradients that are not per head, no head holds an n × m matrix
+    const std::vector<StepId> gradients = {StepId::grad_w_query, StepId::grad_w_key, StepId::grad_w_value,
+                                           StepId::grad_inputs,  StepId::grad_context, StepId::grad_b_query};
+    require_same_trace(compute_with(backward, Kernels::automatic, 0, gradients),
+                       compute_with(backward, Kernels::textbook, 0, gradients), 1e-12);
 }
 
 TEST_CASE("scores far beyond exp()'s range give zeros, not NaN, on the fast path", "[compute]") {
