@@ -1,5 +1,7 @@
-# Installs qkv into a scratch prefix and checks that the binary and the man page
-# are there and that a built-in example runs from another folder.
+# Installs qkv into a scratch prefix and checks that the binary, the man page
+# (with the project's version) and the shell completions are there, that a
+# built-in example runs from another folder, and that the installed bash
+# completion loads and completes a subcommand and an option.
 #   cmake -DBINARY_DIR=... -DPREFIX=... -P install_check.cmake
 file(REMOVE_RECURSE "${PREFIX}")
 execute_process(COMMAND ${CMAKE_COMMAND} --install "${BINARY_DIR}" --prefix "${PREFIX}"
@@ -7,7 +9,8 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install "${BINARY_DIR}" --prefix "${P
 if(NOT status EQUAL 0)
     message(FATAL_ERROR "cmake --install failed")
 endif()
-foreach(path bin/qkv share/man/man1/qkv.1)
+foreach(path bin/qkv share/man/man1/qkv.1 share/bash-completion/completions/qkv
+             share/zsh/vendor-completions/_qkv share/fish/vendor_completions.d/qkv.fish share/doc/qkv/LICENSE)
     if(NOT EXISTS "${PREFIX}/${path}")
         message(FATAL_ERROR "${path} was not installed")
     endif()
@@ -17,4 +20,30 @@ execute_process(COMMAND "${PREFIX}/bin/qkv" run illustrated -s scores WORKING_DI
 if(NOT status EQUAL 0 OR NOT out MATCHES "16")
     message(FATAL_ERROR "the installed qkv did not run the built-in example: ${out}")
 endif()
+
+# the man page's .TH line carries the version `qkv --version` prints
+execute_process(COMMAND "${PREFIX}/bin/qkv" --version OUTPUT_VARIABLE version)
+file(STRINGS "${PREFIX}/share/man/man1/qkv.1" th REGEX "^\\.TH ")
+if(NOT version MATCHES "^qkv ([0-9.]+) ")
+    message(FATAL_ERROR "`qkv --version` printed no version: ${version}")
+endif()
+string(FIND "${th}" "\"qkv ${CMAKE_MATCH_1}\"" at)
+if(at EQUAL -1)
+    message(FATAL_ERROR "the installed man page's ${th} does not show the version of `qkv --version`: ${version}")
+endif()
+
+# bash: `qkv ex<TAB>` and `qkv run --dec<TAB>`, with the installed qkv first on PATH
+set(completion "${PREFIX}/share/bash-completion/completions/qkv")
+foreach(case "qkv ex|examples" "qkv run --dec|--decode" "qkv run -f l|latex" "qkv bench --kv|--kv-heads")
+    string(REPLACE "|" ";" case "${case}")
+    list(GET case 0 line)
+    list(GET case 1 expected)
+    execute_process(
+        COMMAND bash -c "source \"$0\" && COMP_LINE=\"$1\" && read -ra COMP_WORDS <<< \"$1\" && COMP_CWORD=$((\${#COMP_WORDS[@]} - 1)) && _qkv && echo \"\${COMPREPLY[*]}\""
+                "${completion}" "${line}"
+        RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT status EQUAL 0 OR NOT out MATCHES "(^| )${expected}( |\n)")
+        message(FATAL_ERROR "bash completes `${line}` as `${out}`, expected ${expected} (status ${status}): ${err}")
+    endif()
+endforeach()
 file(REMOVE_RECURSE "${PREFIX}")

@@ -38,8 +38,6 @@ std::string blas_name() {
     if (const char* core = std::getenv("OPENBLAS_CORETYPE"); core != nullptr && core[0] != '\0') {
         name += " OPENBLAS_CORETYPE=" + std::string(core);
     }
-#elif defined(QKV_BLAS_NAME)
-    name = QKV_BLAS_NAME;
 #endif
     return name;
 }

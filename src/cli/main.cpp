@@ -27,8 +27,6 @@ std::string version_text() {
     std::string blas = "none";
 #ifdef QKV_BLAS_OPENBLAS
     blas = openblas_get_config();
-#elif defined(QKV_BLAS_NAME)
-    blas = QKV_BLAS_NAME;
 #endif
     return std::string("qkv ") + QKV_VERSION + " (" + QKV_BUILD_TYPE + " build, BLAS: " + blas + ")";
 }

@@ -10,8 +10,10 @@
 
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 namespace qkv::test {
@@ -30,7 +32,57 @@ const bool k_ignore_sigpipe = (std::signal(SIGPIPE, SIG_IGN), true);
 }  // namespace
 
 std::string source_dir() { return QKV_SOURCE_DIR; }
-std::string qkv_binary() { return QKV_BINARY; }
+std::string qkv_binary() {
+    require_tag("cli");
+    return QKV_BINARY;
+}
+
+namespace {
+const pid_t k_test_process = getpid();
+}  // namespace
+
+void require_tag(const std::string& tag) {
+    const auto* tags = running_test_tags();
+    if (tags == nullptr || std::find(tags->begin(), tags->end(), tag) != tags->end()) {
+        return;
+    }
+    const std::string message =
+        "this test needs the tag [" + tag + "]: CTest's labels come from the tags (README, Testing)";
+    if (getpid() != k_test_process) {
+        // a forked child has no test to fail: it must not go on to run the other tests
+        std::fprintf(stderr, "%s\n", message.c_str());
+        _exit(127);
+    }
+    FAIL(message);
+}
+
+std::vector<std::string> subcommands() {
+    const auto help = run_qkv({"--help"});
+    REQUIRE(help.status == 0);
+    std::vector<std::string> names;
+    const auto start = help.out.find("Subcommands:");
+    REQUIRE(start != std::string::npos);
+    std::istringstream lines(help.out.substr(start));
+    std::string line;
+    std::getline(lines, line);
+    const std::regex entry("^  ([a-z]+) ");
+    while (std::getline(lines, line) && !line.empty()) {
+        std::smatch match;
+        if (std::regex_search(line, match, entry)) {
+            names.push_back(match[1]);
+        }
+    }
+    return names;
+}
+
+std::set<std::string> help_options(const std::string& help) {
+    std::set<std::string> options;
+    const std::regex option("(^|[ ,])(--?[a-z][a-z-]*)");
+    for (auto it = std::sregex_iterator(help.begin(), help.end(), option); it != std::sregex_iterator(); ++it) {
+        options.insert((*it)[2]);
+    }
+    return options;
+}
 
 std::string read_repo_file(const std::string& relative) {
     std::ifstream in(source_dir() + "/" + relative, std::ios::binary);
@@ -47,7 +99,8 @@ Model load_text(const std::string& yaml, const std::string& name) { return load_
 Trace compute_text(const std::string& yaml) { return compute(load_text(yaml)); }
 
 void exec_qkv(const std::vector<std::string>& args) {
-    std::vector<std::string> storage{qkv_binary()};
+    // not qkv_binary(): a forked child has no test to fail
+    std::vector<std::string> storage{QKV_BINARY};
     storage.insert(storage.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& arg : storage) {
@@ -59,6 +112,7 @@ void exec_qkv(const std::vector<std::string>& args) {
 }
 
 CliResult run_qkv(const CliRun& run) {
+    require_tag("cli");
     int in_pipe[2];
     int out_pipe[2];
     int err_pipe[2];

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,16 @@ namespace qkv::test {
 StepId step(std::string_view name);
 
 // The repository's root and the built binary (set by tests/CMakeLists.txt).
+// A test that starts the binary needs the tag [cli].
 std::string source_dir();
 std::string qkv_binary();
+
+// Fails the running test unless it has the tag [TAG]: each test states what it
+// needs in its tags, which become CTest labels (tests/catch_labels.cmake), and
+// the helpers that start qkv, pandoc or tmux check it.
+void require_tag(const std::string& tag);
+// The tags of the running test case, or nullptr outside one (main.cpp's listener).
+const std::vector<std::string>* running_test_tags();
 // In a forked child: replaces the process with qkv ARGS (exits 127 if that fails).
 [[noreturn]] void exec_qkv(const std::vector<std::string>& args);
 
@@ -66,6 +75,10 @@ void require_near(const arma::mat& actual, const arma::mat& expected, double eps
 std::vector<std::string> reference_cases();
 Model load_reference_case(const std::string& name);
 int require_reference(const Trace& trace, const std::string& name);
+
+// The subcommands `qkv --help` lists, and the options ("-f", "--format") a help text lists.
+std::vector<std::string> subcommands();
+std::set<std::string> help_options(const std::string& help);
 
 // A matrix from rows, for expected values written in tests.
 arma::mat rows(std::initializer_list<std::initializer_list<double>> values);

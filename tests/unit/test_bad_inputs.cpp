@@ -183,7 +183,7 @@ std::vector<fs::path> yaml_files() {
 
 }  // namespace
 
-TEST_CASE("Every bad file of the corpus gives exactly its expected errors", "[bad]") {
+TEST_CASE("Every bad file of the corpus gives exactly its expected errors", "[bad][slow][cli]") {
     const auto files = yaml_files();
     REQUIRE(files.size() >= 50);
     for (const auto& path : files) {
@@ -194,7 +194,7 @@ TEST_CASE("Every bad file of the corpus gives exactly its expected errors", "[ba
     }
 }
 
-TEST_CASE("Every bad command line of the corpus gives exactly its expected error", "[bad]") {
+TEST_CASE("Every bad command line of the corpus gives exactly its expected error", "[bad][cli]") {
     const auto cases = command_cases();
     REQUIRE(cases.size() >= 20);
     for (const auto& c : cases) {
@@ -202,7 +202,7 @@ TEST_CASE("Every bad command line of the corpus gives exactly its expected error
     }
 }
 
-TEST_CASE("A bad file read from standard input is reported as <stdin> with its positions", "[bad]") {
+TEST_CASE("A bad file read from standard input is reported as <stdin> with its positions", "[bad][cli]") {
     CliRun run;
     run.args = {"run", "-"};
     run.input = read_file(bad_dir() + "/ragged-rows.yaml");
@@ -210,7 +210,7 @@ TEST_CASE("A bad file read from standard input is reported as <stdin> with its p
     check_case(c);
 }
 
-TEST_CASE("A file larger than 64 MiB is refused before it is parsed", "[bad]") {
+TEST_CASE("A file larger than 64 MiB is refused before it is parsed", "[bad][cli]") {
     const fs::path path = fs::temp_directory_path() / ("qkv-bad-large-" + std::to_string(getpid()) + ".yaml");
     {
         std::ofstream out(path, std::ios::binary);
@@ -226,7 +226,7 @@ TEST_CASE("A file larger than 64 MiB is refused before it is parsed", "[bad]") {
     fs::remove(path);
 }
 
-TEST_CASE("An endless input such as /dev/zero is cut off at the size limit", "[bad]") {
+TEST_CASE("An endless input such as /dev/zero is cut off at the size limit", "[bad][cli]") {
     CliRun run;
     run.args = {"run", "/dev/zero"};
     const Case c{"run /dev/zero", run, {{"/dev/zero: is larger than 64 MiB", ""}}};
@@ -257,7 +257,7 @@ struct TempFolder {
 
 }  // namespace
 
-TEST_CASE("An existing output file is neither replaced nor touched without --force", "[bad]") {
+TEST_CASE("An existing output file is neither replaced nor touched without --force", "[bad][cli]") {
     TempFolder folder;
     std::ofstream(folder.path / "out.txt") << "keep me\n";
     CliRun run;
@@ -268,7 +268,7 @@ TEST_CASE("An existing output file is neither replaced nor touched without --for
     CHECK(folder.names() == std::vector<std::string>{"out.txt"});
 }
 
-TEST_CASE("A bad input with -o leaves no output file and no temporary file", "[bad]") {
+TEST_CASE("A bad input with -o leaves no output file and no temporary file", "[bad][cli]") {
     TempFolder folder;
     std::ofstream(folder.path / "out.txt") << "keep me\n";
     CliRun run;
@@ -281,7 +281,7 @@ TEST_CASE("A bad input with -o leaves no output file and no temporary file", "[b
     CHECK(folder.names() == std::vector<std::string>{"out.txt"});
 }
 
-TEST_CASE("With --force the output file is replaced whole and nothing else is left", "[bad]") {
+TEST_CASE("With --force the output file is replaced whole and nothing else is left", "[bad][cli]") {
     TempFolder folder;
     std::ofstream(folder.path / "out.txt") << "old\n";
     CliRun run;
@@ -296,7 +296,7 @@ TEST_CASE("With --force the output file is replaced whole and nothing else is le
     CHECK(folder.names() == std::vector<std::string>{"out.txt"});
 }
 
-TEST_CASE("A pipe closed by its reader ends qkv quietly with status 0", "[bad]") {
+TEST_CASE("A pipe closed by its reader ends qkv quietly with status 0", "[bad][cli]") {
     int out_pipe[2];
     REQUIRE(pipe(out_pipe) == 0);
     close(out_pipe[0]);  // the reader is gone before qkv writes
@@ -322,7 +322,7 @@ TEST_CASE("A pipe closed by its reader ends qkv quietly with status 0", "[bad]")
     CHECK(read_file(err_path).empty());
 }
 
-TEST_CASE("SIGINT during a run with -o leaves no output file and no temporary file", "[bad]") {
+TEST_CASE("SIGINT during a run with -o leaves no output file and no temporary file", "[bad][cli]") {
     TempFolder folder;
     // big enough to take a moment, small enough for the sanitizer build
     std::ofstream(folder.path / "big.yaml") << "inputs: {random: {rows: 1500, cols: 16, seed: 1}}\n"
@@ -364,7 +364,7 @@ TEST_CASE("SIGINT during a run with -o leaves no output file and no temporary fi
     }
 }
 
-TEST_CASE("a file with more values than the limit is refused while it is read, not after", "[bad][limits]") {
+TEST_CASE("a file with more values than the limit is refused while it is read, not after", "[bad][limits][slow][cli]") {
     // 1,200,000 one-number lines: past the limit of 1,048,576 values, which the
     // event pass counts before any tree is built
     std::string input = "inputs:\n";
@@ -379,7 +379,7 @@ TEST_CASE("a file with more values than the limit is refused while it is read, n
     CHECK(result.err.find("hint: write a large matrix as {file: m.csv}") != std::string::npos);
 }
 
-TEST_CASE("lines ended by a lone carriage return read like any other lines", "[bad][yaml]") {
+TEST_CASE("lines ended by a lone carriage return read like any other lines", "[bad][yaml][cli]") {
     const std::string input = "inputs: [[1, 0], [0, 1]]\rweights:\r  query: [[1], [1]]\r  key: [[1], [1]]\r"
                               "  value: [[2], [3]]\rscale: none\r";
     const CliResult result = run_qkv({"run", "-", "-f", "csv", "-s", "head_output"}, input);
@@ -390,7 +390,7 @@ TEST_CASE("lines ended by a lone carriage return read like any other lines", "[b
     CHECK(result.out.find("head_output,1,2,1,x2,d1,2.5") != std::string::npos);
 }
 
-TEST_CASE("the memory estimate counts only the n × m matrices that will be kept", "[bad][limits]") {
+TEST_CASE("the memory estimate counts only the n × m matrices that will be kept", "[bad][limits][cli]") {
     // 4096 tokens and 16 heads: keeping the scores and weights of every head
     // would take 16 · 2 · 4096² doubles (4 GiB and more); the output alone needs little
     const std::string input = "inputs: {random: {rows: 4096, cols: 64, seed: 1}}\nheads: 16\nweights:\n"

@@ -17,7 +17,7 @@ void check_gflops(const nlohmann::ordered_json& json, double flops) {
 
 }  // namespace
 
-TEST_CASE("qkv bench --format json follows the contract", "[bench]") {
+TEST_CASE("qkv bench --format json follows the contract", "[bench][cli]") {
     const auto result = run_qkv({"bench", "--tokens", "64", "--d-model", "32", "--heads", "4", "--repeat", "3",
                                  "--threads", "1", "--format", "json"});
     REQUIRE(result.status == 0);
@@ -60,7 +60,7 @@ TEST_CASE("qkv bench --format json follows the contract", "[bench]") {
     CHECK(ids == std::vector<std::string>{"queries", "keys", "values", "scores", "weights", "head_output", "output"});
 }
 
-TEST_CASE("qkv bench measures grouped-query heads, a sliding window and RoPE", "[bench]") {
+TEST_CASE("qkv bench measures grouped-query heads, a sliding window and RoPE", "[bench][cli]") {
     const auto result = run_qkv({"bench", "--tokens", "64", "--d-model", "32", "--heads", "4", "--kv-heads", "2",
                                  "--window", "16", "--rope", "--repeat", "3", "--threads", "1", "--format", "json"});
     REQUIRE(result.status == 0);
@@ -89,7 +89,7 @@ TEST_CASE("qkv bench measures grouped-query heads, a sliding window and RoPE", "
           std::string::npos);
 }
 
-TEST_CASE("qkv bench prints a table of the steps by default", "[bench]") {
+TEST_CASE("qkv bench prints a table of the steps by default", "[bench][cli]") {
     const auto result = run_qkv({"bench", "--tokens", "32", "--d-model", "16", "--heads", "2", "--repeat", "1"});
     REQUIRE(result.status == 0);
     for (const char* text : {"32 tokens, d_model 16, 2 heads (d_k 8)", "BLAS: ", "per-head products: ", "softmax exp: ", "median of 1 run", "queries",
@@ -99,7 +99,7 @@ TEST_CASE("qkv bench prints a table of the steps by default", "[bench]") {
     }
 }
 
-TEST_CASE("qkv bench refuses sizes that do not fit together", "[bench]") {
+TEST_CASE("qkv bench refuses sizes that do not fit together", "[bench][cli]") {
     const auto result = run_qkv({"bench", "--tokens", "8", "--d-model", "10", "--heads", "4"});
     qkv::test::require_input_error(result, "--d-model 10 is not divisible by --heads 4");
     qkv::test::require_input_error(run_qkv({"bench", "--tokens", "0"}), "--tokens");

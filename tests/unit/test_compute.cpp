@@ -280,7 +280,7 @@ TEST_CASE("small examples keep the step functions' exact numbers", "[compute]") 
     CHECK(arma::approx_equal(A, arma::round(A * 100) / 100, "absdiff", 1e-15));
 }
 
-TEST_CASE("the memory estimate counts only the keys a sliding window lets a block see", "[compute]") {
+TEST_CASE("the memory estimate counts only the keys a sliding window lets a block see", "[compute][cli]") {
     // 4096 tokens of width 8, keeping only the output: the data is under 3 MB, but
     // blocks of queries against every key would need 8 · 256 · 4096 doubles (64 MiB)
     // of scratch in the estimate; with a window of 16, 8 · 256 · (256 + 16 + 32) (5 MiB)

@@ -118,7 +118,7 @@ std::vector<std::string> decodable_examples() {
 }  // namespace
 
 TEST_CASE("each decoded row equals row t of the full computation, for every built-in example that decodes",
-          "[decode]") {
+          "[decode][slow]") {
     const std::vector<std::string> names = decodable_examples();
     // rope, gqa, alibi-window and sinks (examples/INDEX); the others have no causal mask, or padding
     CHECK(names == std::vector<std::string>{"rope", "gqa", "alibi-window", "sinks", "backward"});

@@ -312,7 +312,7 @@ TEST_CASE("a step the example lacks is named with the example's steps, each once
     }
 }
 
-TEST_CASE("@HEAD on a step that is not per head is an error naming the per-head steps", "[explain]") {
+TEST_CASE("@HEAD on a step that is not per head is an error naming the per-head steps", "[explain][cli]") {
     const auto model = builtin_model("two-heads");
     const auto error_of = [&](const std::string& cell) { return explain_error(model, cell); };
     CHECK(error_of("inputs[1,1]@2") == "cell inputs[1,1]@2: inputs is not per head, so it takes no @HEAD | leave out "
@@ -329,7 +329,7 @@ TEST_CASE("@HEAD on a step that is not per head is an error naming the per-head 
                                    "cell inputs[1,1]@2: inputs is not per head");
 }
 
-TEST_CASE("a row, column or head written as 0 is reported with the valid ranges", "[explain]") {
+TEST_CASE("a row, column or head written as 0 is reported with the valid ranges", "[explain][cli]") {
     const auto error_of = [](const std::string& example, const std::string& cell) {
         const auto result = run_qkv({"explain", example, cell});
         qkv::test::require_input_error(result, "counts from 0");
@@ -350,7 +350,7 @@ TEST_CASE("a row, column or head written as 0 is reported with the valid ranges"
     CHECK(qkv::parse_cell("scores[0,1]", true).from_zero);
 }
 
-TEST_CASE("explain's Markdown escapes labels in headings and fences the working safely", "[explain][cli]") {
+TEST_CASE("explain's Markdown escapes labels in headings and fences the working safely", "[explain][cli][documents]") {
     // masked: token 1 is "<s>", which pandoc would otherwise read as a strike-through tag
     const auto result = run_qkv({"explain", "masked", "weights[1]", "-f", "markdown"});
     REQUIRE(result.status == 0);
@@ -362,6 +362,7 @@ TEST_CASE("explain's Markdown escapes labels in headings and fences the working 
     REQUIRE(fd >= 0);
     close(fd);
     std::ofstream(name) << html.out;
+    qkv::test::require_tag("documents");
     FILE* pipe = popen(("pandoc -f gfm -t html " + std::string(name)).c_str(), "r");
     REQUIRE(pipe != nullptr);
     std::string converted;

@@ -24,8 +24,10 @@ struct Shell {
     std::string out;  // stdout and stderr together
 };
 
-// Runs a shell command and collects its output (stderr included).
+// Runs a shell command and collects its output (stderr included). The
+// commands are the readers of qkv's documents, hence the tag [documents].
 Shell shell(const std::string& command) {
+    qkv::test::require_tag("documents");
     Shell result;
     FILE* pipe = popen((command + " 2>&1").c_str(), "r");
     REQUIRE(pipe != nullptr);
@@ -115,7 +117,7 @@ mask: causal
 
 }  // namespace
 
-TEST_CASE("CSV is one tidy table that parses back to the trace's numbers", "[formats][csv]") {
+TEST_CASE("CSV is one tidy table that parses back to the trace's numbers", "[formats][csv][cli]") {
     const std::string out = run_ok({"run", "masked", "-f", "csv"});
     const auto records = parse_csv(out);
     REQUIRE(records.front() == std::vector<std::string>{"step", "head", "row", "col", "row_label", "col_label", "value"});
@@ -148,7 +150,7 @@ TEST_CASE("CSV is one tidy table that parses back to the trace's numbers", "[for
     }
 }
 
-TEST_CASE("CSV quotes labels with commas and quotes, and Python's csv module reads it", "[formats][csv]") {
+TEST_CASE("CSV quotes labels with commas and quotes, and Python's csv module reads it", "[formats][csv][cli][documents]") {
     TempDir dir;
     const std::string out = run_ok({"run", "-", "-f", "csv", "-s", "weights"}, k_awkward_yaml);
     CHECK(out.find("weights,1,1,1,\"a,b\",\"a,b\",1.0\n") != std::string::npos);
@@ -168,7 +170,7 @@ TEST_CASE("CSV quotes labels with commas and quotes, and Python's csv module rea
     CHECK(python.out == "16 say \"hi\" 4.0\n");
 }
 
-TEST_CASE("Markdown renders through pandoc as headings and tables", "[formats][markdown]") {
+TEST_CASE("Markdown renders through pandoc as headings and tables", "[formats][markdown][cli][documents]") {
     TempDir dir;
     for (const auto& example : qkv::builtin_examples()) {
         const std::string name(example.name);
@@ -191,7 +193,7 @@ TEST_CASE("Markdown renders through pandoc as headings and tables", "[formats][m
     }
 }
 
-TEST_CASE("Markdown escapes pipes, tags and math in labels", "[formats][markdown]") {
+TEST_CASE("Markdown escapes pipes, tags and math in labels", "[formats][markdown][cli][documents]") {
     TempDir dir;
     const std::string out = run_ok({"run", "-", "-f", "markdown", "-s", "weights"}, k_awkward_yaml);
     CHECK(out.find("| x\\|y \\& 5% \\$\\_^ |") != std::string::npos);
@@ -209,7 +211,7 @@ TEST_CASE("Markdown escapes pipes, tags and math in labels", "[formats][markdown
     CHECK(cells == 4 * 5);
 }
 
-TEST_CASE("LaTeX compiles with pdflatex, standalone and as a fragment", "[formats][latex]") {
+TEST_CASE("LaTeX compiles with pdflatex, standalone and as a fragment", "[formats][latex][cli][documents]") {
     TempDir dir;
     const auto compile = [&](const std::string& name, const std::string& tex) {
         dir.write(name + ".tex", tex);
@@ -227,7 +229,7 @@ TEST_CASE("LaTeX compiles with pdflatex, standalone and as a fragment", "[format
                             "\\end{document}\n");
 }
 
-TEST_CASE("LaTeX escapes special characters and writes symbols as math", "[formats][latex]") {
+TEST_CASE("LaTeX escapes special characters and writes symbols as math", "[formats][latex][cli]") {
     const std::string out = run_ok({"run", "-", "-f", "latex", "-s", "masked_scores"}, k_awkward_yaml);
     CHECK(out.find("\\section*{Escapes: 50\\% \\& \\$x\\_1\\$ \\#\\{\\~{}\\^{}\\textbackslash{}\\} "
                    "$<$b$>$}") != std::string::npos);
@@ -239,7 +241,7 @@ TEST_CASE("LaTeX escapes special characters and writes symbols as math", "[forma
     }
 }
 
-TEST_CASE("SVG is valid XML with one heatmap panel per head", "[formats][svg]") {
+TEST_CASE("SVG is valid XML with one heatmap panel per head", "[formats][svg][cli][documents]") {
     TempDir dir;
     const std::string out = run_ok({"run", "two-heads", "-f", "svg"});
     const auto lint = shell("xmllint --noout " + dir.write("two-heads.svg", out));
@@ -263,7 +265,7 @@ TEST_CASE("SVG is valid XML with one heatmap panel per head", "[formats][svg]") 
     CHECK(one.find("head 2") != std::string::npos);
 }
 
-TEST_CASE("SVG escapes labels, marks blocked cells and leaves values out of large panels", "[formats][svg]") {
+TEST_CASE("SVG escapes labels, marks blocked cells and leaves values out of large panels", "[formats][svg][cli][documents]") {
     TempDir dir;
     const std::string awkward = run_ok({"run", "-", "-f", "svg", "-s", "masked_scores,weights"}, k_awkward_yaml);
     CHECK(shell("xmllint --noout " + dir.write("awkward.svg", awkward)).status == 0);
@@ -288,7 +290,7 @@ weights: {query: [[1], [0]], key: [[1], [0]], value: [[1], [0]]}
     qkv::test::require_input_error(run_qkv({"run", "-", "-f", "svg"}, huge_yaml), "draws at most 256 × 256");
 }
 
-TEST_CASE("text colour shades the weights and marks each row's largest only when asked", "[formats][text]") {
+TEST_CASE("text colour shades the weights and marks each row's largest only when asked", "[formats][text][cli]") {
     const std::string plain = run_ok({"run", "illustrated", "-s", "weights"});
     CHECK(plain.find('\x1b') == std::string::npos);
     CHECK(run_ok({"run", "illustrated", "--color", "never"}).find('\x1b') == std::string::npos);
@@ -313,7 +315,7 @@ TEST_CASE("text colour shades the weights and marks each row's largest only when
     CHECK(marked == 4);
 }
 
-TEST_CASE("text precision, ASCII and summarising", "[formats][text]") {
+TEST_CASE("text precision, ASCII and summarising", "[formats][text][cli]") {
     CHECK(run_ok({"run", "illustrated", "-s", "weights", "-p", "2"}).find(" 0.06 ") != std::string::npos);
     CHECK(run_ok({"run", "illustrated", "-s", "weights", "-p", "0"}).find(" 0.0634") == std::string::npos);
 
@@ -345,7 +347,7 @@ weights: {query: {random: {rows: 13, cols: 2, seed: 1}}, key: {random: {rows: 13
     CHECK(run_ok({"run", "-", "-s", "inputs", "-f", "latex"}, yaml).find("$\\cdots$") != std::string::npos);
 }
 
-TEST_CASE("the heads of a step share its number, so concat is step 9 with any number of heads", "[formats][text]") {
+TEST_CASE("the heads of a step share its number, so concat is step 9 with any number of heads", "[formats][text][cli]") {
     const std::string text = run_ok({"run", "two-heads", "--brief", "--color", "never"});
     CHECK(text.find("Step 2 · Queries · head 2") != std::string::npos);
     CHECK(text.find("Step 9 · Concatenated heads") != std::string::npos);
@@ -397,7 +399,7 @@ std::size_t count_of(const std::string& text, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("LaTeX spells letters, Greek and symbols in ASCII and compiles in OT1 and T1", "[formats][latex]") {
+TEST_CASE("LaTeX spells letters, Greek and symbols in ASCII and compiles in OT1 and T1", "[formats][latex][cli][documents]") {
     TempDir dir;
     const std::string standalone = run_ok({"run", "-", "-f", "latex", "--standalone"}, k_unicode_yaml);
     const std::string fragment = run_ok({"run", "-", "-f", "latex", "-s", "weights"}, k_unicode_yaml);
@@ -430,7 +432,7 @@ TEST_CASE("LaTeX spells letters, Greek and symbols in ASCII and compiles in OT1 
     }
 }
 
-TEST_CASE("wide LaTeX tables are set smaller, or cut into blocks of columns, to fit the page", "[formats][latex]") {
+TEST_CASE("wide LaTeX tables are set smaller, or cut into blocks of columns, to fit the page", "[formats][latex][cli][documents]") {
     TempDir dir;
     const std::string yaml = R"(
 inputs: {random: {rows: 13, cols: 13, seed: 5}}
@@ -468,7 +470,7 @@ weights: {query: {random: {rows: 30, cols: 2, seed: 1}}, key: {random: {rows: 30
     CHECK(small.find("tabcolsep") == std::string::npos);
 }
 
-TEST_CASE("long labels keep apart when cut, and whole with --full", "[formats][markdown][latex][text]") {
+TEST_CASE("long labels keep apart when cut, and whole with --full", "[formats][markdown][latex][text][cli]") {
     const std::string yaml = R"(
 tokens: [transformer_layer_1, transformer_layer_2, a_rather_long_token_name]
 inputs: [[1, 0], [0, 1], [1, 1]]
@@ -508,7 +510,7 @@ weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]], value: [[1, 0], [0, 1]
     CHECK(qkv::shown_labels({"same", "same"}, 16, false, false) == std::vector<std::string>{"same", "same"});
 }
 
-TEST_CASE("Markdown folds line breaks in titles into spaces", "[formats][markdown]") {
+TEST_CASE("Markdown folds line breaks in titles into spaces", "[formats][markdown][cli][documents]") {
     TempDir dir;
     const std::string yaml = R"(
 title: "First line\nsecond line # not closing"
@@ -524,7 +526,7 @@ weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]], value: [[1, 0], [0, 1]
     CHECK(count_of(html.out, "<td") == 2 * 3);
 }
 
-TEST_CASE("whole numbers print without decimals up to 2^53, whatever their size", "[formats][text]") {
+TEST_CASE("whole numbers print without decimals up to 2^53, whatever their size", "[formats][text][cli]") {
     // from IEEE 754: every integer up to 2^53 = 9007199254740992 is exact in a double
     CHECK(qkv::is_whole_number(1e12));
     CHECK(qkv::is_whole_number(1e15));
@@ -550,7 +552,7 @@ TEST_CASE("whole numbers print without decimals up to 2^53, whatever their size"
     CHECK(run_ok({"run", "-", "-s", "inputs"}, inputs("1e16")).find(" 1.0000 ") != std::string::npos);
 }
 
-TEST_CASE("text tables count wide characters as two columns", "[formats][text]") {
+TEST_CASE("text tables count wide characters as two columns", "[formats][text][cli]") {
     CHECK(qkv::display_width("東京") == 4);
     CHECK(qkv::display_width("ab") == 2);
     CHECK(qkv::display_width("cafe\u0301") == 4);  // a combining accent takes no column
@@ -583,7 +585,7 @@ weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]], value: [[1, 0], [0, 1]
     CHECK(out.find("\n  ab       │ ") != std::string::npos);
 }
 
-TEST_CASE("the concat formula writes its subscripts one way", "[formats][text]") {
+TEST_CASE("the concat formula writes its subscripts one way", "[formats][text][cli]") {
     const std::string text = run_ok({"run", "two-heads", "-s", "concat,output"});
     CHECK(text.find("[Z₁ … Z₂]") != std::string::npos);
     CHECK(text.find("Z_2") == std::string::npos);
@@ -595,7 +597,7 @@ TEST_CASE("the concat formula writes its subscripts one way", "[formats][text]")
     CHECK(qkv::formula_text("Q = X·W_Q + b_1x", false) == "Q = X·W_Q + b_1x");
 }
 
-TEST_CASE("SVG with --ascii is ASCII only, tooltips included", "[formats][svg]") {
+TEST_CASE("SVG with --ascii is ASCII only, tooltips included", "[formats][svg][cli]") {
     const std::string out = run_ok({"run", "two-heads", "-f", "svg", "--ascii"});
     for (const char c : out) {
         CHECK(static_cast<unsigned char>(c) < 0x80);

@@ -80,7 +80,7 @@ std::vector<std::string> explain_cells(const std::string& yaml) {
 
 }  // namespace
 
-TEST_CASE("every built-in example's Markdown, LaTeX, CSV and SVG match their golden files", "[formats][golden]") {
+TEST_CASE("every built-in example's Markdown, LaTeX, CSV and SVG match their golden files", "[formats][golden][cli]") {
     for (const auto& example : qkv::builtin_examples()) {
         const std::string name(example.name);
         CAPTURE(name);
@@ -102,7 +102,7 @@ TEST_CASE("every built-in example's Markdown, LaTeX, CSV and SVG match their gol
     }
 }
 
-TEST_CASE("every built-in example's explanations match their golden files", "[explain][golden]") {
+TEST_CASE("every built-in example's explanations match their golden files", "[explain][golden][cli]") {
     for (const auto& example : qkv::builtin_examples()) {
         const std::string name(example.name);
         CAPTURE(name);

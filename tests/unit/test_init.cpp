@@ -42,7 +42,7 @@ std::string read_file(const std::filesystem::path& path) {
 
 }  // namespace
 
-TEST_CASE("qkv init with no options writes the illustrated example's shape in 0s and 1s", "[init]") {
+TEST_CASE("qkv init with no options writes the illustrated example's shape in 0s and 1s", "[init][cli]") {
     const std::string text = init_text({});
     const Model model = test::load_text(text, "starter.yaml");
     CHECK(model.n() == 3);
@@ -69,7 +69,7 @@ TEST_CASE("qkv init with no options writes the illustrated example's shape in 0s
     CHECK(text.find("# mask: causal") != std::string::npos);
 }
 
-TEST_CASE("qkv init makes every asked-for shape, with W_O for several heads", "[init]") {
+TEST_CASE("qkv init makes every asked-for shape, with W_O for several heads", "[init][cli]") {
     const auto [tokens, d_model, d_k, d_v, heads, max_int] =
         GENERATE(table<int, int, int, int, int, int>({{1, 1, 1, 1, 1, 1},
                                                       {5, 6, 2, 3, 2, 3},
@@ -101,7 +101,7 @@ TEST_CASE("qkv init makes every asked-for shape, with W_O for several heads", "[
     CHECK((text.find("--d-v " + std::to_string(d_v)) != std::string::npos || d_v == d_k));
 }
 
-TEST_CASE("qkv init is the same for a seed, on every machine", "[init]") {
+TEST_CASE("qkv init is the same for a seed, on every machine", "[init][cli]") {
     CHECK(init_text({"--seed", "42"}) == init_text({"--seed", "42"}));
     CHECK(init_text({"--seed", "42"}) != init_text({"--seed", "43"}));
     CHECK(init_text({}) == init_text({"--seed", "1"}));
@@ -112,7 +112,7 @@ TEST_CASE("qkv init is the same for a seed, on every machine", "[init]") {
                      "2"}) == test::read_repo_file("tests/data/inputs/init-seed-7.yaml"));
 }
 
-TEST_CASE("qkv init output runs from a pipe and from a file", "[init]") {
+TEST_CASE("qkv init output runs from a pipe and from a file", "[init][cli]") {
     const std::string text = init_text({"--heads", "2", "--d-k", "2"});
     const auto piped = run_qkv({"run", "-", "-s", "output"}, text);
     INFO("stderr: " << piped.err);
@@ -126,7 +126,7 @@ TEST_CASE("qkv init output runs from a pipe and from a file", "[init]") {
     test::require_near(trace.find("queries", 1)->values, Q1, 0, "Q, head 1");
 }
 
-TEST_CASE("the suggestions commented out in qkv init's file run once uncommented", "[init]") {
+TEST_CASE("the suggestions commented out in qkv init's file run once uncommented", "[init][cli]") {
     std::string text = init_text({"--heads", "2", "--d-k", "2"});
     for (const std::string key : {"mask", "positional", "round"}) {
         const auto at = text.find("\n# " + key + ": ");
@@ -144,7 +144,7 @@ TEST_CASE("the suggestions commented out in qkv init's file run once uncommented
     CHECK(run_qkv({"run", "-", "-s", "output"}, text).status == 0);
 }
 
-TEST_CASE("qkv init -o writes the file and never replaces one without --force", "[init]") {
+TEST_CASE("qkv init -o writes the file and never replaces one without --force", "[init][cli]") {
     char folder_template[] = "/tmp/qkv-init-XXXXXX";
     REQUIRE(mkdtemp(folder_template) != nullptr);
     const std::filesystem::path folder(folder_template);
@@ -177,7 +177,7 @@ TEST_CASE("qkv init -o writes the file and never replaces one without --force", 
     CHECK(files == 1);  // no temporary file left behind
 }
 
-TEST_CASE("qkv init refuses sizes and options out of range", "[init]") {
+TEST_CASE("qkv init refuses sizes and options out of range", "[init][cli]") {
     const auto [option, value] = GENERATE(table<std::string, std::string>({{"--tokens", "0"},
                                                                            {"--d-model", "257"},
                                                                            {"--d-k", "-1"},

@@ -101,7 +101,7 @@ weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]], value: [[1, 0], [0, 1]
     require_near(model.X, rows({{3, 3}, {1, 0}, {0, 2}, {1, 0}}), 0, "X");
 }
 
-TEST_CASE("an unknown word is an error at the word, listing the known words", "[inputs]") {
+TEST_CASE("an unknown word is an error at the word, listing the known words", "[inputs][cli]") {
     const auto result = run_stdin(std::string(R"(embeddings:
   sky: [1, 0, 1, 0]
   is: [0, 2, 0, 2]
@@ -113,7 +113,7 @@ sentence: sky is bleu
     CHECK(result.err.find("hint: did you mean \"blue\"? known words: sky, is, blue") != std::string::npos);
 }
 
-TEST_CASE("embeddings of different widths are an error at the odd one", "[inputs]") {
+TEST_CASE("embeddings of different widths are an error at the odd one", "[inputs][cli]") {
     const auto result = run_stdin(std::string(R"(embeddings:
   sky: [1, 0, 1, 0]
   is: [0, 2, 0]
@@ -123,7 +123,7 @@ sentence: sky is blue
     require_one_error(result, "<stdin>:3:7: embeddings.is has 3 numbers; the first embedding has 4");
 }
 
-TEST_CASE("every problem of an embedding table is reported together", "[inputs]") {
+TEST_CASE("every problem of an embedding table is reported together", "[inputs][cli]") {
     const auto result = run_stdin(std::string(R"(embeddings:
   sky: [1, 0, 1, 0]
   is: [0, 2, 0]
@@ -136,7 +136,7 @@ sentence: "sky is blue"
     CHECK(result.err.find("<stdin>:5:19: word 3 of sentence, \"blue\", is not in embeddings") != std::string::npos);
 }
 
-TEST_CASE("a multi-line sentence points at the sentence when a word cannot be placed", "[inputs]") {
+TEST_CASE("a multi-line sentence points at the sentence when a word cannot be placed", "[inputs][cli]") {
     const auto result = run_stdin(std::string(R"(embeddings:
   sky: [1, 0, 1, 0]
   is: [0, 2, 0, 2]
@@ -197,7 +197,7 @@ scale: none
     require_near(trace.find("keys", 1)->values.row(1), rows({{6, 7, 1}}), 0, "K row 2");
 }
 
-TEST_CASE("a bad positional spec is an error with its position", "[inputs]") {
+TEST_CASE("a bad positional spec is an error with its position", "[inputs][cli]") {
     SECTION("a word other than sinusoidal") {
         const auto result = run_stdin("inputs: [[1, 0], [0, 1]]\npositional: sinusoid\n"
                                       "weights: {query: [[1], [1]], key: [[1], [1]], value: [[1], [1]]}\n");
@@ -213,7 +213,7 @@ TEST_CASE("a bad positional spec is an error with its position", "[inputs]") {
 
 // ── hand rounding ────────────────────────────────────────────────────────
 
-TEST_CASE("round: {weights: 1} on the illustrated example gives Output 1 = [2.1, 7.2, 1.8]", "[inputs]") {
+TEST_CASE("round: {weights: 1} on the illustrated example gives Output 1 = [2.1, 7.2, 1.8]", "[inputs][cli]") {
     const Trace trace = test::compute_text(test::read_repo_file("examples/illustrated.yaml") + "round: {weights: 1}\n");
     // worked by hand: row 1 of the weights, [0.0634, 0.4683, 0.4683], rounds to [0.1, 0.5, 0.5];
     // 0.1·[1,2,3] + 0.5·[2,8,0] + 0.5·[2,6,3] = [2.1, 7.2, 1.8]
@@ -263,7 +263,7 @@ TEST_CASE("round: N rounds every step and carries each rounded value forward", "
     require_near(trace.find("output")->values.row(2), rows({{2.0, 7.8, 0.3}}), 1e-15, "Output 3");
 }
 
-TEST_CASE("a bad round spec is an error with its position", "[inputs]") {
+TEST_CASE("a bad round spec is an error with its position", "[inputs][cli]") {
     const std::string illustrated = test::read_repo_file("examples/illustrated.yaml");
     const int last_line = static_cast<int>(std::count(illustrated.begin(), illustrated.end(), '\n')) + 1;
     const std::string at = "<stdin>:" + std::to_string(last_line) + ":";
@@ -288,7 +288,7 @@ TEST_CASE("a bad round spec is an error with its position", "[inputs]") {
 
 // ── matrices from CSV files ──────────────────────────────────────────────
 
-TEST_CASE("matrices read from CSV files give the illustrated article's steps", "[inputs]") {
+TEST_CASE("matrices read from CSV files give the illustrated article's steps", "[inputs][cli]") {
     // illustrated-csv.yaml reads every matrix from csv/, one file saved as a spreadsheet would
     const Model model = load_file("illustrated-csv.yaml");
     require_near(model.X, rows({{1, 0, 1, 0}, {0, 2, 0, 2}, {1, 1, 1, 1}}), 0, "X");
@@ -304,7 +304,7 @@ TEST_CASE("matrices read from CSV files give the illustrated article's steps", "
     CHECK(result.err.empty());
 }
 
-TEST_CASE("a missing CSV file is an error at its file: key", "[inputs]") {
+TEST_CASE("a missing CSV file is an error at its file: key", "[inputs][cli]") {
     require_one_error(run_in_inputs({"run", "csv-missing.yaml"}),
                       "csv-missing.yaml:5:17: weights.value.file \"csv/missing.csv\" does not exist");
     // from another folder, the message also says where it looked
@@ -315,7 +315,7 @@ TEST_CASE("a missing CSV file is an error at its file: key", "[inputs]") {
                                     "exist (looked for data/inputs/csv/missing.csv)");
 }
 
-TEST_CASE("a bad CSV cell is an error at its line and column in the CSV file", "[inputs]") {
+TEST_CASE("a bad CSV cell is an error at its line and column in the CSV file", "[inputs][cli]") {
     // csv/bad-cell.csv line 3 is "1, zero ,3": the word starts at column 4; it would be entry [3,2]
     require_one_error(run_in_inputs({"run", "csv-bad-cell.yaml"}),
                       "csv/bad-cell.csv:3:4: weights.value[3,2] is \"zero\"; expected a finite number");
@@ -324,7 +324,7 @@ TEST_CASE("a bad CSV cell is an error at its line and column in the CSV file", "
                       "csv/ragged.csv:2:1: weights.value: this row has 2 numbers; the first has 3");
 }
 
-TEST_CASE("a CSV path leaving the example's folder is refused unless --allow-any-path", "[inputs]") {
+TEST_CASE("a CSV path leaving the example's folder is refused unless --allow-any-path", "[inputs][cli]") {
     // refused before looking whether the file exists
     require_one_error(run_in_inputs({"run", "csv-escaping.yaml"}),
                       "csv-escaping.yaml:5:17: weights.value.file \"csv/../../value.csv\" is outside the example's "
@@ -369,7 +369,7 @@ TEST_CASE("a CSV path leaving the example's folder is refused unless --allow-any
     }
 }
 
-TEST_CASE("a folder or an empty file given as a CSV matrix is an error at its file: key", "[inputs]") {
+TEST_CASE("a folder or an empty file given as a CSV matrix is an error at its file: key", "[inputs][cli]") {
     const std::string rest = "\n  key: [[1], [1]]\n  value: [[1], [1]]\n";
     test::CliRun run;
     run.cwd = inputs_dir();
@@ -421,7 +421,7 @@ weights: {query: {random: {rows: 40, cols: 2, seed: 3, low: 10, high: 11}}, key:
     CHECK(model.heads[0].W_Q.max() < 11.0);
 }
 
-TEST_CASE("bad random specs are errors with their positions", "[inputs]") {
+TEST_CASE("bad random specs are errors with their positions", "[inputs][cli]") {
     const std::string rest = "\nweights: {query: [[1], [1]], key: [[1], [1]], value: [[1], [1]]}\n";
     // columns counted on each line: the spec's "{" is at 18, "sed" at 37, the value of cols at 34;
     // a misspelt key is an error of its own and the matrix is not drawn with the default it would fall back to

@@ -104,7 +104,7 @@ script:
 
 }  // namespace
 
-TEST_CASE("every built-in lesson plays straight through and matches its golden file", "[lesson][golden]") {
+TEST_CASE("every built-in lesson plays straight through and matches its golden file", "[lesson][golden][cli]") {
     REQUIRE(qkv::builtin_lessons().size() >= 9);
     for (const auto& lesson : qkv::builtin_lessons()) {
         const std::string name(lesson.name);
@@ -126,7 +126,7 @@ TEST_CASE("a lesson by number is the same as by name, and --no-pause plays it th
     CHECK(by_number.out.rfind("Lesson 6 · Masking", 0) == 0);
 }
 
-TEST_CASE("a lesson written as Markdown matches its golden file", "[lesson][golden]") {
+TEST_CASE("a lesson written as Markdown matches its golden file", "[lesson][golden][cli]") {
     const auto result = run_qkv({"lesson", "1", "--format", "markdown"});
     REQUIRE(result.status == 0);
     CHECK(result.out.rfind("# Lesson 1 · ", 0) == 0);
@@ -324,7 +324,7 @@ TEST_CASE("placeholders are filled from the trace, rows in brackets and −∞ s
     CHECK(qkv::format_value(row_of(lesson, "masked", "weights[2,2]"), scientific, 4, false) == "7.31e-01");
 }
 
-TEST_CASE("a bad lesson file is refused with the position of every problem", "[lesson][errors]") {
+TEST_CASE("a bad lesson file is refused with the position of every problem", "[lesson][errors][cli]") {
     SECTION("placeholders, steps, cells and keys of the script") {
         const std::string path = write_temp("bad-script.yaml", R"(title: Bad
 summary: bad
@@ -518,7 +518,7 @@ TEST_CASE("a lesson names the key/value heads and the bytes a key/value cache ho
 }
 
 TEST_CASE("a page's block_size shows the online softmax of its explain cells, as qkv explain --block-size does",
-          "[lesson]") {
+          "[lesson][cli]") {
     const char* const text = R"(title: Block by block
 summary: the online softmax in a lesson
 model: gqa
@@ -551,7 +551,7 @@ script:
     CHECK(played.out.find("online softmax", second_page) == std::string::npos);
 }
 
-TEST_CASE("each lesson on today's attention plays through and asks what its page does not show", "[lesson]") {
+TEST_CASE("each lesson on today's attention plays through and asks what its page does not show", "[lesson][cli]") {
     // The question's answer must be worked out or predicted, not read off the
     // screen: the step it asks about is not shown as a table on its page before
     // the question, and a fractional answer does not appear there at all.

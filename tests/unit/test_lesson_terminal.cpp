@@ -14,10 +14,13 @@
 
 namespace {
 
-// qkv on the slave side of a pseudo-terminal; the test holds the master.
+// qkv on the slave side of a pseudo-terminal; the test holds the master. It
+// shows qkv as a learner sees it, hence the tag [browser] besides [cli].
 class Terminal {
 public:
     explicit Terminal(const std::vector<std::string>& args) {
+        qkv::test::require_tag("cli");
+        qkv::test::require_tag("browser");
         winsize size{};
         size.ws_row = 50;
         size.ws_col = 100;
@@ -106,7 +109,7 @@ private:
 
 }  // namespace
 
-TEST_CASE("in a terminal a lesson pauses, asks, says right and wrong, and q leaves with status 0", "[lesson][terminal]") {
+TEST_CASE("in a terminal a lesson pauses, asks, says right and wrong, and q leaves with status 0", "[lesson][terminal][cli][browser]") {
     Terminal terminal({"lesson", "1"});
     terminal.wait_for("Lesson 1 · Three inputs, by hand");
     terminal.wait_for("Press Enter for page 2 of 5, or q to leave: ");
@@ -133,7 +136,7 @@ TEST_CASE("in a terminal a lesson pauses, asks, says right and wrong, and q leav
     CHECK(screen.find("End of lesson 1.") == std::string::npos);
 }
 
-TEST_CASE("in a terminal Ctrl-C leaves a lesson at once, ending the colour and the line", "[lesson][terminal]") {
+TEST_CASE("in a terminal Ctrl-C leaves a lesson at once, ending the colour and the line", "[lesson][terminal][cli][browser]") {
     Terminal terminal({"lesson", "2"});
     SECTION("at a question") {
         // page 1 of lesson 2 ends with a question
@@ -156,7 +159,7 @@ TEST_CASE("in a terminal Ctrl-C leaves a lesson at once, ending the colour and t
     CHECK(after.find("page 2 of 4 ───") == std::string::npos);
 }
 
-TEST_CASE("in a terminal --no-pause plays straight through with the answers shown", "[lesson][terminal]") {
+TEST_CASE("in a terminal --no-pause plays straight through with the answers shown", "[lesson][terminal][cli][browser]") {
     Terminal terminal({"lesson", "1", "--no-pause", "--color", "never"});
     terminal.wait_for("Answer: keys[2,2] = 4");
     terminal.wait_for("End of lesson 1. Next: qkv lesson 2 (scaling).");

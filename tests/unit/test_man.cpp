@@ -2,39 +2,21 @@
 #include "render/table.hpp"
 #include "support.hpp"
 
-#include <regex>
+#include <fstream>
 #include <set>
 
 using qkv::test::run_qkv;
+using qkv::test::subcommands;
 
 namespace {
 
-// Subcommand names from the "Subcommands:" block of `qkv --help`.
-std::vector<std::string> subcommands() {
-    const auto help = run_qkv({"--help"});
-    REQUIRE(help.status == 0);
-    std::vector<std::string> names;
-    const auto start = help.out.find("Subcommands:");
-    REQUIRE(start != std::string::npos);
-    std::istringstream lines(help.out.substr(start));
-    std::string line;
-    std::getline(lines, line);
-    const std::regex entry("^  ([a-z]+) ");
-    while (std::getline(lines, line) && !line.empty()) {
-        std::smatch match;
-        if (std::regex_search(line, match, entry)) {
-            names.push_back(match[1]);
-        }
-    }
-    return names;
-}
-
-// Long option names ("--format") a help text lists.
+// Long option names ("format" for --format) a help text lists.
 std::set<std::string> long_options(const std::string& help) {
     std::set<std::string> options;
-    const std::regex option("--([a-z][a-z-]*)");
-    for (auto it = std::sregex_iterator(help.begin(), help.end(), option); it != std::sregex_iterator(); ++it) {
-        options.insert((*it)[1]);
+    for (const auto& option : qkv::test::help_options(help)) {
+        if (option.starts_with("--")) {
+            options.insert(option.substr(2));
+        }
     }
     return options;
 }
@@ -54,7 +36,7 @@ std::string roff(const std::string& option) {
 
 }  // namespace
 
-TEST_CASE("the man page documents every subcommand and option", "[man]") {
+TEST_CASE("the man page documents every subcommand and option", "[man][cli]") {
     const std::string page = qkv::test::read_repo_file("man/qkv.1");
     const auto names = subcommands();
     REQUIRE(names.size() >= 2);
@@ -74,7 +56,7 @@ TEST_CASE("the man page documents every subcommand and option", "[man]") {
     }
 }
 
-TEST_CASE("help output fits a 100-column terminal", "[man]") {
+TEST_CASE("help output fits a 100-column terminal", "[man][cli]") {
     for (const auto& name : subcommands()) {
         CAPTURE(name);
         const auto help = run_qkv({name, "--help"});
@@ -84,4 +66,21 @@ TEST_CASE("help output fits a 100-column terminal", "[man]") {
             CHECK(qkv::display_width(line) <= 100);
         }
     }
+}
+
+TEST_CASE("qkv --version and the man page's .TH line show project()'s version", "[man][cli]") {
+    // CMakeLists.txt's project(VERSION) is the one version: man/qkv.1 holds a
+    // placeholder that the build fills in for the page it installs
+    const std::string version = QKV_PROJECT_VERSION;
+    CHECK(run_qkv({"--version"}).out.starts_with("qkv " + version + " ("));
+    const std::string source = qkv::test::read_repo_file("man/qkv.1");
+    CHECK(source.find("\n.TH QKV 1 \"") != std::string::npos);
+    CHECK(source.find("\"qkv @PROJECT_VERSION@\"") != std::string::npos);
+    std::ifstream in(QKV_MAN_PAGE);
+    REQUIRE(in);
+    std::string line;
+    while (std::getline(in, line) && !line.starts_with(".TH ")) {
+    }
+    CAPTURE(line);
+    CHECK(line.find("\"qkv " + version + "\"") != std::string::npos);
 }

@@ -119,7 +119,7 @@ std::string write_big_example(const TempDir& dir) {
 
 }  // namespace
 
-TEST_CASE("the -o option: writes the same output to a file and nothing to stdout", "[output]") {
+TEST_CASE("the -o option: writes the same output to a file and nothing to stdout", "[output][cli]") {
     TempDir dir;
     for (const std::string format : {"text", "markdown", "latex", "csv", "json", "svg"}) {
         CAPTURE(format);
@@ -144,7 +144,7 @@ TEST_CASE("the -o option: writes the same output to a file and nothing to stdout
     CHECK((status.st_mode & 0777) == (0666 & ~mask));
 }
 
-TEST_CASE("the -o option: refuses to replace an existing file unless --force", "[output]") {
+TEST_CASE("the -o option: refuses to replace an existing file unless --force", "[output][cli]") {
     TempDir dir;
     const std::string path = dir.file("notes.md");
     std::ofstream(path) << "my notes\n";
@@ -165,7 +165,7 @@ TEST_CASE("the -o option: refuses to replace an existing file unless --force", "
     CHECK(dir.names() == std::vector<std::string>{"notes.md"});
 }
 
-TEST_CASE("the -o option: leaves no file and no temporary file behind on an error", "[output]") {
+TEST_CASE("the -o option: leaves no file and no temporary file behind on an error", "[output][cli]") {
     TempDir dir;
     SECTION("invalid input") {
         qkv::test::require_input_error(run_qkv({"run", "-", "-o", dir.file("out.txt")}, "inputs: [[1, 2], [3]]\n"),
@@ -203,7 +203,7 @@ TEST_CASE("the -o option: leaves no file and no temporary file behind on an erro
     }
 }
 
-TEST_CASE("writing with -o removes its temporary file when the write fails or qkv is interrupted", "[output]") {
+TEST_CASE("writing with -o removes its temporary file when the write fails or qkv is interrupted", "[output][cli]") {
     TempDir dir;
     const std::string yaml = write_big_example(dir);
     const std::string out = dir.file("out/trace.csv");
@@ -265,7 +265,7 @@ TEST_CASE("writing with -o removes its temporary file when the write fails or qk
     }
 }
 
-TEST_CASE("a closed pipe ends qkv quietly", "[output]") {
+TEST_CASE("a closed pipe ends qkv quietly", "[output][cli]") {
     TempDir dir;
     // 300 tokens print far more than a pipe holds, so qkv is still writing when head exits
     const std::string yaml = write_big_example(dir);
@@ -281,7 +281,7 @@ TEST_CASE("a closed pipe ends qkv quietly", "[output]") {
     CHECK(read_file(err).empty());
 }
 
-TEST_CASE("qkv run reports a failed write to standard output and exits 2", "[output]") {
+TEST_CASE("qkv run reports a failed write to standard output and exits 2", "[output][cli]") {
     TempDir dir;
     // 300 tokens print megabytes, so the write fails while rendering, not at the end
     const std::string yaml = write_big_example(dir);
@@ -296,7 +296,7 @@ TEST_CASE("qkv run reports a failed write to standard output and exits 2", "[out
     }
 }
 
-TEST_CASE("the -o option: a character device or a FIFO is written straight into, not replaced", "[output]") {
+TEST_CASE("the -o option: a character device or a FIFO is written straight into, not replaced", "[output][cli]") {
     TempDir dir;
     SECTION("/dev/null, without --force: nothing is replaced") {
         const auto written = run_qkv({"run", "illustrated", "-o", "/dev/null"});
@@ -338,7 +338,7 @@ TEST_CASE("the -o option: a character device or a FIFO is written straight into,
     }
 }
 
-TEST_CASE("the -o option: a symbolic link is followed and the file it points to replaced in its folder", "[output]") {
+TEST_CASE("the -o option: a symbolic link is followed and the file it points to replaced in its folder", "[output][cli]") {
     TempDir dir;
     std::filesystem::create_directory(dir.file("sub"));
     const std::string real = dir.file("sub/real.txt");
@@ -377,7 +377,7 @@ TEST_CASE("the -o option: a symbolic link is followed and the file it points to 
     CHECK(std::filesystem::is_empty(dir.file("folder")));
 }
 
-TEST_CASE("the -o option: --force keeps the replaced file's permission bits and owner", "[output]") {
+TEST_CASE("the -o option: --force keeps the replaced file's permission bits and owner", "[output][cli]") {
     TempDir dir;
     const std::string path = dir.file("out.txt");
     for (const mode_t mode : {mode_t{0600}, mode_t{0640}, mode_t{0751}}) {

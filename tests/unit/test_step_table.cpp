@@ -179,7 +179,7 @@ TEST_CASE("each step recomputed from the trace's own values gives the trace's va
     CHECK_FALSE(checking::recompute(model, {StepId::scores, 1}, wrong).has_value());
 }
 
-TEST_CASE("a lesson numbers each step once across its examples", "[steps][lesson]") {
+TEST_CASE("a lesson numbers each step once across its examples", "[steps][lesson][cli]") {
     // lesson 6 shows an unmasked example, then a masked one: weights is the
     // same step number on both pages, after masked_scores
     const test::CliResult result = test::run_qkv({"lesson", "masking", "--no-pause"});

@@ -137,7 +137,7 @@ bias: {key: [10, 20]}
     test::require_near(trace.find(StepId::scores, 3)->values, test::rows({{22, 24}, {66, 72}}), 0, "scores 3");
 }
 
-TEST_CASE("a learner's mistakes in the new steps are named", "[check][variants]") {
+TEST_CASE("a learner's mistakes in the new steps are named", "[check][variants][cli]") {
     const char* const example = R"(
 inputs: [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0], [0, 0, 1, 1]]
 weights:
@@ -205,7 +205,7 @@ TEST_CASE("the Llama-style layer in examples/ loads at real size and runs", "[va
 }
 
 TEST_CASE("check: key/value heads taken in turn are named, and later steps follow from a wrong answer",
-          "[check][variants][gqa]") {
+          "[check][variants][gqa][cli]") {
     // H = 4, G = 2: query head 2 reads key/value head 1; taking the heads in turn would give it head 2
     const char* const example = R"(
 inputs: [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]]
