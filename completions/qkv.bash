@@ -79,10 +79,10 @@ _qkv() {
     case $command in
         run) options="$_qkv_common_options --decode --backward" ;;
         explain) options="$_qkv_common_options --block-size --backward" ;;
-        check) options="$_qkv_common_options --answers --tolerance" ;;
+        check) options="$_qkv_common_options --answers --tolerance --backward" ;;
         lesson) options="$_qkv_common_options --no-pause" ;;
         init) options='--tokens --d-model --d-k --d-v --heads --seed --max-int -o --output --force -h --help' ;;
-        bench) options='--tokens --d-model --heads --kv-heads --window --rope --repeat --threads -f --format -h --help' ;;
+        bench) options='--tokens --d-model --heads --kv-heads --window --rope --backward --repeat --threads -f --format -h --help' ;;
         examples) options='-h --help' ;;
         *) return 0 ;;
     esac

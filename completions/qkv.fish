@@ -56,7 +56,7 @@ complete -c qkv -n $common -l allow-any-path -d "Let {file: ...} read outside th
 complete -c qkv -n "__fish_seen_subcommand_from run explain check" -a '(__qkv_examples)' -F
 
 complete -c qkv -n "__fish_seen_subcommand_from run" -l decode -d 'One new token at a time, from a key/value cache'
-complete -c qkv -n "__fish_seen_subcommand_from run explain" -l backward -d 'The backward pass'
+complete -c qkv -n "__fish_seen_subcommand_from run explain check" -l backward -d 'Add the gradients (grad_output: ones unless given)'
 complete -c qkv -n "__fish_seen_subcommand_from explain" -l block-size -x -d 'Work the row out as FlashAttention does'
 complete -c qkv -n "__fish_seen_subcommand_from check" -l answers -r -F -d 'Read the answers from FILE'
 complete -c qkv -n "__fish_seen_subcommand_from check" -l tolerance -x -d 'Right when within T of the true value'
@@ -77,6 +77,7 @@ complete -c qkv -n "__fish_seen_subcommand_from init" -l force -d 'Let -o replac
 complete -c qkv -n "__fish_seen_subcommand_from bench" -l kv-heads -x -d 'Key/value heads G, dividing H'
 complete -c qkv -n "__fish_seen_subcommand_from bench" -l window -x -d 'Sliding-window causal mask of W keys'
 complete -c qkv -n "__fish_seen_subcommand_from bench" -l rope -d 'Rotate queries and keys by RoPE'
+complete -c qkv -n "__fish_seen_subcommand_from bench" -l backward -d 'Time the backward pass too'
 complete -c qkv -n "__fish_seen_subcommand_from bench" -l repeat -x -d 'Timed runs, after one warm-up'
 complete -c qkv -n "__fish_seen_subcommand_from bench" -l threads -x -d 'Threads sharing every step'
 complete -c qkv -n "__fish_seen_subcommand_from bench" -s f -l format -x -a 'text json' -d 'Output format'
