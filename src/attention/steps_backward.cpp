@@ -272,8 +272,15 @@ arma::mat in_proj_weight(const Model& model, int, StepInputs in) {
     return arma::join_cols(dQ.t() * *in[0], dK.t() * *in[1], dV.t() * *in[1]);
 }
 
-// (1 × 3E): the column sums of dQ, dK and dV
-arma::mat in_proj_bias(const Model&, int, StepInputs in) { return arma::sum(side_by_side(in), 0); }
+// (1 × 3E): the column sums of dQ, dK and dV, each on its own (in cross-attention dQ has n
+// rows and dK, dV have m)
+arma::mat in_proj_bias(const Model&, int, StepInputs in) {
+    arma::mat result;
+    for (const arma::mat* gradient : in) {
+        result = arma::join_rows(result, arma::sum(*gradient, 0));
+    }
+    return result;
+}
 
 // (E × E) = dOᵀ · concat, as out_proj.weight (out × in)
 arma::mat out_proj_weight(const Model&, int, StepInputs in) { return in[1]->t() * *in[0]; }

@@ -151,7 +151,7 @@ private:
                 m_yaml.error(entry.first,
                              entry_path + ": this example has " + std::to_string(m_trace.dims.kv_heads) +
                                  " key/value heads, so " + id + " has no head " + std::to_string(step_head),
-                             "keys, values and rotated_keys go under heads[1] … heads[" +
+                             "answers for " + id + " go under heads[1] … heads[" +
                                  std::to_string(m_trace.dims.kv_heads) + "], one per key/value head");
                 continue;
             }

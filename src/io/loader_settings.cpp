@@ -170,6 +170,10 @@ void ModelLoader::read_grad_output(Model& model) {
     }
     const std::string hint = "grad_output is ∂L/∂O, one row per token and one column per output value; write "
                              "grad_output: ones for L = the sum of every output value";
+    if (node.IsNull()) {
+        m_yaml.error(node, "grad_output is empty; expected ones or a matrix", hint);
+        return;
+    }
     if (node.IsScalar()) {
         if (node.Scalar() != "ones") {
             m_yaml.error(node, "grad_output is \"" + node.Scalar() + "\"; expected ones or a matrix", hint);

@@ -416,10 +416,8 @@ TEST_CASE("qkv check passes every gradient answered right, and fails one answere
     }
 }
 
-TEST_CASE("the weights' gradients of a heads: list can be answered per head", "[check][backward][!mayfail]") {
-    // KNOWN BUG (reported with the backward tests): with a heads: list, grad_w_* and grad_b_* are per head in
-    // the trace (Dims::weight_sets), but the answers loader asks is_per_head(id) without the example's dims:
-    // under heads: they are refused as "not a per-head step", and at the top level as "no step grad_w_query"
+TEST_CASE("the weights' gradients of a heads: list can be answered per head", "[check][backward]") {
+    // with a heads: list, grad_w_* and grad_b_* are per head (Dims::weight_sets), so their answers go under heads:
     const Trace trace = test::compute_text(k_list);
     REQUIRE(trace.find(StepId::grad_w_query, 2) != nullptr);
     const std::string answers =
