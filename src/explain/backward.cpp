@@ -1,14 +1,819 @@
-// `qkv explain` for the backward pass.
+// `qkv explain` for the backward pass (SPEC §10): one gradient cell's
+// arithmetic with the numbers of the trace, term by term, ending in the cell's
+// value. Every operand is read from the trace (or, for a weight, from the
+// model), as explain.cpp does for the forward steps; the formulas are those of
+// the step table's backward rows (attention/steps_backward.cpp), written out
+// for one cell:
+//   dConcat = dO·W_Oᵀ            dA = dZ·Vᵀ       dS' = A ∘ (dA − rowsum(dA ∘ A))
+//   dS = dS' / scale             dQ = dS·K        dK = Σ_h dS_hᵀ·Q_h      dV = Σ_h A_hᵀ·dZ_h
+//   dW = sourceᵀ·dY (x·W layout; dYᵀ·source in the pytorch layout)     db = Σ_i dY[i, :]
+//   dX = Σ_h dQ_h·W_Q,hᵀ + Σ_g (dK_g·W_K,gᵀ + dV_g·W_V,gᵀ)
 #include "explain/explain.hpp"
 
-#include "base/diagnostics.hpp"
+#include "attention/attention.hpp"
+#include "attention/steps.hpp"
 #include "explain/numbers.hpp"
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
 
 namespace qkv::explaining {
 
-void explain_gradient(const Model&, const Trace&, Explanation& explanation, const RenderOptions&) {
-    throw InputError(Diagnostic{"", 0, 0, "explain does not write out " + step_text(explanation.cell.step) + " cells",
-                                "qkv run shows the gradients' values"});
+namespace {
+
+// "₁₂" for 12: a head's subscript (the ASCII output writes "_12")
+std::string subscript(int value) {
+    std::string text;
+    for (const char digit : std::to_string(value)) {
+        text += "\xE2\x82";
+        text += static_cast<char>(0x80 + (digit - '0'));
+    }
+    return text;
+}
+
+// One dot product of a sum: the lines that name its vectors, a label when
+// there are several ("queries' path, head 2"), its symbol ("dq·w") and vectors.
+struct DotPart {
+    std::vector<std::string> before;
+    std::string label;
+    std::string symbol;
+    arma::rowvec a;
+    arma::rowvec b;
+};
+
+// What a projection's weight gradient reads: its source (X, X + P or C), the
+// gradients of its heads' projections side by side, each `width` columns wide.
+struct Projection {
+    std::string letter;            // "Q", "K", "V", "O"
+    StepKey source;
+    std::vector<StepKey> grads;
+    arma::uword width = 0;
+};
+
+class GradientWriter {
+public:
+    GradientWriter(const Model& model, const Trace& trace, Explanation& explanation, const RenderOptions& options)
+        : m_model(model),
+          m_trace(trace),
+          m_num(options),
+          m_step(*trace.find(explanation.cell.step, explanation.cell.head)),
+          m_lines(explanation.lines) {
+        m_row = static_cast<arma::uword>(explanation.cell.row - 1);
+        m_whole_row = explanation.cell.col == 0;
+        m_col = m_whole_row ? 0 : static_cast<arma::uword>(explanation.cell.col - 1);
+    }
+
+    void run() {
+        switch (m_step.id) {
+            case StepId::grad_output:
+                grad_output();
+                break;
+            case StepId::grad_concat:
+                grad_concat();
+                break;
+            case StepId::grad_head_output:
+                grad_head_output();
+                break;
+            case StepId::grad_weights:
+                grad_weights();
+                break;
+            case StepId::grad_scaled_scores:
+                grad_scaled_scores();
+                break;
+            case StepId::grad_scores:
+                grad_scores();
+                break;
+            case StepId::grad_queries:
+                grad_queries();
+                break;
+            case StepId::grad_keys:
+                grad_keys();
+                break;
+            case StepId::grad_values:
+                grad_values();
+                break;
+            case StepId::grad_w_query:
+            case StepId::grad_w_key:
+            case StepId::grad_w_value:
+                grad_w_projection();
+                break;
+            case StepId::grad_w_output:
+            case StepId::grad_out_proj_weight:
+                grad_w_output();
+                break;
+            case StepId::grad_b_query:
+            case StepId::grad_b_key:
+            case StepId::grad_b_value:
+            case StepId::grad_b_output:
+            case StepId::grad_out_proj_bias:
+                grad_bias();
+                break;
+            case StepId::grad_in_proj_weight:
+                grad_in_proj_weight();
+                break;
+            case StepId::grad_in_proj_bias:
+                grad_in_proj_bias();
+                break;
+            case StepId::grad_inputs:
+            case StepId::grad_context:
+                grad_sources();
+                break;
+            case StepId::inputs:
+            case StepId::positional:
+            case StepId::encoded:
+            case StepId::context:
+            case StepId::queries:
+            case StepId::rotated_queries:
+            case StepId::keys:
+            case StepId::rotated_keys:
+            case StepId::values:
+            case StepId::scores:
+            case StepId::scaled_scores:
+            case StepId::position_bias:
+            case StepId::biased_scores:
+            case StepId::masked_scores:
+            case StepId::weights:
+            case StepId::head_output:
+            case StepId::concat:
+            case StepId::output:
+                break;  // the forward steps: explain.cpp
+        }
+    }
+
+private:
+    // ── naming ──────────────────────────────────────────────────────────────
+    bool several_heads() const { return m_trace.dims.heads > 1; }
+    bool shared_kv() const { return m_model.n_kv_heads() != m_model.n_heads(); }
+    bool pytorch_layout() const { return m_model.layout == Layout::pytorch; }
+
+    // "@2" on a per-head step of an example with several heads
+    std::string at_head(int head) const { return head != 0 && several_heads() ? "@" + std::to_string(head) : ""; }
+
+    // "grad_scores[1,2]@2", or "grad_scores[1]@2" for a whole row (col < 0)
+    std::string cell_name(StepId id, arma::uword row, long col, int head) const {
+        std::string text = step_text(id) + "[" + std::to_string(row + 1);
+        if (col >= 0) {
+            text += "," + std::to_string(col + 1);
+        }
+        return text + "]" + at_head(head);
+    }
+    std::string here(arma::uword col) const { return cell_name(m_step.id, m_row, static_cast<long>(col), m_step.head); }
+
+    // "grad_scores[2]@1 (Input 2)"
+    std::string row_name(const Step& step, arma::uword row) const {
+        return cell_name(step.id, row, -1, step.head) + " (" + step.row_labels[row] + ")";
+    }
+    // "column 2 of grad_scores@1"
+    std::string column_name(const Step& step, arma::uword col) const {
+        return "column " + std::to_string(col + 1) + " of " + step_text(step.id) + at_head(step.head);
+    }
+    // "head 2", or "key/value head 2" for the steps computed per key/value head with grouped-query attention
+    std::string head_text(const Step& step) const {
+        return (is_per_kv_head(step.id) && shared_kv() ? "key/value head " : "head ") + std::to_string(step.head);
+    }
+    // "X", "X + P", "C", "concat", "Z"
+    std::string source_symbol(StepId id) const {
+        switch (id) {
+            case StepId::encoded:
+                return "(X + P)";
+            case StepId::context:
+                return "C";
+            case StepId::concat:
+                return "concat";
+            case StepId::head_output:
+                return "Z";
+            default:
+                return "X";
+        }
+    }
+
+    const Step& step_of(const StepKey& key) const { return *m_trace.find(key.id, key.head); }
+    std::vector<StepKey> reads() const { return step_inputs(m_model, {m_step.id, m_step.head}); }
+
+    // ── numbers ─────────────────────────────────────────────────────────────
+    // "… = computed" and, when `round:` rounds the step, the rounded value the trace keeps
+    std::string result_of(double computed, double kept) const {
+        const auto decimals = step_rounding(m_model, m_step.id);
+        if (!decimals) {
+            return m_num(kept);
+        }
+        return m_num(computed) + ", rounded to " + decimals_text(*decimals) + ": " + m_num(kept);
+    }
+    double kept(arma::uword col) const { return m_step.values(m_row, col); }
+
+    // "a + b − c": the first number with its sign, then each as an operator
+    std::string sum_terms(const arma::rowvec& values) const {
+        std::string text;
+        for (arma::uword k = 0; k < values.n_elem; ++k) {
+            const std::string number = m_num(values(k));
+            if (k == 0) {
+                text += number;
+            } else {
+                text += number[0] == '-' ? " − " + number.substr(1) : " + " + number;
+            }
+        }
+        return text;
+    }
+
+    std::vector<arma::uword> columns() const {
+        std::vector<arma::uword> cols;
+        for (arma::uword j = 0; j < m_step.values.n_cols; ++j) {
+            if (m_whole_row || j == m_col) {
+                cols.push_back(j);
+            }
+        }
+        return cols;
+    }
+
+    void line(std::string text) { m_lines.push_back(std::move(text)); }
+    // A line that names a vector, written once even when several cells of a row use it.
+    void define(const std::string& text) {
+        if (m_defined.insert(text).second) {
+            line(text);
+        }
+    }
+
+    // The dot products, one line each (with their label when there are
+    // several), then their sum; the last line is "target = … = value", with the
+    // kept value when the target is the cell, otherwise the computed one.
+    double dot_sum(const std::string& target, const std::vector<DotPart>& parts, const double* kept_value) {
+        arma::rowvec values(parts.size());
+        for (std::size_t k = 0; k < parts.size(); ++k) {
+            for (const auto& text : parts[k].before) {
+                define(text);
+            }
+            values(k) = arma::dot(parts[k].a, parts[k].b);
+            if (parts.size() > 1) {
+                line(parts[k].label + ": " + parts[k].symbol + " = " + m_num.dot_terms(parts[k].a, parts[k].b) +
+                     " = " + m_num(values(k)));
+            }
+        }
+        const double total = arma::accu(values);
+        const std::string value = kept_value ? result_of(total, *kept_value) : m_num(total);
+        if (parts.size() == 1) {
+            line(target + " = " + parts[0].symbol + " = " + m_num.dot_terms(parts[0].a, parts[0].b) + " = " + value);
+        } else {
+            line(target + " = " + sum_terms(values) + " = " + value);
+        }
+        return total;
+    }
+
+    // ── the steps ───────────────────────────────────────────────────────────
+    void grad_output() {
+        if (m_model.grad_output_ones) {
+            line("grad_output: ones: L is the sum of every output value, so ∂L/∂O[i,j] = 1");
+        } else {
+            line("given by the example (grad_output:): how much the loss L changes with each output value");
+        }
+        for (const arma::uword c : columns()) {
+            line(here(c) + " = ∂L/∂O[" + std::to_string(m_row + 1) + "," + std::to_string(c + 1) + "] = " +
+                 m_num(kept(c)));
+        }
+    }
+
+    // dO row i times row c of W_O (the x·W layout's W_O: column c of W_Oᵀ)
+    void through_output_weight() {
+        const Step& dO = step_of({StepId::grad_output, 0});
+        const arma::rowvec d = dO.values.row(m_row);
+        define("dO = " + row_name(dO, m_row) + " = " + m_num.vector(d));
+        for (const arma::uword c : columns()) {
+            const arma::rowvec w = m_model.W_O->row(c);
+            const std::string file_name =
+                m_model.weight_form == WeightForm::pytorch_block ? "out_proj_weight" : "W_O as written";
+            const std::string where = pytorch_layout() ? "column " + std::to_string(c + 1) + " of " + file_name +
+                                                             " (out × in: it is W_Oᵀ)"
+                                                       : "row " + std::to_string(c + 1) + " of W_O, i.e. column " +
+                                                             std::to_string(c + 1) + " of W_Oᵀ";
+            line("w = " + where + " = " + m_num.vector(w));
+            line(here(c) + " = dO·w = " + m_num.dot_terms(d, w) + " = " + result_of(arma::dot(d, w), kept(c)));
+        }
+    }
+
+    void grad_concat() {
+        line("an output value was a row of concat times a column of W_O, so the gradient goes back through W_Oᵀ");
+        through_output_weight();
+    }
+
+    void grad_head_output() {
+        const int h = m_step.head;
+        const StepKey source = reads().front();
+        if (source.id == StepId::grad_output && m_model.W_O) {
+            line("one head: the output was Z·W_O, so dZ = dO·W_Oᵀ");
+            through_output_weight();
+            return;
+        }
+        const Step& from = step_of(source);
+        const arma::uword d_v = m_model.d_v();
+        const arma::uword first = static_cast<arma::uword>(h - 1) * d_v;
+        if (m_model.n_heads() == 1) {
+            line("one head and no W_O: the output is Z itself, so dZ = dO");
+        } else {
+            const bool concat = source.id == StepId::grad_concat;
+            line("head " + std::to_string(h) + " filled columns " + std::to_string(first + 1) + " … " +
+                 std::to_string(first + d_v) + " of " +
+                 (concat ? std::string("the concatenation") : std::string("the output (no W_O: it is the concatenation)")) +
+                 ", d_v = " + std::to_string(d_v) + "; its gradient is those columns of " + (concat ? "dConcat" : "dO"));
+        }
+        for (const arma::uword c : columns()) {
+            line(here(c) + " = " + cell_name(from.id, m_row, static_cast<long>(first + c), 0) + " = " +
+                 result_of(from.values(m_row, first + c), kept(c)));
+        }
+    }
+
+    void grad_weights() {
+        const std::vector<StepKey> in = reads();
+        const Step& dZ = step_of(in[0]);
+        const Step& V = step_of(in[1]);
+        if (shared_kv()) {
+            line("query head " + std::to_string(m_step.head) + " read the values of key/value head " +
+                 std::to_string(V.head));
+        }
+        const arma::rowvec z = dZ.values.row(m_row);
+        line("dz = " + row_name(dZ, m_row) + " = " + m_num.vector(z) + "    (row " + std::to_string(m_row + 1) +
+             " of dZ)");
+        for (const arma::uword j : columns()) {
+            const arma::rowvec v = V.values.row(j);
+            line("v = " + row_name(V, j) + " = " + m_num.vector(v) + "    (value " + std::to_string(j + 1) +
+                 ": column " + std::to_string(j + 1) + " of Vᵀ)");
+            line(here(j) + " = dz·v = " + m_num.dot_terms(z, v) + " = " + result_of(arma::dot(z, v), kept(j)));
+        }
+    }
+
+    void grad_scaled_scores() {
+        const std::vector<StepKey> in = reads();  // weights, grad_weights
+        const Step& weights = step_of(in[0]);
+        const Step& grad = step_of(in[1]);
+        const arma::rowvec A = weights.values.row(m_row);
+        const arma::rowvec dA = grad.values.row(m_row);
+        const std::string i = std::to_string(m_row + 1);
+        line("A = " + row_name(weights, m_row) + " = " + m_num.vector(A));
+        line("dA = " + row_name(grad, m_row) + " = " + m_num.vector(dA));
+        if (m_model.sinks) {
+            line("the sink's column had no dA (it passes on no value), so the row term sums over the keys only");
+        }
+        if (m_model.alibi) {
+            line("ALiBi's bias is a constant, so this is also the gradient of biased_scores");
+        }
+        const double r = arma::dot(dA, A);
+        line("r = Σ_k dA[" + i + ",k]·A[" + i + ",k] = " + m_num.dot_terms(dA, A) + " = " + m_num(r) +
+             "    (the row's dA, weighted by A)");
+        for (const arma::uword j : columns()) {
+            const std::string cell = i + "," + std::to_string(j + 1);
+            if (!m_model.allows(m_row, j)) {
+                line("key " + std::to_string(j + 1) + " is blocked: its weight A[" + cell +
+                     "] is 0, so its gradient is 0");
+            }
+            line(here(j) + " = A[" + cell + "]·(dA[" + cell + "] − r) = " + m_num(A(j)) + " · (" + m_num(dA(j)) +
+                 " − " + m_num.factor(r) + ") = " + result_of(A(j) * (dA(j) - r), kept(j)));
+        }
+    }
+
+    std::string scale_text() const {
+        switch (m_model.scale_kind) {
+            case ScaleKind::sqrt_dk:
+                return "√d_k = √" + std::to_string(m_model.d_k()) + " = " + m_num(m_trace.scale);
+            case ScaleKind::divisor:
+                return "the example's scale, " + m_num(m_trace.scale);
+            case ScaleKind::none:
+                break;
+        }
+        return "1 (scale: none)";
+    }
+
+    void grad_scores() {
+        const Step& from = step_of(reads().front());
+        const bool none = m_model.scale_kind == ScaleKind::none;
+        if (none) {
+            line("this example does not scale (scale: none), so the gradient passes unchanged");
+        } else {
+            line("S' = S / scale, so the gradient is divided by the same divisor, " + scale_text());
+        }
+        for (const arma::uword j : columns()) {
+            const double s = from.values(m_row, j);
+            const std::string source = cell_name(from.id, m_row, static_cast<long>(j), from.head);
+            if (none) {
+                line(here(j) + " = " + source + " = " + result_of(s, kept(j)));
+            } else {
+                line(here(j) + " = " + source + " / " + m_num(m_trace.scale) + " = " + m_num(s) + " / " +
+                     m_num(m_trace.scale) + " = " + result_of(s / m_trace.scale, kept(j)));
+            }
+        }
+    }
+
+    // RoPE turned each pair (x_a, x_b) of a row by p·θ_k; the gradient of the
+    // row before the rotation turns the rotated row's gradient g back:
+    // g_a·cos + g_b·sin and g_b·cos − g_a·sin. `element` writes the lines of
+    // g's element e and returns it; `g_name` names g ("dQ_rot").
+    template <typename Element>
+    void turn_back(const std::string& g_name, const Element& element) {
+        const Rope& rope = *m_model.rope;
+        const arma::uword d = m_step.values.n_cols;
+        const bool half = rope.style == RopeStyle::half;
+        const auto pair_of = [&](arma::uword c) {
+            const arma::uword k = half ? c % (d / 2) : c / 2;
+            return std::pair{k, rope_pair(rope.style, k, d)};
+        };
+        // the rotated gradient's elements the cells need, in order
+        std::set<arma::uword> needed;
+        for (const arma::uword c : columns()) {
+            const auto [k, ab] = pair_of(c);
+            needed.insert(ab.first);
+            needed.insert(ab.second);
+        }
+        std::vector<double> g(d, 0.0);
+        for (const arma::uword e : needed) {
+            g[e] = element(e, g_name + "[" + std::to_string(m_row + 1) + "," + std::to_string(e + 1) + "]");
+        }
+        const auto p = static_cast<double>(m_row);
+        line("RoPE turned each pair by the angle p·θ_k, θ_k = " + m_num(rope.base) + "^(−2k/" + std::to_string(d) +
+             "), position p = " + m_num(p) + " (row " + std::to_string(m_row + 1) + ", counted from 0);");
+        line("the gradient turns back by −p·θ_k: (g_a, g_b) → (g_a·cos + g_b·sin, g_b·cos − g_a·sin)");
+        std::set<arma::uword> written;
+        for (const arma::uword c : columns()) {
+            const auto [k, ab] = pair_of(c);
+            const auto [a, b] = ab;
+            const double theta = rope_frequency(rope, k, d);
+            const double angle = p * theta;
+            const double cosine = std::cos(angle);
+            const double sine = std::sin(angle);
+            if (written.insert(k).second) {
+                line("pair k = " + std::to_string(k) + " (" + (half ? "half" : "interleaved") + "): elements " +
+                     std::to_string(a + 1) + " and " + std::to_string(b + 1) + "; θ = " + m_num(theta) +
+                     ", angle = " + m_num(angle) + ", cos = " + m_num(cosine) + ", sin = " + m_num(sine));
+            }
+            const std::string name_a = g_name + "[" + std::to_string(m_row + 1) + "," + std::to_string(a + 1) + "]";
+            const std::string name_b = g_name + "[" + std::to_string(m_row + 1) + "," + std::to_string(b + 1) + "]";
+            if (c == a) {
+                line(here(c) + " = " + name_a + "·cos + " + name_b + "·sin = " + m_num(g[a]) + " · " +
+                     m_num.factor(cosine) + " + " + m_num.factor(g[b]) + " · " + m_num.factor(sine) + " = " +
+                     result_of(g[a] * cosine + g[b] * sine, kept(c)));
+            } else {
+                line(here(c) + " = " + name_b + "·cos − " + name_a + "·sin = " + m_num(g[b]) + " · " +
+                     m_num.factor(cosine) + " − " + m_num.factor(g[a]) + " · " + m_num.factor(sine) + " = " +
+                     result_of(g[b] * cosine - g[a] * sine, kept(c)));
+            }
+        }
+    }
+
+    void grad_queries() {
+        const std::vector<StepKey> in = reads();  // grad_scores, keys (rotated with RoPE)
+        const Step& dS = step_of(in[0]);
+        const Step& K = step_of(in[1]);
+        if (shared_kv()) {
+            line("query head " + std::to_string(m_step.head) + " read the keys of key/value head " +
+                 std::to_string(K.head));
+        }
+        const arma::rowvec s = dS.values.row(m_row);
+        line("ds = " + row_name(dS, m_row) + " = " + m_num.vector(s) + "    (query " + std::to_string(m_row + 1) +
+             "'s gradient for each key)");
+        const auto element = [&](arma::uword e, const std::string& target, const double* kept_value) {
+            const arma::rowvec k = K.values.col(e).t();
+            return dot_sum(target, {{{"k = " + column_name(K, e) + " = " + m_num.vector(k)}, "", "ds·k", s, k}},
+                           kept_value);
+        };
+        if (!m_model.rope) {
+            for (const arma::uword c : columns()) {
+                const double value = kept(c);
+                element(c, here(c), &value);
+            }
+            return;
+        }
+        line("the scores read the rotated keys, so ds·K_rot is the gradient of the rotated query");
+        turn_back("dQ_rot", [&](arma::uword e, const std::string& target) { return element(e, target, nullptr); });
+    }
+
+    void grad_keys() {
+        const std::vector<StepKey> in = reads();  // pairs (grad_scores@h, queries@h)
+        const std::size_t count = in.size() / 2;
+        const int g = m_step.head;
+        if (count > 1) {
+            line("key/value head " + std::to_string(g) + " is read by query heads " + std::to_string(in[0].head) +
+                 " … " + std::to_string(in[in.size() - 2].head) + ": dK adds up their parts");
+        }
+        std::vector<arma::rowvec> columns_of_dS;
+        for (std::size_t k = 0; k < count; ++k) {
+            const Step& dS = step_of(in[2 * k]);
+            columns_of_dS.push_back(dS.values.col(m_row).t());
+        }
+        const auto sub = [&](std::size_t k) { return count > 1 ? subscript(in[2 * k].head) : std::string(); };
+        const auto element = [&](arma::uword e, const std::string& target, const double* kept_value) {
+            std::vector<DotPart> parts;
+            for (std::size_t k = 0; k < count; ++k) {
+                const Step& dS = step_of(in[2 * k]);
+                const Step& Q = step_of(in[2 * k + 1]);
+                const arma::rowvec q = Q.values.col(e).t();
+                parts.push_back({{"ds" + sub(k) + " = " + column_name(dS, m_row) + " = " +
+                                      m_num.vector(columns_of_dS[k]) + "    (each query's gradient for key " +
+                                      std::to_string(m_row + 1) + ")",
+                                  "q" + sub(k) + " = " + column_name(Q, e) + " = " + m_num.vector(q)},
+                                 "head " + std::to_string(in[2 * k].head),
+                                 "ds" + sub(k) + "·q" + sub(k),
+                                 columns_of_dS[k],
+                                 q});
+            }
+            return dot_sum(target, parts, kept_value);
+        };
+        if (!m_model.rope) {
+            for (const arma::uword c : columns()) {
+                const double value = kept(c);
+                element(c, here(c), &value);
+            }
+            return;
+        }
+        line("the scores read the rotated queries, so Σ dsᵀ·Q_rot is the gradient of the rotated key");
+        turn_back("dK_rot", [&](arma::uword e, const std::string& target) { return element(e, target, nullptr); });
+    }
+
+    void grad_values() {
+        const std::vector<StepKey> in = reads();  // pairs (weights@h, grad_head_output@h)
+        const std::size_t count = in.size() / 2;
+        if (count > 1) {
+            line("key/value head " + std::to_string(m_step.head) + " is read by query heads " +
+                 std::to_string(in[0].head) + " … " + std::to_string(in[in.size() - 2].head) +
+                 ": dV adds up their parts");
+        }
+        const auto sub = [&](std::size_t k) { return count > 1 ? subscript(in[2 * k].head) : std::string(); };
+        for (const arma::uword c : columns()) {
+            std::vector<DotPart> parts;
+            for (std::size_t k = 0; k < count; ++k) {
+                const Step& A = step_of(in[2 * k]);
+                const Step& dZ = step_of(in[2 * k + 1]);
+                const arma::rowvec a = A.values.col(m_row).t();
+                const arma::rowvec z = dZ.values.col(c).t();
+                parts.push_back({{"a" + sub(k) + " = " + column_name(A, m_row) + " = " + m_num.vector(a) +
+                                      "    (how much each query took from value " + std::to_string(m_row + 1) + ")",
+                                  "dz" + sub(k) + " = " + column_name(dZ, c) + " = " + m_num.vector(z)},
+                                 "head " + std::to_string(in[2 * k].head),
+                                 "a" + sub(k) + "·dz" + sub(k),
+                                 a,
+                                 z});
+            }
+            const double value = kept(c);
+            dot_sum(here(c), parts, &value);
+        }
+    }
+
+    // ── the weights' gradients ──────────────────────────────────────────────
+    // Column `out` of the projections' gradients side by side: the step and
+    // column it comes from, and a line that says whose it is when there are several.
+    std::pair<const Step*, arma::uword> gradient_column(const Projection& p, arma::uword out,
+                                                       const std::string& what) {
+        const std::size_t k = p.grads.size() > 1 ? out / p.width : 0;
+        const Step& grad = step_of(p.grads[k]);
+        const arma::uword col = out % p.width;
+        if (p.grads.size() > 1) {
+            define(what + " belongs to " + head_text(grad) + ": column " + std::to_string(col + 1) + " of its d" +
+                   p.letter);
+        }
+        return {&grad, col};
+    }
+
+    // dW[r,c]: x·W layout Σ_i S[i,r]·dY[i,c]; pytorch layout (out × in) Σ_i dY[i,r]·S[i,c].
+    // `row_offset` is the first row of the block in in_proj_weight.
+    void weight_cells(const Projection& p, bool out_first, arma::uword row_offset = 0) {
+        const Step& S = step_of(p.source);
+        const std::string s_name = source_symbol(p.source.id);
+        for (const arma::uword c : columns()) {
+            const arma::uword out = out_first ? m_row - row_offset : c;
+            const arma::uword in = out_first ? c : m_row;
+            const std::string what = out_first ? "row " + std::to_string(m_row + 1) : "column " + std::to_string(c + 1);
+            const auto [grad, col] = gradient_column(p, out, what);
+            const arma::rowvec x = S.values.col(in).t();
+            const arma::rowvec y = grad->values.col(col).t();
+            const std::string x_line = "x = " + column_name(S, in) + " = " + m_num.vector(x) + "    (element " +
+                                       std::to_string(in + 1) + " of every row of " + s_name + ")";
+            const std::string y_line = "dy = " + column_name(*grad, col) + " = " + m_num.vector(y);
+            const double value = kept(c);
+            if (out_first) {
+                dot_sum(here(c), {{{y_line, x_line}, "", "dy·x", y, x}}, &value);
+            } else {
+                dot_sum(here(c), {{{x_line, y_line}, "", "x·dy", x, y}}, &value);
+            }
+        }
+    }
+
+    void grad_w_projection() {
+        const std::vector<StepKey> in = reads();  // the source, then the projections' gradients
+        Projection p;
+        p.letter = m_step.id == StepId::grad_w_query ? "Q" : m_step.id == StepId::grad_w_key ? "K" : "V";
+        p.source = in.front();
+        p.grads.assign(in.begin() + 1, in.end());
+        p.width = p.letter == "V" ? m_model.d_v() : m_model.d_k();
+        const std::string s = source_symbol(p.source.id);
+        const std::string d = "d" + p.letter;
+        if (pytorch_layout()) {
+            line("layout pytorch: dW_" + p.letter + " is out × in like W_" + p.letter + " as written, " + d + "ᵀ·" + s +
+                 ": cell [r,c] = Σ_i " + d + "[i,r]·" + s + "[i,c]");
+        } else {
+            line("dW_" + p.letter + " = " + s + "ᵀ·" + d + " (in × out, like W_" + p.letter + "): cell [r,c] = Σ_i " + s +
+                 "[i,r]·" + d + "[i,c]");
+        }
+        if (p.letter != "Q" && m_model.cross()) {
+            line("cross-attention: the keys and values read the context C");
+        }
+        weight_cells(p, pytorch_layout());
+    }
+
+    void grad_w_output() {
+        const std::vector<StepKey> in = reads();  // concat (or Z), grad_output
+        Projection p{"O", in[0], {in[1]}, m_model.d_out()};
+        const std::string s = source_symbol(p.source.id);
+        const bool out_first = pytorch_layout();
+        if (out_first) {
+            line((m_step.id == StepId::grad_out_proj_weight ? "out_proj_weight" : "layout pytorch: dW_O") +
+                 std::string(" is out × in, dOᵀ·") + s + ": cell [r,c] = Σ_i dO[i,r]·" + s + "[i,c]");
+        } else {
+            line("dW_O = " + s + "ᵀ·dO (in × out, like W_O): cell [r,c] = Σ_i " + s + "[i,r]·dO[i,c]");
+        }
+        weight_cells(p, out_first);
+    }
+
+    // in_proj_weight stacks W_Q, W_K and W_V (each E × E, out × in): the block of the row
+    void grad_in_proj_weight() {
+        const std::vector<StepKey> in = reads();  // X, C (or X), dQ_1 … dQ_H, dK_1 … dK_G, dV_1 … dV_G
+        const auto H = static_cast<std::size_t>(m_model.n_heads());
+        const auto G = static_cast<std::size_t>(m_model.n_kv_heads());
+        const arma::uword E = m_model.n_heads() * m_model.d_k();
+        const arma::uword block = m_row / E;
+        const std::string letter = block == 0 ? "Q" : block == 1 ? "K" : "V";
+        Projection p;
+        p.letter = letter;
+        p.source = block == 0 ? in[0] : in[1];
+        const std::size_t first = block == 0 ? 2 : block == 1 ? 2 + H : 2 + H + G;
+        const std::size_t count = block == 0 ? H : G;
+        p.grads.assign(in.begin() + static_cast<long>(first), in.begin() + static_cast<long>(first + count));
+        p.width = letter == "V" ? m_model.d_v() : m_model.d_k();
+        const std::string s = source_symbol(p.source.id);
+        line("rows " + std::to_string(block * E + 1) + " … " + std::to_string(block * E + E) +
+             " of in_proj_weight are W_" + letter + "'s (out × in), so this block is d" + letter + "ᵀ·" + s + ":");
+        line("cell [r,c] = Σ_i d" + letter + "[i," + (block == 0 ? std::string("r") : "r − " + std::to_string(block * E)) +
+             "]·" + s + "[i,c]");
+        weight_cells(p, true, block * E);
+    }
+
+    // db[c] = Σ_i dY[i,c] for the cells' columns `cols`; `col_offset` is the
+    // first column of the bias in the step (b_K's in in_proj_bias)
+    void bias_cells(const Projection& p, const std::vector<arma::uword>& cols, arma::uword col_offset) {
+        line("the bias was added to every row, so its gradient adds up d" + p.letter + "'s column over the rows");
+        for (const arma::uword c : cols) {
+            const auto [grad, col] = gradient_column(p, c - col_offset, "column " + std::to_string(c + 1));
+            const arma::rowvec y = grad->values.col(col).t();
+            line(here(c) + " = Σ_i " + step_text(grad->id) + "[i," + std::to_string(col + 1) + "]" +
+                 at_head(grad->head) + " = " + sum_terms(y) + " = " + result_of(arma::accu(y), kept(c)));
+        }
+    }
+
+    void grad_bias() {
+        Projection p;
+        p.grads = reads();  // the projections' gradients (dO for the output's bias)
+        switch (m_step.id) {
+            case StepId::grad_b_query:
+                p.letter = "Q";
+                p.width = m_model.d_k();
+                break;
+            case StepId::grad_b_key:
+                p.letter = "K";
+                p.width = m_model.d_k();
+                break;
+            case StepId::grad_b_value:
+                p.letter = "V";
+                p.width = m_model.d_v();
+                break;
+            default:  // grad_b_output, grad_out_proj_bias
+                p.letter = "O";
+                p.width = m_model.d_out();
+                break;
+        }
+        if (m_step.id == StepId::grad_b_key && !m_model.rope && !m_model.sinks) {
+            // Σ_j dS[i,j] = 0 on each row when its weights sum to 1, so Σ_j dK[j,:] = Σ_i Q[i,:]·0
+            line("b_K adds the same q·b_K to every score of a row, which the softmax ignores: this gradient is 0 "
+                 "(up to rounding)");
+        }
+        bias_cells(p, columns(), 0);
+    }
+
+    // in_proj_bias holds b_Q, b_K and b_V one after the other, E each
+    void grad_in_proj_bias() {
+        const std::vector<StepKey> in = reads();  // dQ_1 … dQ_H, dK_1 … dK_G, dV_1 … dV_G
+        const auto H = static_cast<std::size_t>(m_model.n_heads());
+        const auto G = static_cast<std::size_t>(m_model.n_kv_heads());
+        const arma::uword E = m_model.n_heads() * m_model.d_k();
+        for (arma::uword block = 0; block < 3; ++block) {
+            std::vector<arma::uword> cols;
+            for (const arma::uword c : columns()) {
+                if (c / E == block) {
+                    cols.push_back(c);
+                }
+            }
+            if (cols.empty()) {
+                continue;
+            }
+            Projection p;
+            p.letter = block == 0 ? "Q" : block == 1 ? "K" : "V";
+            const std::size_t first = block == 0 ? 0 : block == 1 ? H : H + G;
+            const std::size_t count = block == 0 ? H : G;
+            p.grads.assign(in.begin() + static_cast<long>(first), in.begin() + static_cast<long>(first + count));
+            p.width = block == 2 ? m_model.d_v() : m_model.d_k();
+            line("columns " + std::to_string(block * E + 1) + " … " + std::to_string(block * E + E) +
+                 " of in_proj_bias are b_" + p.letter + "'s");
+            bias_cells(p, cols, block * E);
+        }
+    }
+
+    // ── the inputs' and the context's gradients ─────────────────────────────
+    // "row 3 of W_Q, columns 1 … 2 (head 1)": where a head's weight row sits in the file
+    std::string weight_row_text(const std::string& letter, int head, arma::uword row, arma::uword width) const {
+        const std::string r = std::to_string(row + 1);
+        const bool kv = letter != "Q";
+        const std::string who = (kv && shared_kv() ? "key/value head " : "head ") + std::to_string(head);
+        const std::string span = std::to_string(static_cast<arma::uword>(head - 1) * width + 1) + " … " +
+                                 std::to_string(static_cast<arma::uword>(head) * width);
+        switch (m_model.weight_form) {
+            case WeightForm::pytorch_block: {
+                const arma::uword E = m_model.n_heads() * m_model.d_k();
+                const arma::uword offset = letter == "Q" ? 0 : letter == "K" ? E : 2 * E;
+                return "column " + r + " of in_proj_weight, rows " +
+                       std::to_string(offset + static_cast<arma::uword>(head - 1) * width + 1) + " … " +
+                       std::to_string(offset + static_cast<arma::uword>(head) * width) + " (W_" + letter +
+                       (several_heads() ? ", " + who : std::string()) + ")";
+            }
+            case WeightForm::head_list:
+                return (pytorch_layout() ? "column " + r + " of " : "row " + r + " of ") + who + "'s W_" + letter +
+                       (pytorch_layout() ? " as written" : "");
+            case WeightForm::split:
+                break;
+        }
+        const bool split = m_model.n_heads() > 1 && (letter == "Q" ? true : m_model.n_kv_heads() > 1);
+        if (pytorch_layout()) {
+            return "column " + r + " of W_" + letter + " as written" + (split ? ", rows " + span + " (" + who + ")" : "");
+        }
+        return "row " + r + " of W_" + letter + (split ? ", columns " + span + " (" + who + ")" : "");
+    }
+
+    // dX (or dC) = each path's gradient row times its weight's transpose, summed
+    void grad_sources() {
+        const std::vector<StepKey> in = reads();
+        const bool inputs = m_step.id == StepId::grad_inputs;
+        if (inputs && m_model.cross()) {
+            line("cross-attention: X feeds only the queries, so only the queries' path comes back here;");
+            line("the keys and values read the context C (see grad_context)");
+        }
+        if (inputs && m_model.P) {
+            line("P is fixed, so this is also the gradient of X + P");
+        }
+        const auto H = static_cast<std::size_t>(m_model.n_heads());
+        const auto G = static_cast<std::size_t>(m_model.n_kv_heads());
+        for (const arma::uword c : columns()) {
+            std::vector<DotPart> parts;
+            std::size_t next = 0;
+            const auto add = [&](const std::string& letter, const std::string& path, std::size_t count) {
+                for (std::size_t k = 0; k < count; ++k, ++next) {
+                    const Step& grad = step_of(in[next]);
+                    const int head = grad.head;
+                    const HeadWeights& weights =
+                        letter == "Q" ? m_model.heads[static_cast<std::size_t>(head - 1)] : m_model.kv_weights(head);
+                    const arma::mat& W = letter == "Q" ? weights.W_Q : letter == "K" ? weights.W_K : weights.W_V;
+                    const std::string sub = count > 1 ? subscript(head) : "";
+                    const std::string lower = letter == "Q" ? "dq" : letter == "K" ? "dk" : "dv";
+                    const arma::rowvec d = grad.values.row(m_row);
+                    const arma::rowvec w = W.row(c);
+                    parts.push_back({{lower + sub + " = " + row_name(grad, m_row) + " = " + m_num.vector(d),
+                                      "w = " + weight_row_text(letter, head, c, W.n_cols) + " = " + m_num.vector(w)},
+                                     path + (count > 1 ? ", " + head_text(grad) : std::string()),
+                                     lower + sub + "·w",
+                                     d,
+                                     w});
+                }
+            };
+            if (inputs) {
+                add("Q", "queries' path", H);
+            }
+            if (!inputs || !m_model.cross()) {
+                add("K", "keys' path", G);
+                add("V", "values' path", G);
+            }
+            const double value = kept(c);
+            dot_sum(here(c), parts, &value);
+        }
+    }
+
+    const Model& m_model;
+    const Trace& m_trace;
+    Numbers m_num;
+    const Step& m_step;
+    std::vector<std::string>& m_lines;
+    arma::uword m_row = 0;
+    arma::uword m_col = 0;
+    bool m_whole_row = false;
+    std::set<std::string> m_defined;
+};
+
+}  // namespace
+
+void explain_gradient(const Model& model, const Trace& trace, Explanation& explanation, const RenderOptions& options) {
+    GradientWriter(model, trace, explanation, options).run();
 }
 
 }  // namespace qkv::explaining
