@@ -8,7 +8,10 @@
 _qkv_common_options='-f --format -p --precision -s --steps --head --full --color --ascii --brief --standalone
     -o --output --force --max-memory --allow-any-path -h --help'
 _qkv_steps='inputs positional encoded context queries rotated_queries keys rotated_keys values scores scaled_scores
-    position_bias biased_scores masked_scores weights head_output concat output'
+    position_bias biased_scores masked_scores weights head_output concat output
+    grad_output grad_concat grad_head_output grad_weights grad_scaled_scores grad_scores grad_queries grad_keys grad_values
+    grad_w_query grad_w_key grad_w_value grad_w_output grad_b_query grad_b_key grad_b_value grad_b_output
+    grad_in_proj_weight grad_in_proj_bias grad_out_proj_weight grad_out_proj_bias grad_inputs grad_context'
 
 # The names a list of qkv's prints: `qkv examples` (first column) or `qkv lesson` (after the number).
 _qkv_names() {

@@ -5,7 +5,10 @@
 
 set -l commands run explain init check examples lesson bench
 set -l steps inputs positional encoded context queries rotated_queries keys rotated_keys values scores \
-    scaled_scores position_bias biased_scores masked_scores weights head_output concat output
+    scaled_scores position_bias biased_scores masked_scores weights head_output concat output \
+    grad_output grad_concat grad_head_output grad_weights grad_scaled_scores grad_scores grad_queries grad_keys grad_values \
+    grad_w_query grad_w_key grad_w_value grad_w_output grad_b_query grad_b_key grad_b_value grad_b_output \
+    grad_in_proj_weight grad_in_proj_bias grad_out_proj_weight grad_out_proj_bias grad_inputs grad_context
 
 function __qkv_examples
     qkv examples 2>/dev/null | string replace -r '^(\S+)\s+(.*)$' '$1\t$2'

@@ -83,7 +83,15 @@ const Step& cell_step(const Trace& trace, const CellRef& cell) {
     // keys and values have their own heads with grouped-query attention
     const int heads = static_cast<int>(is_per_kv_head(cell.step) ? trace.dims.kv_heads : trace.dims.heads);
     const std::string step_id = step_text(cell.step);
-    if (trace.find(cell.step, per_head ? 1 : 0) == nullptr) {
+    // the heads that have the step: all of them, or, for a bias's gradient in a
+    // heads: list, those that give the bias
+    std::vector<int> having;
+    for (int h = per_head ? 1 : 0; h <= (per_head ? heads : 0); ++h) {
+        if (trace.find(cell.step, h) != nullptr) {
+            having.push_back(h);
+        }
+    }
+    if (having.empty()) {
         throw InputError(cell_error("cell " + cell.text + ": this example has no " + step_id + " step",
                                     "its steps are " + step_ids(trace, false)));
     }
@@ -95,7 +103,7 @@ const Step& cell_step(const Trace& trace, const CellRef& cell) {
                                         "; the steps per head are " + step_ids(trace, true)));
     }
     if (cell.from_zero) {
-        throw InputError(from_zero_error(cell, *trace.find(cell.step, per_head ? 1 : 0), heads));
+        throw InputError(from_zero_error(cell, *trace.find(cell.step, having.front()), heads));
     }
     // @HEAD must name a head of the example
     if (cell.head < 1 || cell.head > heads) {
@@ -105,7 +113,17 @@ const Step& cell_step(const Trace& trace, const CellRef& cell) {
                                     heads == 1 ? "leave out @HEAD: there is only head 1"
                                                : "heads are numbered @1 to @" + std::to_string(heads)));
     }
-    const Step& step = *trace.find(cell.step, per_head ? cell.head : 0);
+    const Step* found = trace.find(cell.step, per_head ? cell.head : 0);
+    if (found == nullptr) {
+        std::string list;
+        for (std::size_t k = 0; k < having.size(); ++k) {
+            list += (k == 0 ? "" : k + 1 == having.size() ? " and @" : ", @") + std::to_string(having[k]);
+        }
+        throw InputError(cell_error("cell " + cell.text + ": head " + std::to_string(cell.head) + " has no " +
+                                        step_id + " step",
+                                    "only the heads whose bias the example gives have it: @" + list));
+    }
+    const Step& step = *found;
     const int n_rows = static_cast<int>(step.values.n_rows);
     const int n_cols = static_cast<int>(step.values.n_cols);
     const std::string ranges = valid_cells(step, n_rows, n_cols, heads);

@@ -318,12 +318,12 @@ private:
             const std::string name_b = cell_name(read.id, m_row, static_cast<long>(b), read.head);
             const std::string here = cell_name(m_step->id, m_row, static_cast<long>(c), m_step->head);
             if (c == a) {
-                line(here + " = " + name_a + "·cos − " + name_b + "·sin = " + m_num(x_a) + " · " + m_num(cosine) +
-                     " − " + m_num.factor(x_b) + " · " + m_num(sine) + " = " +
+                line(here + " = " + name_a + "·cos − " + name_b + "·sin = " + m_num(x_a) + " · " + m_num.factor(cosine) +
+                     " − " + m_num.factor(x_b) + " · " + m_num.factor(sine) + " = " +
                      result_of(x_a * cosine - x_b * sine, m_step->values(m_row, c)));
             } else {
-                line(here + " = " + name_b + "·cos + " + name_a + "·sin = " + m_num(x_b) + " · " + m_num(cosine) +
-                     " + " + m_num.factor(x_a) + " · " + m_num(sine) + " = " +
+                line(here + " = " + name_b + "·cos + " + name_a + "·sin = " + m_num(x_b) + " · " + m_num.factor(cosine) +
+                     " + " + m_num.factor(x_a) + " · " + m_num.factor(sine) + " = " +
                      result_of(x_b * cosine + x_a * sine, m_step->values(m_row, c)));
             }
         }

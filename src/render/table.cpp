@@ -245,7 +245,7 @@ std::vector<std::string> shown_labels(const std::vector<std::string>& labels, st
 
 std::string to_ascii(const std::string& text) {
     static const std::pair<const char*, const char*> k_replacements[] = {
-        {"·", "*"}, {"ᵀ", "^T"}, {"√", "sqrt "}, {"−∞", "-inf"}, {"−", "-"}, {"∞", "inf"}, {"…", "..."},
+        {"·", "*"}, {"ᵀ", "^T"}, {"∂", "d"}, {"θ", "theta"}, {"∘", "o"}, {"√", "sqrt "}, {"−∞", "-inf"}, {"−", "-"}, {"∞", "inf"}, {"…", "..."},
         {"×", "x"}, {"≤", "<="}, {"≥", ">="}, {"Σ", "sum"}, {"′", "'"},
         {"─", "-"}, {"│", "|"}, {"→", "->"}, {"↓", "v"}, {"←", "<-"}, {"═", "="}, {"“", "\""}, {"”", "\""}, {"’", "'"}, {"—", "-"}, {"–", "-"},
     };

@@ -111,7 +111,7 @@ TEST_CASE("qkv bench refuses sizes that do not fit together", "[bench][cli]") {
     qkv::test::require_input_error(run_qkv({"bench", "--format", "csv"}), "--format");
 }
 
-TEST_CASE("qkv bench --backward times the backward pass's steps too", "[bench]") {
+TEST_CASE("qkv bench --backward times the backward pass's steps too", "[bench][cli]") {
     const auto result = run_qkv({"bench", "--tokens", "64", "--d-model", "32", "--heads", "4", "--repeat", "3",
                                  "--threads", "1", "--backward", "--format", "json"});
     REQUIRE(result.status == 0);

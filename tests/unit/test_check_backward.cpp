@@ -375,7 +375,7 @@ grad_output: [[1, 0], [0.5, -1], [0, 2]]
 
 }  // namespace
 
-TEST_CASE("qkv check passes every gradient answered right, and fails one answered wrong", "[check][backward]") {
+TEST_CASE("qkv check passes every gradient answered right, and fails one answered wrong", "[check][backward][cli]") {
     const Example examples[] = {{"one head", k_one_head},
                                 {"square weights, layout pytorch", square_pytorch()},
                                 {"a pytorch: block", k_block},
@@ -416,7 +416,7 @@ TEST_CASE("qkv check passes every gradient answered right, and fails one answere
     }
 }
 
-TEST_CASE("the weights' gradients of a heads: list can be answered per head", "[check][backward]") {
+TEST_CASE("the weights' gradients of a heads: list can be answered per head", "[check][backward][cli]") {
     // with a heads: list, grad_w_* and grad_b_* are per head (Dims::weight_sets), so their answers go under heads:
     const Trace trace = test::compute_text(k_list);
     REQUIRE(trace.find(StepId::grad_w_query, 2) != nullptr);

@@ -155,7 +155,7 @@ TEST_CASE("qkv lesson lists every lesson with its number, name and summary", "[l
 TEST_CASE("an unknown lesson is a usage error that lists the lessons", "[lesson][cli]") {
     SECTION("a number past the last lesson") {
         const auto result = run_qkv({"lesson", "42"});
-        require_input_error(result, "there is no lesson 42; the lessons are numbered 1 to 13");
+        require_input_error(result, "there is no lesson 42; the lessons are numbered 1 to 14");
         CHECK(result.err.find("hint: lessons: 1 walkthrough, 2 scaling") != std::string::npos);
     }
     SECTION("a misspelt name") {
@@ -264,6 +264,8 @@ TEST_CASE("every number a lesson's narration states comes from its trace", "[les
                             "]@3", "--block-size 2", "--block-size 1"}},
         {"long-context", {"Press et al., 2022", "2^(−8h/H)", "0 ≤ i − j", "W is 3", "(W − 1, 0)", "W + 1",
                           "less than 1", "sum to 1", "sink here is 3", "2 decimals", "]@1", "]@2"}},
+        {"backward", {"sum to 1", "2 decimals", "3 decimals", "weight is 1", "weight 0", "0 times anything is 0",
+                      "1/√d_k", "gradient is 0"}},
     };
     const std::regex number("[0-9]+(\\.[0-9]+)?");
     const std::regex index_before(
@@ -555,7 +557,7 @@ TEST_CASE("each lesson on today's attention plays through and asks what its page
     // The question's answer must be worked out or predicted, not read off the
     // screen: the step it asks about is not shown as a table on its page before
     // the question, and a fractional answer does not appear there at all.
-    const std::vector<std::string> names = {"rope", "grouped-query", "online-softmax", "long-context"};
+    const std::vector<std::string> names = {"rope", "grouped-query", "online-softmax", "long-context", "backward"};
     const std::regex answer_line("Answer: ([a-z_]+)\\[[0-9,]+\\](@[0-9]+)? = (\\S+)");
     for (const auto& name : names) {
         CAPTURE(name);
