@@ -639,8 +639,10 @@ void describe_inputs(const StepContext& context, Step& step) {
         const std::string sum = shared ? "Σ_g " : several ? "Σ_h " : "";
         formula += " + " + sum + (sum.empty() ? "" : "(") + "dK" + g + "·" + wk + g + " + dV" + g + "·" + wv + g +
                    (sum.empty() ? "" : ")");
-        latex += " + " + std::string(shared ? "\\sum_g " : several ? "\\sum_h " : "") + "\\left(dK\\, " +
-                 weight_latex(model, "K", true) + " + dV\\, " + weight_latex(model, "V", true) + "\\right)";
+        const std::string kv_sum = shared ? "\\sum_g " : several ? "\\sum_h " : "";
+        const std::string kv_terms =
+            "dK\\, " + weight_latex(model, "K", true) + " + dV\\, " + weight_latex(model, "V", true);
+        latex += " + " + (kv_sum.empty() ? kv_terms : kv_sum + "\\left(" + kv_terms + "\\right)");
         explanation = "X feeds the queries, the keys and the values, so its gradient adds the three paths, each "
                       "back through its weight's transpose.";
     }
