@@ -142,7 +142,9 @@ BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int do
     request.times = &times;
     EngineWorkspace workspace;
     request.workspace = &workspace;
-    workspace.output = run_engine(request).output;
+    EngineResult warm_up = run_engine(request);
+    workspace.output = std::move(warm_up.output);
+    workspace.gradients = std::move(warm_up.gradients);
     Timings timings;
     progress(0);
     for (int run = 1; run <= spec.repeat; ++run) {
@@ -150,6 +152,7 @@ BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int do
         EngineResult engine = run_engine(request);
         const double total_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         workspace.output = std::move(engine.output);
+        workspace.gradients = std::move(engine.gradients);
         timings.add(total_ms, times);
         progress(run);
     }

@@ -805,8 +805,8 @@ EngineResult run_engine(const EngineRequest& request) {
     const bool backward = request.grad_output != nullptr;
     project_output(request, concat, workspace, threads, result, times);
     if (backward) {
-        run_backward(request, projections, request.weights->W_O.is_empty() ? nullptr : &concat, threads, result,
-                     times);
+        run_backward(request, projections, request.weights->W_O.is_empty() ? nullptr : &concat, workspace, threads,
+                     result, times);
     }
 
     if (request.times != nullptr) {

@@ -130,6 +130,18 @@ struct UninitialisedAllocator : std::allocator<T> {
 };
 using Buffer = std::vector<double, UninitialisedAllocator<double>>;
 
+// The backward pass's gradients that are not per head, in the packed form of
+// PackedWeights: the weights' gradients side by side as W_QKV is.
+struct EngineGradients {
+    arma::mat concat;     // n × H·d_v: dO·W_Oᵀ, or dO itself without W_O
+    arma::mat W_QKV;      // d_model × (H·d_k + G·d_k + G·d_v): [dW_Q dW_K dW_V]
+    arma::rowvec b_QKV;   // 1 × the same: the column sums of [dQ dK dV]
+    arma::mat W_O;        // H·d_v × d_out; empty without W_O
+    arma::rowvec b_O;     // 1 × d_out: the column sums of dO
+    arma::mat X;          // n × d_model: dX (through the queries only in cross-attention)
+    arma::mat C;          // m × d_model: dC in cross-attention; empty otherwise
+};
+
 // Memory for the engine's largest matrices, which a caller that computes many
 // times (qkv bench) keeps from one call to the next, so that a call does not
 // map and clear fresh pages for them. Each call sets the sizes it needs.
@@ -140,6 +152,11 @@ struct EngineWorkspace {
     arma::mat output;       // run_engine moves it into its result; give it back to reuse it
     Buffer packed_keys;     // with qkv's own products (kernels.hpp)
     Buffer packed_values;
+    // the backward pass
+    arma::mat grad_projections;  // [dQ dK dV], or dQ alone in cross-attention
+    arma::mat grad_keys_values;  // [dK dV] in cross-attention
+    arma::mat grad_shared;       // each query head's dK and dV, with grouped-query attention
+    EngineGradients gradients;   // run_engine moves them into its result; give them back to reuse them
 };
 
 struct EngineRequest {
@@ -165,18 +182,6 @@ struct EngineRequest {
     // FlashAttention's backward does), so no head keeps an n × m matrix unless
     // `keep` asks for one; the per-head gradients are kept as `keep` says.
     const arma::mat* grad_output = nullptr;
-};
-
-// The backward pass's gradients that are not per head, in the packed form of
-// PackedWeights: the weights' gradients side by side as W_QKV is.
-struct EngineGradients {
-    arma::mat concat;     // n × H·d_v: dO·W_Oᵀ, or dO itself without W_O
-    arma::mat W_QKV;      // d_model × (H·d_k + G·d_k + G·d_v): [dW_Q dW_K dW_V]
-    arma::rowvec b_QKV;   // 1 × the same: the column sums of [dQ dK dV]
-    arma::mat W_O;        // H·d_v × d_out; empty without W_O
-    arma::rowvec b_O;     // 1 × d_out: the column sums of dO
-    arma::mat X;          // n × d_model: dX (through the queries only in cross-attention)
-    arma::mat C;          // m × d_model: dC in cross-attention; empty otherwise
 };
 
 struct EngineResult {

@@ -81,6 +81,13 @@ public:
         Buffer scores;        // keys × rows: the block's weights
         Buffer gradient;      // keys × rows: dA, then dS′
         Buffer sums;          // rows: the softmax's sums
+        // with qkv's own products (kernels.hpp): the head's K packed as keys and as
+        // values, V packed as keys, and the block's queries and dZ packed
+        Buffer keys;
+        Buffer keys_as_values;
+        Buffer values_as_keys;
+        Buffer rows_packed;
+        Buffer inverse_scale;  // rows: 1 / scale, the factor of each row of dQ
         std::array<double, k_parts> times{};
     };
 
@@ -88,6 +95,7 @@ public:
                   double* dK_heads, double* dV_heads, EngineResult& result)
         : m_request(request), m_weights(*request.weights), m_p(p), m_dZ_all(dZ_all), m_dQ_all(dQ_all),
           m_dK_heads(dK_heads), m_dV_heads(dV_heads), m_result(result),
+          m_own_products(request.own_products && kernels::products_supported()),
           m_rows(std::min<arma::uword>(p.n, std::clamp<arma::uword>(131072 / std::max<arma::uword>(p.m, 1), 16,
                                                                      k_max_block_rows))) {
         // the n × m matrices a caller keeps, allocated here on the calling thread
@@ -105,6 +113,15 @@ public:
         scratch.scores.resize(m_p.m * m_rows);
         scratch.gradient.resize(m_p.m * m_rows);
         scratch.sums.resize(m_rows);
+        if (m_own_products) {
+            const arma::uword d_k = m_weights.d_k;
+            const arma::uword d_v = m_weights.d_v;
+            scratch.keys.resize(kernels::packed_keys_size(m_p.m, d_k));
+            scratch.keys_as_values.resize(kernels::packed_values_size(m_p.m, d_k));
+            scratch.values_as_keys.resize(kernels::packed_keys_size(m_p.m, d_v));
+            scratch.rows_packed.resize(kernels::packed_queries_size(m_rows, std::max(d_k, d_v)));
+            scratch.inverse_scale.assign(m_rows, 1.0 / m_request.scale);
+        }
         return scratch;
     }
 
@@ -131,9 +148,17 @@ public:
         const int head = static_cast<int>(h) + 1;
         arma::mat* kept_scaled = find_kept(StepId::grad_scaled_scores, head);
         arma::mat* kept_scores = find_kept(StepId::grad_scores, head);
+        if (m_own_products) {
+            kernels::pack_keys(K, m, d_k, s.keys.data());
+            kernels::pack_values(K, m, d_k, s.keys_as_values.data());
+            kernels::pack_keys(V, m, d_v, s.values_as_keys.data());
+        }
         for (arma::uword r0 = 0; r0 < n; r0 += m_rows) {
             const arma::uword rows = std::min(m_rows, n - r0);
-            const auto [k0, k1] = m_request.mask.key_range(r0, r0 + rows, m);
+            auto [k0, k1] = m_request.mask.key_range(r0, r0 + rows, m);
+            if (m_own_products) {
+                k0 -= k0 % kernels::k_key_panel;  // packed K starts a panel there; the mask blocks the extra keys
+            }
             const arma::uword keys = k1 - k0;
             if (keys == 0) {
                 for (arma::uword c = 0; c < d_k; ++c) {
@@ -145,7 +170,12 @@ public:
             double* G = s.gradient.data();
             // the block's weights, transposed: Sᵀ (keys × rows) = K·Qᵀ / scale, then bias, mask, softmax
             auto start = Clock::now();
-            gemm(false, true, keys, rows, d_k, inverse_scale, K + k0, m, Q + r0, n, A, keys);
+            if (m_own_products) {
+                kernels::pack_queries(Q + r0, n, rows, d_k, s.rows_packed.data());
+                kernels::scores_block(s.keys.data(), k0, keys, d_k, s.rows_packed.data(), rows, inverse_scale, A);
+            } else {
+                gemm(false, true, keys, rows, d_k, inverse_scale, K + k0, m, Q + r0, n, A, keys);
+            }
             if (m_request.alibi != nullptr || m_request.mask.any()) {
                 for (arma::uword i = 0; i < rows; ++i) {
                     double* column = A + i * keys;
@@ -173,7 +203,12 @@ public:
             s.times[p_weights] += ms_since(start);
             // dAᵀ (keys × rows) = V·dZᵀ
             start = Clock::now();
-            gemm(false, true, keys, rows, d_v, 1.0, V + k0, m, dZ + r0, n, G, keys);
+            if (m_own_products) {
+                kernels::pack_queries(dZ + r0, n, rows, d_v, s.rows_packed.data());
+                kernels::scores_block(s.values_as_keys.data(), k0, keys, d_v, s.rows_packed.data(), rows, 1.0, G);
+            } else {
+                gemm(false, true, keys, rows, d_v, 1.0, V + k0, m, dZ + r0, n, G, keys);
+            }
             s.times[p_grad_weights] += ms_since(start);
             // dS′ = A ∘ (dA − rowsum(dA ∘ A)), a query's row being a column here
             start = Clock::now();
@@ -197,7 +232,12 @@ public:
             s.times[p_softmax] += ms_since(start);
             // the block's rows of dQ (rows × d_k) = dS′·K / scale
             start = Clock::now();
-            gemm(true, false, rows, d_k, keys, inverse_scale, G, keys, K + k0, m, dQ + r0, n);
+            if (m_own_products) {
+                kernels::weighted_sum_block(G, keys, rows, s.keys_as_values.data(), m, k0, d_k,
+                                            s.inverse_scale.data(), dQ + r0, n);
+            } else {
+                gemm(true, false, rows, d_k, keys, inverse_scale, G, keys, K + k0, m, dQ + r0, n);
+            }
             s.times[p_queries] += ms_since(start);
             // dK (keys × d_k) += dS′ᵀ·Q / scale, dV (keys × d_v) += Aᵀ·dZ
             start = Clock::now();
@@ -232,13 +272,14 @@ private:
     double* m_dK_heads;
     double* m_dV_heads;
     EngineResult& m_result;
+    bool m_own_products;
     arma::uword m_rows;
 };
 
 }  // namespace
 
-void run_backward(const EngineRequest& request, const Projections& p, const arma::mat* concat, int threads,
-                  EngineResult& result, StepTimes& times) {
+void run_backward(const EngineRequest& request, const Projections& p, const arma::mat* concat,
+                  EngineWorkspace& workspace, int threads, EngineResult& result, StepTimes& times) {
     const PackedWeights& weights = *request.weights;
     const arma::mat& dO = *request.grad_output;
     const arma::uword n = p.n;
@@ -251,6 +292,7 @@ void run_backward(const EngineRequest& request, const Projections& p, const arma
     const arma::uword k_width = weights.k_width();
     const arma::uword v_width = weights.v_width();
     const bool self = request.X == request.C;
+    result.gradients = std::move(workspace.gradients);
     EngineGradients& grads = result.gradients;
 
     // dConcat = dO·W_Oᵀ, dW_O = concatᵀ·dO, db_O = the column sums of dO
@@ -275,15 +317,16 @@ void run_backward(const EngineRequest& request, const Projections& p, const arma
     // [dQ dK dV] side by side as W_QKV is, one matrix in self-attention (n = m);
     // the query heads' own dK and dV, summed per key/value head afterwards with
     // grouped-query attention
-    arma::mat queries_part(n, self ? q_width + k_width + v_width : q_width);
-    arma::mat kv_part;
+    arma::mat& queries_part = workspace.grad_projections;
+    queries_part.set_size(n, self ? q_width + k_width + v_width : q_width);
+    arma::mat& kv_part = workspace.grad_keys_values;
     if (!self) {
         kv_part.set_size(m, k_width + v_width);
     }
     double* dQ_all = queries_part.memptr();
     double* dK_all = self ? dQ_all + n * q_width : kv_part.memptr();
     double* dV_all = dK_all + m * k_width;
-    arma::mat shared_heads;  // m × H·(d_k + d_v) when G < H
+    arma::mat& shared_heads = workspace.grad_shared;  // m × H·(d_k + d_v) when G < H
     if (G != H) {
         shared_heads.set_size(m, H * (d_k + d_v));
     }
@@ -311,7 +354,6 @@ void run_backward(const EngineRequest& request, const Projections& p, const arma
                 dV += arma::mat(dV_heads + h * d_v * m, m, d_v, false, true);
             }
         }
-        shared_heads.reset();
     }
     const double wall = ms_since(start);
     std::array<double, HeadGradients::k_parts> per_part{};

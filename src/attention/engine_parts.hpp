@@ -65,9 +65,10 @@ struct Projections {
 
 // The backward pass (engine_backward.cpp), after the forward pass has left the
 // rotated Q_all, K_all and V_all in `p` and the concatenation (n × H·d_v, or
-// nullptr without W_O) in `concat`: every gradient, into `result`.
-void run_backward(const EngineRequest& request, const Projections& p, const arma::mat* concat, int threads,
-                  EngineResult& result, StepTimes& times);
+// nullptr without W_O) in `concat`: every gradient, into `result`, in the
+// workspace's memory.
+void run_backward(const EngineRequest& request, const Projections& p, const arma::mat* concat,
+                  EngineWorkspace& workspace, int threads, EngineResult& result, StepTimes& times);
 
 // While alive, BLAS uses the given number of threads; the previous number is
 // restored afterwards, also when an exception passes.

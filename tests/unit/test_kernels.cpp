@@ -278,6 +278,9 @@ TEST_CASE("the engine gives the same numbers with qkv's own products and with BL
     request.mask.causal = true;
     request.keep = [](StepId, int) { return true; };
     request.threads = 2;
+    // and the backward pass: each block's weights recomputed, dA and dQ by the same products
+    const arma::mat grad_output = arma::randu(n, d_model) - 0.5;
+    request.grad_output = &grad_output;
 
     request.own_products = false;
     const EngineResult blas = run_engine(request);
@@ -294,6 +297,13 @@ TEST_CASE("the engine gives the same numbers with qkv's own products and with BL
     }
     test::require_near(own.output, blas.output, 1e-12, "output");
     test::require_near(own_three.output, blas.output, 1e-12, "output");
+    CHECK(blas.kept.count({StepId::grad_scaled_scores, 2}) == 1);
+    for (const auto* result : {&own, &own_three}) {
+        test::require_near(result->gradients.W_QKV, blas.gradients.W_QKV, 1e-12, "[dW_Q dW_K dW_V]");
+        test::require_near(result->gradients.b_QKV, blas.gradients.b_QKV, 1e-12, "[db_Q db_K db_V]");
+        test::require_near(result->gradients.W_O, blas.gradients.W_O, 1e-12, "dW_O");
+        test::require_near(result->gradients.X, blas.gradients.X, 1e-12, "dX");
+    }
     // the causal mask: query 0 sees key 0 alone
     CHECK(own.kept.at({StepId::weights, 1})(0, 0) == 1.0);
     CHECK(own.kept.at({StepId::weights, 1})(0, 1) == 0.0);
@@ -330,9 +340,12 @@ TEST_CASE("the engine gives the same numbers with both products over the keys a 
     request.mask.window = 40;
     request.keep = [](StepId id, int) {
         return id == StepId::rotated_keys || id == StepId::masked_scores || id == StepId::weights ||
-               id == StepId::head_output;
+               id == StepId::head_output || id == StepId::grad_scaled_scores || id == StepId::grad_keys;
     };
     request.threads = 2;
+    // the backward pass too: a block's keys start at a panel of packed K, before the window
+    const arma::mat grad_output = arma::randu(n, d_model) - 0.5;
+    request.grad_output = &grad_output;
 
     request.own_products = false;
     const EngineResult blas = run_engine(request);
@@ -346,6 +359,9 @@ TEST_CASE("the engine gives the same numbers with both products over the keys a 
         test::require_near(own.kept.at(key), values, 1e-12, step_text(key.id) + " head " + std::to_string(key.head));
     }
     test::require_near(own.output, blas.output, 1e-12, "output");
+    test::require_near(own.gradients.W_QKV, blas.gradients.W_QKV, 1e-12, "[dW_Q dW_K dW_V]");
+    test::require_near(own.gradients.X, blas.gradients.X, 1e-12, "dX");
+    REQUIRE(own.kept.count({StepId::grad_keys, 2}) == 1);  // per key/value head
     // outside the window, in the blocks' ranges or not: −∞ before the softmax, 0 after
     const arma::mat& masked = own.kept.at({StepId::masked_scores, 3});
     const arma::mat& A = own.kept.at({StepId::weights, 3});
