@@ -656,24 +656,14 @@ void run_heads(const EngineRequest& request, const Projections& p, arma::mat& co
                  [&steps, &scratch](arma::uword g, int worker) { steps.prepare(g, scratch[worker]); });
     parallel_for(workers, steps.items(),
                  [&steps, &scratch](arma::uword item, int worker) { steps.work(item, scratch[worker]); });
-    // the workers ran side by side: share the wall time among the steps in
-    // proportion to the time the workers spent in each
-    const double wall = ms_since(start);
-    std::array<double, HeadSteps::k_parts> per_part{};
-    double busy = 0.0;
-    for (const auto& local : scratch) {
-        for (int part = 0; part < HeadSteps::k_parts; ++part) {
-            per_part[part] += local.times[part];
-            busy += local.times[part];
-        }
-    }
+    const auto per_part = share_wall_time<HeadSteps::k_parts>(ms_since(start), scratch);
     for (int part = 0; part < HeadSteps::k_parts; ++part) {
         // the scaling is part of the score product, ALiBi's bias part of the biased scores
         const auto id = static_cast<HeadSteps::Part>(part);
         if (id == HeadSteps::p_scaled || id == HeadSteps::p_bias || !steps.exists(id)) {
             continue;
         }
-        times.emplace_back(HeadSteps::k_ids[part], busy > 0.0 ? wall * per_part[part] / busy : 0.0);
+        times.emplace_back(HeadSteps::k_ids[part], per_part[part]);
     }
 }
 

@@ -355,20 +355,11 @@ void run_backward(const EngineRequest& request, const Projections& p, const arma
             }
         }
     }
-    const double wall = ms_since(start);
-    std::array<double, HeadGradients::k_parts> per_part{};
-    double busy = 0.0;
-    for (const auto& local : scratch) {
-        for (int part = 0; part < HeadGradients::k_parts; ++part) {
-            per_part[part] += local.times[part];
-            busy += local.times[part];
-        }
-    }
-    // the wall time shared in proportion to the workers' time in each part; the
-    // weights recomputed for dS′ count with it
+    const auto per_part = share_wall_time<HeadGradients::k_parts>(ms_since(start), scratch);
+    // the weights recomputed for dS′ count with it
     std::vector<std::pair<StepId, double>> head_times;
     for (int part = 0; part < HeadGradients::k_parts; ++part) {
-        const double ms = busy > 0.0 ? wall * per_part[part] / busy : 0.0;
+        const double ms = per_part[part];
         const StepId id = HeadGradients::k_ids[part];
         const auto same = std::find_if(head_times.begin(), head_times.end(), [id](const auto& t) { return t.first == id; });
         if (same == head_times.end()) {

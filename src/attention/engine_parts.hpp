@@ -9,6 +9,7 @@
 #include <armadillo>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -69,6 +70,25 @@ struct Projections {
 // workspace's memory.
 void run_backward(const EngineRequest& request, const Projections& p, const arma::mat* concat,
                   EngineWorkspace& workspace, int threads, EngineResult& result, StepTimes& times);
+
+// The workers ran side by side: the wall time of a phase shared among its
+// parts in proportion to the time the workers spent in each (each scratch's
+// `times`, one entry per part).
+template <std::size_t parts, class Scratch>
+std::array<double, parts> share_wall_time(double wall, const std::vector<Scratch>& scratch) {
+    std::array<double, parts> per_part{};
+    double busy = 0.0;
+    for (const auto& local : scratch) {
+        for (std::size_t part = 0; part < parts; ++part) {
+            per_part[part] += local.times[part];
+            busy += local.times[part];
+        }
+    }
+    for (double& ms : per_part) {
+        ms = busy > 0.0 ? wall * ms / busy : 0.0;
+    }
+    return per_part;
+}
 
 // While alive, BLAS uses the given number of threads; the previous number is
 // restored afterwards, also when an exception passes.

@@ -342,4 +342,37 @@ int require_reference(const Trace& trace, const std::string& name) {
     return compared;
 }
 
+// A matrix as an answer: [[1.2346, -inf], ...] with `decimals` digits.
+std::string yaml_matrix(const arma::mat& M, int decimals) {
+    std::string text = "[";
+    for (arma::uword i = 0; i < M.n_rows; ++i) {
+        text += i == 0 ? "[" : ", [";
+        for (arma::uword j = 0; j < M.n_cols; ++j) {
+            char buffer[64];
+            if (std::isinf(M(i, j))) {
+                std::snprintf(buffer, sizeof buffer, "%s", M(i, j) < 0 ? "-inf" : "inf");
+            } else {
+                std::snprintf(buffer, sizeof buffer, "%.*f", decimals, M(i, j));
+            }
+            text += (j == 0 ? "" : ", ") + std::string(buffer);
+        }
+        text += "]";
+    }
+    return text + "]";
+}
+
+// `id: [[...]]`, under answers.heads when the example has several heads (per-kv-head steps are
+// numbered by key/value head there).
+std::string answer_yaml(const std::string& id, int head, int n_heads, const arma::mat& M, int decimals) {
+    if (head == 0 || n_heads == 1) {
+        return id + ": " + yaml_matrix(M, decimals) + "\n";
+    }
+    std::string heads = "heads: [";
+    for (int h = 1; h < head; ++h) {
+        heads += "~, ";
+    }
+    return heads + "{" + id + ": " + yaml_matrix(M, decimals) + "}]\n";
+}
+
+
 }  // namespace qkv::test

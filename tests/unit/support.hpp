@@ -86,4 +86,9 @@ arma::mat rows(std::initializer_list<std::initializer_list<double>> values);
 // The built-in error checks: exactly one or more "qkv: error:" lines (and hints), nothing on stdout, exit 2.
 void require_input_error(const CliResult& result, const std::string& where_what_fragment);
 
+// A matrix as answers write it: [[1.2346, -inf], ...] with `decimals` digits.
+std::string yaml_matrix(const arma::mat& M, int decimals);
+// `id: [[...]]` as an answers: entry, under heads: [~, …, {id: …}] for head `head` of several.
+std::string answer_yaml(const std::string& id, int head, int n_heads, const arma::mat& M, int decimals = 4);
+
 }  // namespace qkv::test

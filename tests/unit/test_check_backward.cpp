@@ -17,37 +17,14 @@ using Catch::Matchers::Contains;
 
 namespace {
 
+using test::answer_yaml;
+using test::yaml_matrix;
+
 Answers answers_from(const std::string& yaml, const Trace& trace) {
     return read_answers({"answers.yaml", yaml, ""}, trace, AnswersIn::answer_file);
 }
 
-// A matrix as an answer, [[1.2346, -0.5], ...], with `decimals` digits.
-std::string yaml_matrix(const arma::mat& M, int decimals) {
-    std::string text = "[";
-    for (arma::uword i = 0; i < M.n_rows; ++i) {
-        text += i == 0 ? "[" : ", [";
-        for (arma::uword j = 0; j < M.n_cols; ++j) {
-            char buffer[64];
-            std::snprintf(buffer, sizeof buffer, "%.*f", decimals, M(i, j));
-            text += (j == 0 ? "" : ", ") + std::string(buffer);
-        }
-        text += "]";
-    }
-    return text + "]";
-}
 
-// `id: [[...]]`, under answers.heads when the example has several heads (per-kv-head steps are
-// numbered by key/value head there, as the forward keys and values are).
-std::string answer_yaml(const std::string& id, int head, int n_heads, const arma::mat& M, int decimals = 4) {
-    if (head == 0 || n_heads == 1) {
-        return id + ": " + yaml_matrix(M, decimals) + "\n";
-    }
-    std::string heads = "heads: [";
-    for (int h = 1; h < head; ++h) {
-        heads += "~, ";
-    }
-    return heads + "{" + id + ": " + yaml_matrix(M, decimals) + "}]\n";
-}
 
 const arma::mat& value(const Trace& trace, const std::string& id, int head = 0) {
     const Step* step = trace.find(id, head);
