@@ -5,7 +5,7 @@
 // engine's results, `check`'s recomputation from a learner's answers, `explain`,
 // the loader's `round:` check, the `--steps` hints, the step numbers and the
 // lessons all read this table. Adding a step is adding a row, its functions in
-// steps.cpp, and its explanation in explain/.
+// steps.cpp (steps_backward.cpp for a gradient), and its explanation in explain/.
 #pragma once
 
 #include "attention/step_id.hpp"
