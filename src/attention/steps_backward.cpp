@@ -559,6 +559,11 @@ void describe_b_query(const StepContext& context, Step& step) {
 void describe_b_key(const StepContext& context, Step& step) {
     const Model& model = context.model();
     describe_bias(step, "K", kv_heads(model), (step.head == 0 ? model.n_kv_heads() : 1) * model.d_k());
+    if (!model.rope && !model.sinks) {
+        // Σ_j dS'[i,j] = Σ_j A_ij·(dA_ij − r_i) = r_i − r_i = 0, so Σ_j dK[j,:] = Σ_i (Σ_j dS[i,j])·Q[i,:] = 0
+        step.notes.push_back("0 up to rounding: b_K adds q·b_K to every score of a row alike, which the softmax "
+                             "does not see");
+    }
 }
 
 void describe_b_value(const StepContext& context, Step& step) {

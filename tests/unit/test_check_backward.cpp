@@ -56,7 +56,11 @@ weights:
 grad_output: [[1, 0], [0.5, -1], [0, 2]]
 )";
 
-std::string square_pytorch() { return std::string("layout: pytorch\n") + k_square; }
+std::string square_pytorch() {
+    std::string text = "layout: pytorch\n";
+    text.append(k_square);
+    return text;
+}
 
 // nn.MultiheadAttention with E = 2 and one head: out_proj.weight's gradient is square.
 const char* const k_block = R"(
