@@ -715,6 +715,21 @@ def modern_reference(X, C, W, b, H, G, W_O, b_O, divisor, rope=None, slopes=None
     steps["scores"] = list(S)
     x = S / divisor
     steps["scaled_scores"] = list(x)
+    A = scaled_scores_to_weights(x, slopes, blocked, sinks, steps)
+    Z = torch.matmul(A, V_rep)                                     # H x n x d_v
+    steps["weights"], steps["head_output"] = list(A), list(Z)
+    concat = Z.transpose(0, 1).reshape(n, -1)                      # n x H*d_v
+    if H > 1:
+        steps["concat"] = concat
+    steps["output"] = concat if W_O is None else affine(concat, W_O, b_O)
+    return steps
+
+
+def scaled_scores_to_weights(x, slopes, blocked, sinks, steps):
+    """From the scaled scores x (H x n x m) to the weights: ALiBi's bias, the
+    mask's -inf, then the softmax with the sinks; records position_bias,
+    biased_scores and masked_scores in `steps` when they exist."""
+    H, n, m = x.shape
     if slopes is not None:
         distance = (torch.arange(m)[None, :] - torch.arange(n)[:, None]).abs()
         bias = -tensor(slopes)[:, None, None] * distance           # H x n x m
@@ -724,18 +739,10 @@ def modern_reference(X, C, W, b, H, G, W_O, b_O, divisor, rope=None, slopes=None
         x = x.masked_fill(blocked, NEG_INF)
         steps["masked_scores"] = list(x)
     if sinks is None:
-        A = torch.softmax(x, dim=-1)
-    else:
-        # gpt-oss: the sink logit joins each row as one more column, then is dropped
-        sink_column = tensor(sinks).reshape(H, 1, 1).expand(H, n, 1)
-        A = torch.softmax(torch.cat([x, sink_column], dim=-1), dim=-1)[..., :-1]
-    Z = torch.matmul(A, V_rep)                                     # H x n x d_v
-    steps["weights"], steps["head_output"] = list(A), list(Z)
-    concat = Z.transpose(0, 1).reshape(n, -1)                      # n x H*d_v
-    if H > 1:
-        steps["concat"] = concat
-    steps["output"] = concat if W_O is None else affine(concat, W_O, b_O)
-    return steps
+        return torch.softmax(x, dim=-1)
+    # gpt-oss: the sink logit joins each row as one more column, then is dropped
+    sink_column = tensor(sinks).reshape(H, 1, 1).expand(H, n, 1)
+    return torch.softmax(torch.cat([x, sink_column], dim=-1), dim=-1)[..., :-1]
 
 
 def gpt_oss_attention(X, W, b, H, G, W_O, b_O, divisor, base, window, sinks):

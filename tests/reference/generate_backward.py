@@ -71,7 +71,7 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import generate as gen  # noqa: E402  (the forward generator: conventions and writers)
-from generate import Bare, NEG_INF, VERSIONS, lists, tensor  # noqa: E402
+from generate import Bare, VERSIONS, lists, tensor  # noqa: E402
 
 CASES_DIR = gen.CASES_DIR
 FD_TOLERANCE = 1e-6
@@ -342,20 +342,7 @@ def batched_forward(Xe, C, W, b, H, G, W_O, b_O, divisor, rope, slopes, blocked,
     scaled = S / divisor
     scaled.retain_grad()
     steps["scores"], steps["scaled_scores"] = list(S), list(scaled)
-    x = scaled
-    if slopes is not None:
-        distance = (torch.arange(m)[None, :] - torch.arange(n)[:, None]).abs()
-        bias = -tensor(slopes)[:, None, None] * distance
-        x = x + bias
-        steps["position_bias"], steps["biased_scores"] = list(bias), list(x)
-    if blocked is not None:
-        x = x.masked_fill(blocked, NEG_INF)
-        steps["masked_scores"] = list(x)
-    if sinks is None:
-        A = torch.softmax(x, dim=-1)
-    else:
-        sink_column = tensor(sinks).reshape(H, 1, 1).expand(H, n, 1)
-        A = torch.softmax(torch.cat([x, sink_column], dim=-1), dim=-1)[..., :-1]
+    A = gen.scaled_scores_to_weights(scaled, slopes, blocked, sinks, steps)
     A.retain_grad()
     Z = torch.matmul(A, V_rep)
     Z.retain_grad()
