@@ -50,6 +50,10 @@ _qkv() {
         -f | --format)
             if [[ $command == bench ]]; then
                 mapfile -t COMPREPLY < <(compgen -W 'text json' -- "$cur")
+            elif [[ $command == check ]]; then
+                mapfile -t COMPREPLY < <(compgen -W 'text markdown json csv gradescope' -- "$cur")
+            elif [[ $command == lesson ]]; then
+                mapfile -t COMPREPLY < <(compgen -W 'text markdown' -- "$cur")
             else
                 mapfile -t COMPREPLY < <(compgen -W 'text markdown latex csv json svg' -- "$cur")
             fi
@@ -67,12 +71,12 @@ _qkv() {
             mapfile -t COMPREPLY < <(compgen -W 'auto always never' -- "$cur")
             return 0
             ;;
-        -o | --output | --answers)
+        -o | --output | --answers | --rubric)
             mapfile -t COMPREPLY < <(compgen -f -- "$cur")
             compopt -o filenames 2>/dev/null
             return 0
             ;;
-        -p | --precision | --head | --max-memory | --block-size | --tolerance | --tokens | --d-model | --d-k | \
+        -p | --precision | --head | --max-memory | --block-size | --tolerance | --decimals | --tokens | --d-model | --d-k | \
             --d-v | --heads | --kv-heads | --window | --seed | --max-int | --repeat | --threads)
             return 0
             ;;
@@ -82,7 +86,7 @@ _qkv() {
     case $command in
         run) options="$_qkv_common_options --decode --backward" ;;
         explain) options="$_qkv_common_options --block-size --backward" ;;
-        check) options="$_qkv_common_options --answers --tolerance --backward" ;;
+        check) options="$_qkv_common_options --answers --tolerance --decimals --rubric --backward" ;;
         lesson) options="$_qkv_common_options --no-pause" ;;
         init) options='--tokens --d-model --d-k --d-v --heads --seed --max-int -o --output --force -h --help' ;;
         bench) options='--tokens --d-model --heads --kv-heads --window --rope --backward --repeat --threads -f --format -h --help' ;;
@@ -100,7 +104,7 @@ _qkv() {
     for ((i = i + 1; i < COMP_CWORD; i++)); do
         case ${COMP_WORDS[i]} in
             -f | --format | -p | --precision | -s | --steps | --head | --color | -o | --output | --max-memory | \
-                --block-size | --answers | --tolerance) ((i++)) ;;
+                --block-size | --answers | --tolerance | --decimals | --rubric) ((i++)) ;;
             -*) ;;
             *) ((arguments++)) ;;
         esac

@@ -41,7 +41,9 @@ complete -c qkv -n "not __fish_seen_subcommand_from $commands" -a bench -d 'Time
 
 # run, explain, check and lesson share these
 set -l common "__fish_seen_subcommand_from run explain check lesson"
-complete -c qkv -n $common -s f -l format -x -a 'text markdown latex csv json svg' -d 'Output format'
+complete -c qkv -n "__fish_seen_subcommand_from run explain" -s f -l format -x -a 'text markdown latex csv json svg' -d 'Output format'
+complete -c qkv -n "__fish_seen_subcommand_from check" -s f -l format -x -a 'text markdown json csv gradescope' -d 'Output format'
+complete -c qkv -n "__fish_seen_subcommand_from lesson" -s f -l format -x -a 'text markdown' -d 'Output format'
 complete -c qkv -n $common -s p -l precision -x -d 'Digits after the decimal point (0-17)'
 complete -c qkv -n $common -s s -l steps -x -a "(__qkv_steps $steps)" -d 'Only these steps (comma-separated ids)'
 complete -c qkv -n $common -l head -x -d 'Only head N (1-based)'
@@ -61,8 +63,10 @@ complete -c qkv -n "__fish_seen_subcommand_from run explain check" -a '(__qkv_ex
 complete -c qkv -n "__fish_seen_subcommand_from run" -l decode -d 'One new token at a time, from a key/value cache'
 complete -c qkv -n "__fish_seen_subcommand_from run explain check" -l backward -d 'Add the gradients (grad_output: ones unless given)'
 complete -c qkv -n "__fish_seen_subcommand_from explain" -l block-size -x -d 'Work the row out as FlashAttention does'
-complete -c qkv -n "__fish_seen_subcommand_from check" -l answers -r -F -d 'Read the answers from FILE'
+complete -c qkv -n "__fish_seen_subcommand_from check" -l answers -r -F -d 'Answers from FILE, or a folder of them'
 complete -c qkv -n "__fish_seen_subcommand_from check" -l tolerance -x -d 'Right when within T of the true value'
+complete -c qkv -n "__fish_seen_subcommand_from check" -l decimals -x -d 'The fewest decimals an answer may carry'
+complete -c qkv -n "__fish_seen_subcommand_from check" -l rubric -r -F -d 'Points per step from FILE'
 
 complete -c qkv -n "__fish_seen_subcommand_from lesson" -a '(__qkv_lessons)' -F
 complete -c qkv -n "__fish_seen_subcommand_from lesson" -l no-pause -d 'Play straight through, answers shown'

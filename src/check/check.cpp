@@ -45,23 +45,47 @@ const char* verdict_name(Verdict verdict) {
     return "wrong";
 }
 
-bool matches(double given, int decimals, double target, const CheckOptions& options) {
+bool matches(double given, int decimals, double target, const CheckOptions& options, double slack) {
     if (std::isnan(given) || std::isnan(target)) {
         return false;
     }
     if (std::isinf(given) || std::isinf(target)) {
         return given == target;
     }
-    const double allowed = options.tolerance ? *options.tolerance : 0.5 * std::pow(10.0, -decimals);
+    double allowed = 0.0;
+    if (options.tolerance) {
+        allowed = *options.tolerance;
+    } else if (decimals >= options.decimals) {
+        allowed = 0.5 * std::pow(10.0, -decimals);
+    } else {
+        // fewer decimals than the exercise asks for: only the exact value (up to the last bits of a double)
+        allowed = 1e-9 * std::max(1.0, std::fabs(target));
+    }
+    allowed += std::isfinite(slack) ? slack : 0.0;
     // slack for binary floating point: 0.45 is stored as 0.45000000000000001, and a tie must still count
-    const double slack = allowed * 1e-9 + 4 * DBL_EPSILON * std::max(std::fabs(given), std::fabs(target));
-    return std::fabs(given - target) <= allowed + slack;
+    const double bits = allowed * 1e-9 + 4 * DBL_EPSILON * std::max(std::fabs(given), std::fabs(target));
+    return std::fabs(given - target) <= allowed + bits;
+}
+
+int graded_decimals(int decimals, double given, double target, const CheckOptions& options) {
+    if (options.tolerance || decimals >= options.decimals || !std::isfinite(target) ||
+        matches(given, decimals, target, options)) {
+        return decimals;
+    }
+    // a true value that these decimals write exactly (a whole score) may be written with them
+    const double unit = std::pow(10.0, -decimals);
+    if (same_value(std::round(target / unit) * unit, target)) {
+        return decimals;
+    }
+    return options.decimals;
 }
 
 std::size_t StepCheck::count(Verdict verdict) const {
     return static_cast<std::size_t>(
         std::count_if(cells.begin(), cells.end(), [verdict](const CellCheck& cell) { return cell.verdict == verdict; }));
 }
+
+std::size_t StepCheck::blank() const { return step->values.n_elem - cells.size(); }
 
 namespace {
 
@@ -88,6 +112,25 @@ bool CheckReport::correct() const {
 
 const StepCheck* CheckReport::first_mistake() const { return earliest_mistake(steps); }
 
+double CheckReport::score() const {
+    double total = 0.0;
+    for (const auto& step : steps) {
+        total += step.score;
+    }
+    return total;
+}
+
+double CheckReport::max_score() const {
+    double total = 0.0;
+    for (const auto& step : steps) {
+        total += step.max_score;
+    }
+    for (const auto& step : unanswered) {
+        total += step.max_score;
+    }
+    return total;
+}
+
 std::string step_label(const Trace& trace, StepId id, int head) {
     if (head != 0 && trace.dims.heads > 1) {
         return step_text(id) + " (head " + std::to_string(head) + ")";
@@ -113,6 +156,62 @@ struct Grading {
     std::set<StepKey> answered;
 };
 
+// More rounded cells than this in a step's inputs (a large example) and the
+// learner's rounding is not carried into it: hand calculations are far smaller.
+constexpr std::size_t k_max_rounded_inputs = 4096;
+
+// How far each cell of `key`, worked out from the learner's values, may move
+// because of the rounding in the values it reads: `spread` holds, per step and
+// cell, half a unit of the learner's last decimal where they rounded (and what
+// their rounding upstream carried into the cells they did not write). To first
+// order: each rounded input moved by its spread, one at a time, the changes
+// added up.
+arma::mat carried_rounding(const Model& model, const StepKey& key, const checking::Values& learner,
+                           const checking::Values& spread, const arma::mat& base) {
+    arma::mat total(base.n_rows, base.n_cols, arma::fill::zeros);
+    const auto inputs = step_inputs(model, key);
+    std::size_t rounded = 0;
+    for (const auto& input : inputs) {
+        if (const auto found = spread.find(input); found != spread.end()) {
+            rounded += arma::accu(*found->second > 0.0);
+        }
+    }
+    if (rounded == 0 || rounded > k_max_rounded_inputs) {
+        return total;
+    }
+    checking::Values values = learner;
+    for (const auto& input : inputs) {
+        const auto found = spread.find(input);
+        if (found == spread.end()) {
+            continue;
+        }
+        const arma::mat& H = *found->second;
+        arma::mat moved = *learner.at(input);
+        for (arma::uword k = 0; k < H.n_elem; ++k) {
+            if (!(H(k) > 0.0) || !std::isfinite(moved(k))) {
+                continue;
+            }
+            const double original = moved(k);
+            arma::mat change(base.n_rows, base.n_cols, arma::fill::zeros);
+            for (const double sign : {-1.0, 1.0}) {
+                moved(k) = original + sign * H(k);
+                values[input] = std::make_shared<const arma::mat>(moved);
+                const auto value = checking::recompute(model, key, values);
+                if (!value || value->n_rows != base.n_rows || value->n_cols != base.n_cols) {
+                    continue;
+                }
+                arma::mat difference = arma::abs(*value - base);
+                difference.elem(arma::find_nonfinite(difference)).zeros();  // blocked cells stay −∞
+                change = arma::max(change, difference);
+            }
+            moved(k) = original;
+            total += change;
+        }
+        values[input] = learner.at(input);
+    }
+    return total;
+}
+
 // What grading one step's cells found besides their verdicts.
 struct CellsGraded {
     bool deviates = false;  // some given number is not the true value
@@ -121,10 +220,11 @@ struct CellsGraded {
 
 // Grades each given cell of an answer of the right shape against the true
 // value and against the values worked out from the learner's earlier answers
-// (as written, and without their rounding), and writes the learner's numbers
-// into `as_written` and `unrounded`, which the later steps read.
+// (as written, allowing for their rounding, and without their rounding), and
+// writes the learner's numbers into `as_written` and `unrounded` and their
+// rounding into `rounding`, which the later steps read.
 CellsGraded grade_cells(StepCheck& check, const arma::mat& from_learner, const arma::mat& from_precise,
-                        const CheckOptions& options, arma::mat& as_written, arma::mat& unrounded) {
+                        const CheckOptions& options, arma::mat& as_written, arma::mat& unrounded, arma::mat& rounding) {
     const StepAnswer& answer = *check.answer;
     const arma::mat& expected = check.step->values;
     CellsGraded graded;
@@ -140,10 +240,12 @@ CellsGraded grade_cells(StepCheck& check, const arma::mat& from_learner, const a
             Verdict verdict = Verdict::wrong;
             if (matches(value, cell.decimals, expected(i, j), options)) {
                 verdict = Verdict::right;
-            } else if (follows_precise || matches(value, cell.decimals, from_learner(i, j), options)) {
+            } else if (follows_precise ||
+                       matches(value, cell.decimals, from_learner(i, j), options, check.carried_rounding(i, j))) {
                 verdict = Verdict::consistent;
             }
-            check.cells.push_back({i, j, &cell, expected(i, j), verdict});
+            check.cells.push_back(
+                {i, j, &cell, expected(i, j), verdict, graded_decimals(cell.decimals, value, expected(i, j), options)});
             as_written(i, j) = value;
             if (verdict == Verdict::wrong) {
                 unrounded(i, j) = value;
@@ -152,7 +254,11 @@ CellsGraded grade_cells(StepCheck& check, const arma::mat& from_learner, const a
             } else {
                 unrounded(i, j) = verdict == Verdict::right ? expected(i, j) : value;
             }
-            graded.deviates = graded.deviates || !same_value(value, expected(i, j));
+            const bool exact = same_value(value, expected(i, j));
+            // a number written with the decimals asked for was rounded to them, unless it is exact;
+            // one written with fewer claims to be exact
+            rounding(i, j) = !exact && cell.decimals >= options.decimals ? 0.5 * std::pow(10.0, -cell.decimals) : 0.0;
+            graded.deviates = graded.deviates || !exact;
         }
     }
     return graded;
@@ -172,21 +278,28 @@ Grading grade(const Model& model, const Trace& trace, const Answers& answers, co
 
     checking::Values& learner = grading.learner;
     checking::Values& precise = grading.precise;
+    checking::Values spread;  // the learner's rounding, per step and cell
     std::set<StepKey>& answered = grading.answered;
     // The learner's own answers that differ from the true values and that each
-    // step's value depends on, nearest first: "follows from your weights".
+    // step's value depends on, nearest first: "follows from your weights";
+    // `errors` keeps those that differ by more than rounding.
     std::map<StepKey, std::vector<std::string>> sources;
+    std::map<StepKey, std::vector<std::string>> errors;
 
     for (const auto& step : trace.steps) {
         const StepKey key{step.id, step.head};
         const arma::mat& expected = step.values;
         const arma::mat from_learner = checking::recompute(model, key, learner).value_or(expected);
         const arma::mat from_precise = checking::recompute(model, key, precise).value_or(expected);
+        arma::mat rounding = carried_rounding(model, key, learner, spread, from_learner);
         std::vector<std::string> upstream;
+        std::vector<std::string> upstream_errors;
         for (const auto& input : step_inputs(model, key)) {
             add_unique(upstream, sources[input]);
+            add_unique(upstream_errors, errors[input]);
         }
         std::vector<std::string> own = upstream;
+        std::vector<std::string> own_errors = upstream_errors;
         arma::mat as_written = from_learner;
         arma::mat unrounded = from_precise;
 
@@ -196,26 +309,61 @@ Grading grade(const Model& model, const Trace& trace, const Answers& answers, co
             check.answer = &answer;
             check.step = &step;
             check.shape_ok = answer.n_rows == expected.n_rows && answer.n_cols == expected.n_cols;
+            check.carried_rounding = rounding;
             answered.insert(key);
             if (check.shape_ok) {
-                const CellsGraded graded = grade_cells(check, from_learner, from_precise, options, as_written, unrounded);
+                const CellsGraded graded =
+                    grade_cells(check, from_learner, from_precise, options, as_written, unrounded, rounding);
                 if (check.count(Verdict::consistent) > 0) {
-                    check.follows_from = upstream;
+                    check.follows_rounding_only = upstream_errors.empty();
+                    check.follows_from = check.follows_rounding_only ? upstream : upstream_errors;
                 }
+                const std::string label = step_label(trace, step.id, step.head);
                 if (graded.deviates) {
-                    own = {step_label(trace, step.id, step.head)};
+                    own = {label};
                     if (graded.partial) {
                         add_unique(own, upstream);
                     }
+                }
+                // an error goes further: a wrong number, or one following from an earlier error (not from rounding)
+                const bool errs = check.count(Verdict::wrong) > 0 ||
+                                  (check.count(Verdict::consistent) > 0 && !upstream_errors.empty());
+                if (errs) {
+                    own_errors = {label};
+                    if (graded.partial) {
+                        add_unique(own_errors, upstream_errors);
+                    }
+                } else if (!graded.partial) {
+                    own_errors.clear();  // every cell right: no error goes further
                 }
             }
             report.steps.push_back(std::move(check));
         }
         sources[key] = std::move(own);
+        errors[key] = std::move(own_errors);
         learner[key] = std::make_shared<const arma::mat>(std::move(as_written));
         precise[key] = std::make_shared<const arma::mat>(std::move(unrounded));
+        spread[key] = std::make_shared<const arma::mat>(std::move(rounding));
     }
 
+    // points: the rubric's, or 1 for every answered step
+    const auto points_of = [&options](StepId id) {
+        if (options.rubric.empty()) {
+            return 1.0;
+        }
+        const auto found = options.rubric.find(step_text(id));
+        return found == options.rubric.end() ? 0.0 : found->second;
+    };
+    for (auto& check : report.steps) {
+        check.max_score = points_of(check.answer->id);
+        const double earned = static_cast<double>(check.count(Verdict::right) + check.count(Verdict::consistent));
+        check.score = check.shape_ok ? check.max_score * earned / static_cast<double>(check.step->values.n_elem) : 0.0;
+    }
+    for (const auto& step : trace.steps) {
+        if (!options.rubric.empty() && answered.count({step.id, step.head}) == 0 && points_of(step.id) > 0.0) {
+            report.unanswered.push_back({step.id, step.head, points_of(step.id)});
+        }
+    }
     return grading;
 }
 

@@ -2,9 +2,12 @@
 //
 // Each answered cell is
 //   right       — it equals the true value rounded to the decimals it is written
-//                 with (or lies within --tolerance of it);
+//                 with (or lies within --tolerance of it); written with fewer
+//                 decimals than the exercise asks for (decimals:), only when it
+//                 is the true value exactly;
 //   consistent  — it is not right, but it follows from the learner's own earlier
-//                 answers (error carried forward, as exam markers do);
+//                 answers, allowing for the rounding they did in them (error
+//                 carried forward, as exam markers do);
 //   wrong       — neither.
 // A step with a wrong cell, or of the wrong shape, is looked up among the
 // classic mistakes (diagnose.cpp) so that the report can name it.
@@ -15,6 +18,7 @@
 #include "model/model.hpp"
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,12 +31,22 @@ const char* verdict_name(Verdict verdict);  // "right", "wrong", "consistent"
 
 struct CheckOptions {
     std::optional<double> tolerance;  // absolute; unset = rounding-aware
+    int decimals = 1;                 // the fewest decimals an answer may carry (decimals:, --decimals)
+    std::map<std::string, double> rubric;  // points by step id (rubric:, --rubric); empty = 1 per answered step
 };
 
 // True when a number written with `decimals` digits after the point counts as
 // `target`: |given − target| ≤ half a unit in its last place (both roundings of
-// an exact tie count), or ≤ the tolerance. −∞ only matches −∞; NaN never.
-bool matches(double given, int decimals, double target, const CheckOptions& options);
+// an exact tie count), or ≤ the tolerance. A number written with fewer
+// decimals than options.decimals counts only when it is `target` exactly (a
+// score of 4 may be written 4; a weight of 0.0634 may not be written 0).
+// `slack` widens the match by that much on top (the rounding a learner did
+// in the answers `target` was worked out from). −∞ only matches −∞; NaN never.
+bool matches(double given, int decimals, double target, const CheckOptions& options, double slack = 0.0);
+
+// The decimals a cell is graded at: its own, or the fewest the exercise asks
+// for when it has fewer and is not the true value exactly.
+int graded_decimals(int decimals, double given, double target, const CheckOptions& options);
 
 struct CellCheck {
     arma::uword row = 0;   // 0-based
@@ -40,6 +54,7 @@ struct CellCheck {
     const AnswerCell* answer = nullptr;
     double expected = 0.0;  // the true value (from the trace)
     Verdict verdict = Verdict::right;
+    int decimals = 0;       // graded at (graded_decimals): expected_rounded is the true value at these
 };
 
 // A classic mistake recognised in a step.
@@ -57,20 +72,36 @@ struct StepCheck {
     bool shape_ok = true;                  // false: cells is empty, both shapes are reported
     std::vector<CellCheck> cells;          // the answered cells, row by row
     std::vector<std::string> follows_from; // earlier answers the consistent cells follow from, as step_label names them
+    bool follows_rounding_only = false;    // those answers were right, only rounded: no error is carried
+    arma::mat carried_rounding;            // per cell: how far the learner's rounding upstream may move it (true shape)
     std::optional<Diagnosis> diagnosis;
+    double score = 0.0;                    // points earned: max_score × (right + consistent) / the step's cells
+    double max_score = 0.0;                // the rubric's points for this step (1 without a rubric)
 
     std::size_t count(Verdict verdict) const;
+    std::size_t blank() const;             // cells of the step not answered (all of them for a wrong shape)
     bool has_mistake() const { return !shape_ok || count(Verdict::wrong) > 0; }
+};
+
+// A step the rubric gives points to that the learner did not answer.
+struct UnansweredStep {
+    StepId id = StepId::inputs;
+    int head = 0;
+    double max_score = 0.0;
 };
 
 struct CheckReport {
     std::string answers_source;
     CheckOptions options;
     std::vector<StepCheck> steps;  // the answered steps, in the order of the trace
+    std::vector<UnansweredStep> unanswered;  // the rubric's steps left out, in the order of the trace
+    std::vector<std::string> not_graded;  // answers left out by --steps and --head, as step_label names them
 
     bool correct() const;
     // The earliest step holding a mistake, in the order of the step table (then by head), or nullptr.
     const StepCheck* first_mistake() const;
+    double score() const;
+    double max_score() const;
 };
 
 // Grades every answer. The report points into `model`, `trace` and `answers`,

@@ -28,8 +28,20 @@ std::string plural(std::size_t count, const std::string& one, const std::string&
 
 std::string shape_of(arma::uword rows, arma::uword cols) { return std::to_string(rows) + " × " + std::to_string(cols); }
 
+// `value` rounded to `decimals` ("-0.0" written 0.0).
+std::string rounded_text(double value, int decimals) {
+    char buffer[512];
+    std::snprintf(buffer, sizeof buffer, "%.*f", std::min(decimals, 300), value);
+    std::string text = buffer;
+    if (text[0] == '-' && text.find_first_not_of("-0.") == std::string::npos) {
+        text.erase(0, 1);
+    }
+    return text;
+}
+
 // The true value as the learner should have written it: rounded to their
-// decimals, or (with --tolerance) at --precision.
+// decimals (at least those the exercise asks for, unless theirs is exact), or
+// (with --tolerance) at --precision.
 std::string expected_text(const CheckReport& report, const CellCheck& cell, const RenderOptions& options) {
     const double value = cell.expected;
     if (std::isinf(value)) {
@@ -38,13 +50,7 @@ std::string expected_text(const CheckReport& report, const CellCheck& cell, cons
     if (report.options.tolerance) {
         return format_number(value, options.precision, std::floor(value) == value, false);
     }
-    char buffer[512];
-    std::snprintf(buffer, sizeof buffer, "%.*f", std::min(cell.answer->decimals, 300), value);
-    std::string text = buffer;
-    if (text[0] == '-' && text.find_first_not_of("-0.") == std::string::npos) {
-        text.erase(0, 1);
-    }
-    return text;
+    return rounded_text(value, cell.decimals);
 }
 
 std::string true_value_text(double value, const RenderOptions& options) {
@@ -57,7 +63,7 @@ std::string true_value_text(double value, const RenderOptions& options) {
 // contradict itself: 0.640456 shown as 0.6405 "rounds to 0.64046".
 std::string true_value_rounding_text(const CheckReport& report, const CellCheck& cell, const RenderOptions& options) {
     const double value = cell.expected;
-    const int k = std::min(cell.answer->decimals, 300);
+    const int k = std::min(cell.decimals, 300);
     const double rounded = std::stod(expected_text(report, cell, options));
     const double half_unit = 0.5 * std::pow(10.0, -k);
     std::string text;
@@ -85,7 +91,10 @@ std::string counts_sentence(const StepCheck& step) {
     if (wrong > 0) {
         parts.push_back(std::to_string(wrong) + " wrong");
     }
-    if (consistent > 0) {
+    if (consistent > 0 && step.follows_rounding_only) {
+        parts.push_back(std::to_string(consistent) + (consistent == 1 ? " follows" : " follow") +
+                        " from the rounding in your " + join_list(step.follows_from, " and "));
+    } else if (consistent > 0) {
         parts.push_back(std::to_string(consistent) + (consistent == 1 ? " follows" : " follow") + " from your " +
                         join_list(step.follows_from, " and ") + " (error carried forward)");
     }
@@ -96,18 +105,25 @@ std::string shape_sentence(const StepCheck& step) {
     const StepAnswer& answer = *step.answer;
     std::string text = "Your answer is " + shape_of(answer.n_rows, answer.n_cols) + "; " + step_text(answer.id) + " is " +
                        shape_of(step.step->values.n_rows, step.step->values.n_cols) + ".";
-    if (answer.n_rows < step.step->values.n_rows) {
+    const arma::mat& truth = step.step->values;
+    if (answer.n_rows == truth.n_cols && answer.n_cols == truth.n_rows) {
+        text += " Rows are tokens: write one row per token.";
+    } else if (answer.n_rows < truth.n_rows && answer.n_cols == truth.n_cols) {
         text += " Write ~ for a row you leave out.";
     }
     return text;
 }
 
-std::string mistake_sentence(const StepCheck& step) {
+std::string mistake_sentence(const CheckReport& report, const StepCheck& step) {
     const Diagnosis& d = *step.diagnosis;
     std::string text = d.mistake;
     if (!d.carried.empty()) {
-        text += " This was in " + d.carried + ", which is not among your answers; your " + step_text(step.answer->id) +
-                " answer follows from it.";
+        const auto& left_out = report.not_graded;
+        const bool graded_out = std::find(left_out.begin(), left_out.end(), d.carried) != left_out.end();
+        text += " This was in " + d.carried +
+                (graded_out ? ", which --steps and --head leave out of the grading"
+                            : ", which is not among your answers") +
+                "; your " + step_text(step.answer->id) + " answer follows from it.";
     }
     return text;
 }
@@ -116,7 +132,12 @@ std::string correct_sentence(const StepCheck& step) { return step.diagnosis->cor
 
 std::string wrong_cell_sentence(const Trace& trace, const CheckReport& report, const StepCheck& step,
                                 const CellCheck& cell, const RenderOptions& options) {
-    std::string text = cell_name(trace, step, cell) + ": you wrote " + cell.answer->text + "; ";
+    std::string text = cell_name(trace, step, cell) + ": you wrote " + cell.answer->text;
+    if (cell.decimals > cell.answer->decimals) {
+        text += ", but the exercise asks for at least " +
+                plural(static_cast<std::size_t>(cell.decimals), "decimal", "decimals");
+    }
+    text += "; ";
     const bool exact_at_decimals =
         std::isfinite(cell.expected) && std::stod(expected_text(report, cell, options)) == cell.expected;
     if (report.options.tolerance || !std::isfinite(cell.expected)) {
@@ -125,11 +146,11 @@ std::string wrong_cell_sentence(const Trace& trace, const CheckReport& report, c
     if (exact_at_decimals) {
         // exact at the learner's decimals: show them all (0.640625, not 0.6406)
         RenderOptions enough = options;
-        enough.precision = std::max(options.precision, cell.answer->decimals);
+        enough.precision = std::max(options.precision, cell.decimals);
         return text + "the true value is " + true_value_text(cell.expected, enough) + ".";
     }
     // exactly halfway between two numbers of the learner's decimals (0.25 at one decimal): both count
-    const int k = std::min(cell.answer->decimals, 300);
+    const int k = std::min(cell.decimals, 300);
     char tie[512];
     std::snprintf(tie, sizeof tie, "%.*f", k + 1, cell.expected);
     const std::string tie_text = tie;
@@ -149,25 +170,57 @@ std::string wrong_cell_sentence(const Trace& trace, const CheckReport& report, c
 
 struct Totals {
     std::size_t steps = 0;
-    std::size_t cells = 0;
+    std::size_t cells = 0;       // answered, in answers of the right shape or not
     std::size_t right = 0;
     std::size_t wrong = 0;
     std::size_t consistent = 0;
+    std::size_t blank = 0;
     std::size_t wrong_shapes = 0;
+    bool rounding_only = true;   // every consistent cell follows from rounding alone
 };
 
 Totals totals_of(const CheckReport& report) {
     Totals t;
     for (const auto& step : report.steps) {
         ++t.steps;
-        t.cells += step.cells.size();
+        t.cells += step.shape_ok ? step.cells.size() : step.answer->answered();
         t.right += step.count(Verdict::right);
         t.wrong += step.count(Verdict::wrong);
         t.consistent += step.count(Verdict::consistent);
+        t.blank += step.blank();
         t.wrong_shapes += step.shape_ok ? 0 : 1;
+        t.rounding_only = t.rounding_only && (step.count(Verdict::consistent) == 0 || step.follows_rounding_only);
     }
     return t;
 }
+
+// A number of points: at most two decimals, none when whole ("2", "1.5", "0.67").
+std::string points_text(double points) {
+    std::string text = rounded_text(points, 2);
+    while (text.find('.') != std::string::npos && (text.back() == '0' || text.back() == '.')) {
+        text.pop_back();
+    }
+    return text;
+}
+
+// "Score: 7.5 of 10." and the rubric's steps left out; empty without a rubric.
+std::string score_sentence(const Trace& trace, const CheckReport& report) {
+    if (report.options.rubric.empty()) {
+        return "";
+    }
+    std::string text = "Score: " + points_text(report.score()) + " of " + points_text(report.max_score()) + ".";
+    if (!report.unanswered.empty()) {
+        std::vector<std::string> names;
+        for (const auto& step : report.unanswered) {
+            names.push_back(step_label(trace, step.id, step.head) + " (" + points_text(step.max_score) +
+                            (step.max_score == 1.0 ? " point)" : " points)"));
+        }
+        text += " Not answered: " + join_list(names, ", ") + ".";
+    }
+    return text;
+}
+
+}  // namespace
 
 std::string summary_sentence(const Trace& trace, const CheckReport& report) {
     const Totals t = totals_of(report);
@@ -178,10 +231,11 @@ std::string summary_sentence(const Trace& trace, const CheckReport& report) {
     }
     if (t.consistent > 0) {
         parts.push_back(std::to_string(t.consistent) + (t.consistent == 1 ? " follows" : " follow") +
-                        " from your earlier answers");
+                        (t.rounding_only ? " from the rounding in your earlier answers" : " from your earlier answers"));
     }
     if (t.wrong_shapes > 0) {
-        parts.push_back(plural(t.wrong_shapes, "answer", "answers") + " of the wrong shape");
+        parts.push_back(plural(t.wrong_shapes, "answer", "answers") + " of the wrong shape (" +
+                        plural(t.cells - t.right - t.wrong - t.consistent, "cell", "cells") + ")");
     }
     std::string text = plural(t.cells, "answered cell", "answered cells") + " in " + plural(t.steps, "step", "steps") +
                        ": " + join_list(parts, ", ") + ".";
@@ -192,15 +246,24 @@ std::string summary_sentence(const Trace& trace, const CheckReport& report) {
     } else {
         text += " All right.";
     }
+    if (const std::string score = score_sentence(trace, report); !score.empty()) {
+        text += " " + score;
+    }
     return text;
 }
+
+namespace {
 
 std::string rule_sentence(const CheckReport& report) {
     if (report.options.tolerance) {
         return "A number is right when it is within " + format_number(*report.options.tolerance, 6, false, false) +
                " of the true value.";
     }
-    return "A number written with k decimals is right when it equals the true value rounded to k decimals.";
+    const int k = report.options.decimals;
+    return "A number written with k decimals is right when it equals the true value rounded to k decimals; " +
+           std::string(k == 0 ? "any number of decimals will do." :
+                       "write at least " + plural(static_cast<std::size_t>(k), "decimal", "decimals") +
+                           " unless the value is exact.");
 }
 
 // The first wrong cell of the first mistake, for the `qkv explain` hint.
@@ -293,7 +356,9 @@ public:
         line(mark(Verdict::right) + " right   " + mark(Verdict::wrong) + " wrong, the true value in brackets   " +
              mark(Verdict::consistent) + " follows from your earlier answers   ~ not answered");
         for (const auto& step : m_report.steps) {
-            write_step(step);
+            if (!m_options.brief || step.has_mistake()) {
+                write_step(step);
+            }
         }
         m_out << '\n';
         line(styled("Summary: " + summary_sentence(m_trace, m_report), k_bold));
@@ -348,7 +413,7 @@ private:
             line("  " + shape_sentence(step));
         }
         if (step.diagnosis) {
-            m_out << "  " << styled(symbols("Mistake:"), k_red) << ' ' << symbols(mistake_sentence(step)) << '\n';
+            m_out << "  " << styled(symbols("Mistake:"), k_red) << ' ' << symbols(mistake_sentence(m_report, step)) << '\n';
             line("  Correct: " + formula_text(correct_sentence(step), m_options.ascii));
         }
     }
@@ -401,13 +466,13 @@ std::string cell_name(const Trace& trace, const StepCheck& step, const CellCheck
     return name;
 }
 
-std::string diagnosis_line(const StepCheck& step) {
+std::string diagnosis_line(const CheckReport& report, const StepCheck& step) {
     std::string text;
     if (!step.shape_ok) {
         text = shape_sentence(step);
     }
     if (step.diagnosis) {
-        text += (text.empty() ? "" : " ") + mistake_sentence(step) + " Correct: " + correct_sentence(step);
+        text += (text.empty() ? "" : " ") + mistake_sentence(report, step) + " Correct: " + correct_sentence(step);
     }
     return text;
 }
@@ -424,6 +489,9 @@ void render_check_markdown(const Trace& trace, const CheckReport& report, const 
     out << "Answers from `" << report.answers_source << "`. " << rule_sentence(report) << "\n\n";
     out << "✓ right · ✗ wrong, the true value in parentheses · → follows from your earlier answers · ~ not answered\n";
     for (const auto& step : report.steps) {
+        if (options.brief && !step.has_mistake()) {
+            continue;
+        }
         const Step& trace_step = *step.step;
         out << "\n## " << step_heading(trace, trace_step) << " `" << step_name(trace_step.id) << "`\n\n";
         out << "$" << trace_step.latex << "$ (" << shape_of(trace_step.values.n_rows, trace_step.values.n_cols)
@@ -446,40 +514,130 @@ void render_check_markdown(const Trace& trace, const CheckReport& report, const 
             out << shape_sentence(step) << '\n';
         }
         if (step.diagnosis) {
-            out << "\n**Mistake:** " << markdown_cell(mistake_sentence(step)) << "  \n";
+            out << "\n**Mistake:** " << markdown_cell(mistake_sentence(report, step)) << "  \n";
             out << "**Correct:** " << markdown_cell(correct_sentence(step)) << '\n';
         }
     }
     out << "\n**Summary:** " << summary_sentence(trace, report) << '\n';
 }
 
-void render_check_json(const CheckReport& report, std::ostream& out) {
+void render_check_json(const CheckReport& report, std::ostream& out, const std::string* file) {
     auto number = [](double value) -> std::string {
         if (std::isinf(value)) {
             return value < 0 ? "\"-inf\"" : "\"inf\"";
         }
         return round_trip(value);
     };
+    auto head = [](int h) { return h == 0 ? std::string("null") : std::to_string(h); };
+    auto shape = [](arma::uword rows, arma::uword cols) {
+        return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+    };
+    auto counts = [](std::size_t right, std::size_t wrong, std::size_t consistent, std::size_t blank) {
+        return "{\"right\": " + std::to_string(right) + ", \"wrong\": " + std::to_string(wrong) +
+               ", \"consistent\": " + std::to_string(consistent) + ", \"blank\": " + std::to_string(blank) + "}";
+    };
     const StepCheck* first = report.first_mistake();
-    out << "{\"schema_version\": 1,\n";
+    const Totals t = totals_of(report);
+    out << "{";
+    if (file != nullptr) {
+        out << "\"file\": " << nlohmann::json(*file).dump() << ", ";
+    }
+    out << "\"schema_version\": 1,\n";
     out << " \"correct\": " << (report.correct() ? "true" : "false") << ",\n";
-    out << " \"first_mistake\": " << (first != nullptr ? nlohmann::json(step_text(first->answer->id)).dump() : "null") << ",\n";
+    out << " \"first_mistake\": " << (first != nullptr ? nlohmann::json(step_text(first->answer->id)).dump() : "null")
+        << ", \"first_mistake_head\": " << (first != nullptr ? head(first->answer->head) : "null") << ",\n";
+    out << " \"counts\": " << counts(t.right, t.wrong, t.consistent, t.blank) << ",\n";
+    out << " \"score\": " << round_trip(report.score()) << ", \"max_score\": " << round_trip(report.max_score())
+        << ",\n";
     out << " \"steps\": [";
     for (std::size_t s = 0; s < report.steps.size(); ++s) {
         const StepCheck& step = report.steps[s];
+        const StepAnswer& answer = *step.answer;
         out << (s == 0 ? "\n  " : ",\n  ");
-        out << "{\"id\": " << nlohmann::json(step_text(step.answer->id)).dump() << ", \"head\": "
-            << (step.answer->head == 0 ? "null" : std::to_string(step.answer->head)) << ",\n   \"cells\": [";
+        out << "{\"id\": " << nlohmann::json(step_text(answer.id)).dump() << ", \"head\": " << head(answer.head)
+            << ",\n   \"shape_given\": " << shape(answer.n_rows, answer.n_cols)
+            << ", \"shape_expected\": " << shape(step.step->values.n_rows, step.step->values.n_cols)
+            << ",\n   \"counts\": "
+            << counts(step.count(Verdict::right), step.count(Verdict::wrong), step.count(Verdict::consistent),
+                      step.blank())
+            << ", \"score\": " << round_trip(step.score) << ", \"max_score\": " << round_trip(step.max_score)
+            << ",\n   \"cells\": [";
         for (std::size_t c = 0; c < step.cells.size(); ++c) {
             const CellCheck& cell = step.cells[c];
+            const double rounded = std::isfinite(cell.expected) ? std::stod(rounded_text(cell.expected, cell.decimals))
+                                                                : cell.expected;
             out << (c == 0 ? "" : ",\n             ") << "{\"row\": " << cell.row + 1 << ", \"col\": " << cell.col + 1
-                << ", \"given\": " << number(cell.answer->value) << ", \"expected\": " << number(cell.expected)
+                << ", \"given\": " << number(cell.answer->value)
+                << ", \"given_text\": " << nlohmann::json(cell.answer->text).dump()
+                << ", \"expected\": " << number(cell.expected) << ", \"expected_rounded\": " << number(rounded)
                 << ", \"verdict\": \"" << verdict_name(cell.verdict) << "\"}";
         }
-        const std::string diagnosis = diagnosis_line(step);
-        out << "],\n   \"diagnosis\": " << (diagnosis.empty() ? "null" : nlohmann::json(diagnosis).dump()) << "}";
+        const std::string diagnosis = diagnosis_line(report, step);
+        out << "],\n   \"diagnosis\": " << (diagnosis.empty() ? "null" : nlohmann::json(diagnosis).dump())
+            << ", \"diagnosis_id\": "
+            << (step.diagnosis ? nlohmann::json(step.diagnosis->key).dump() : std::string("null")) << "}";
     }
     out << (report.steps.empty() ? "]}\n" : "\n ]}\n");
+}
+
+void render_check_gradescope(const Trace& trace, const CheckReport& report, const RenderOptions& options,
+                             std::ostream& out) {
+    RenderOptions plain = options;
+    plain.color = false;
+    nlohmann::ordered_json results;
+    results["score"] = report.score();
+    results["output"] = summary_sentence(trace, report) + "\n" + rule_sentence(report);
+    nlohmann::ordered_json tests = nlohmann::ordered_json::array();
+    // one test per step, answered or given points by the rubric, in the order of the trace
+    std::size_t unanswered = 0;
+    for (const auto& step : trace.steps) {
+        const auto answered = std::find_if(report.steps.begin(), report.steps.end(), [&step](const StepCheck& check) {
+            return check.step == &step;
+        });
+        nlohmann::ordered_json test;
+        test["name"] = step_label(trace, step.id, step.head);
+        if (answered != report.steps.end()) {
+            const StepCheck& check = *answered;
+            std::vector<std::string> lines;
+            lines.push_back(check.shape_ok ? counts_sentence(check) : shape_sentence(check));
+            std::size_t shown = 0;
+            for (const auto& cell : check.cells) {
+                if (cell.verdict == Verdict::wrong && shown++ < k_details_per_step) {
+                    lines.push_back(wrong_cell_sentence(trace, report, check, cell, plain));
+                }
+            }
+            if (check.count(Verdict::wrong) > k_details_per_step) {
+                lines.push_back("… and " +
+                                plural(check.count(Verdict::wrong) - k_details_per_step, "more wrong cell",
+                                       "more wrong cells") +
+                                ".");
+            }
+            if (check.diagnosis) {
+                lines.push_back("Mistake: " + mistake_sentence(report, check));
+                lines.push_back("Correct: " + correct_sentence(check));
+            }
+            std::string output;
+            for (const auto& line : lines) {
+                output += (output.empty() ? "" : "\n") + line;
+            }
+            test["score"] = check.score;
+            test["max_score"] = check.max_score;
+            test["status"] = check.has_mistake() ? "failed" : "passed";
+            test["output"] = output;
+        } else if (unanswered < report.unanswered.size() && report.unanswered[unanswered].id == step.id &&
+                   report.unanswered[unanswered].head == step.head) {
+            test["score"] = 0;
+            test["max_score"] = report.unanswered[unanswered].max_score;
+            test["status"] = "failed";
+            test["output"] = "Not answered.";
+            ++unanswered;
+        } else {
+            continue;
+        }
+        tests.push_back(std::move(test));
+    }
+    results["tests"] = std::move(tests);
+    out << results.dump(2) << '\n';
 }
 
 void render_check(const Trace& trace, const CheckReport& report, const RenderOptions& options,

@@ -1,19 +1,97 @@
 #include "attention/attention.hpp"
 #include "check/check.hpp"
+#include "check/class_report.hpp"
 #include "check/report.hpp"
 #include "cli/commands.hpp"
 #include "io/answers.hpp"
+#include "io/rubric.hpp"
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 namespace qkv::cli {
 
 namespace {
 
-// the formats of check's report
-const std::vector<Format> k_check_formats = {Format::text, Format::markdown, Format::json};
+// the formats of check's report; gradescope is JSON of Gradescope's own shape
+const std::vector<Format> k_check_formats = {Format::text, Format::markdown, Format::json, Format::csv};
+const std::string k_gradescope = "gradescope";
+
+std::vector<std::string> check_format_names() {
+    std::vector<std::string> names = format_names(k_check_formats);
+    names.push_back(k_gradescope);
+    return names;
+}
+
+// The answer files --answers names: each FILE as it is, each folder's *.yaml
+// and *.yml files sorted by name (but the example file, when it lies there).
+// `batch` is set when there may be several.
+std::vector<std::string> answer_files(const std::vector<std::string>& given, const std::string& example,
+                                      bool& batch) {
+    batch = given.size() > 1;
+    std::vector<std::string> files;
+    for (const auto& path : given) {
+        std::error_code error;
+        if (path == "-" || !std::filesystem::is_directory(path, error)) {
+            files.push_back(path);
+            continue;
+        }
+        batch = true;
+        std::vector<std::string> found;
+        for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+            const std::string extension = entry.path().extension().string();
+            // the model itself, kept beside its answers, is not one of them
+            const bool is_example = std::filesystem::equivalent(entry.path(), example, error);
+            if ((extension == ".yaml" || extension == ".yml") && !entry.is_directory(error) && !is_example) {
+                found.push_back(entry.path().string());
+            }
+        }
+        if (found.empty()) {
+            throw InputError(Diagnostic{path, 0, 0, "the folder holds no .yaml or .yml files",
+                                        "give the folder of the learners' answer files, or the files themselves"});
+        }
+        std::sort(found.begin(), found.end());
+        files.insert(files.end(), found.begin(), found.end());
+    }
+    if (std::count(files.begin(), files.end(), "-") > 1) {
+        throw InputError(usage_error("--answers - is given twice", "standard input can be read once"));
+    }
+    return files;
+}
+
+// Reads one learner's answers and grades those --steps and --head choose.
+GradedFile grade_file(const Model& model, const Trace& trace, const RenderOptions& rendering, const Source* example,
+                      const std::string& path, const CheckOptions& checking) {
+    GradedFile graded;
+    graded.file = path.empty() ? example->name : path;
+    graded.answers = std::make_unique<Answers>(
+        path.empty() ? read_answers(*example, trace, AnswersIn::example_file)
+                     : read_answers(read_answer_source(path), trace, AnswersIn::answer_file));
+    Answers& answers = *graded.answers;
+
+    // --steps and --head choose which answers are graded: the others count as
+    // not given, so no answer gets credit for following from them
+    const auto chosen = select_steps(trace, rendering);
+    std::vector<std::string> left_out;
+    std::erase_if(answers.steps, [&](const StepAnswer& answer) {
+        const bool graded_here = std::any_of(chosen.begin(), chosen.end(), [&answer](const Step* step) {
+            return step->id == answer.id && step->head == answer.head;
+        });
+        if (!graded_here) {
+            left_out.push_back(step_label(trace, answer.id, answer.head));
+        }
+        return !graded_here;
+    });
+    if (answers.steps.empty()) {
+        throw InputError(usage_error("none of the answers is in the steps chosen by --steps and --head",
+                                     "leave out --steps and --head to grade every answer"));
+    }
+    graded.report = check_answers(model, trace, answers, checking);
+    graded.report->not_graded = std::move(left_out);
+    return graded;
+}
 
 }  // namespace
 
@@ -22,8 +100,11 @@ CLI::App* setup_check(CLI::App& app, CheckCommandOptions& options) {
     command->add_option("file", options.file, "Example file, built-in example name, or - for stdin")
         ->required()
         ->type_name("FILE|NAME|-");
-    command->add_option("--answers", options.answers, "Read the answers from FILE instead of the example's answers:")
-        ->type_name("FILE");
+    command
+        ->add_option("--answers", options.answers,
+                     "Read the answers from FILE; a folder, or several, grades a class")
+        ->type_name("FILE|DIR")
+        ->allow_extra_args(false);  // one value each time: --answers a.yaml --answers b.yaml
     command->add_option("--tolerance", options.tolerance, "Right when within T of the true value (not rounding-aware)")
         ->check(CLI::Validator(
             [](std::string& text) {
@@ -35,51 +116,98 @@ CLI::App* setup_check(CLI::App& app, CheckCommandOptions& options) {
             },
             "T >= 0", "tolerance"))
         ->type_name("T");
-    add_common_options(*command, options.common);
+    command->add_option("--decimals", options.decimals, "The fewest decimals an answer may carry (default: decimals:, else 1)")
+        ->check(whole_number(0, 15))
+        ->type_name("N");
+    command->add_option("--rubric", options.rubric, "Points per step from FILE instead of the example's rubric:")
+        ->type_name("FILE");
+    add_common_options(*command, options.common, check_format_names());
+    command->get_option("--brief")->description("Only the steps with a mistake, and their diagnoses");
     add_backward_option(*command, options.common);
     return command;
 }
 
 int run_check(const CheckCommandOptions& options) {
-    const std::string& format = options.common.format;
-    if (!format_is_one_of(format, k_check_formats)) {
-        throw InputError(usage_error("--format " + format + " is not available for check",
-                                     "check writes " + join_list(format_names(k_check_formats), " or ")));
+    CommonOptions common = options.common;
+    const bool gradescope = common.format == k_gradescope;
+    if (gradescope) {
+        common.format = "json";
     }
-    if (options.file == "-" && options.answers == "-") {
+    if (!format_is_one_of(common.format, k_check_formats)) {
+        throw InputError(usage_error("--format " + common.format + " is not available for check",
+                                     "check writes " + join_list(check_format_names(), " or ")));
+    }
+    if (options.file == "-" && std::find(options.answers.begin(), options.answers.end(), "-") != options.answers.end()) {
         throw InputError(usage_error("the example and the answers cannot both be read from standard input",
                                      "give one of them as a file"));
     }
-    const Source source = read_source(options.file);
-    const Model model = load_model(source, load_options(options.common));
-    const Trace trace = compute(model);
-    const RenderOptions rendering = render_options(options.common, trace);
-    Answers answers = options.answers.empty()
-                          ? read_answers(source, trace, AnswersIn::example_file)
-                          : read_answers(read_answer_source(options.answers), trace, AnswersIn::answer_file);
-
-    // --steps and --head choose which answers are graded: the others count as
-    // not given, so no answer gets credit for following from them
-    const auto chosen = select_steps(trace, rendering);
-    std::erase_if(answers.steps, [&chosen](const StepAnswer& answer) {
-        return std::none_of(chosen.begin(), chosen.end(),
-                            [&answer](const Step* step) { return step->id == answer.id && step->head == answer.head; });
-    });
-    if (answers.steps.empty()) {
-        throw InputError(usage_error("none of the answers is in the steps chosen by --steps and --head",
-                                     "leave out --steps and --head to grade every answer"));
+    bool batch = false;
+    const std::vector<std::string> files = answer_files(options.answers, options.file, batch);
+    if (gradescope && batch) {
+        throw InputError(usage_error("-f gradescope writes one learner's results.json",
+                                     "give one answers file, or use -f csv or -f json for a class"));
     }
+    const Source source = read_source(options.file);
+    const Model model = load_model(source, load_options(common));
+    const Trace trace = compute(model);
+    const RenderOptions rendering = render_options(common, trace);
 
     CheckOptions checking;
     if (options.tolerance >= 0.0) {
         checking.tolerance = options.tolerance;
     }
-    const CheckReport report = check_answers(model, trace, answers, checking);
+    checking.decimals = options.decimals >= 0 ? options.decimals : model.decimals.value_or(1);
+    checking.rubric = model.rubric;
+    if (!options.rubric.empty()) {
+        std::error_code error;
+        if (options.rubric != "-" && !std::filesystem::exists(options.rubric, error)) {
+            throw InputError(Diagnostic{options.rubric, 0, 0, "no such rubric file",
+                                        "give a YAML file of step ids and points, e.g. scores: 2"});
+        }
+        checking.rubric = read_rubric(read_source(options.rubric), model);
+    }
 
     std::ostringstream out;
-    render_check(trace, report, rendering, options.file, out);
-    write_result(out.str(), options.common);
-    return report.correct() ? 0 : 1;
+    if (!batch) {
+        GradedFile graded =
+            grade_file(model, trace, rendering, &source, files.empty() ? "" : files.front(), checking);
+        const bool correct = graded.report->correct();
+        const CheckReport& report = *graded.report;
+        if (gradescope) {
+            render_check_gradescope(trace, report, rendering, out);
+        } else if (rendering.format == Format::csv) {
+            std::vector<GradedFile> one;
+            one.push_back(std::move(graded));
+            render_gradebook(one, out);
+        } else {
+            render_check(trace, report, rendering, options.file, out);
+        }
+        write_result(out.str(), common);
+        return correct ? 0 : 1;
+    }
+
+    // a class: a file that cannot be read does not stop the others
+    std::vector<GradedFile> graded;
+    bool unreadable = false;
+    bool wrong = false;
+    for (const auto& file : files) {
+        try {
+            graded.push_back(grade_file(model, trace, rendering, nullptr, file, checking));
+            wrong = wrong || !graded.back().report->correct();
+        } catch (const InputError& error) {
+            GradedFile failed;
+            failed.file = file;
+            for (const auto& diagnostic : error.diagnostics()) {
+                print_error(diagnostic);
+                failed.error += (failed.error.empty() ? "" : "\n") + error_line(diagnostic);
+            }
+            graded.push_back(std::move(failed));
+            unreadable = true;
+        }
+    }
+    render_class(trace, graded, rendering, options.file, out);
+    write_result(out.str(), common);
+    return unreadable ? 2 : wrong ? 1 : 0;
 }
 
 }  // namespace qkv::cli

@@ -41,8 +41,10 @@ int run_lesson(const LessonOptions& options);
 struct CheckCommandOptions {
     CommonOptions common;
     std::string file;
-    std::string answers;      // --answers FILE; empty = the example's own answers:
+    std::vector<std::string> answers;  // --answers FILE|DIR, any number; none = the example's own answers:
     double tolerance = -1.0;  // --tolerance T; negative = rounding-aware
+    int decimals = -1;        // --decimals N; negative = the example's decimals:, else 1
+    std::string rubric;       // --rubric FILE; empty = the example's rubric:
 };
 CLI::App* setup_check(CLI::App& app, CheckCommandOptions& options);
 int run_check(const CheckCommandOptions& options);

@@ -5,6 +5,7 @@
 #include "base/diagnostics.hpp"
 
 #include <charconv>
+#include <iostream>
 #include <unistd.h>
 
 #include <algorithm>
@@ -78,6 +79,17 @@ std::vector<StepId> step_list(const std::string& text) {
 
 Diagnostic usage_error(const std::string& what, const std::string& hint) { return {"", 0, 0, what, hint}; }
 
+std::string error_line(const Diagnostic& diagnostic) {
+    return "qkv: error: " + printable_line(format_where_what(diagnostic), 2000);
+}
+
+void print_error(const Diagnostic& diagnostic) {
+    std::cerr << error_line(diagnostic) << '\n';
+    if (!diagnostic.hint.empty()) {
+        std::cerr << "  hint: " << printable_line(diagnostic.hint) << '\n';
+    }
+}
+
 bool format_is_one_of(const std::string& name, const std::vector<Format>& formats) {
     const auto format = parse_format(name);
     return format && std::find(formats.begin(), formats.end(), *format) != formats.end();
@@ -109,9 +121,22 @@ CLI::Validator whole_number(std::int64_t low, std::int64_t high) {
         "INT in [" + range + "]", "whole number");
 }
 
-void add_common_options(CLI::App& command, CommonOptions& options) {
+void add_common_options(CLI::App& command, CommonOptions& options, const std::vector<std::string>& formats) {
+    const std::vector<std::string> listed = formats.empty() ? format_names(all_formats()) : formats;
+    std::vector<std::string> known = format_names(all_formats());
+    known.insert(known.end(), listed.begin(), listed.end());
+    std::string braces;
+    for (const auto& name : listed) {
+        braces += (braces.empty() ? "{" : ",") + name;
+    }
     command.add_option("-f,--format", options.format, "Output format")
-        ->check(CLI::IsMember(format_names(all_formats())))
+        ->check(CLI::Validator(
+            [known, listed](std::string& text) {
+                return std::find(known.begin(), known.end(), text) != known.end()
+                           ? std::string()
+                           : "\"" + text + "\" is not a format; expected " + join_list(listed, ", ");
+            },
+            braces + "}", "format"))
         ->type_name("FORMAT");
     command.add_option("-p,--precision", options.precision, "Digits after the decimal point (0-17)")
         ->check(whole_number(0, 17))
@@ -200,7 +225,8 @@ RenderOptions render_options(const CommonOptions& options, const Trace& trace) {
         throw InputError(usage_error("--head " + std::to_string(options.head) + " does not exist: this example has " +
                                          std::to_string(trace.dims.heads) +
                                          (trace.dims.heads == 1 ? " head" : " heads"),
-                                     "heads are numbered from 1 to " + std::to_string(trace.dims.heads)));
+                                     trace.dims.heads == 1 ? "leave out --head: with one head there is nothing to choose"
+                                                   : "heads are numbered from 1 to " + std::to_string(trace.dims.heads)));
     }
     result.head = options.head;
 

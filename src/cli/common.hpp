@@ -40,6 +40,11 @@ struct CommonOptions {
 // A problem with the command line itself: no file, no position.
 Diagnostic usage_error(const std::string& what, const std::string& hint);
 
+// "qkv: error: FILE:LINE:COL: what; expected", one line whatever the message quotes.
+std::string error_line(const Diagnostic& diagnostic);
+// Writes the error line, and its hint on a line of its own, to standard error.
+void print_error(const Diagnostic& diagnostic);
+
 // The format -f/--format names is one of `formats`.
 bool format_is_one_of(const std::string& name, const std::vector<Format>& formats);
 
@@ -49,8 +54,10 @@ bool format_is_one_of(const std::string& name, const std::vector<Format>& format
 CLI::Validator whole_number(std::int64_t low, std::int64_t high);
 
 // Adds -f, -p, -s, --head, --full, --color, --ascii, --brief, --standalone,
-// -o, --force, --max-memory, --allow-any-path.
-void add_common_options(CLI::App& command, CommonOptions& options);
+// -o, --force, --max-memory, --allow-any-path. `formats` are the names -f
+// takes for this command, as its help lists them (empty = every format); the
+// command refuses a format it does not write with a message of its own.
+void add_common_options(CLI::App& command, CommonOptions& options, const std::vector<std::string>& formats = {});
 
 // Adds --backward (run, explain and check).
 void add_backward_option(CLI::App& command, CommonOptions& options);

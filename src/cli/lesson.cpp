@@ -76,7 +76,7 @@ CLI::App* setup_lesson(CLI::App& app, LessonOptions& options) {
     command->add_option("lesson", options.lesson, "Lesson number, name, or a lesson file")
         ->type_name("NUMBER|NAME|FILE");
     command->add_flag("--no-pause", options.no_pause, "Play straight through, answers shown, without waiting");
-    add_common_options(*command, options.common);
+    add_common_options(*command, options.common, format_names(k_lesson_formats));
     return command;
 }
 
@@ -113,7 +113,8 @@ int run_lesson(const LessonOptions& options) {
     if (common.head > static_cast<int>(most_heads)) {
         throw InputError(usage_error("--head " + std::to_string(common.head) + " does not exist: this lesson's models have " +
                                          std::to_string(most_heads) + (most_heads == 1 ? " head" : " heads"),
-                                     "heads are numbered from 1 to " + std::to_string(most_heads)));
+                                     most_heads == 1 ? "leave out --head: with one head there is nothing to choose"
+                                                   : "heads are numbered from 1 to " + std::to_string(most_heads)));
     }
     play.head = common.head;
 

@@ -33,14 +33,6 @@ std::string version_text() {
 
 namespace {
 
-// One line each, whatever the message quotes (command-line words included).
-void print_error(const Diagnostic& diagnostic) {
-    std::cerr << "qkv: error: " << printable_line(format_where_what(diagnostic), 2000) << '\n';
-    if (!diagnostic.hint.empty()) {
-        std::cerr << "  hint: " << printable_line(diagnostic.hint) << '\n';
-    }
-}
-
 int main_with_errors(int argc, char** argv) {
     CLI::App app("qkv: self-attention, step by step: compute, explain and check it by hand", "qkv");
     app.set_version_flag("--version", version_text());

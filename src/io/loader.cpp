@@ -51,6 +51,7 @@ Model ModelLoader::load(const YAML::Node& root) {
     if (m_diagnostics.empty()) {
         read_grad_output(model);
         read_round(model);
+        read_grading(model);
         check_memory(model);
     }
     m_diagnostics.throw_if_any();

@@ -4,6 +4,7 @@
 //   loader_inputs.cpp    inputs, tokens, embeddings with a sentence, context, positions
 //   loader_weights.cpp   the weights in their four ways of writing, the output projection
 //   loader_settings.cpp  scale, mask and padding, grad_output:, round:, the memory estimate
+//   rubric.cpp           decimals: and rubric: for qkv check, and the file of --rubric
 //   loader_variants.cpp  the attention of today's models: kv_heads, rope, alibi, sinks
 // Every reader records its problems as positioned diagnostics and goes on, so
 // that one run reports every problem of a file, in the order of these calls.
@@ -26,11 +27,16 @@ inline const std::vector<std::string> k_top_keys = {
     "title",      "description", "tokens",  "inputs",  "weights", "bias",           "heads",
     "layout",     "pytorch",     "scale",   "mask",    "padding", "context",        "context_tokens",
     "embeddings", "sentence",    "positional", "round", "answers", "kv_heads",       "rope",
-    "alibi",      "sinks",       "grad_output",
+    "alibi",      "sinks",       "grad_output", "decimals", "rubric",
 };
 
 // "3 × 2"
 std::string shape_text(const arma::mat& M);
+
+// Reads a map of step ids to points (rubric: in an example, or the file of
+// --rubric) into `rubric`; `path` names it in messages ("rubric").
+void parse_rubric(YamlReader& yaml, const YAML::Node& node, const std::string& path, const Model& model,
+                  std::map<std::string, double>& rubric);
 
 // A weight as read, with the node it came from for error positions.
 struct ReadMatrix {
@@ -89,6 +95,7 @@ private:
     bool zeros_and_ones(const arma::mat& M, const YAML::Node& node, const std::string& path, const std::string& hint);
     void read_mask(Model& model);
     void read_round(Model& model);
+    void read_grading(Model& model);
     void read_grad_output(Model& model);
     void check_memory(const Model& model);
     void read_window(Model& model, const YAML::Node& mask);

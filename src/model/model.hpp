@@ -89,6 +89,12 @@ struct Model {
     // Hand-calculation mode: decimals to round each step to ("*" = every step).
     std::map<std::string, int> round;
 
+    // Grading (qkv check): the fewest decimals an answer may carry (decimals:;
+    // unset = 1), and the points of each step by step id (rubric:; empty = 1
+    // for every answered step).
+    std::optional<int> decimals;
+    std::map<std::string, double> rubric;
+
     bool cross() const { return C.has_value(); }
     arma::uword n() const { return X.n_rows; }
     arma::uword m() const { return C ? C->n_rows : X.n_rows; }

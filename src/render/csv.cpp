@@ -7,10 +7,6 @@
 
 namespace qkv {
 
-namespace {
-
-// RFC 4180: a field with a comma, a quote or a line break is quoted, and
-// quotes inside it are doubled.
 std::string csv_field(const std::string& text) {
     if (text.find_first_of(",\"\r\n") == std::string::npos) {
         return text;
@@ -21,8 +17,6 @@ std::string csv_field(const std::string& text) {
     }
     return quoted + "\"";
 }
-
-}  // namespace
 
 void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& out) {
     out << "step,head,row,col,row_label,col_label,value\n";

@@ -80,6 +80,8 @@ std::string join_list(const std::vector<std::string>& items, const std::string& 
 
 // Shortest decimal text that reads back as the same double ("-inf" for −∞).
 std::string round_trip(double value);
+// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break, its quotes doubled.
+std::string csv_field(const std::string& text);
 
 // "n = 3 tokens, d_model = 4, heads = 2, d_k = 2, d_v = 2, d_out = 4", with
 // kv_heads when heads share keys and values.

@@ -369,8 +369,10 @@ TEST_CASE("an answer with k decimals is right when it equals the true value roun
     CHECK(matches(0.47, 2, 0.4683, rounding));
     CHECK_FALSE(matches(0.0, 1, 0.0634, rounding));   // 0.0634 rounds to 0.1 (the illustrated article)
     CHECK(matches(0.1, 1, 0.0634, rounding));
-    CHECK(matches(2.0, 0, 2.4, rounding));
-    CHECK_FALSE(matches(2.0, 0, 2.6, rounding));
+    CheckOptions whole;
+    whole.decimals = 0;
+    CHECK(matches(2.0, 0, 2.4, whole));
+    CHECK_FALSE(matches(2.0, 0, 2.6, whole));
     // an exact tie may be rounded either way
     CHECK(matches(0.2, 1, 0.25, rounding));
     CHECK(matches(0.3, 1, 0.25, rounding));
@@ -384,6 +386,36 @@ TEST_CASE("an answer with k decimals is right when it equals the true value roun
     CHECK(matches(0.0, 1, 0.0634, tolerance));
     CHECK_FALSE(matches(0.5, 1, 0.62, tolerance));
     CHECK(matches(7, 0, 7.0, CheckOptions{0.0}));
+}
+
+TEST_CASE("an answer with fewer decimals than the exercise asks for is right only when exact", "[check]") {
+    const CheckOptions one;  // the default: at least one decimal
+    CHECK(one.decimals == 1);
+    CHECK(matches(4.0, 0, 4.0, one));          // a score of 4 may be written 4
+    CHECK_FALSE(matches(1.0, 0, 0.9999, one));  // a weight of 0.9999 may not be written 1
+    CHECK_FALSE(matches(0.0, 0, 0.0634, one));
+    CHECK_FALSE(matches(1.0, 0, 0.577, one));   // the unscaled score of the three-words homework
+    CHECK(matches(0.6, 1, 0.577, one));
+    CheckOptions two;
+    two.decimals = 2;
+    CHECK_FALSE(matches(0.6, 1, 0.577, two));
+    CHECK(matches(0.5, 1, 0.5, two));           // exact: fewer decimals will do
+    CHECK(matches(0.58, 2, 0.577, two));
+    // the decimals it is graded at, for the true value shown beside it
+    CHECK(graded_decimals(0, 1.0, 0.577, two) == 2);
+    CHECK(graded_decimals(0, 47.0, 21.0, two) == 0);  // a whole true value may be written whole
+    CHECK(graded_decimals(1, 0.5, 0.5, two) == 1);
+    CHECK(graded_decimals(3, 0.577, 0.577, two) == 3);
+    // slack: the learner's rounding upstream
+    CHECK_FALSE(matches(2.33, 2, 2.31, two));
+    CHECK(matches(2.33, 2, 2.31, two, 0.02));
+    CHECK_FALSE(matches(2.0, 0, 2.01, two, 0.0));
+    CHECK(matches(2.0, 0, 2.01, two, 0.02));
+    // --tolerance replaces the policy
+    CheckOptions tolerance;
+    tolerance.tolerance = 0.1;
+    tolerance.decimals = 2;
+    CHECK(matches(1.0, 0, 0.95, tolerance));
 }
 
 TEST_CASE("the decimals of an answer are counted as written, exponent included", "[check]") {

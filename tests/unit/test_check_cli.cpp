@@ -174,6 +174,8 @@ TEST_CASE("the illustrated article's answers: a wrong weight, and an output that
     REQUIRE(weights["id"] == "weights");
     CHECK(weights["cells"][0]["verdict"] == "wrong");
     CHECK(weights["cells"][0]["given"] == 0.0);
+    CHECK(weights["cells"][0]["given_text"] == "0.0");
+    CHECK(weights["cells"][0]["expected_rounded"] == 0.1);
     // from the illustrated article, step 5 (PyTorch's printout): 6.3379e-02
     CHECK_THAT(weights["cells"][0]["expected"].get<double>(), Catch::Matchers::WithinAbs(0.063379, 5e-7));
     const auto& output = doc["steps"][3];
@@ -194,20 +196,28 @@ TEST_CASE("the check JSON follows the contract of the man page", "[cli][check][j
         keys.push_back(it.key());
     }
     std::sort(keys.begin(), keys.end());
-    CHECK(keys == std::vector<std::string>{"correct", "first_mistake", "schema_version", "steps"});
+    CHECK(keys == std::vector<std::string>{"correct", "counts", "first_mistake", "first_mistake_head", "max_score",
+                                           "schema_version", "score", "steps"});
     CHECK(doc["schema_version"] == 1);
     CHECK(doc["correct"] == false);
     CHECK(doc["first_mistake"] == "concat");
+    CHECK(doc["first_mistake_head"].is_null());  // concat is not per head
+    // two heads' weights right (9 cells each), concat of the wrong shape (12 cells, none graded)
+    CHECK(doc["counts"] == nlohmann::json({{"right", 12}, {"wrong", 0}, {"consistent", 0}, {"blank", 12}}));
+    CHECK(doc["max_score"] == 3.0);  // no rubric: one point per answered step
+    CHECK(doc["score"] == 2.0);
     REQUIRE(doc["steps"].size() == 3);
     for (const auto& step : doc["steps"]) {
-        CHECK(step.size() == 4);
-        CHECK(step.contains("id"));
-        CHECK(step.contains("head"));
-        CHECK(step.contains("cells"));
-        CHECK(step.contains("diagnosis"));
+        std::vector<std::string> step_keys;
+        for (auto it = step.begin(); it != step.end(); ++it) {
+            step_keys.push_back(it.key());
+        }
+        std::sort(step_keys.begin(), step_keys.end());
+        CHECK(step_keys == std::vector<std::string>{"cells", "counts", "diagnosis", "diagnosis_id", "head", "id",
+                                                    "max_score", "score", "shape_expected", "shape_given"});
         for (const auto& cell : step["cells"]) {
-            CHECK(cell.size() == 5);
-            for (const char* key : {"row", "col", "given", "expected", "verdict"}) {
+            CHECK(cell.size() == 7);
+            for (const char* key : {"row", "col", "given", "given_text", "expected", "expected_rounded", "verdict"}) {
                 CHECK(cell.contains(key));
             }
         }
@@ -218,6 +228,10 @@ TEST_CASE("the check JSON follows the contract of the man page", "[cli][check][j
     const auto& concat = doc["steps"][2];
     CHECK(concat["head"].is_null());
     CHECK(concat["cells"].empty());
+    CHECK(concat["shape_given"] == nlohmann::json({3, 2}));
+    CHECK(concat["shape_expected"] == nlohmann::json({3, 4}));
+    CHECK(concat["diagnosis_id"] == "heads_averaged");
+    CHECK(concat["score"] == 0.0);
     const std::string diagnosis = concat["diagnosis"];
     CHECK(diagnosis.find("3 × 2") != std::string::npos);
     CHECK(diagnosis.find("3 × 4") != std::string::npos);
@@ -230,6 +244,8 @@ TEST_CASE("the check JSON follows the contract of the man page", "[cli][check][j
     CHECK(right["correct"] == true);
     CHECK(right["first_mistake"].is_null());
     CHECK(right["steps"][0]["diagnosis"].is_null());
+    CHECK(right["steps"][0]["diagnosis_id"].is_null());
+    CHECK(right["score"] == right["max_score"]);
 }
 
 TEST_CASE("blocked cells are given and expected as -inf in the JSON", "[cli][check][json]") {
