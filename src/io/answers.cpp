@@ -92,11 +92,17 @@ private:
         for (const auto& item : heads) {
             ++h;
             const std::string item_path = path + "[" + std::to_string(h) + "]";
+            if (h > n_heads() && n_heads() == 1) {
+                m_yaml.error(item, item_path + " does not exist: this example has one head",
+                             std::string("write its steps without a head number, e.g. scores: [[...], ...] ") +
+                                 (path == "heads" ? "at the top level of the file" : "directly under answers:"));
+                return;
+            }
             if (h > n_heads()) {
-                m_yaml.error(item, item_path + " does not exist: this example has " + std::to_string(n_heads()) +
-                                       (n_heads() == 1 ? " head" : " heads"),
-                             "heads are numbered from 1 to " + std::to_string(n_heads()) +
-                                 "; answers.heads holds one map per head, in order");
+                m_yaml.error(item,
+                             item_path + " does not exist: this example has " + std::to_string(n_heads()) + " heads",
+                             "heads are numbered from 1 to " + std::to_string(n_heads()) + "; " + path +
+                                 " holds one map per head, in order");
                 return;
             }
             if (item.IsNull()) {
