@@ -37,6 +37,9 @@ std::string where_of(const Source& source, const YAML::Node& node) {
     return where;
 }
 
+// "0.5", "~" or 'inf' in quotes: text in YAML, whatever it spells (as is !!str 0.5).
+bool is_quoted(const YAML::Node& node) { return node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str"; }
+
 // "-inf", "-.inf", "−∞", ...: an infinity written as one, not a number that overflowed (1e400).
 bool spells_infinity(const std::string& text) {
     std::string lower = text;
@@ -341,8 +344,14 @@ private:
             return result;
         }
         std::string text = node.Scalar();
-        text.erase(0, text.find_first_not_of(" \t"));
-        text.erase(text.find_last_not_of(" \t") + 1);
+        text.erase(0, text.find_first_not_of(" \t\r\n"));
+        text.erase(text.find_last_not_of(" \t\r\n") + 1);
+        if (is_quoted(node) && text == "~") {
+            m_yaml.error(node, path + " is \"~\" in quotes, which YAML reads as text; expected a number or ~",
+                         "write ~ without quotes for a cell you leave out");
+            ok = false;
+            return result;
+        }
         std::optional<double> value;
         if (text == "−∞" || text == "-∞") {
             value = -std::numeric_limits<double>::infinity();
@@ -363,6 +372,13 @@ private:
                          std::string(*value > 0 && spells_infinity(text) ? "only -inf is allowed, for a blocked score; "
                                                                          : "it is beyond the range of a double (about ±1.8e308); ") +
                              "write the value you worked out, e.g. 0.25 or -1");
+            ok = false;
+            return result;
+        }
+        if (is_quoted(node)) {
+            m_yaml.error(node,
+                         path + " is " + m_yaml.describe(node) + " in quotes, which YAML reads as text; expected a number",
+                         "write " + text + " without quotes: quoted, it is text");
             ok = false;
             return result;
         }

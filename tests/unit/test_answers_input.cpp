@@ -60,3 +60,25 @@ TEST_CASE("answers for a second head of a one-head example say there is one head
     CHECK(hint == "write its steps without a head number, e.g. scores: [[...], ...] at the top level of the file");
     CHECK(hint.find("1 to 1") == std::string::npos);
 }
+
+// ── quoted numbers ──────────────────────────────────────────────────────────
+
+TEST_CASE("a number in quotes is text, refused at its position", "[check][errors]") {
+    const Trace trace = test::compute_text(k_negative_model);
+    const auto [name, yaml, where_what, hint] = GENERATE(table<std::string, std::string, std::string, std::string>({
+        {"double quotes", "scores: [[\"1\", 0], ~]\n", "answers.yaml:1:11: scores[1,1] is \"1\" in quotes",
+         "write 1 without quotes: quoted, it is text"},
+        {"single quotes", "output: [[0.27, '-1.27'], ~]\n", "answers.yaml:1:17: output[1,2] is \"-1.27\" in quotes",
+         "write -1.27 without quotes"},
+        {"a !!str tag", "scores: [[!!str 1, 0], ~]\n", "answers.yaml:1:11: scores[1,1] is \"1\" in quotes",
+         "write 1 without quotes"},
+        {"a quoted ~", "scores: [[-1, \"~\"], ~]\n", "answers.yaml:1:15: scores[1,2] is \"~\" in quotes",
+         "write ~ without quotes"},
+        {"a quoted -inf", "scores: [['-inf', 0], ~]\n", "answers.yaml:1:11: scores[1,1] is \"-inf\" in quotes",
+         "write -inf without quotes"},
+    }));
+    CAPTURE(name, yaml);
+    const auto [error, error_hint] = answer_error(trace, yaml);
+    CHECK_THAT(error, Contains(where_what));
+    CHECK_THAT(error_hint, Contains(hint));
+}
