@@ -37,6 +37,17 @@ std::string where_of(const Source& source, const YAML::Node& node) {
     return where;
 }
 
+// The minus sign of typeset text (U+2212), as copied from slides and PDFs.
+const std::string k_unicode_minus = "\u2212";
+
+// The text with each Unicode minus written as '-': "−0.71" → "-0.71", "−∞" → "-∞".
+std::string with_ascii_minus(std::string text) {
+    for (auto at = text.find(k_unicode_minus); at != std::string::npos; at = text.find(k_unicode_minus, at + 1)) {
+        text.replace(at, k_unicode_minus.size(), "-");
+    }
+    return text;
+}
+
 // "0.5", "~" or 'inf' in quotes: text in YAML, whatever it spells (as is !!str 0.5).
 bool is_quoted(const YAML::Node& node) { return node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str"; }
 
@@ -352,13 +363,15 @@ private:
             ok = false;
             return result;
         }
+        // read as written, but with a typeset minus (−0.71) as a minus sign
+        const std::string ascii = with_ascii_minus(text);
         std::optional<double> value;
-        if (text == "−∞" || text == "-∞") {
+        if (ascii == "-∞") {
             value = -std::numeric_limits<double>::infinity();
-        } else if (text == "∞" || text == "+∞") {
+        } else if (ascii == "∞" || ascii == "+∞") {
             value = std::numeric_limits<double>::infinity();
         } else {
-            value = parse_number(text);
+            value = parse_number(ascii);
         }
         if (!value || std::isnan(*value)) {
             m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a number", k_number_hint);
@@ -367,9 +380,9 @@ private:
         }
         // −∞ is a blocked score, written as such; +∞, and a number too large for
         // a double (1e400, -1e400), are not values anyone works out by hand
-        if (std::isinf(*value) && (*value > 0 || !spells_infinity(text))) {
+        if (std::isinf(*value) && (*value > 0 || !spells_infinity(ascii))) {
             m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a finite number",
-                         std::string(*value > 0 && spells_infinity(text) ? "only -inf is allowed, for a blocked score; "
+                         std::string(*value > 0 && spells_infinity(ascii) ? "only -inf is allowed, for a blocked score; "
                                                                          : "it is beyond the range of a double (about ±1.8e308); ") +
                              "write the value you worked out, e.g. 0.25 or -1");
             ok = false;
@@ -384,7 +397,7 @@ private:
         }
         result.given = true;
         result.value = *value;
-        result.decimals = std::isfinite(*value) ? count_decimals(text) : 0;
+        result.decimals = std::isfinite(*value) ? count_decimals(ascii) : 0;
         result.text = text;
         return result;
     }

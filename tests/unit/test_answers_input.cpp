@@ -49,6 +49,31 @@ std::pair<std::string, std::string> answer_error(const Trace& trace, const std::
     return {};
 }
 
+// Every verdict of one answered step, row by row.
+std::vector<Verdict> verdicts(const Model& model, const Trace& trace, const std::string& yaml) {
+    const Answers answers = answers_from(yaml, trace);
+    const CheckReport report = check_answers(model, trace, answers, {});
+    REQUIRE(report.steps.size() == 1);
+    REQUIRE(report.steps[0].shape_ok);
+    std::vector<Verdict> result;
+    for (const auto& cell : report.steps[0].cells) {
+        result.push_back(cell.verdict);
+    }
+    return result;
+}
+
+// An answers file in the temporary folder, removed with the object.
+struct AnswerFile {
+    std::filesystem::path path;
+    explicit AnswerFile(const std::string& text) {
+        static int count = 0;
+        path = std::filesystem::temp_directory_path() /
+               ("qkv-answers-input-" + std::to_string(::getpid()) + "-" + std::to_string(++count) + ".yaml");
+        std::ofstream(path) << text;
+    }
+    ~AnswerFile() { std::filesystem::remove(path); }
+};
+
 }  // namespace
 
 // ── one head ────────────────────────────────────────────────────────────────
@@ -81,4 +106,79 @@ TEST_CASE("a number in quotes is text, refused at its position", "[check][errors
     const auto [error, error_hint] = answer_error(trace, yaml);
     CHECK_THAT(error, Contains(where_what));
     CHECK_THAT(error_hint, Contains(hint));
+}
+
+// ── a typeset minus ─────────────────────────────────────────────────────────
+
+TEST_CASE("a typeset minus (U+2212) reads as a minus sign and keeps its text", "[check]") {
+    const Model model = test::load_text(k_negative_model);
+    const Trace trace = compute(model);
+    // from the hand calculation above k_negative_model
+    const Answers answers = answers_from("scores: [[−1, 0], ~]\noutput: [[0.27, −1.27], ~]\n", trace);
+    REQUIRE(answers.steps.size() == 2);
+    const AnswerCell& score = answers.steps[0].at(0, 0);
+    CHECK(score.value == -1.0);
+    CHECK(score.decimals == 0);
+    CHECK(score.text == "−1");
+    const AnswerCell& output = answers.steps[1].at(0, 1);
+    CHECK_THAT(output.value, WithinAbs(-1.27, 1e-12));
+    CHECK(output.decimals == 2);
+    CHECK(output.text == "−1.27");
+}
+
+TEST_CASE("an answer with a typeset minus is graded as the same answer with '-'", "[check]") {
+    const Model model = test::load_text(k_negative_model);
+    const Trace trace = compute(model);
+    // output row 1 is [0.268941, -1.268941] (see k_negative_model): -1.27 is right, -1.26 is wrong
+    for (const std::string minus : {"-", "−"}) {
+        CAPTURE(minus);
+        CHECK(verdicts(model, trace, "output: [[0.27, " + minus + "1.27], ~]\n") ==
+              std::vector<Verdict>{Verdict::right, Verdict::right});
+        CHECK(verdicts(model, trace, "output: [[0.27, " + minus + "1.26], ~]\n") ==
+              std::vector<Verdict>{Verdict::right, Verdict::wrong});
+        CHECK(verdicts(model, trace, "scores: [[" + minus + "1, 0], [0, 1]]\n") ==
+              std::vector<Verdict>(4, Verdict::right));
+    }
+}
+
+TEST_CASE("a blocked score may be written −inf, −.inf or −∞ with a typeset minus", "[check]") {
+    const Trace trace = test::compute_text(test::read_repo_file("examples/homework/three-words/model.yaml"));
+    const Answers answers = answers_from("masked_scores: [[1.15, −inf, −∞], [~, ~, −.inf], ~]\n", trace);
+    REQUIRE(answers.steps.size() == 1);
+    const StepAnswer& masked = answers.steps[0];
+    for (const auto& [row, col, text] : {std::tuple{0, 1, "−inf"}, {0, 2, "−∞"}, {1, 2, "−.inf"}}) {
+        CAPTURE(text);
+        CHECK(masked.at(row, col).value == -std::numeric_limits<double>::infinity());
+        CHECK(masked.at(row, col).text == text);
+    }
+    // +∞ stays refused however its sign is written
+    const auto [error, hint] = answer_error(trace, "masked_scores: [[1.15, ∞, −∞], ~, ~]\n");
+    CHECK_THAT(error, Contains("answers.yaml:1:24: masked_scores[1,2] is \"∞\"; expected a finite number"));
+    CHECK_THAT(hint, Contains("only -inf is allowed"));
+}
+
+TEST_CASE("check's JSON gives a typeset minus as a number", "[cli][check][json]") {
+    // the illustrated article's scores are all positive: −2 is a wrong answer, given as the number -2
+    const AnswerFile wrong("scores: [[−2, 4, 4], ~, ~]\n");
+    const auto result = test::run_qkv({"check", "illustrated", "--answers", wrong.path.string(), "-f", "json"});
+    INFO(result.err);
+    CHECK(result.status == 1);
+    const auto doc = nlohmann::json::parse(result.out);
+    const auto& cell = doc["steps"][0]["cells"][0];
+    REQUIRE(cell["given"].is_number());
+    CHECK(cell["given"].get<double>() == -2.0);
+    CHECK(cell["verdict"] == "wrong");
+
+    // the backward example's grad_scaled_scores row 3 is [-0.2806, 0.2829, -0.0023] (`qkv run backward -p 4`)
+    const AnswerFile right("grad_scaled_scores: [~, ~, [−0.28, 0.28, −0.00]]\n");
+    const auto graded = test::run_qkv({"check", "backward", "--answers", right.path.string(), "-f", "json"});
+    INFO(graded.err);
+    CHECK(graded.status == 0);
+    const auto cells = nlohmann::json::parse(graded.out)["steps"][0]["cells"];
+    REQUIRE(cells.size() == 3);
+    REQUIRE(cells[0]["given"].is_number());
+    CHECK(cells[0]["given"].get<double>() == -0.28);
+    for (const auto& each : cells) {
+        CHECK(each["verdict"] == "right");
+    }
 }
