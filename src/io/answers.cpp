@@ -51,6 +51,70 @@ std::string with_ascii_minus(std::string text) {
 // "0.5", "~" or 'inf' in quotes: text in YAML, whatever it spells (as is !!str 0.5).
 bool is_quoted(const YAML::Node& node) { return node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str"; }
 
+bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+
+// The first number of `text` written with a decimal comma ("0,33" in "[0,33, 0,67]"),
+// with its sign; empty when no comma stands between two digits.
+std::string decimal_comma_number(const std::string& text) {
+    for (std::size_t i = 1; i + 1 < text.size(); ++i) {
+        if (text[i] != ',' || !is_digit(text[i - 1]) || !is_digit(text[i + 1])) {
+            continue;
+        }
+        std::size_t start = i;
+        while (start > 0 && (is_digit(text[start - 1]) || text[start - 1] == '.')) {
+            --start;
+        }
+        if (start > 0 && (text[start - 1] == '-' || text[start - 1] == '+')) {
+            --start;
+        } else if (start >= k_unicode_minus.size() &&
+                   text.compare(start - k_unicode_minus.size(), k_unicode_minus.size(), k_unicode_minus) == 0) {
+            start -= k_unicode_minus.size();
+        }
+        std::size_t end = i + 1;
+        while (end < text.size() && is_digit(text[end])) {
+            ++end;
+        }
+        return text.substr(start, end - start);
+    }
+    return "";
+}
+
+// "0,33" → "0.33"
+std::string with_point(std::string text) {
+    std::replace(text.begin(), text.end(), ',', '.');
+    return text;
+}
+
+// The numbers of a row written as [0,33, 0,67], read with each comma between
+// two digits as a decimal point: {"0.33", "0.67"}; empty when the row does not
+// read as numbers that way. `inside` is the text between the brackets.
+std::vector<std::string> numbers_with_decimal_commas(const std::string& inside) {
+    std::vector<std::string> items;
+    std::string item;
+    auto finish = [&items, &item]() {
+        const auto first = item.find_first_not_of(" \t\n");
+        const auto last = item.find_last_not_of(" \t\n");
+        items.push_back(first == std::string::npos ? "" : with_point(item.substr(first, last - first + 1)));
+        item.clear();
+    };
+    for (std::size_t i = 0; i < inside.size(); ++i) {
+        const bool separator =
+            inside[i] == ',' && !(i > 0 && is_digit(inside[i - 1]) && i + 1 < inside.size() && is_digit(inside[i + 1]));
+        if (separator) {
+            finish();
+        } else {
+            item += inside[i];
+        }
+    }
+    finish();
+    for (const auto& number : items) {
+        if (number != "~" && !parse_number(with_ascii_minus(number))) {
+            return {};
+        }
+    }
+    return items;
+}
+
 // "-inf", "-.inf", "−∞", ...: an infinity written as one, not a number that overflowed (1e400).
 bool spells_infinity(const std::string& text) {
     std::string lower = text;
@@ -232,6 +296,10 @@ private:
     bool read_flat_row(const YAML::Node& node, const std::string& path, StepAnswer& answer, bool& ok) {
         answer.n_rows = 1;
         answer.n_cols = node.size();
+        if (decimal_commas(node, answer.id, answer.head, path)) {
+            ok = false;
+            return false;
+        }
         if (!room_for(node, path, answer.n_cols)) {
             return false;
         }
@@ -248,6 +316,7 @@ private:
     bool read_rows(const YAML::Node& node, const std::string& path, StepAnswer& answer, bool& ok) {
         const YAML::Node* first_row = nullptr;
         bool ragged = false;
+        bool commas = false;
         arma::uword row = 0;
         for (const auto& item : node) {
             ++row;
@@ -266,12 +335,20 @@ private:
                 ok = false;
                 continue;
             }
+            if (decimal_commas(item, answer.id, answer.head, row_path)) {
+                commas = true;
+                ok = false;
+                continue;
+            }
             if (first_row == nullptr) {
                 first_row = &item;
                 answer.n_cols = item.size();
             } else if (item.size() != answer.n_cols) {
                 ragged = true;
             }
+        }
+        if (commas) {
+            return false;  // the other rows are read again once the decimals are written with points
         }
         if (ragged) {
             report_ragged_rows(node, answer.id, answer.head, path);
@@ -298,6 +375,55 @@ private:
             }
         }
         return true;
+    }
+
+    // A row with more numbers than the step has columns that reads as decimals
+    // written with commas: YAML reads [0,33, 0,67] as the four numbers 0, 33, 0
+    // and 67. Reported (true) when the row, read with decimal commas, has no
+    // more numbers than the step has columns; [0,1,1] of the right length stays
+    // three numbers, and [1,2,3,4] for three columns stays a wrong shape.
+    bool decimal_commas(const YAML::Node& row, StepId id, int head, const std::string& row_path) {
+        const Step* step = m_trace.find(id, head);
+        if (step == nullptr || row.size() <= step->values.n_cols) {
+            return false;
+        }
+        const std::string inside = row_inside(row);
+        const std::string written = decimal_comma_number(inside);
+        if (written.empty()) {
+            return false;
+        }
+        const auto read_as_decimals = numbers_with_decimal_commas(inside);
+        const arma::uword n_cols = step->values.n_cols;
+        if (read_as_decimals.empty() || read_as_decimals.size() > n_cols) {
+            return false;
+        }
+        m_yaml.error(row,
+                     row_path + " has " + numbers(row.size()) + " where " + step_text(id) + " has " +
+                         std::to_string(n_cols) + (n_cols == 1 ? " column" : " columns") + ": \"" + written +
+                         "\" reads as two numbers; expected decimals written with a point",
+                     "write " + with_point(written) + ", not " + written);
+        return true;
+    }
+
+    // The text between the brackets of a row written [a, b, c], as in the
+    // file; empty for a row written as lines of `- a` or one not found there.
+    std::string row_inside(const YAML::Node& row) const {
+        const std::string& text = m_source.text;
+        const YAML::Mark mark = row.Mark();
+        if (mark.pos < 0) {
+            return "";
+        }
+        // yaml-cpp counts positions after a byte order mark
+        const std::size_t bom = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
+        const std::size_t open = static_cast<std::size_t>(mark.pos) + bom;
+        if (open >= text.size() || text[open] != '[') {
+            return "";
+        }
+        const std::size_t close = text.find_first_of("[]", open + 1);
+        if (close == std::string::npos || text[close] != ']') {
+            return "";
+        }
+        return text.substr(open + 1, close - open - 1);
     }
 
     // Rows of different lengths. A list of rows that all have the same wrong
@@ -374,7 +500,13 @@ private:
             value = parse_number(ascii);
         }
         if (!value || std::isnan(*value)) {
-            m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a number", k_number_hint);
+            const std::string comma = decimal_comma_number(text);
+            if (!value && !comma.empty() && comma.size() == text.size()) {
+                m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a number written with a point",
+                             "write " + with_point(comma) + ", not " + comma);
+            } else {
+                m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a number", k_number_hint);
+            }
             ok = false;
             return result;
         }

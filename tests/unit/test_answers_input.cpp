@@ -182,3 +182,56 @@ TEST_CASE("check's JSON gives a typeset minus as a number", "[cli][check][json]"
         CHECK(each["verdict"] == "right");
     }
 }
+
+// ── decimal commas ──────────────────────────────────────────────────────────
+
+TEST_CASE("decimals written with commas are an input error at their row", "[check][errors]") {
+    const Trace trace = test::compute_text(k_negative_model);
+    SECTION("a row of the brief's example: two columns, four numbers") {
+        const auto [error, hint] = answer_error(trace, "weights: [[0,27, 0,73], ~]\n");
+        CHECK(error == "answers.yaml:1:11: weights row 1 has 4 numbers where weights has 2 columns: \"0,27\" reads "
+                       "as two numbers; expected decimals written with a point");
+        CHECK(hint == "write 0.27, not 0,27");
+    }
+    SECTION("with a sign, a typeset minus and a left-out cell") {
+        const auto [error, hint] = answer_error(trace, "output: [[~, −1,27], ~]\n");
+        CHECK_THAT(error, Contains("answers.yaml:1:10: output row 1 has 3 numbers where output has 2 columns: "
+                                   "\"−1,27\" reads as two numbers"));
+        CHECK(hint == "write −1.27, not −1,27");
+    }
+    SECTION("a flat list read as one row") {
+        const auto [error, hint] = answer_error(trace, "output: [0,27, -1,27]\n");
+        CHECK_THAT(error, Contains("answers.yaml:1:9: output has 4 numbers where output has 2 columns"));
+        CHECK(hint == "write 0.27, not 0,27");
+    }
+    SECTION("a row written as lines: the comma stays in one word") {
+        const auto [error, hint] = answer_error(trace, "weights:\n  - - 0,27\n    - 0.73\n  - ~\n");
+        CHECK(error == "answers.yaml:2:7: weights[1,1] is \"0,27\"; expected a number written with a point");
+        CHECK(hint == "write 0.27, not 0,27");
+    }
+}
+
+TEST_CASE("numbers separated by commas without spaces are still numbers when the row has the right length", "[check]") {
+    const Model model = test::load_text(k_negative_model);
+    const Trace trace = compute(model);
+    // scores are [[-1, 0], [0, 1]] (see k_negative_model)
+    CHECK(verdicts(model, trace, "scores: [[-1,0], [0,1]]\n") == std::vector<Verdict>(4, Verdict::right));
+    // a row too long that does not read as decimals ([1,0,1] for two columns) is a wrong shape, not an input error
+    const Answers answers = answers_from("scores: [[-1,0,1], [0,1,1]]\n", trace);
+    const CheckReport report = check_answers(model, trace, answers, {});
+    REQUIRE(report.steps.size() == 1);
+    CHECK_FALSE(report.steps[0].shape_ok);
+}
+
+TEST_CASE("the illustrated article's keys written [0,1,1] are graded, not refused", "[cli][check]") {
+    // keys row 1 of the illustrated article is [0, 1, 1] (its step 3)
+    const auto right = test::run_qkv({"check", "illustrated", "--answers", "-"}, "keys: [[0,1,1], ~, ~]\n");
+    INFO(right.err);
+    CHECK(right.status == 0);
+    CHECK(right.out.find("3 answered: 3 right.") != std::string::npos);
+    // four numbers for three columns, not decimals: the wrong shape (exit 1), as before
+    const auto long_row = test::run_qkv({"check", "illustrated", "--answers", "-"}, "keys: [[0,1,1,1], ~, ~]\n");
+    CHECK(long_row.status == 1);
+    CHECK(long_row.err.empty());
+    CHECK(long_row.out.find("Your answer is 3 × 4; keys is 3 × 3.") != std::string::npos);
+}
