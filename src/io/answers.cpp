@@ -5,6 +5,7 @@
 
 #include "attention/steps.hpp"
 
+#include "io/loader_parts.hpp"
 #include "io/yaml_util.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -123,6 +124,50 @@ bool spells_infinity(const std::string& text) {
     return lower.find("inf") != std::string::npos || lower.find("∞") != std::string::npos;
 }
 
+// Whether every line of text is blank or a comment (or a document marker).
+bool only_comments(const std::string& text) {
+    std::size_t start = 0;
+    while (start < text.size()) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        const std::string line = text.substr(start, end - start);
+        const auto first = line.find_first_not_of(" \t\r");
+        if (first != std::string::npos && line[first] != '#' && line.rfind("---", 0) != 0 &&
+            line.rfind("...", 0) != 0) {
+            return false;
+        }
+        start = end + 1;
+    }
+    return true;
+}
+
+// The first key at the top of an answer file that only an example file has
+// (title:, weights: {query: ...}, heads: 2, ...): the file given for the
+// answers is then the example itself, without answers:. Undefined when none.
+YAML::Node example_key(const YAML::Node& root) {
+    const auto& model_keys = loading::k_top_keys;
+    for (const auto& entry : root) {
+        const std::string key = key_text(entry.first);
+        if (key == "answers" || std::find(model_keys.begin(), model_keys.end(), key) == model_keys.end()) {
+            continue;
+        }
+        const YAML::Node& value = entry.second;
+        // an answer is a list of rows; an example writes inputs: {random: ...},
+        // weights: {query: ...}, positional: sinusoidal or grad_output: ones
+        const bool answer = find_step(key).has_value() && (value.IsSequence() || value.IsNull());
+        // heads: [{scores: ...}, ...] in answers; heads: 2 or heads: [{query: ...}, ...] in an example
+        bool heads_answer = key == "heads" && (value.IsSequence() || value.IsNull());
+        if (heads_answer) {
+            for (const auto& item : value) {
+                heads_answer = heads_answer && !(item.IsMap() && (item["query"] || item["key"] || item["value"]));
+            }
+        }
+        if (!answer && !heads_answer) {
+            return entry.first;
+        }
+    }
+    return YAML::Node(YAML::NodeType::Undefined);
+}
+
 class AnswerReader {
 public:
     AnswerReader(YamlReader& yaml, const Source& source, const Trace& trace)
@@ -137,6 +182,13 @@ public:
         if (!answers.IsMap()) {
             m_yaml.error(answers, path + " is " + m_yaml.describe(answers) + "; expected a map from step ids to your values",
                          "write e.g. answers: {scores: [[2, 4, 4], ~, ~]}");
+            return;
+        }
+        if (answers.size() == 0) {
+            m_yaml.error(answers,
+                         (path.empty() ? "the answer file" : path) + " is an empty map; expected your values under step ids",
+                         path.empty() ? "write e.g. scores: [[2, 4, 4], ~, ~]"
+                                      : "write e.g. answers: {scores: [[2, 4, 4], ~, ~]}");
             return;
         }
         read_map(answers, path, 0);
@@ -565,9 +617,18 @@ Answers read_answers(const Source& source, const Trace& trace, AnswersIn where) 
     diagnostics.throw_if_any();
 
     // (yaml-cpp nodes are bound once: assigning to one writes into what it refers to)
+    const char* const values_hint = "write your values under step ids, e.g. scores: [[2, 4, 4], ~, ~]";
+    if (where == AnswersIn::answer_file && root.IsNull()) {
+        // nothing to point at but the start of the file
+        const bool blank = source.text.find_first_not_of(" \t\r\n") == std::string::npos;
+        throw InputError(Diagnostic{source.name, 1, 1,
+                                    blank                      ? "the answer file is empty"
+                                    : only_comments(source.text) ? "the answer file holds only comments, no answers"
+                                                                 : "the answer file holds no answers",
+                                    values_hint});
+    }
     if (where == AnswersIn::answer_file && !root.IsMap()) {
-        yaml.error(root, root.IsNull() ? "the answer file is empty" : "the top level of the answer file is not a map",
-                   "write your values under step ids, e.g. scores: [[2, 4, 4], ~, ~]");
+        yaml.error(root, "the top level of the answer file is not a map", values_hint);
         diagnostics.throw_if_any();
     }
     const YAML::Node wrapped = root.IsMap() ? root["answers"] : YAML::Node(YAML::NodeType::Undefined);
@@ -579,13 +640,22 @@ Answers read_answers(const Source& source, const Trace& trace, AnswersIn where) 
     // an answer file holds `answers: {...}`, or is the map of answers itself
     const YAML::Node answers = wrapped ? wrapped : root;
     if (!wrapped) {
-        for (const char* key : {"title", "description", "tokens", "inputs", "layout", "scale", "mask", "sentence"}) {
-            if (root[key]) {
-                throw InputError(Diagnostic{source.name, 0, 0, "looks like an example file, and has no answers: to check",
-                                            "add answers: with your values under step ids, or give the file that "
-                                            "holds them"});
+        if (const YAML::Node key = example_key(root); key) {
+            yaml.error(key, "this looks like an example file (it has " + key_text(key) + ":), not answers",
+                       "add answers: with your values under step ids to it, or give --answers a separate file of "
+                       "step ids, e.g. scores: [[2, 4, 4], ~, ~]");
+            diagnostics.throw_if_any();
+        }
+    }
+    if (wrapped && wrapped.IsNull()) {
+        // `answers:` with nothing after it: point at the key, not at the next line
+        for (const auto& entry : root) {
+            if (key_text(entry.first) == "answers") {
+                yaml.error(entry.first, "answers is empty; expected a map from step ids to your values",
+                           "write e.g. answers: {scores: [[2, 4, 4], ~, ~]}");
             }
         }
+        diagnostics.throw_if_any();
     }
     const std::string path = wrapped ? "answers" : "";
 
@@ -597,8 +667,9 @@ Answers read_answers(const Source& source, const Trace& trace, AnswersIn where) 
     result.source = source.name;
     result.steps = reader.take();
     if (result.steps.empty()) {
-        throw InputError(Diagnostic{source.name, 0, 0, "holds no answered cells: every answer is ~",
-                                    "write at least one number under a step id, e.g. scores: [[2, 4, 4], ~, ~]"});
+        throw InputError(yaml.at(answers.Mark(), (path.empty() ? "the answer file" : path) +
+                                                     " holds no answered cells: every answer is ~",
+                                 "write at least one number under a step id, e.g. scores: [[2, 4, 4], ~, ~]"));
     }
     // in the order of the trace
     auto position = [&trace](const StepAnswer& answer) {

@@ -235,3 +235,46 @@ TEST_CASE("the illustrated article's keys written [0,1,1] are graded, not refuse
     CHECK(long_row.err.empty());
     CHECK(long_row.out.find("Your answer is 3 × 4; keys is 3 × 3.") != std::string::npos);
 }
+
+// ── files that hold no answers ──────────────────────────────────────────────
+
+TEST_CASE("answer files without answers say where, and why", "[check][errors]") {
+    const Trace trace = test::compute_text(k_negative_model);
+    const auto [name, yaml, where_what, hint] = GENERATE(table<std::string, std::string, std::string, std::string>({
+        {"empty", "", "answers.yaml:1:1: the answer file is empty", "write your values under step ids"},
+        {"blank lines", "\n  \n", "answers.yaml:1:1: the answer file is empty", "write your values under step ids"},
+        {"only comments", "# my answers\n\n# to come\n", "answers.yaml:1:1: the answer file holds only comments",
+         "write your values under step ids"},
+        {"an empty map", "answers: {}\n", "answers.yaml:1:10: answers is an empty map", "answers: {scores:"},
+        {"an empty top level", "{}\n", "answers.yaml:1:1: the answer file is an empty map", "scores: [[2, 4, 4]"},
+        {"answers: and nothing", "# mine\nanswers:\n", "answers.yaml:2:1: answers is empty", "answers: {scores:"},
+        {"every answer ~", "\nanswers:\n  scores: ~\n  weights: [~, ~]\n",
+         "answers.yaml:3:3: answers holds no answered cells: every answer is ~", "write at least one number"},
+        {"the example file", k_negative_model, "answers.yaml:3:1: this looks like an example file (it has weights:)",
+         "add answers: with your values"},
+        {"an example's heads", "inputs: [[1, 0], [0, 1]]\nheads:\n  - {query: [[1]], key: [[1]], value: [[1]]}\n",
+         "answers.yaml:2:1: this looks like an example file (it has heads:)", "or give --answers a separate file"},
+        {"an example's settings", "scores: [[-1, 0], ~]\nscale: none\n",
+         "answers.yaml:2:1: this looks like an example file (it has scale:)", "step ids"},
+    }));
+    CAPTURE(name, yaml);
+    const auto [error, error_hint] = answer_error(trace, yaml);
+    CHECK_THAT(error, Contains(where_what));
+    CHECK_THAT(error_hint, Contains(hint));
+}
+
+TEST_CASE("answers to the inputs step are answers, not a sign of an example file", "[check]") {
+    const Model model = test::load_text(k_negative_model);
+    const Trace trace = compute(model);
+    CHECK(verdicts(model, trace, "inputs: [[1, 0], ~]\n") == std::vector<Verdict>{Verdict::right, Verdict::right});
+}
+
+TEST_CASE("the example file given with --answers is refused with its position", "[cli][check][errors]") {
+    // the example's own file, as `qkv check model.yaml --answers model.yaml` reads it
+    const AnswerFile example(k_negative_model);
+    const std::string path = example.path.string();
+    const auto result = test::run_qkv({"check", path, "--answers", path});
+    test::require_input_error(result, path + ":3:1: this looks like an example file (it has weights:), not answers");
+    CHECK(result.err.find("hint: add answers: with your values under step ids to it, or give --answers a separate "
+                          "file of step ids") != std::string::npos);
+}
