@@ -222,11 +222,11 @@ RenderOptions render_options(const CommonOptions& options, const Trace& trace) {
     result.color = result.color && result.format == Format::text;
 
     if (options.head > static_cast<int>(trace.dims.heads)) {
+        const bool one = trace.dims.heads == 1;
         throw InputError(usage_error("--head " + std::to_string(options.head) + " does not exist: this example has " +
-                                         std::to_string(trace.dims.heads) +
-                                         (trace.dims.heads == 1 ? " head" : " heads"),
-                                     trace.dims.heads == 1 ? "leave out --head: with one head there is nothing to choose"
-                                                   : "heads are numbered from 1 to " + std::to_string(trace.dims.heads)));
+                                         (one ? std::string("one head") : std::to_string(trace.dims.heads) + " heads"),
+                                     one ? "leave out --head: there is only head 1"
+                                         : "heads are numbered from 1 to " + std::to_string(trace.dims.heads)));
     }
     result.head = options.head;
 

@@ -111,10 +111,11 @@ int run_lesson(const LessonOptions& options) {
         most_heads = std::max(most_heads, model.trace.dims.heads);
     }
     if (common.head > static_cast<int>(most_heads)) {
+        const bool one = most_heads == 1;
         throw InputError(usage_error("--head " + std::to_string(common.head) + " does not exist: this lesson's models have " +
-                                         std::to_string(most_heads) + (most_heads == 1 ? " head" : " heads"),
-                                     most_heads == 1 ? "leave out --head: with one head there is nothing to choose"
-                                                   : "heads are numbered from 1 to " + std::to_string(most_heads)));
+                                         (one ? std::string("one head") : std::to_string(most_heads) + " heads"),
+                                     one ? "leave out --head: there is only head 1"
+                                         : "heads are numbered from 1 to " + std::to_string(most_heads)));
     }
     play.head = common.head;
 

@@ -5,6 +5,7 @@
 
 #include "attention/steps.hpp"
 
+#include "io/loader_parts.hpp"
 #include "io/yaml_util.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -37,12 +38,134 @@ std::string where_of(const Source& source, const YAML::Node& node) {
     return where;
 }
 
+// The minus sign of typeset text (U+2212), as copied from slides and PDFs.
+const std::string k_unicode_minus = "\u2212";
+
+// The text with each Unicode minus written as '-': "−0.71" → "-0.71", "−∞" → "-∞".
+std::string with_ascii_minus(std::string text) {
+    for (auto at = text.find(k_unicode_minus); at != std::string::npos; at = text.find(k_unicode_minus, at + 1)) {
+        text.replace(at, k_unicode_minus.size(), "-");
+    }
+    return text;
+}
+
+// "0.5", "~" or 'inf' in quotes: text in YAML, whatever it spells (as is !!str 0.5).
+bool is_quoted(const YAML::Node& node) { return node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str"; }
+
+bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+
+// The first number of `text` written with a decimal comma ("0,33" in "[0,33, 0,67]"),
+// with its sign; empty when no comma stands between two digits.
+std::string decimal_comma_number(const std::string& text) {
+    for (std::size_t i = 1; i + 1 < text.size(); ++i) {
+        if (text[i] != ',' || !is_digit(text[i - 1]) || !is_digit(text[i + 1])) {
+            continue;
+        }
+        std::size_t start = i;
+        while (start > 0 && (is_digit(text[start - 1]) || text[start - 1] == '.')) {
+            --start;
+        }
+        if (start > 0 && (text[start - 1] == '-' || text[start - 1] == '+')) {
+            --start;
+        } else if (start >= k_unicode_minus.size() &&
+                   text.compare(start - k_unicode_minus.size(), k_unicode_minus.size(), k_unicode_minus) == 0) {
+            start -= k_unicode_minus.size();
+        }
+        std::size_t end = i + 1;
+        while (end < text.size() && is_digit(text[end])) {
+            ++end;
+        }
+        return text.substr(start, end - start);
+    }
+    return "";
+}
+
+// "0,33" → "0.33"
+std::string with_point(std::string text) {
+    std::replace(text.begin(), text.end(), ',', '.');
+    return text;
+}
+
+// The numbers of a row written as [0,33, 0,67], read with each comma between
+// two digits as a decimal point: {"0.33", "0.67"}; empty when the row does not
+// read as numbers that way. `inside` is the text between the brackets.
+std::vector<std::string> numbers_with_decimal_commas(const std::string& inside) {
+    std::vector<std::string> items;
+    std::string item;
+    auto finish = [&items, &item]() {
+        const auto first = item.find_first_not_of(" \t\n");
+        const auto last = item.find_last_not_of(" \t\n");
+        items.push_back(first == std::string::npos ? "" : with_point(item.substr(first, last - first + 1)));
+        item.clear();
+    };
+    for (std::size_t i = 0; i < inside.size(); ++i) {
+        const bool separator =
+            inside[i] == ',' && !(i > 0 && is_digit(inside[i - 1]) && i + 1 < inside.size() && is_digit(inside[i + 1]));
+        if (separator) {
+            finish();
+        } else {
+            item += inside[i];
+        }
+    }
+    finish();
+    for (const auto& number : items) {
+        if (number != "~" && !parse_number(with_ascii_minus(number))) {
+            return {};
+        }
+    }
+    return items;
+}
+
 // "-inf", "-.inf", "−∞", ...: an infinity written as one, not a number that overflowed (1e400).
 bool spells_infinity(const std::string& text) {
     std::string lower = text;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return lower.find("inf") != std::string::npos || lower.find("∞") != std::string::npos;
+}
+
+// Whether every line of text is blank or a comment (or a document marker).
+bool only_comments(const std::string& text) {
+    std::size_t start = 0;
+    while (start < text.size()) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        const std::string line = text.substr(start, end - start);
+        const auto first = line.find_first_not_of(" \t\r");
+        if (first != std::string::npos && line[first] != '#' && line.rfind("---", 0) != 0 &&
+            line.rfind("...", 0) != 0) {
+            return false;
+        }
+        start = end + 1;
+    }
+    return true;
+}
+
+// The first key at the top of an answer file that only an example file has
+// (title:, weights: {query: ...}, heads: 2, ...): the file given for the
+// answers is then the example itself, without answers:. Undefined when none.
+YAML::Node example_key(const YAML::Node& root) {
+    const auto& model_keys = loading::k_top_keys;
+    for (const auto& entry : root) {
+        const std::string key = key_text(entry.first);
+        if (key == "answers" || std::find(model_keys.begin(), model_keys.end(), key) == model_keys.end()) {
+            continue;
+        }
+        const YAML::Node& value = entry.second;
+        // an answer is a list of rows; an example writes inputs: {random: ...},
+        // weights: {query: ...}, positional: sinusoidal or grad_output: ones
+        const bool answer = find_step(key).has_value() && (value.IsSequence() || value.IsNull());
+        // heads: [{scores: ...}, ...] in answers; heads: 2 or heads: [{query: ...}, ...] in an example
+        bool heads_answer = key == "heads" && (value.IsSequence() || value.IsNull());
+        if (heads_answer) {
+            for (const auto& item : value) {
+                heads_answer = heads_answer && !(item.IsMap() && (item["query"] || item["key"] || item["value"]));
+            }
+        }
+        if (!answer && !heads_answer) {
+            return entry.first;
+        }
+    }
+    return YAML::Node(YAML::NodeType::Undefined);
 }
 
 class AnswerReader {
@@ -59,6 +182,13 @@ public:
         if (!answers.IsMap()) {
             m_yaml.error(answers, path + " is " + m_yaml.describe(answers) + "; expected a map from step ids to your values",
                          "write e.g. answers: {scores: [[2, 4, 4], ~, ~]}");
+            return;
+        }
+        if (answers.size() == 0) {
+            m_yaml.error(answers,
+                         (path.empty() ? "the answer file" : path) + " is an empty map; expected your values under step ids",
+                         path.empty() ? "write e.g. scores: [[2, 4, 4], ~, ~]"
+                                      : "write e.g. answers: {scores: [[2, 4, 4], ~, ~]}");
             return;
         }
         read_map(answers, path, 0);
@@ -92,11 +222,17 @@ private:
         for (const auto& item : heads) {
             ++h;
             const std::string item_path = path + "[" + std::to_string(h) + "]";
+            if (h > n_heads() && n_heads() == 1) {
+                m_yaml.error(item, item_path + " does not exist: this example has one head",
+                             std::string("write its steps without a head number, e.g. scores: [[...], ...] ") +
+                                 (path == "heads" ? "at the top level of the file" : "directly under answers:"));
+                return;
+            }
             if (h > n_heads()) {
-                m_yaml.error(item, item_path + " does not exist: this example has " + std::to_string(n_heads()) +
-                                       (n_heads() == 1 ? " head" : " heads"),
-                             "heads are numbered from 1 to " + std::to_string(n_heads()) +
-                                 "; answers.heads holds one map per head, in order");
+                m_yaml.error(item,
+                             item_path + " does not exist: this example has " + std::to_string(n_heads()) + " heads",
+                             "heads are numbered from 1 to " + std::to_string(n_heads()) + "; " + path +
+                                 " holds one map per head, in order");
                 return;
             }
             if (item.IsNull()) {
@@ -212,6 +348,10 @@ private:
     bool read_flat_row(const YAML::Node& node, const std::string& path, StepAnswer& answer, bool& ok) {
         answer.n_rows = 1;
         answer.n_cols = node.size();
+        if (decimal_commas(node, answer.id, answer.head, path)) {
+            ok = false;
+            return false;
+        }
         if (!room_for(node, path, answer.n_cols)) {
             return false;
         }
@@ -228,6 +368,7 @@ private:
     bool read_rows(const YAML::Node& node, const std::string& path, StepAnswer& answer, bool& ok) {
         const YAML::Node* first_row = nullptr;
         bool ragged = false;
+        bool commas = false;
         arma::uword row = 0;
         for (const auto& item : node) {
             ++row;
@@ -246,12 +387,20 @@ private:
                 ok = false;
                 continue;
             }
+            if (decimal_commas(item, answer.id, answer.head, row_path)) {
+                commas = true;
+                ok = false;
+                continue;
+            }
             if (first_row == nullptr) {
                 first_row = &item;
                 answer.n_cols = item.size();
             } else if (item.size() != answer.n_cols) {
                 ragged = true;
             }
+        }
+        if (commas) {
+            return false;  // the other rows are read again once the decimals are written with points
         }
         if (ragged) {
             report_ragged_rows(node, answer.id, answer.head, path);
@@ -278,6 +427,55 @@ private:
             }
         }
         return true;
+    }
+
+    // A row with more numbers than the step has columns that reads as decimals
+    // written with commas: YAML reads [0,33, 0,67] as the four numbers 0, 33, 0
+    // and 67. Reported (true) when the row, read with decimal commas, has no
+    // more numbers than the step has columns; [0,1,1] of the right length stays
+    // three numbers, and [1,2,3,4] for three columns stays a wrong shape.
+    bool decimal_commas(const YAML::Node& row, StepId id, int head, const std::string& row_path) {
+        const Step* step = m_trace.find(id, head);
+        if (step == nullptr || row.size() <= step->values.n_cols) {
+            return false;
+        }
+        const std::string inside = row_inside(row);
+        const std::string written = decimal_comma_number(inside);
+        if (written.empty()) {
+            return false;
+        }
+        const auto read_as_decimals = numbers_with_decimal_commas(inside);
+        const arma::uword n_cols = step->values.n_cols;
+        if (read_as_decimals.empty() || read_as_decimals.size() > n_cols) {
+            return false;
+        }
+        m_yaml.error(row,
+                     row_path + " has " + numbers(row.size()) + " where " + step_text(id) + " has " +
+                         std::to_string(n_cols) + (n_cols == 1 ? " column" : " columns") + ": \"" + written +
+                         "\" reads as two numbers; expected decimals written with a point",
+                     "write " + with_point(written) + ", not " + written);
+        return true;
+    }
+
+    // The text between the brackets of a row written [a, b, c], as in the
+    // file; empty for a row written as lines of `- a` or one not found there.
+    std::string row_inside(const YAML::Node& row) const {
+        const std::string& text = m_source.text;
+        const YAML::Mark mark = row.Mark();
+        if (mark.pos < 0) {
+            return "";
+        }
+        // yaml-cpp counts positions after a byte order mark
+        const std::size_t bom = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
+        const std::size_t open = static_cast<std::size_t>(mark.pos) + bom;
+        if (open >= text.size() || text[open] != '[') {
+            return "";
+        }
+        const std::size_t close = text.find_first_of("[]", open + 1);
+        if (close == std::string::npos || text[close] != ']') {
+            return "";
+        }
+        return text.substr(open + 1, close - open - 1);
     }
 
     // Rows of different lengths. A list of rows that all have the same wrong
@@ -335,34 +533,55 @@ private:
             return result;
         }
         std::string text = node.Scalar();
-        text.erase(0, text.find_first_not_of(" \t"));
-        text.erase(text.find_last_not_of(" \t") + 1);
+        text.erase(0, text.find_first_not_of(" \t\r\n"));
+        text.erase(text.find_last_not_of(" \t\r\n") + 1);
+        if (is_quoted(node) && text == "~") {
+            m_yaml.error(node, path + " is \"~\" in quotes, which YAML reads as text; expected a number or ~",
+                         "write ~ without quotes for a cell you leave out");
+            ok = false;
+            return result;
+        }
+        // read as written, but with a typeset minus (−0.71) as a minus sign
+        const std::string ascii = with_ascii_minus(text);
         std::optional<double> value;
-        if (text == "−∞" || text == "-∞") {
+        if (ascii == "-∞") {
             value = -std::numeric_limits<double>::infinity();
-        } else if (text == "∞" || text == "+∞") {
+        } else if (ascii == "∞" || ascii == "+∞") {
             value = std::numeric_limits<double>::infinity();
         } else {
-            value = parse_number(text);
+            value = parse_number(ascii);
         }
         if (!value || std::isnan(*value)) {
-            m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a number", k_number_hint);
+            const std::string comma = decimal_comma_number(text);
+            if (!value && !comma.empty() && comma.size() == text.size()) {
+                m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a number written with a point",
+                             "write " + with_point(comma) + ", not " + comma);
+            } else {
+                m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a number", k_number_hint);
+            }
             ok = false;
             return result;
         }
         // −∞ is a blocked score, written as such; +∞, and a number too large for
         // a double (1e400, -1e400), are not values anyone works out by hand
-        if (std::isinf(*value) && (*value > 0 || !spells_infinity(text))) {
+        if (std::isinf(*value) && (*value > 0 || !spells_infinity(ascii))) {
             m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a finite number",
-                         std::string(*value > 0 && spells_infinity(text) ? "only -inf is allowed, for a blocked score; "
+                         std::string(*value > 0 && spells_infinity(ascii) ? "only -inf is allowed, for a blocked score; "
                                                                          : "it is beyond the range of a double (about ±1.8e308); ") +
                              "write the value you worked out, e.g. 0.25 or -1");
             ok = false;
             return result;
         }
+        if (is_quoted(node)) {
+            m_yaml.error(node,
+                         path + " is " + m_yaml.describe(node) + " in quotes, which YAML reads as text; expected a number",
+                         "write " + text + " without quotes: quoted, it is text");
+            ok = false;
+            return result;
+        }
         result.given = true;
         result.value = *value;
-        result.decimals = std::isfinite(*value) ? count_decimals(text) : 0;
+        result.decimals = std::isfinite(*value) ? count_decimals(ascii) : 0;
         result.text = text;
         return result;
     }
@@ -398,9 +617,18 @@ Answers read_answers(const Source& source, const Trace& trace, AnswersIn where) 
     diagnostics.throw_if_any();
 
     // (yaml-cpp nodes are bound once: assigning to one writes into what it refers to)
+    const char* const values_hint = "write your values under step ids, e.g. scores: [[2, 4, 4], ~, ~]";
+    if (where == AnswersIn::answer_file && root.IsNull()) {
+        // nothing to point at but the start of the file
+        const bool blank = source.text.find_first_not_of(" \t\r\n") == std::string::npos;
+        throw InputError(Diagnostic{source.name, 1, 1,
+                                    blank                      ? "the answer file is empty"
+                                    : only_comments(source.text) ? "the answer file holds only comments, no answers"
+                                                                 : "the answer file holds no answers",
+                                    values_hint});
+    }
     if (where == AnswersIn::answer_file && !root.IsMap()) {
-        yaml.error(root, root.IsNull() ? "the answer file is empty" : "the top level of the answer file is not a map",
-                   "write your values under step ids, e.g. scores: [[2, 4, 4], ~, ~]");
+        yaml.error(root, "the top level of the answer file is not a map", values_hint);
         diagnostics.throw_if_any();
     }
     const YAML::Node wrapped = root.IsMap() ? root["answers"] : YAML::Node(YAML::NodeType::Undefined);
@@ -412,13 +640,22 @@ Answers read_answers(const Source& source, const Trace& trace, AnswersIn where) 
     // an answer file holds `answers: {...}`, or is the map of answers itself
     const YAML::Node answers = wrapped ? wrapped : root;
     if (!wrapped) {
-        for (const char* key : {"title", "description", "tokens", "inputs", "layout", "scale", "mask", "sentence"}) {
-            if (root[key]) {
-                throw InputError(Diagnostic{source.name, 0, 0, "looks like an example file, and has no answers: to check",
-                                            "add answers: with your values under step ids, or give the file that "
-                                            "holds them"});
+        if (const YAML::Node key = example_key(root); key) {
+            yaml.error(key, "this looks like an example file (it has " + key_text(key) + ":), not answers",
+                       "add answers: with your values under step ids to it, or give --answers a separate file of "
+                       "step ids, e.g. scores: [[2, 4, 4], ~, ~]");
+            diagnostics.throw_if_any();
+        }
+    }
+    if (wrapped && wrapped.IsNull()) {
+        // `answers:` with nothing after it: point at the key, not at the next line
+        for (const auto& entry : root) {
+            if (key_text(entry.first) == "answers") {
+                yaml.error(entry.first, "answers is empty; expected a map from step ids to your values",
+                           "write e.g. answers: {scores: [[2, 4, 4], ~, ~]}");
             }
         }
+        diagnostics.throw_if_any();
     }
     const std::string path = wrapped ? "answers" : "";
 
@@ -430,8 +667,9 @@ Answers read_answers(const Source& source, const Trace& trace, AnswersIn where) 
     result.source = source.name;
     result.steps = reader.take();
     if (result.steps.empty()) {
-        throw InputError(Diagnostic{source.name, 0, 0, "holds no answered cells: every answer is ~",
-                                    "write at least one number under a step id, e.g. scores: [[2, 4, 4], ~, ~]"});
+        throw InputError(yaml.at(answers.Mark(), (path.empty() ? "the answer file" : path) +
+                                                     " holds no answered cells: every answer is ~",
+                                 "write at least one number under a step id, e.g. scores: [[2, 4, 4], ~, ~]"));
     }
     // in the order of the trace
     auto position = [&trace](const StepAnswer& answer) {
