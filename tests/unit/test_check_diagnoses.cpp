@@ -1,0 +1,358 @@
+// `qkv check`'s diagnoses in the model of a teacher's trial: four tokens,
+// d_model 4, two heads of d_k 2 split from one 4 × 4 block of weights (or
+// listed head by head, or in a pytorch: block), a causal mask, a query bias b_Q
+// and W_O with a bias. Each mistake that trial found unnamed is shown by an
+// answer worked here with Armadillo — the attention computed in this file, the
+// mistake made on purpose, the result rounded to two decimals as a learner
+// writes it — in that model and in simple ones.
+#include "check/check.hpp"
+#include "io/answers.hpp"
+#include "support.hpp"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+using namespace qkv;
+using Catch::Matchers::Contains;
+
+namespace {
+
+using test::answer_yaml;
+using test::yaml_matrix;
+
+Answers answers_from(const std::string& yaml, const Trace& trace) {
+    return read_answers({"answers.yaml", yaml, ""}, trace, AnswersIn::answer_file);
+}
+
+// ── the models, as matrices ─────────────────────────────────────────────────
+
+// How the file writes the projections: one `weights:` block split into heads,
+// a `heads:` list of each head's d_model × d_k matrices, or nn.MultiheadAttention's
+// `pytorch:` block (out × in).
+enum class Form { split, list, pytorch };
+
+// A model with H heads and W_O, its matrices in the x·W layout (rows are
+// tokens): W_Q, W_K, W_V are d_model × H·d_k, the heads side by side.
+struct Setup {
+    std::string name;
+    Form form = Form::split;
+    int heads = 2;
+    bool causal = true;
+    arma::mat X;
+    arma::mat W_Q, W_K, W_V, W_O;
+    arma::rowvec b_Q, b_O;  // empty: no bias
+    arma::mat dO;           // empty: no backward pass
+
+    arma::uword n() const { return X.n_rows; }
+    arma::uword d_model() const { return X.n_cols; }
+    arma::uword d_k() const { return W_Q.n_cols / static_cast<arma::uword>(heads); }
+    // columns (h − 1)·d_k … h·d_k − 1: head h's part of a block
+    arma::mat part(const arma::mat& M, int h) const {
+        const auto first = static_cast<arma::uword>(h - 1) * d_k();
+        return M.cols(first, first + d_k() - 1);
+    }
+};
+
+// [1.00, 2.50, -1.00]: a bias as a flat list.
+std::string yaml_row(const arma::rowvec& b) {
+    const std::string matrix = yaml_matrix(b, 2);
+    return matrix.substr(1, matrix.size() - 2);
+}
+
+std::string yaml_of(const Setup& s) {
+    std::string y = "inputs: " + yaml_matrix(s.X, 2) + "\n";
+    if (s.causal) {
+        y += "mask: causal\n";
+    }
+    if (!s.dO.empty()) {
+        y += "grad_output: " + yaml_matrix(s.dO, 2) + "\n";
+    }
+    const std::string output_bias = s.b_O.empty() ? "" : "output: " + yaml_row(s.b_O);
+    switch (s.form) {
+        case Form::split:
+            y += "heads: " + std::to_string(s.heads) + "\nweights:\n  query: " + yaml_matrix(s.W_Q, 2) +
+                 "\n  key: " + yaml_matrix(s.W_K, 2) + "\n  value: " + yaml_matrix(s.W_V, 2) +
+                 "\n  output: " + yaml_matrix(s.W_O, 2) + "\n";
+            y += "bias: {" + (s.b_Q.empty() ? "" : "query: " + yaml_row(s.b_Q) + (s.b_O.empty() ? "" : ", ")) +
+                 output_bias + "}\n";
+            break;
+        case Form::list:
+            y += "heads:\n";
+            for (int h = 1; h <= s.heads; ++h) {
+                y += "  - query: " + yaml_matrix(s.part(s.W_Q, h), 2) + "\n    key: " + yaml_matrix(s.part(s.W_K, h), 2) +
+                     "\n    value: " + yaml_matrix(s.part(s.W_V, h), 2) + "\n";
+                if (!s.b_Q.empty()) {
+                    y += "    bias: {query: " + yaml_row(s.part(s.b_Q, h)) + "}\n";
+                }
+            }
+            y += "weights:\n  output: " + yaml_matrix(s.W_O, 2) + "\n";
+            if (!s.b_O.empty()) {
+                y += "bias: {" + output_bias + "}\n";
+            }
+            break;
+        case Form::pytorch: {
+            y += "pytorch:\n  num_heads: " + std::to_string(s.heads) + "\n  in_proj_weight: " +
+                 yaml_matrix(arma::join_cols(s.W_Q.t(), s.W_K.t(), s.W_V.t()), 2) +
+                 "\n  out_proj_weight: " + yaml_matrix(s.W_O.t(), 2) + "\n";
+            if (!s.b_Q.empty()) {
+                const arma::rowvec zeros(s.W_K.n_cols, arma::fill::zeros);
+                y += "  in_proj_bias: " + yaml_row(arma::join_rows(s.b_Q, zeros, zeros)) + "\n";
+            }
+            if (!s.b_O.empty()) {
+                y += "  out_proj_bias: " + yaml_row(s.b_O) + "\n";
+            }
+            break;
+        }
+    }
+    return y;
+}
+
+// The teacher's model: 4 tokens, d_model 4, two heads of d_k = d_v = 2 (so
+// √d_model = d_k = 2), causal, b_Q and b_O, and a grad_output for the backward
+// pass. Small numbers, so that the softmax does not saturate and every mistake
+// changes several cells at two decimals.
+Setup teacher(Form form = Form::split) {
+    Setup s;
+    s.name = "the teacher's model";
+    s.form = form;
+    s.X = test::rows({{1, 0, 1, 0}, {0, 1, 0, 1}, {1, 1, 0, -1}, {0, 1, 1, 0}});
+    s.W_Q = test::rows({{1, 0.5, 0.5, -1}, {0, -1, 0, 0.5}, {0.5, 1, 0, 0}, {-1, 0, 1, 0.5}});
+    s.W_K = test::rows({{0, 1, 1, 0}, {1, 0, 0, 0.5}, {0.5, -1, 1, 0}, {0.5, 0.5, 0, 1}});
+    s.W_V = test::rows({{1, 2, 0, 1}, {0, 1, 1, 0}, {2, 0, 1, -1}, {1, 0, 0, 2}});
+    s.W_O = test::rows({{1, 0, 0, 1}, {0, 1, -1, 0}, {1, 1, 0, 0}, {0, 0, 1, 1}});
+    s.b_Q = {0.5, -1, 1, 0};
+    s.b_O = {0, 0.5, 0, -0.5};
+    s.dO = test::rows({{1, 0, -1, 0.5}, {0, 1, 0.5, -1}, {0.5, -0.5, 1, 0}, {1, 0.5, 0, -1}});
+    return s;
+}
+
+// The same kind of model where d_k ≠ √d_model and n = d_k, so that every
+// mistake of §11 can be told apart, Q·K (without the transpose) included:
+// 3 tokens, d_model 6, two heads of d_k 3.
+Setup wide(Form form = Form::split) {
+    Setup s;
+    s.name = "d_model 6, two heads of d_k 3";
+    s.form = form;
+    s.X = test::rows({{1, 0, 0.5, 0, 1, 0}, {0, 1, 0, -0.5, 0, 1}, {0.5, 0, 1, 1, 0, -0.5}});
+    s.W_Q = test::rows({{0.5, 0, 1, -0.5, 0, 0.5},
+                        {0, 1, 0, 0.5, -0.5, 0},
+                        {1, 0, -0.5, 0, 0.5, 1},
+                        {0, -0.5, 0, 1, 0, 0.5},
+                        {-0.5, 0.5, 0, 0, 1, 0},
+                        {0, 0, 0.5, 0.5, 0, -1}});
+    s.W_K = test::rows({{0, 0.5, 0, 1, 0, -0.5},
+                        {1, 0, 0.5, 0, 0.5, 0},
+                        {0, -1, 0, 0.5, 0, 1},
+                        {0.5, 0, 1, 0, -0.5, 0},
+                        {0, 0.5, -0.5, 0, 1, 0.5},
+                        {-0.5, 0, 0, 1, 0, 0}});
+    s.W_V = test::rows({{1, 0, 2, 0, 1, -1},
+                        {0, 1, 0, 2, 0, 1},
+                        {2, -1, 0, 1, 0, 0},
+                        {0, 0, 1, 0, 2, 1},
+                        {1, 1, 0, -1, 0, 2},
+                        {0, 2, 1, 0, 1, 0}});
+    s.W_O = test::rows({{1, 0, 0, 0.5, 0, 0},
+                        {0, 1, 0, 0, -0.5, 0},
+                        {0, 0, 1, 0, 0, 0.5},
+                        {0.5, 0, 0, 1, 0, 0},
+                        {0, -0.5, 0, 0, 1, 0},
+                        {0, 0, 0.5, 0, 0, 1}});
+    s.b_Q = {0.5, -0.5, 0, 1, 0, -1};
+    s.b_O = {0.5, 0, 0, 0, -0.5, 0};
+    s.dO = test::rows({{1, 0, -1, 0.5, 0, 1}, {0, 1, 0.5, -1, 1, 0}, {0.5, -0.5, 1, 0, -1, 0.5}});
+    return s;
+}
+
+// ── attention, worked here ──────────────────────────────────────────────────
+
+// softmax along each row; −∞ gives 0
+arma::mat softmax_rows_of(const arma::mat& M) {
+    arma::mat E(M.n_rows, M.n_cols);
+    for (arma::uword i = 0; i < M.n_rows; ++i) {
+        E.row(i) = arma::exp(M.row(i) - M.row(i).max());
+        E.row(i) /= arma::accu(E.row(i));
+    }
+    return E;
+}
+
+// 1 where query i may attend to key j
+arma::mat allowed_of(const Setup& s) {
+    const arma::mat ones(s.n(), s.n(), arma::fill::ones);
+    return s.causal ? arma::mat(arma::trimatl(ones)) : ones;
+}
+
+arma::mat with_mask(const arma::mat& S, const arma::mat& allowed) {
+    arma::mat M = S;
+    M.elem(arma::find(allowed == 0.0)).fill(-std::numeric_limits<double>::infinity());
+    return M;
+}
+
+arma::mat plus_bias(arma::mat M, const arma::rowvec& b) {
+    if (!b.empty()) {
+        M.each_row() += b;
+    }
+    return M;
+}
+
+// Every step of every head, the forward pass and the backward (vectors are indexed by head − 1).
+struct Worked {
+    std::vector<arma::mat> Q, K, V, S, S_scaled, masked, A, Z, dZ, dA, dS_scaled, dS, dQ, dK, dV;
+    arma::mat concat, O;
+};
+
+Worked work(const Setup& s) {
+    Worked w;
+    const arma::mat allowed = allowed_of(s);
+    const arma::mat Q_all = plus_bias(s.X * s.W_Q, s.b_Q);
+    const arma::mat K_all = s.X * s.W_K;
+    const arma::mat V_all = s.X * s.W_V;
+    const double root = std::sqrt(static_cast<double>(s.d_k()));
+    for (int h = 1; h <= s.heads; ++h) {
+        w.Q.push_back(s.part(Q_all, h));
+        w.K.push_back(s.part(K_all, h));
+        w.V.push_back(s.part(V_all, h));
+        w.S.push_back(w.Q.back() * w.K.back().t());
+        w.S_scaled.push_back(w.S.back() / root);
+        w.masked.push_back(with_mask(w.S_scaled.back(), allowed));
+        w.A.push_back(softmax_rows_of(w.masked.back()));
+        w.Z.push_back(w.A.back() * w.V.back());
+        w.concat = arma::join_rows(w.concat, w.Z.back());
+    }
+    w.O = plus_bias(w.concat * s.W_O, s.b_O);
+    // backward: dO → d(concat) = dO·W_Oᵀ → each head's dZ, dA, dS', dS, dQ, dK, dV
+    const arma::mat d_concat = s.dO * s.W_O.t();
+    for (int h = 1; h <= s.heads; ++h) {
+        const std::size_t i = static_cast<std::size_t>(h - 1);
+        w.dZ.push_back(s.part(d_concat, h));
+        w.dA.push_back(w.dZ[i] * w.V[i].t());
+        const arma::vec row_term = arma::sum(w.dA[i] % w.A[i], 1);
+        arma::mat centred = w.dA[i];
+        centred.each_col() -= row_term;
+        w.dS_scaled.push_back(w.A[i] % centred);
+        w.dS.push_back(w.dS_scaled[i] / root);
+        w.dQ.push_back(w.dS[i] * w.K[i]);
+        w.dK.push_back(w.dS[i].t() * w.Q[i]);
+        w.dV.push_back(w.A[i].t() * w.dZ[i]);
+    }
+    return w;
+}
+
+// The model loaded from its YAML, its trace, and the true values worked here.
+struct Loaded {
+    Setup setup;
+    Model model;
+    Trace trace;
+    Worked worked;
+
+    explicit Loaded(Setup s) : setup(std::move(s)), model(test::load_text(yaml_of(setup))), trace(compute(model)),
+                               worked(work(setup)) {}
+
+    const Step& step(const std::string& id, int head) const {
+        const Step* found = trace.find(id, head);
+        INFO("step " << id << " head " << head);
+        REQUIRE(found != nullptr);
+        return *found;
+    }
+    // The diagnosis of one answered step, `M` written with `decimals` decimals.
+    std::optional<Diagnosis> diagnose(const std::string& id, int head, const arma::mat& M, int decimals = 2) const {
+        const Answers answers = answers_from(answer_yaml(id, head, static_cast<int>(model.n_heads()), M, decimals), trace);
+        return diagnose_answer(model, trace, answers, test::step(id), head, {});
+    }
+    // The same through check_answers, which looks only in wrong steps.
+    std::optional<Diagnosis> checked(const std::string& answers_yaml) const {
+        const Answers answers = answers_from(answers_yaml, trace);
+        const CheckReport report = check_answers(model, trace, answers, {});
+        REQUIRE(report.steps.size() == 1);
+        CHECK(report.steps.front().has_mistake());
+        return report.steps.front().diagnosis;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("the attention worked in this file is the trace's", "[check][diagnosis]") {
+    // the true values the mistakes below are made from, worked here apart from qkv's step table: the same numbers
+    for (const Setup& setup : {teacher(), teacher(Form::list), teacher(Form::pytorch), wide()}) {
+        CAPTURE(setup.name, static_cast<int>(setup.form));
+        const Loaded l(setup);
+        REQUIRE(l.model.n_heads() == 2);
+        for (int h = 1; h <= 2; ++h) {
+            const auto i = static_cast<std::size_t>(h - 1);
+            test::require_near(l.step("queries", h).values, l.worked.Q[i], 1e-12, "queries");
+            test::require_near(l.step("keys", h).values, l.worked.K[i], 1e-12, "keys");
+            test::require_near(l.step("masked_scores", h).values, l.worked.masked[i], 1e-12, "masked_scores");
+            test::require_near(l.step("weights", h).values, l.worked.A[i], 1e-12, "weights");
+            test::require_near(l.step("grad_scaled_scores", h).values, l.worked.dS_scaled[i], 1e-12,
+                               "grad_scaled_scores");
+            test::require_near(l.step("grad_keys", h).values, l.worked.dK[i], 1e-12, "grad_keys");
+            test::require_near(l.step("grad_values", h).values, l.worked.dV[i], 1e-12, "grad_values");
+        }
+        test::require_near(l.step("output", 0).values, l.worked.O, 1e-12, "output");
+    }
+}
+
+// ── 1. W·x with heads split from one square block ───────────────────────────
+
+TEST_CASE("W·x is named when the heads are split from one square block of weights", "[check][diagnosis]") {
+    SECTION("the teacher's model: 4 × 2 heads of a 4 × 4 block, with b_Q") {
+        for (const Setup& setup : {teacher(), teacher(Form::pytorch)}) {
+            const Loaded l(setup);
+            const Setup& s = l.setup;
+            for (int h = 1; h <= 2; ++h) {
+                CAPTURE(static_cast<int>(s.form), h);
+                // each projection, answered: head h's columns of X·Wᵀ (+ b_Q)
+                const arma::mat Q = s.part(plus_bias(s.X * s.W_Q.t(), s.b_Q), h);
+                const arma::mat K = s.part(s.X * s.W_K.t(), h);
+                const arma::mat V = s.part(s.X * s.W_V.t(), h);
+                for (const auto& [id, M] : {std::pair{"queries", Q}, std::pair{"keys", K}, std::pair{"values", V}}) {
+                    CAPTURE(id);
+                    const auto diagnosis = l.diagnose(id, h, M);
+                    REQUIRE(diagnosis.has_value());
+                    CHECK(diagnosis->key == "projection_w_x");
+                    CHECK_THAT(diagnosis->mistake, Contains("whole 4 × 4"));
+                }
+                // not answered: found from the scores they give, with the causal mask, the weights
+                const auto scores = l.diagnose("scores", h, arma::mat(Q * K.t()));
+                REQUIRE(scores.has_value());
+                CHECK(scores->key == "projection_w_x");
+                CHECK(scores->carried == "queries (head " + std::to_string(h) + ")");
+                const double root2 = std::sqrt(2.0);
+                const auto weights =
+                    l.diagnose("weights", h, softmax_rows_of(with_mask(Q * K.t() / root2, allowed_of(s))));
+                REQUIRE(weights.has_value());
+                CHECK(weights->key == "projection_w_x");
+            }
+        }
+    }
+    SECTION("a simple model: d_model 2 split into two heads of width 1") {
+        const Model model = test::load_text(R"(
+inputs: [[1, 0], [0, 1], [1, 2]]
+heads: 2
+weights:
+  query: [[1, 2], [0, 1]]
+  key:   [[1, 0], [3, 1]]
+  value: [[2, 1], [1, 1]]
+)");
+        const Trace trace = compute(model);
+        const arma::mat W_Q = test::rows({{1, 2}, {0, 1}});
+        const arma::mat X = test::rows({{1, 0}, {0, 1}, {1, 2}});
+        // X·W_Qᵀ = [[1, 0], [2, 1], [5, 2]] (by hand); head 2 is its second column
+        const arma::mat Q2 = arma::mat(X * W_Q.t()).col(1);
+        CHECK(Q2(2) == 2.0);
+        const Answers answers = answers_from(answer_yaml("queries", 2, 2, Q2, 2), trace);
+        const auto diagnosis = diagnose_answer(model, trace, answers, StepId::queries, 2, {});
+        REQUIRE(diagnosis.has_value());
+        CHECK(diagnosis->key == "projection_w_x");
+    }
+    SECTION("a heads: list of 4 × 2 matrices has no W·x, and the same numbers name nothing") {
+        const Loaded l(teacher(Form::list));
+        const Setup& s = l.setup;
+        for (int h = 1; h <= 2; ++h) {
+            CAPTURE(h);
+            const auto diagnosis = l.diagnose("queries", h, s.part(plus_bias(s.X * s.W_Q.t(), s.b_Q), h));
+            CHECK_FALSE(diagnosis.has_value());
+        }
+    }
+}
