@@ -232,6 +232,16 @@ void wrong_matrix_mistakes(const Model& model, const ProjectionParts& p, std::ve
                           "The " + step_text(p.projection->id) + " were computed with W_" + other_letter +
                               " instead of " + p.W_name + (swapped ? ": the query and key weights are swapped." : "."),
                           p.correct, p.key, project(*p.source, W_other, bias_of(*p.head, other_letter))));
+        // swapped weights whose biases stay where they were: Q = X·W_K + b_Q, K = X·W_Q + b_K
+        const auto& b_other = bias_of(*p.head, other_letter);
+        if (swapped && (*p.b || b_other)) {
+            out.push_back(one("weights_swapped",
+                              "The " + step_text(p.projection->id) + " were computed with W_" + other_letter +
+                                  " instead of " + p.W_name +
+                                  (*p.b ? ", keeping b_" + letter : ", without b_" + other_letter) +
+                                  ": the query and key weights are swapped, but not their biases.",
+                              p.correct, p.key, project(*p.source, W_other, *p.b)));
+        }
     }
 }
 
@@ -323,6 +333,15 @@ void head_projection_mistakes(const Model& model, const LearnerValues& L, int h,
     swapped.values.emplace_back(StepKey{StepId::queries, h}, project(source, head.W_K, head.b_K));
     swapped.values.emplace_back(StepKey{StepId::keys, g}, project(kv_source, head.W_Q, head.b_Q));
     out.push_back(std::move(swapped));
+    // the same with each bias left with its own projection: Q = X·W_K + b_Q, K = X·W_Q + b_K
+    if (head.b_Q || head.b_K) {
+        Mistake kept = out.back();
+        kept.mistake = "The query and key weights are swapped: Q was computed with W_K and K with W_Q, each keeping its "
+                       "own bias.";
+        kept.values = {{StepKey{StepId::queries, h}, project(source, head.W_K, head.b_Q)},
+                       {StepKey{StepId::keys, g}, project(kv_source, head.W_Q, head.b_K)}};
+        out.push_back(std::move(kept));
+    }
     if (int(head.b_Q.has_value()) + int(head.b_K.has_value()) + int(head.b_V.has_value()) > 1) {
         Mistake no_bias{"bias_forgotten", "The biases were not added to the projections.",
                         "Q = X·W_Q + b_Q, and the same for K and V: each bias is added to every row", {}, true};

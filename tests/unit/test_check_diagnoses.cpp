@@ -356,3 +356,65 @@ weights:
         }
     }
 }
+
+// ── 2. swapped W_Q and W_K, the bias staying with the query ─────────────────
+
+TEST_CASE("swapped query and key weights are named whether or not the biases travel with them", "[check][diagnosis]") {
+    SECTION("the teacher's model, heads split, b_Q only") {
+        const Loaded l(teacher());
+        const Setup& s = l.setup;
+        for (int h = 1; h <= 2; ++h) {
+            CAPTURE(h);
+            // the bias stays: Q = X·W_K + b_Q, K = X·W_Q
+            const arma::mat Q_kept = s.part(plus_bias(s.X * s.W_K, s.b_Q), h);
+            const arma::mat K_kept = s.part(s.X * s.W_Q, h);
+            // the bias travels: Q = X·W_K, K = X·W_Q + b_Q
+            const arma::mat Q_moved = s.part(s.X * s.W_K, h);
+            const arma::mat K_moved = s.part(plus_bias(s.X * s.W_Q, s.b_Q), h);
+            for (const auto& [id, M] : {std::pair{"queries", Q_kept}, std::pair{"keys", K_kept},
+                                        std::pair{"queries", Q_moved}, std::pair{"keys", K_moved}}) {
+                CAPTURE(id, M);
+                const auto diagnosis = l.diagnose(id, h, M);
+                REQUIRE(diagnosis.has_value());
+                CHECK(diagnosis->key == "weights_swapped");
+            }
+            const auto kept = l.diagnose("queries", h, Q_kept);
+            REQUIRE(kept.has_value());
+            CHECK_THAT(kept->mistake, Contains("keeping b_Q"));
+            // not answered, found from the scores: with the bias kept, Q·Kᵀ is not the transpose of the true scores
+            const auto scores = l.diagnose("scores", h, arma::mat(Q_kept * K_kept.t()));
+            REQUIRE(scores.has_value());
+            CHECK(scores->key == "weights_swapped");
+            CHECK(scores->carried == "queries (head " + std::to_string(h) + ")");
+            // with the bias moved, the scores are the true ones transposed: K·Qᵀ, which is what is named
+            const auto moved = l.diagnose("scores", h, arma::mat(Q_moved * K_moved.t()));
+            REQUIRE(moved.has_value());
+            CHECK(moved->key == "scores_k_qt");
+        }
+    }
+    SECTION("a simple model: one head with a query bias") {
+        const Model model = test::load_text(R"(
+inputs: [[1, 0], [0, 1], [1, 1]]
+weights:
+  query: [[1, 2], [0, 1]]
+  key:   [[1, 0], [3, 1]]
+  value: [[2, 1], [1, 1]]
+bias: {query: [1, -1]}
+)");
+        const Trace trace = compute(model);
+        const arma::mat X = test::rows({{1, 0}, {0, 1}, {1, 1}});
+        const arma::mat W_Q = test::rows({{1, 2}, {0, 1}});
+        const arma::mat W_K = test::rows({{1, 0}, {3, 1}});
+        const arma::rowvec b_Q = {1, -1};
+        // Q = X·W_K + b_Q = [[2, -1], [4, 0], [5, 0]] (by hand)
+        const arma::mat Q = plus_bias(X * W_K, b_Q);
+        CHECK(Q(2, 0) == 5.0);
+        for (const auto& [id, M] : {std::pair{"queries", Q}, std::pair{"keys", arma::mat(X * W_Q)}}) {
+            CAPTURE(id);
+            const Answers answers = answers_from(answer_yaml(id, 1, 1, M, 2), trace);
+            const auto diagnosis = diagnose_answer(model, trace, answers, test::step(id), 1, {});
+            REQUIRE(diagnosis.has_value());
+            CHECK(diagnosis->key == "weights_swapped");
+        }
+    }
+}
