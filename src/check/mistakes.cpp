@@ -597,19 +597,21 @@ void softmax_mistakes(const Model& model, const LearnerValues& L, const StepKey&
     const std::string correct = "A = softmax of each row: a_ij = exp(s'_ij) / Σ_k exp(s'_ik), so that each row sums to 1";
     out.push_back(one("softmax_columns", "The softmax was taken down each column instead of along each row.", correct,
                       key, softmax_columns(M)));
-    arma::mat finite = M;
-    finite.elem(arma::find_nonfinite(finite)).zeros();
-    arma::mat ratios = finite;
-    bool sums_ok = true;
+    // each row divided by its plain sum, blocked cells counting as 0; a row that
+    // sums to 0 has no such value (NaN matches no answer), but the other rows can
+    // still show the mistake, so a row left blank does not hide it
+    arma::mat ratios = M;
+    ratios.elem(arma::find_nonfinite(ratios)).zeros();
     for (arma::uword i = 0; i < ratios.n_rows; ++i) {
         const double sum = arma::accu(ratios.row(i));
-        sums_ok = sums_ok && sum != 0.0;
-        ratios.row(i) /= sum;
+        if (sum == 0.0) {
+            ratios.row(i).fill(arma::datum::nan);
+        } else {
+            ratios.row(i) /= sum;
+        }
     }
-    if (sums_ok) {
-        out.push_back(one("softmax_no_exp", "Each row was divided by its sum without exponentiating first.", correct, key,
-                          ratios));
-    }
+    out.push_back(one("softmax_no_exp", "Each row was divided by its sum without exponentiating first.", correct, key,
+                      ratios));
     out.push_back(one("softmax_not_normalised", "The exponentials were not divided by their row's sum.", correct, key,
                       arma::exp(M)));
     if (model.masked()) {

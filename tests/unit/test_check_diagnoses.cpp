@@ -418,3 +418,57 @@ bias: {query: [1, -1]}
         }
     }
 }
+
+// ── 3. no exp, with a row whose plain sum is 0 ──────────────────────────────
+
+TEST_CASE("normalising without exp is named when a row the learner left blank sums to 0", "[check][diagnosis]") {
+    SECTION("the teacher's model with a first token of zeros: k_1 = 0, so row 1 of the scores is 0") {
+        Setup s = teacher();
+        s.X.row(0).zeros();
+        const Loaded l(s);
+        for (int h = 1; h <= 2; ++h) {
+            CAPTURE(h);
+            const auto i = static_cast<std::size_t>(h - 1);
+            const arma::mat M = l.worked.S_scaled[i] % allowed_of(s);
+            REQUIRE(arma::accu(M.row(0)) == 0.0);
+            // rows 2 … 4 divided by their sums; row 1 (0 / 0) left blank
+            std::string rows = "[~";
+            for (arma::uword r = 1; r < M.n_rows; ++r) {
+                const arma::mat ratios = M.row(r) / arma::accu(M.row(r));
+                const std::string row = yaml_matrix(ratios, 2);
+                rows += ", " + row.substr(1, row.size() - 2);
+            }
+            rows += "]";
+            const std::string before = "heads: [" + std::string(h == 2 ? "~, " : "") + "{weights: ";
+            const std::string blank = before + rows + "}]\n";
+            CAPTURE(blank);
+            const auto diagnosis = l.checked(blank);
+            REQUIRE(diagnosis.has_value());
+            CHECK(diagnosis->key == "softmax_no_exp");
+            // row 1 answered: 0 / 0 is no number, so that row cannot be the mistake's, and it is not named
+            const std::string answered = before + "[[1.00, 0.00, 0.00, 0.00]" + rows.substr(2) + "}]\n";
+            CAPTURE(answered);
+            const auto other = l.checked(answered);
+            CHECK_FALSE((other && other->key == "softmax_no_exp"));
+        }
+    }
+    SECTION("a simple model without a mask: the scores' row 2 is [0, 1, −1]") {
+        // S = X·Xᵀ with W_Q = W_K = I: [[1, 0, 1], [0, 1, -1], [1, -1, 2]] (by hand); row 2 sums to 0
+        const Model model = test::load_text(R"(
+inputs: [[1, 0], [0, 1], [1, -1]]
+weights:
+  query: [[1, 0], [0, 1]]
+  key:   [[1, 0], [0, 1]]
+  value: [[2, 1], [1, 1]]
+)");
+        const Trace trace = compute(model);
+        // no exp: row 1 [1, 0, 1] / 2, row 3 [1, -1, 2] / 2 (the √2 cancels)
+        const Answers answers = answers_from("weights: [[0.50, 0.00, 0.50], ~, [0.50, -0.50, 1.00]]\n", trace);
+        const auto diagnosis = diagnose_answer(model, trace, answers, StepId::weights, 1, {});
+        REQUIRE(diagnosis.has_value());
+        CHECK(diagnosis->key == "softmax_no_exp");
+        // the true weights there name nothing
+        const Answers right = answers_from(answer_yaml("weights", 1, 1, trace.find(StepId::weights, 1)->values, 2), trace);
+        CHECK_FALSE(diagnose_answer(model, trace, right, StepId::weights, 1, {}).has_value());
+    }
+}
