@@ -527,15 +527,28 @@ void scaling_mistakes(const Model& model, const LearnerValues& L, const StepKey&
         out.push_back(one("scaling_forgotten", "Scaling forgotten: the scores were not divided by " + divisor_text(model) + ".",
                           correct, key, S));
     }
-    if (model.scale_kind == ScaleKind::sqrt_dk && model.d_k() > 1) {
-        out.push_back(one("scaled_by_dk", "The scores were divided by d_k = " + dk + " instead of √d_k = √" + dk + ".",
+    const bool by_root = model.scale_kind == ScaleKind::sqrt_dk;
+    const std::string d_model_text = std::to_string(model.d_model());
+    if (by_root && model.d_k() > 1 && model.d_model() == model.d_k() * model.d_k()) {
+        // √d_model = d_k (d_model 4 split into heads of d_k 2): dividing by either
+        // gives the same numbers, so one diagnosis names both, under the key scaled_by_dk
+        out.push_back(one("scaled_by_dk",
+                          "The scores were divided by d_k = " + dk + " instead of √d_k = √" + dk +
+                              " — or by √d_model = √" + d_model_text + " = " + dk +
+                              "; the two are the same here and cannot be told apart.",
                           correct, key, S / d_k));
-    }
-    if (model.scale_kind == ScaleKind::sqrt_dk && model.d_model() != model.d_k()) {
-        out.push_back(one("scaled_by_sqrt_d_model",
-                          "The scores were divided by √d_model = √" + std::to_string(model.d_model()) +
-                              " instead of √d_k = √" + dk + ": d_k is the width of a query or key, not of the inputs.",
-                          correct, key, S / std::sqrt(d_model)));
+    } else {
+        if (by_root && model.d_k() > 1) {
+            out.push_back(one("scaled_by_dk",
+                              "The scores were divided by d_k = " + dk + " instead of √d_k = √" + dk + ".", correct,
+                              key, S / d_k));
+        }
+        if (by_root && model.d_model() != model.d_k()) {
+            out.push_back(one("scaled_by_sqrt_d_model",
+                              "The scores were divided by √d_model = √" + d_model_text + " instead of √d_k = √" + dk +
+                                  ": d_k is the width of a query or key, not of the inputs.",
+                              correct, key, S / std::sqrt(d_model)));
+        }
     }
     if (model.scale() != 1.0) {
         out.push_back(one("scale_multiplied",

@@ -472,3 +472,48 @@ weights:
         CHECK_FALSE(diagnose_answer(model, trace, right, StepId::weights, 1, {}).has_value());
     }
 }
+
+// ── 4. d_k = √d_model ───────────────────────────────────────────────────────
+
+TEST_CASE("dividing by d_k or by √d_model is one diagnosis when the two are equal", "[check][diagnosis]") {
+    const std::string text =
+        "The scores were divided by d_k = 2 instead of √d_k = √2 — or by √d_model = √4 = 2; the two are the same "
+        "here and cannot be told apart.";
+    SECTION("the teacher's model: d_model 4, heads of d_k 2") {
+        const Loaded l(teacher());
+        for (int h = 1; h <= 2; ++h) {
+            CAPTURE(h);
+            const auto diagnosis = l.diagnose("scaled_scores", h, arma::mat(l.worked.S[h - 1] / 2.0));
+            REQUIRE(diagnosis.has_value());
+            CHECK(diagnosis->key == "scaled_by_dk");
+            CHECK(diagnosis->mistake == text);
+        }
+    }
+    SECTION("a simple model: one head, d_model 4, d_k 2") {
+        const Model model = test::load_text(R"(
+inputs: [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]]
+weights:
+  query: [[1, 0], [0, 1], [1, 1], [0, 2]]
+  key:   [[0, 1], [1, 0], [1, 1], [2, 0]]
+  value: [[1, 2], [0, 1], [2, 0], [1, 1]]
+)");
+        const Trace trace = compute(model);
+        const arma::mat S = trace.find(StepId::scores, 1)->values;
+        const Answers answers = answers_from(answer_yaml("scaled_scores", 1, 1, arma::mat(S / 2.0), 2), trace);
+        const auto diagnosis = diagnose_answer(model, trace, answers, StepId::scaled_scores, 1, {});
+        REQUIRE(diagnosis.has_value());
+        CHECK(diagnosis->key == "scaled_by_dk");
+        CHECK(diagnosis->mistake == text);
+    }
+    SECTION("with d_k ≠ √d_model the two are named apart") {
+        const Loaded l(wide());
+        const arma::mat& S = l.worked.S[0];
+        const auto by_dk = l.diagnose("scaled_scores", 1, arma::mat(S / 3.0));
+        REQUIRE(by_dk.has_value());
+        CHECK(by_dk->key == "scaled_by_dk");
+        CHECK_THAT(by_dk->mistake, !Contains("cannot be told apart"));
+        const auto by_d_model = l.diagnose("scaled_scores", 1, arma::mat(S / std::sqrt(6.0)));
+        REQUIRE(by_d_model.has_value());
+        CHECK(by_d_model->key == "scaled_by_sqrt_d_model");
+    }
+}
