@@ -1,10 +1,10 @@
 // `qkv check`'s diagnoses in the model of a teacher's trial: four tokens,
 // d_model 4, two heads of d_k 2 split from one 4 × 4 block of weights (or
 // listed head by head, or in a pytorch: block), a causal mask, a query bias b_Q
-// and W_O with a bias. Each mistake that trial found unnamed is shown by an
-// answer worked here with Armadillo — the attention computed in this file, the
+// and W_O with a bias. Every diagnosis id of SPEC §11 is shown by an answer
+// worked here with Armadillo — the attention computed in this file, the
 // mistake made on purpose, the result rounded to two decimals as a learner
-// writes it — in that model and in simple ones.
+// writes it — and none is named on a right answer or on a slip.
 #include "check/check.hpp"
 #include "io/answers.hpp"
 #include "support.hpp"
@@ -12,6 +12,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <random>
+#include <set>
 
 using namespace qkv;
 using Catch::Matchers::Contains;
@@ -515,5 +517,167 @@ weights:
         const auto by_d_model = l.diagnose("scaled_scores", 1, arma::mat(S / std::sqrt(6.0)));
         REQUIRE(by_d_model.has_value());
         CHECK(by_d_model->key == "scaled_by_sqrt_d_model");
+    }
+}
+
+// ── every diagnosis of §11, made on purpose ─────────────────────────────────
+
+namespace {
+
+struct Made {
+    const char* key;   // the diagnosis id
+    const char* step;  // the step answered
+    bool per_head;
+    // the mistake, worked from the true values of the steps before (i = head − 1)
+    std::function<arma::mat(const Setup&, const Worked&, std::size_t i)> wrong;
+    // whether the model allows the mistake (e.g. Q·K needs n = d_k)
+    std::function<bool(const Setup&)> possible = [](const Setup&) { return true; };
+};
+
+// The ids SPEC §11 lists, each of which the cases below must make.
+const std::set<std::string> k_spec_ids = {
+    "scores_no_transpose", "scores_k_qt", "scaling_forgotten", "scaled_by_dk", "scaled_by_sqrt_d_model",
+    "softmax_columns", "softmax_no_exp", "output_at_v", "projection_w_x", "weights_swapped", "heads_averaged",
+    "mask_after_softmax", "mask_zero", "softmax_backward_no_row_term", "grad_scale_forgotten",
+    "grad_values_no_transpose", "grad_keys_no_transpose"};
+
+std::vector<Made> made_mistakes() {
+    const auto sqrt_d_model = [](const Setup& s) { return std::sqrt(static_cast<double>(s.d_model())); };
+    return {
+        {"scores_no_transpose", "scores", true,
+         [](const Setup&, const Worked& w, std::size_t i) { return arma::mat(w.Q[i] * w.K[i]); },
+         [](const Setup& s) { return s.n() == s.d_k(); }},
+        {"scores_k_qt", "scores", true,
+         [](const Setup&, const Worked& w, std::size_t i) { return arma::mat(w.K[i] * w.Q[i].t()); }},
+        {"scaling_forgotten", "scaled_scores", true,
+         [](const Setup&, const Worked& w, std::size_t i) { return w.S[i]; }},
+        {"scaled_by_dk", "scaled_scores", true,
+         [](const Setup& s, const Worked& w, std::size_t i) { return arma::mat(w.S[i] / static_cast<double>(s.d_k())); }},
+        // with √d_model = d_k this is scaled_by_dk's answer too, named once (see the test of it below)
+        {"scaled_by_sqrt_d_model", "scaled_scores", true,
+         [=](const Setup& s, const Worked& w, std::size_t i) { return arma::mat(w.S[i] / sqrt_d_model(s)); },
+         [](const Setup& s) { return s.d_model() != s.d_k() * s.d_k(); }},
+        {"softmax_columns", "weights", true,
+         [](const Setup&, const Worked& w, std::size_t i) {
+             return arma::mat(softmax_rows_of(w.masked[i].t()).t());
+         }},
+        {"softmax_no_exp", "weights", true,
+         [](const Setup& s, const Worked& w, std::size_t i) {
+             arma::mat M = w.S_scaled[i] % allowed_of(s);  // blocked cells count as 0
+             M.each_col() /= arma::sum(M, 1);
+             return M;
+         }},
+        {"mask_after_softmax", "weights", true,
+         [](const Setup& s, const Worked& w, std::size_t i) {
+             return arma::mat(softmax_rows_of(w.S_scaled[i]) % allowed_of(s));
+         }},
+        {"mask_zero", "masked_scores", true,
+         [](const Setup& s, const Worked& w, std::size_t i) { return arma::mat(w.S_scaled[i] % allowed_of(s)); }},
+        {"output_at_v", "head_output", true,
+         [](const Setup&, const Worked& w, std::size_t i) { return arma::mat(w.A[i].t() * w.V[i]); }},
+        // W·x for each token with the whole 4 × 4 W_Q, which is X·W_Qᵀ, then split into heads
+        {"projection_w_x", "queries", true,
+         [](const Setup& s, const Worked&, std::size_t i) {
+             return s.part(plus_bias(s.X * s.W_Q.t(), s.b_Q), static_cast<int>(i) + 1);
+         },
+         [](const Setup& s) { return s.form != Form::list; }},
+        {"projection_w_x", "values", true,
+         [](const Setup& s, const Worked&, std::size_t i) { return s.part(s.X * s.W_V.t(), static_cast<int>(i) + 1); },
+         [](const Setup& s) { return s.form != Form::list; }},
+        // W_K for the queries: with its own bias (none) ...
+        {"weights_swapped", "queries", true,
+         [](const Setup& s, const Worked&, std::size_t i) { return s.part(s.X * s.W_K, static_cast<int>(i) + 1); }},
+        // ... or keeping the query bias: Q = X·W_K + b_Q
+        {"weights_swapped", "queries", true,
+         [](const Setup& s, const Worked&, std::size_t i) {
+             return s.part(plus_bias(s.X * s.W_K, s.b_Q), static_cast<int>(i) + 1);
+         }},
+        // W_Q for the keys, with the query bias, or without it: K = X·W_Q (+ b_Q)
+        {"weights_swapped", "keys", true,
+         [](const Setup& s, const Worked&, std::size_t i) {
+             return s.part(plus_bias(s.X * s.W_Q, s.b_Q), static_cast<int>(i) + 1);
+         }},
+        {"weights_swapped", "keys", true,
+         [](const Setup& s, const Worked&, std::size_t i) { return s.part(s.X * s.W_Q, static_cast<int>(i) + 1); }},
+        {"heads_averaged", "concat", false,
+         [](const Setup&, const Worked& w, std::size_t) {
+             arma::mat sum = w.Z[0];
+             for (std::size_t i = 1; i < w.Z.size(); ++i) {
+                 sum += w.Z[i];
+             }
+             return arma::mat(sum / static_cast<double>(w.Z.size()));
+         }},
+        {"softmax_backward_no_row_term", "grad_scaled_scores", true,
+         [](const Setup&, const Worked& w, std::size_t i) { return arma::mat(w.A[i] % w.dA[i]); }},
+        {"grad_scale_forgotten", "grad_scores", true,
+         [](const Setup&, const Worked& w, std::size_t i) { return w.dS_scaled[i]; }},
+        {"grad_values_no_transpose", "grad_values", true,
+         [](const Setup&, const Worked& w, std::size_t i) { return arma::mat(w.A[i] * w.dZ[i]); }},
+        {"grad_keys_no_transpose", "grad_keys", true,
+         [](const Setup&, const Worked& w, std::size_t i) { return arma::mat(w.dS[i] * w.Q[i]); }},
+    };
+}
+
+}  // namespace
+
+TEST_CASE("every diagnosis of SPEC 11 is named in split heads with biases, a causal mask and W_O",
+          "[check][diagnosis]") {
+    std::set<std::string> made;
+    for (const Setup& setup : {teacher(), teacher(Form::list), teacher(Form::pytorch), wide(), wide(Form::list)}) {
+        const Loaded l(setup);
+        for (const auto& m : made_mistakes()) {
+            if (!m.possible(setup)) {
+                continue;
+            }
+            for (int h = 1; h <= (m.per_head ? setup.heads : 1); ++h) {
+                const int head = m.per_head ? h : 0;
+                CAPTURE(setup.name, static_cast<int>(setup.form), m.key, m.step, head);
+                const arma::mat wrong = m.wrong(setup, l.worked, static_cast<std::size_t>(h - 1));
+                const auto diagnosis =
+                    l.checked(answer_yaml(m.step, head, static_cast<int>(l.model.n_heads()), wrong, 2));
+                CHECK(diagnosis.has_value());
+                if (diagnosis) {
+                    CHECK(diagnosis->key == m.key);
+                    CHECK(diagnosis->carried.empty());
+                    made.insert(diagnosis->key);
+                }
+            }
+        }
+    }
+    CHECK(made == k_spec_ids);
+}
+
+TEST_CASE("no diagnosis is named on a right answer or on a slip, in split heads with biases and a causal mask",
+          "[check][diagnosis]") {
+    std::mt19937 random(20240615);  // a fixed seed: the same slips on every run
+    for (const Setup& setup : {teacher(), teacher(Form::list), wide()}) {
+        const Loaded l(setup);
+        std::set<std::string> steps;
+        for (const auto& m : made_mistakes()) {
+            steps.insert(m.step);
+        }
+        steps.insert("output");
+        for (const auto& id : steps) {
+            const bool per_head = is_per_head(test::step(id));
+            for (int h = 1; h <= (per_head ? setup.heads : 1); ++h) {
+                const int head = per_head ? h : 0;
+                CAPTURE(setup.name, static_cast<int>(setup.form), id, head);
+                const arma::mat& truth = l.step(id, head).values;
+                // right at two and at four decimals
+                CHECK_FALSE(l.diagnose(id, head, truth, 2).has_value());
+                CHECK_FALSE(l.diagnose(id, head, truth, 4).has_value());
+                // slips: two or three finite cells off by 0.11 … 0.99, the rest right
+                arma::mat slipped = truth;
+                const arma::uvec finite = arma::find_finite(truth);
+                std::uniform_int_distribution<arma::uword> pick(0, finite.n_elem - 1);
+                std::uniform_real_distribution<double> by(0.11, 0.99);
+                const int slips = 2 + static_cast<int>(random() % 2);
+                for (int k = 0; k < slips; ++k) {
+                    slipped(finite(pick(random))) += (random() % 2 == 0 ? 1.0 : -1.0) * by(random);
+                }
+                CAPTURE(slipped);
+                CHECK_FALSE(l.diagnose(id, head, slipped, 2).has_value());
+            }
+        }
     }
 }
