@@ -128,27 +128,93 @@ ProjectionParts projection_parts(const Model& model, const LearnerValues& L, con
     return p;
 }
 
+// ── W·x: the column-vector convention ───────────────────────────────────────
+
+// How many parts a projection's weights are split into: the query heads for
+// W_Q, the key/value heads for W_K and W_V.
+int parts_of(const Model& model, const std::string& letter) {
+    return static_cast<int>(letter == "Q" ? model.n_heads() : model.n_kv_heads());
+}
+
+// Part i (1-based) of a projection's weights: query head i's, or key/value head i's.
+const HeadWeights& part_weights(const Model& model, const std::string& letter, int i) {
+    return letter == "Q" ? model.heads[static_cast<std::size_t>(i - 1)] : model.kv_weights(i);
+}
+
+// The one block a `weights:` or `pytorch:` file splits by columns into the
+// heads (d_model × parts·d_k), rebuilt by putting the heads' matrices side by
+// side, with its bias the same way; nullopt for a `heads:` list, which gives
+// each head its own matrix and has no block.
+struct WeightBlock {
+    arma::mat W;
+    std::optional<arma::rowvec> b;
+};
+
+std::optional<WeightBlock> weight_block(const Model& model, const std::string& letter) {
+    if (model.weight_form == WeightForm::head_list) {
+        return std::nullopt;
+    }
+    WeightBlock block;
+    const int parts = parts_of(model, letter);
+    for (int i = 1; i <= parts; ++i) {
+        const HeadWeights& head = part_weights(model, letter, i);
+        block.W = arma::join_rows(block.W, weight_of(head, letter));
+        if (bias_of(head, letter)) {
+            block.b = arma::rowvec(arma::join_rows(block.b.value_or(arma::rowvec()), *bias_of(head, letter)));
+        }
+    }
+    return block;
+}
+
+// Part i's projection worked as W·x for each token, which is source·Wᵀ: with
+// the part's own W when that is square, else, when the file splits one square
+// block into heads, part i's columns of source·W_blockᵀ (the learner applies
+// the whole block, then splits the result). nullopt when W·x cannot be formed
+// (a `heads:` list of d_model × d_k matrices with d_k ≠ d_model).
+std::optional<arma::mat> w_x_projection(const Model& model, const std::string& letter, int i, const arma::mat& source) {
+    const HeadWeights& head = part_weights(model, letter, i);
+    const arma::mat& W = weight_of(head, letter);
+    if (W.is_square()) {
+        return project(source, W.t(), bias_of(head, letter));
+    }
+    const auto block = weight_block(model, letter);
+    if (!block || !block->W.is_square()) {
+        return std::nullopt;
+    }
+    // the block in parts of W.n_cols columns each; part i is columns (i − 1)·w … i·w − 1
+    const arma::mat whole = project(source, block->W.t(), block->b);
+    const arma::uword width = W.n_cols;
+    const auto first = static_cast<arma::uword>(i - 1) * width;
+    return arma::mat(whole.cols(first, first + width - 1));
+}
+
 // The right inputs in the wrong arrangement: W·x instead of x·W, or another
 // of the head's weight matrices.
 void wrong_matrix_mistakes(const Model& model, const ProjectionParts& p, std::vector<Mistake>& out) {
     const std::string& letter = p.letter;
     const arma::mat& W = *p.W;
     // W·x: the column-vector convention applied to weights stored for x·W
-    if (W.is_square()) {
+    if (auto w_x = w_x_projection(model, letter, p.key.head, *p.source)) {
+        // a head's W that is not square is part of a block split into heads: W·x was worked with the block
+        const bool block = !W.is_square();
+        const std::string whole = " the whole " + shape_text(W.n_rows, W.n_rows) + " " + p.W_name;
         if (model.layout == Layout::x_w) {
             out.push_back(one("projection_w_x",
                               "The " + step_text(p.projection->id) + " were computed as " + p.W_name +
-                                  "·x for each token (the column-vector convention), which is " + p.source_name +
-                                  "·" + p.W_name + "ᵀ.",
-                              p.correct, p.key, project(*p.source, W.t(), *p.b)));
+                                  "·x for each token (the column-vector convention)" +
+                                  (block ? " with" + whole + " before it was split into heads" : "") + ", which is " +
+                                  p.source_name + "·" + p.W_name + "ᵀ.",
+                              p.correct, p.key, std::move(*w_x)));
         } else {
             out.push_back(one("projection_w_x",
-                              p.W_name + " was used as written, but this file writes weights out × in (layout: pytorch).",
+                              (block ? "The" + whole + " was used as written before it was split into heads"
+                                     : p.W_name + " was used as written") +
+                                  ", but this file writes weights out × in (layout: pytorch).",
                               letter + " = " + p.source_name + "·" + p.W_name + "ᵀ" + p.bias_part + " with " +
                                   p.W_name + " as written: the same as " +
                                   std::string(1, static_cast<char>(letter[0] + 32)) + " = " + p.W_name +
                                   "·x for each token",
-                              p.key, project(*p.source, W.t(), *p.b)));
+                              p.key, std::move(*w_x)));
         }
     }
     // the wrong weight matrix: W_K for the queries, W_Q for the keys, ...
@@ -166,6 +232,16 @@ void wrong_matrix_mistakes(const Model& model, const ProjectionParts& p, std::ve
                           "The " + step_text(p.projection->id) + " were computed with W_" + other_letter +
                               " instead of " + p.W_name + (swapped ? ": the query and key weights are swapped." : "."),
                           p.correct, p.key, project(*p.source, W_other, bias_of(*p.head, other_letter))));
+        // swapped weights whose biases stay where they were: Q = X·W_K + b_Q, K = X·W_Q + b_K
+        const auto& b_other = bias_of(*p.head, other_letter);
+        if (swapped && (*p.b || b_other)) {
+            out.push_back(one("weights_swapped",
+                              "The " + step_text(p.projection->id) + " were computed with W_" + other_letter +
+                                  " instead of " + p.W_name +
+                                  (*p.b ? ", keeping b_" + letter : ", without b_" + other_letter) +
+                                  ": the query and key weights are swapped, but not their biases.",
+                              p.correct, p.key, project(*p.source, W_other, *p.b)));
+        }
     }
 }
 
@@ -242,10 +318,9 @@ void head_projection_mistakes(const Model& model, const LearnerValues& L, int h,
                 {},
                 true};
     for (const auto& q : k_projections) {
-        const arma::mat& W_q = weight_of(head, q.letter);
-        if (W_q.is_square()) {
-            w_x.values.emplace_back(StepKey{q.id, head_of(q.id)},
-                                    project(source_of(q.letter), W_q.t(), bias_of(head, q.letter)));
+        const std::string letter = q.letter;
+        if (auto w_x_value = w_x_projection(model, letter, head_of(q.id), source_of(letter))) {
+            w_x.values.emplace_back(StepKey{q.id, head_of(q.id)}, std::move(*w_x_value));
         }
     }
     if (w_x.values.size() > 1) {
@@ -258,6 +333,15 @@ void head_projection_mistakes(const Model& model, const LearnerValues& L, int h,
     swapped.values.emplace_back(StepKey{StepId::queries, h}, project(source, head.W_K, head.b_K));
     swapped.values.emplace_back(StepKey{StepId::keys, g}, project(kv_source, head.W_Q, head.b_Q));
     out.push_back(std::move(swapped));
+    // the same with each bias left with its own projection: Q = X·W_K + b_Q, K = X·W_Q + b_K
+    if (head.b_Q || head.b_K) {
+        Mistake kept = out.back();
+        kept.mistake = "The query and key weights are swapped: Q was computed with W_K and K with W_Q, each keeping its "
+                       "own bias.";
+        kept.values = {{StepKey{StepId::queries, h}, project(source, head.W_K, head.b_Q)},
+                       {StepKey{StepId::keys, g}, project(kv_source, head.W_Q, head.b_K)}};
+        out.push_back(std::move(kept));
+    }
     if (int(head.b_Q.has_value()) + int(head.b_K.has_value()) + int(head.b_V.has_value()) > 1) {
         Mistake no_bias{"bias_forgotten", "The biases were not added to the projections.",
                         "Q = X·W_Q + b_Q, and the same for K and V: each bias is added to every row", {}, true};
@@ -443,15 +527,28 @@ void scaling_mistakes(const Model& model, const LearnerValues& L, const StepKey&
         out.push_back(one("scaling_forgotten", "Scaling forgotten: the scores were not divided by " + divisor_text(model) + ".",
                           correct, key, S));
     }
-    if (model.scale_kind == ScaleKind::sqrt_dk && model.d_k() > 1) {
-        out.push_back(one("scaled_by_dk", "The scores were divided by d_k = " + dk + " instead of √d_k = √" + dk + ".",
+    const bool by_root = model.scale_kind == ScaleKind::sqrt_dk;
+    const std::string d_model_text = std::to_string(model.d_model());
+    if (by_root && model.d_k() > 1 && model.d_model() == model.d_k() * model.d_k()) {
+        // √d_model = d_k (d_model 4 split into heads of d_k 2): dividing by either
+        // gives the same numbers, so one diagnosis names both, under the key scaled_by_dk
+        out.push_back(one("scaled_by_dk",
+                          "The scores were divided by d_k = " + dk + " instead of √d_k = √" + dk +
+                              " — or by √d_model = √" + d_model_text + " = " + dk +
+                              "; the two are the same here and cannot be told apart.",
                           correct, key, S / d_k));
-    }
-    if (model.scale_kind == ScaleKind::sqrt_dk && model.d_model() != model.d_k()) {
-        out.push_back(one("scaled_by_sqrt_d_model",
-                          "The scores were divided by √d_model = √" + std::to_string(model.d_model()) +
-                              " instead of √d_k = √" + dk + ": d_k is the width of a query or key, not of the inputs.",
-                          correct, key, S / std::sqrt(d_model)));
+    } else {
+        if (by_root && model.d_k() > 1) {
+            out.push_back(one("scaled_by_dk",
+                              "The scores were divided by d_k = " + dk + " instead of √d_k = √" + dk + ".", correct,
+                              key, S / d_k));
+        }
+        if (by_root && model.d_model() != model.d_k()) {
+            out.push_back(one("scaled_by_sqrt_d_model",
+                              "The scores were divided by √d_model = √" + d_model_text + " instead of √d_k = √" + dk +
+                                  ": d_k is the width of a query or key, not of the inputs.",
+                              correct, key, S / std::sqrt(d_model)));
+        }
     }
     if (model.scale() != 1.0) {
         out.push_back(one("scale_multiplied",
@@ -513,19 +610,21 @@ void softmax_mistakes(const Model& model, const LearnerValues& L, const StepKey&
     const std::string correct = "A = softmax of each row: a_ij = exp(s'_ij) / Σ_k exp(s'_ik), so that each row sums to 1";
     out.push_back(one("softmax_columns", "The softmax was taken down each column instead of along each row.", correct,
                       key, softmax_columns(M)));
-    arma::mat finite = M;
-    finite.elem(arma::find_nonfinite(finite)).zeros();
-    arma::mat ratios = finite;
-    bool sums_ok = true;
+    // each row divided by its plain sum, blocked cells counting as 0; a row that
+    // sums to 0 has no such value (NaN matches no answer), but the other rows can
+    // still show the mistake, so a row left blank does not hide it
+    arma::mat ratios = M;
+    ratios.elem(arma::find_nonfinite(ratios)).zeros();
     for (arma::uword i = 0; i < ratios.n_rows; ++i) {
         const double sum = arma::accu(ratios.row(i));
-        sums_ok = sums_ok && sum != 0.0;
-        ratios.row(i) /= sum;
+        if (sum == 0.0) {
+            ratios.row(i).fill(arma::datum::nan);
+        } else {
+            ratios.row(i) /= sum;
+        }
     }
-    if (sums_ok) {
-        out.push_back(one("softmax_no_exp", "Each row was divided by its sum without exponentiating first.", correct, key,
-                          ratios));
-    }
+    out.push_back(one("softmax_no_exp", "Each row was divided by its sum without exponentiating first.", correct, key,
+                      ratios));
     out.push_back(one("softmax_not_normalised", "The exponentials were not divided by their row's sum.", correct, key,
                       arma::exp(M)));
     if (model.masked()) {
