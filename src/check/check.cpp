@@ -153,6 +153,7 @@ struct Grading {
     CheckReport report;
     checking::Values learner;
     checking::Values precise;
+    checking::Values rounding;  // how far the learner's value of each step may be off by their rounding
     std::set<StepKey> answered;
 };
 
@@ -278,7 +279,7 @@ Grading grade(const Model& model, const Trace& trace, const Answers& answers, co
 
     checking::Values& learner = grading.learner;
     checking::Values& precise = grading.precise;
-    checking::Values spread;  // the learner's rounding, per step and cell
+    checking::Values& spread = grading.rounding;
     std::set<StepKey>& answered = grading.answered;
     // The learner's own answers that differ from the true values and that each
     // step's value depends on, nearest first: "follows from your weights";
@@ -372,7 +373,8 @@ Grading grade(const Model& model, const Trace& trace, const Answers& answers, co
 CheckReport check_answers(const Model& model, const Trace& trace, const Answers& answers, const CheckOptions& options) {
     Grading grading = grade(model, trace, answers, options);
     // name the classic mistake behind each wrong step
-    checking::Diagnoser diagnoser(model, trace, {&grading.learner, &grading.precise}, grading.answered, options);
+    checking::Diagnoser diagnoser(model, trace, {&grading.learner, &grading.precise}, grading.answered, options,
+                                  &grading.rounding);
     for (auto& check : grading.report.steps) {
         if (check.has_mistake()) {
             check.diagnosis = diagnoser.diagnose(check);
@@ -384,7 +386,8 @@ CheckReport check_answers(const Model& model, const Trace& trace, const Answers&
 std::optional<Diagnosis> diagnose_answer(const Model& model, const Trace& trace, const Answers& answers,
                                          StepId id, int head, const CheckOptions& options) {
     Grading grading = grade(model, trace, answers, options);
-    checking::Diagnoser diagnoser(model, trace, {&grading.learner, &grading.precise}, grading.answered, options);
+    checking::Diagnoser diagnoser(model, trace, {&grading.learner, &grading.precise}, grading.answered, options,
+                                  &grading.rounding);
     for (const auto& check : grading.report.steps) {
         if (check.answer->id == id && check.answer->head == head) {
             return diagnoser.diagnose(check);

@@ -17,11 +17,14 @@ const std::vector<Mistake>& Diagnoser::mistakes_at(std::size_t version, const St
     return found->second;
 }
 
-bool Diagnoser::explains(const arma::mat& candidate, const StepCheck& check, double rounding_slack) const {
+bool Diagnoser::explains(const arma::mat& candidate, const StepCheck& check, double rounding_slack,
+                         const arma::mat* spread) const {
     const StepAnswer& answer = *check.answer;
     if (candidate.n_rows != answer.n_rows || candidate.n_cols != answer.n_cols) {
         return false;
     }
+    // the room the learner's rounding upstream leaves each cell, as for error carried forward
+    const bool has_carried = spread != nullptr && spread->n_rows == answer.n_rows && spread->n_cols == answer.n_cols;
     for (arma::uword i = 0; i < answer.n_rows; ++i) {
         for (arma::uword j = 0; j < answer.n_cols; ++j) {
             const AnswerCell& cell = answer.at(i, j);
@@ -33,7 +36,7 @@ bool Diagnoser::explains(const arma::mat& candidate, const StepCheck& check, dou
                 const double unit = std::pow(10.0, -cell.decimals);
                 options.tolerance = (m_options.tolerance ? *m_options.tolerance : 0.5 * unit) + rounding_slack * unit;
             }
-            if (!matches(cell.value, cell.decimals, candidate(i, j), options)) {
+            if (!matches(cell.value, cell.decimals, candidate(i, j), options, has_carried ? (*spread)(i, j) : 0.0)) {
                 return false;
             }
         }
@@ -115,19 +118,22 @@ std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check, std::size_t
     const Values& learner = *m_versions[version];
     const StepKey target{check.answer->id, check.answer->head};
     // a mistake made in this very step
-    for (const auto& mistake : mistakes_at(version, target)) {
+    const std::vector<Mistake>& own = mistakes_at(version, target);
+    for (std::size_t i = 0; i < own.size(); ++i) {
+        const Mistake& mistake = own[i];
         if (mistake.several_steps) {
             continue;
         }
         for (const auto& [key, value] : mistake.values) {
-            if (key == target && explains(value, check, mistake.rounding_slack)) {
+            if (key == target && shows(version, target, i, value, check)) {
                 return Diagnosis{mistake.key, mistake.mistake, mistake.correct, ""};
             }
         }
     }
     // rows and columns swapped, whatever the step
     if (target.id != StepId::scores) {
-        if (auto value = recompute(m_model, target, learner); value && explains(value->t(), check, 0.0)) {
+        const arma::mat spread = check.carried_rounding.t();
+        if (auto value = recompute(m_model, target, learner); value && explains(value->t(), check, 0.0, &spread)) {
             return Diagnosis{"transposed", "Rows and columns are swapped: this is the transpose of the right answer.",
                              "rows are tokens: " + step_text(target.id) + " is " + std::to_string(value->n_rows) + " × " +
                                  std::to_string(value->n_cols),
@@ -154,13 +160,115 @@ std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check, std::size_t
             if (!all_unanswered) {
                 continue;
             }
-            if (auto value = carried(learner, mistake, target); value && explains(*value, check, 0.0)) {
+            const auto value = carried(learner, mistake, target);
+            const std::size_t index = static_cast<std::size_t>(&mistake - mistakes_at(version, *it).data());
+            if (value && shows(version, *it, index, *value, check)) {
                 return Diagnosis{mistake.key, mistake.mistake, mistake.correct,
                                  step_label(m_trace, it->id, it->head)};
             }
         }
     }
     return std::nullopt;
+}
+
+bool Diagnoser::shows(std::size_t version, const StepKey& made_in, std::size_t index, const arma::mat& value,
+                      const StepCheck& check) {
+    const Mistake& mistake = mistakes_at(version, made_in)[index];
+    const bool own_step = made_in == StepKey{check.answer->id, check.answer->head};
+    if (explains(value, check, own_step ? mistake.rounding_slack : 0.0)) {
+        return true;
+    }
+    if (!near(value, check)) {
+        return false;
+    }
+    // the learner's rounding in what the step the mistake was made in reads,
+    // carried through as the mistake goes
+    const StepKey target{check.answer->id, check.answer->head};
+    const arma::mat spread = perturbed_spread(version, step_inputs(m_model, made_in), [&](const Values& moved) {
+        const std::vector<Mistake> again = mistakes_in(m_model, m_trace, made_in, moved);
+        if (index >= again.size() || again[index].key != mistake.key) {
+            return std::optional<arma::mat>();
+        }
+        if (own_step) {
+            for (const auto& [key, candidate] : again[index].values) {
+                if (key == target) {
+                    return std::optional<arma::mat>(candidate);
+                }
+            }
+            return std::optional<arma::mat>();
+        }
+        return carried(moved, again[index], target);
+    });
+    return spread.n_rows == value.n_rows && spread.n_cols == value.n_cols &&
+           explains(value, check, own_step ? mistake.rounding_slack : 0.0, &spread);
+}
+
+bool Diagnoser::near(const arma::mat& candidate, const StepCheck& check) const {
+    const StepAnswer& answer = *check.answer;
+    if (m_rounding == nullptr || candidate.n_rows != answer.n_rows || candidate.n_cols != answer.n_cols) {
+        return false;
+    }
+    for (arma::uword i = 0; i < answer.n_rows; ++i) {
+        for (arma::uword j = 0; j < answer.n_cols; ++j) {
+            const AnswerCell& cell = answer.at(i, j);
+            if (cell.given && !(std::fabs(cell.value - candidate(i, j)) <= 10 * std::pow(10.0, -cell.decimals))) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+arma::mat Diagnoser::perturbed_spread(std::size_t version, const std::vector<StepKey>& inputs,
+                                      const std::function<std::optional<arma::mat>(const Values&)>& value_of) const {
+    constexpr std::size_t k_max_rounded_cells = 256;
+    Values values = *m_versions[version];
+    const auto base = value_of(values);
+    if (!base || m_rounding == nullptr) {
+        return {};
+    }
+    std::size_t rounded = 0;
+    for (const auto& input : inputs) {
+        if (m_rounding->count(input) != 0) {
+            rounded += arma::accu(*m_rounding->at(input) > 0.0);
+        }
+    }
+    arma::mat total(base->n_rows, base->n_cols, arma::fill::zeros);
+    if (rounded > k_max_rounded_cells) {
+        return total;
+    }
+    for (const auto& input : inputs) {
+        if (m_rounding->count(input) == 0 || values.count(input) == 0) {
+            continue;
+        }
+        const arma::mat& H = *m_rounding->at(input);
+        const std::shared_ptr<const arma::mat> original = values.at(input);
+        arma::mat moved = *original;
+        if (moved.n_rows != H.n_rows || moved.n_cols != H.n_cols) {
+            continue;
+        }
+        for (arma::uword k = 0; k < H.n_elem; ++k) {
+            if (!(H(k) > 0.0) || !std::isfinite(moved(k))) {
+                continue;
+            }
+            arma::mat change(base->n_rows, base->n_cols, arma::fill::zeros);
+            for (const double sign : {-1.0, 1.0}) {
+                moved(k) = (*original)(k) + sign * H(k);
+                values[input] = std::make_shared<const arma::mat>(moved);
+                const auto after = value_of(values);
+                if (!after || after->n_rows != base->n_rows || after->n_cols != base->n_cols) {
+                    continue;
+                }
+                arma::mat difference = arma::abs(*after - *base);
+                difference.elem(arma::find_nonfinite(difference)).zeros();
+                change = arma::max(change, difference);
+            }
+            moved(k) = (*original)(k);
+            total += change;
+        }
+        values[input] = original;
+    }
+    return total;
 }
 
 }  // namespace qkv::checking

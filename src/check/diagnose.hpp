@@ -10,6 +10,7 @@
 #include "check/check.hpp"
 #include "check/recompute.hpp"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -39,10 +40,13 @@ class Diagnoser {
 public:
     // versions: the learner's value of every step (their answers, the rest
     // worked out from them), in one or more versions (as written, and without
-    // their rounding); answered: the steps they wrote down.
+    // their rounding); answered: the steps they wrote down; rounding: per step
+    // and cell, how far the learner's value may be from what they had before
+    // rounding it (nullptr: none allowed for).
     Diagnoser(const Model& model, const Trace& trace, std::vector<const Values*> versions,
-              const std::set<StepKey>& answered, const CheckOptions& options)
-        : m_model(model), m_trace(trace), m_versions(std::move(versions)), m_answered(answered), m_options(options) {}
+              const std::set<StepKey>& answered, const CheckOptions& options, const Values* rounding = nullptr)
+        : m_model(model), m_trace(trace), m_versions(std::move(versions)), m_answered(answered), m_options(options),
+          m_rounding(rounding) {}
 
     // The first mistake that explains this step's answer: one made in the step
     // itself, else one made in an earlier step that was not answered.
@@ -54,14 +58,31 @@ private:
     std::vector<const Values*> m_versions;
     const std::set<StepKey>& m_answered;
     const CheckOptions& m_options;
+    const Values* m_rounding;
     std::map<std::pair<std::size_t, StepKey>, std::vector<Mistake>> m_mistakes;
 
     std::optional<Diagnosis> diagnose(const StepCheck& check, std::size_t version);
     const std::vector<Mistake>& mistakes_at(std::size_t version, const StepKey& key);
     // The answer is this mistake's: every answered cell matches `candidate`
-    // (within rounding_slack more units of its last decimal), the candidate is
-    // not the true value, and there are enough wrong cells to tell.
-    bool explains(const arma::mat& candidate, const StepCheck& check, double rounding_slack) const;
+    // (within rounding_slack more units of its last decimal, and within `spread`
+    // of it when given: the learner's rounding carried into it), the
+    // candidate is not the true value, and there are enough wrong cells to tell.
+    bool explains(const arma::mat& candidate, const StepCheck& check, double rounding_slack,
+                  const arma::mat* spread = nullptr) const;
+    // The answer is mistake `index` of the step `made_in` (the answered step
+    // itself, or an earlier one left out), whose value of the answered step is
+    // `value`: explains() as it stands, or once the learner's rounding carried
+    // into it is allowed for.
+    bool shows(std::size_t version, const StepKey& made_in, std::size_t index, const arma::mat& value,
+               const StepCheck& check);
+    // Every answered cell within ten units of its last decimal of `candidate`:
+    // worth working out how far the learner's rounding may move it.
+    bool near(const arma::mat& candidate, const StepCheck& check) const;
+    // How far the learner's rounding in `inputs` may move `value_of`, cell by
+    // cell: each rounded input cell moved by its rounding, one at a time, the
+    // changes added up (empty when value_of gives nothing).
+    arma::mat perturbed_spread(std::size_t version, const std::vector<StepKey>& inputs,
+                               const std::function<std::optional<arma::mat>(const Values&)>& value_of) const;
     // The value of `target` when `mistake` is made, carried through the steps in between.
     std::optional<arma::mat> carried(const Values& learner, const Mistake& mistake, const StepKey& target) const;
 };
