@@ -54,10 +54,18 @@ bool Diagnoser::explains(const arma::mat& candidate, const StepCheck& check, dou
     if (!differs) {
         return false;
     }
-    // every wrong cell must be explained by the mistake, not by a slip near the true value
+    // every wrong cell must be explained by the mistake, not by a slip near the
+    // true value: the mistake's value, written at the answer's decimals, is not
+    // a right answer (0.3446 written 0.34 is the mistake's where the truth 0.3463
+    // is 0.35; 0.3461 would be 0.35 too, and a slip)
     for (const auto& cell : check.cells) {
-        if (cell.verdict == Verdict::wrong &&
-            matches(candidate(cell.row, cell.col), cell.answer->decimals, cell.expected, m_options)) {
+        if (cell.verdict != Verdict::wrong) {
+            continue;
+        }
+        const double value = candidate(cell.row, cell.col);
+        const double unit = std::pow(10.0, -cell.answer->decimals);
+        const double written = std::isfinite(value) && !m_options.tolerance ? std::round(value / unit) * unit : value;
+        if (matches(written, cell.answer->decimals, cell.expected, m_options)) {
             return false;
         }
     }

@@ -289,7 +289,7 @@ TEST_CASE("the model kept beside its answers is not graded as one of them", "[cl
     CHECK_THAT(result.out, Contains("three-words/right.yaml,8.0,8.0,true,,,"));
 }
 
-TEST_CASE("-f gradescope writes Gradescope's results.json, a test per step", "[cli][check][grading]") {
+TEST_CASE("the gradescope format is Gradescope's results.json, a test per step", "[cli][check][grading]") {
     const auto result = run_in_repo({"check", k_model, "--answers",
                                      "examples/homework/three-words/mistake-no-scaling.yaml", "-f", "gradescope"});
     CHECK(result.status == 1);
@@ -325,7 +325,7 @@ TEST_CASE("-f gradescope writes Gradescope's results.json, a test per step", "[c
     CHECK(graded["tests"][0]["max_score"] == 2.0);
 }
 
-TEST_CASE("--brief shows only the steps with a mistake", "[cli][check][grading]") {
+TEST_CASE("brief feedback shows only the steps with a mistake", "[cli][check][grading]") {
     const auto brief = run_in_repo({"check", k_model, "--answers",
                                     "examples/homework/three-words/mistake-no-scaling.yaml", "--brief"});
     CHECK(brief.status == 1);
