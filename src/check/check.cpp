@@ -107,7 +107,9 @@ const StepCheck* earliest_mistake(const std::vector<StepCheck>& steps) {
 }  // namespace
 
 bool CheckReport::correct() const {
-    return std::none_of(steps.begin(), steps.end(), [](const StepCheck& step) { return step.has_mistake(); });
+    // nothing answered is not all right
+    return !steps.empty() &&
+           std::none_of(steps.begin(), steps.end(), [](const StepCheck& step) { return step.has_mistake(); });
 }
 
 const StepCheck* CheckReport::first_mistake() const { return earliest_mistake(steps); }

@@ -97,7 +97,7 @@ struct CheckReport {
     std::vector<UnansweredStep> unanswered;  // the rubric's steps left out, in the order of the trace
     std::vector<std::string> not_graded;  // answers left out by --steps and --head, as step_label names them
 
-    bool correct() const;
+    bool correct() const;  // some answer given, and none with a mistake
     // The earliest step holding a mistake, in the order of the step table (then by head), or nullptr.
     const StepCheck* first_mistake() const;
     double score() const;

@@ -224,6 +224,10 @@ std::string score_sentence(const Trace& trace, const CheckReport& report) {
 
 std::string summary_sentence(const Trace& trace, const CheckReport& report) {
     const Totals t = totals_of(report);
+    if (report.steps.empty()) {
+        const std::string score = score_sentence(trace, report);
+        return "Nothing answered yet: write your values in place of the ~." + (score.empty() ? "" : " " + score);
+    }
     std::vector<std::string> parts;
     parts.push_back(std::to_string(t.right) + " right");
     if (t.wrong > 0) {

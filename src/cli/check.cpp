@@ -6,6 +6,8 @@
 #include "io/answers.hpp"
 #include "io/rubric.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -84,7 +86,7 @@ GradedFile grade_file(const Model& model, const Trace& trace, const RenderOption
         }
         return !graded_here;
     });
-    if (answers.steps.empty()) {
+    if (answers.steps.empty() && !left_out.empty()) {
         throw InputError(usage_error("none of the answers is in the steps chosen by --steps and --head",
                                      "leave out --steps and --head to grade every answer"));
     }
@@ -169,8 +171,21 @@ int run_check(const CheckCommandOptions& options) {
 
     std::ostringstream out;
     if (!batch) {
-        GradedFile graded =
-            grade_file(model, trace, rendering, &source, files.empty() ? "" : files.front(), checking);
+        GradedFile graded;
+        try {
+            graded = grade_file(model, trace, rendering, &source, files.empty() ? "" : files.front(), checking);
+        } catch (const InputError& error) {
+            if (gradescope) {
+                // an autograder needs its results.json all the same: score 0, and the error for the learner
+                std::string output = "Your answers could not be read:";
+                for (const auto& diagnostic : error.diagnostics()) {
+                    output += "\n" + error_line(diagnostic) + (diagnostic.hint.empty() ? "" : "\n  hint: " + diagnostic.hint);
+                }
+                const nlohmann::ordered_json results = {{"score", 0}, {"output", output}, {"tests", nlohmann::json::array()}};
+                write_result(results.dump(2) + "\n", common);
+            }
+            throw;
+        }
         const bool correct = graded.report->correct();
         const CheckReport& report = *graded.report;
         if (gradescope) {

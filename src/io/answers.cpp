@@ -665,12 +665,7 @@ Answers read_answers(const Source& source, const Trace& trace, AnswersIn where) 
 
     Answers result;
     result.source = source.name;
-    result.steps = reader.take();
-    if (result.steps.empty()) {
-        throw InputError(yaml.at(answers.Mark(), (path.empty() ? "the answer file" : path) +
-                                                     " holds no answered cells: every answer is ~",
-                                 "write at least one number under a step id, e.g. scores: [[2, 4, 4], ~, ~]"));
-    }
+    result.steps = reader.take();  // a template of ~ (qkv worksheet -f yaml) leaves it empty: nothing answered yet
     // in the order of the trace
     auto position = [&trace](const StepAnswer& answer) {
         const Step* step = trace.find(answer.id, answer.head);

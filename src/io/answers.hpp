@@ -18,7 +18,9 @@ enum class AnswersIn { example_file, answer_file };
 // Reads and validates the answers against the computed example: step ids that
 // exist in it, heads that exist, numbers (or ~) in a list of rows. Throws
 // InputError listing every problem, with its FILE:LINE:COL. A matrix of the
-// wrong size is not an error here: it is a wrong answer, graded by check.
+// wrong size is not an error here: it is a wrong answer, graded by check; nor
+// is a file where every answer is ~ (a template not filled in yet): its steps
+// are empty.
 Answers read_answers(const Source& source, const Trace& trace, AnswersIn where);
 
 // Reads the file of --answers: a path, or - for standard input (no built-in names).

@@ -248,8 +248,6 @@ TEST_CASE("answer files without answers say where, and why", "[check][errors]") 
         {"an empty map", "answers: {}\n", "answers.yaml:1:10: answers is an empty map", "answers: {scores:"},
         {"an empty top level", "{}\n", "answers.yaml:1:1: the answer file is an empty map", "scores: [[2, 4, 4]"},
         {"answers: and nothing", "# mine\nanswers:\n", "answers.yaml:2:1: answers is empty", "answers: {scores:"},
-        {"every answer ~", "\nanswers:\n  scores: ~\n  weights: [~, ~]\n",
-         "answers.yaml:3:3: answers holds no answered cells: every answer is ~", "write at least one number"},
         {"the example file", k_negative_model, "answers.yaml:3:1: this looks like an example file (it has weights:)",
          "add answers: with your values"},
         {"an example's heads", "inputs: [[1, 0], [0, 1]]\nheads:\n  - {query: [[1]], key: [[1]], value: [[1]]}\n",

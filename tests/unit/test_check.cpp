@@ -575,7 +575,6 @@ TEST_CASE("bad answer files are input errors with their position", "[check][erro
     require_answer_error(illustrated(), "scores: [[1, 2, 3], [1, 2]]\n", "answers.yaml:1:21: scores row 2 has 2 numbers; the first row has 3 (scores is 3 × 3)");
     require_answer_error(illustrated(), "scores: 4\n", "scores is \"4\"; expected a list of rows");
     require_answer_error(illustrated(), "scores: [[1, 2, 3], 4]\n", "scores row 2 is \"4\"; expected a list of numbers or ~");
-    require_answer_error(illustrated(), "scores: [~, ~, ~]\n", "holds no answered cells");
     require_answer_error(illustrated(), "answers: ~\n", "answers is empty");
     require_answer_error(illustrated(), "[1, 2]\n", "the top level of the answer file is not a map");
     require_answer_error(illustrated(), "heads: [{scores: [[1]]}]\nscores: [[1]]\n", "scores is answered twice");
