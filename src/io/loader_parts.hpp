@@ -33,6 +33,12 @@ inline const std::vector<std::string> k_top_keys = {
 // "3 × 2"
 std::string shape_text(const arma::mat& M);
 
+// The step a key of a map by step id (round:, rubric:) names, checked against
+// the model: nullopt, with the error recorded, for an unknown step or one the
+// example does not have.
+std::optional<StepId> read_step_key(YamlReader& yaml, const YAML::Node& key, const std::string& path,
+                                    const Model& model);
+
 // Reads a map of step ids to points (rubric: in an example, or the file of
 // --rubric) into `rubric`; `path` names it in messages ("rubric").
 void parse_rubric(YamlReader& yaml, const YAML::Node& node, const std::string& path, const Model& model,

@@ -196,6 +196,23 @@ void ModelLoader::read_grad_output(Model& model) {
     model.grad_output = std::move(*dO);
 }
 
+std::optional<StepId> read_step_key(YamlReader& yaml, const YAML::Node& key, const std::string& path,
+                                    const Model& model) {
+    const std::string step = key_text(key);
+    const auto id = find_step(step);
+    if (!id) {
+        const std::string near = closest_match(step, step_names());
+        yaml.error(key, path + "." + step + " is not a step id",
+                   (near.empty() ? "" : "did you mean " + near + "? ") + "valid step ids: " + step_name_list());
+        return std::nullopt;
+    }
+    if (!step_exists(model, *id)) {
+        yaml.error(key, path + "." + step + ": this example has no " + step + " step", step_absence(*id));
+        return std::nullopt;
+    }
+    return id;
+}
+
 void ModelLoader::read_round(Model& model) {
     const YAML::Node node = root()["round"];
     if (!node) {
@@ -214,16 +231,7 @@ void ModelLoader::read_round(Model& model) {
     }
     for (const auto& entry : node) {
         const std::string step = key_text(entry.first);
-        const auto id = find_step(step);
-        if (!id) {
-            const std::string near = closest_match(step, step_names());
-            m_yaml.error(entry.first, "round." + step + " is not a step id",
-                         (near.empty() ? "" : "did you mean " + near + "? ") + "valid step ids: " + step_name_list());
-            continue;
-        }
-        if (!step_exists(model, *id)) {
-            m_yaml.error(entry.first, "round." + step + ": this example has no " + step + " step",
-                         step_absence(*id));
+        if (!read_step_key(m_yaml, entry.first, "round", model)) {
             continue;
         }
         if (auto decimals = m_yaml.integer(entry.second, "round." + step, 0, 15)) {

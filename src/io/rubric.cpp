@@ -28,15 +28,7 @@ void parse_rubric(YamlReader& yaml, const YAML::Node& node, const std::string& p
     }
     for (const auto& entry : node) {
         const std::string step = key_text(entry.first);
-        const auto id = find_step(step);
-        if (!id) {
-            const std::string near = closest_match(step, step_names());
-            yaml.error(entry.first, path + "." + step + " is not a step id",
-                       (near.empty() ? "" : "did you mean " + near + "? ") + "valid step ids: " + step_name_list());
-            continue;
-        }
-        if (!step_exists(model, *id)) {
-            yaml.error(entry.first, path + "." + step + ": this example has no " + step + " step", step_absence(*id));
+        if (!read_step_key(yaml, entry.first, path, model)) {
             continue;
         }
         const auto points = yaml.number(entry.second, path + "." + step);

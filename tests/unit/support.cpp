@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include "io/answers.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -374,5 +376,26 @@ std::string answer_yaml(const std::string& id, int head, int n_heads, const arma
     return heads + "{" + id + ": " + yaml_matrix(M, decimals) + "}]\n";
 }
 
+
+Answers answers_from(const std::string& yaml, const Trace& trace) {
+    return read_answers({"answers.yaml", yaml, ""}, trace, AnswersIn::answer_file);
+}
+
+TempFolder::TempFolder(const std::string& purpose) {
+    static int count = 0;
+    m_path = std::filesystem::temp_directory_path() /
+             ("qkv-" + purpose + "-" + std::to_string(::getpid()) + "-" + std::to_string(++count));
+    std::filesystem::create_directories(m_path);
+}
+
+TempFolder::~TempFolder() {
+    std::error_code error;
+    std::filesystem::remove_all(m_path, error);
+}
+
+std::string TempFolder::add(const std::string& name, const std::string& text) const {
+    std::ofstream(m_path / name) << text;
+    return (m_path / name).string();
+}
 
 }  // namespace qkv::test

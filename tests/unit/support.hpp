@@ -4,10 +4,12 @@
 
 #include "attention/attention.hpp"
 #include "attention/steps.hpp"
+#include "check/answers.hpp"
 #include "io/loader.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -90,5 +92,25 @@ void require_input_error(const CliResult& result, const std::string& where_what_
 std::string yaml_matrix(const arma::mat& M, int decimals);
 // `id: [[...]]` as an answers: entry, under heads: [~, …, {id: …}] for head `head` of several.
 std::string answer_yaml(const std::string& id, int head, int n_heads, const arma::mat& M, int decimals = 4);
+
+// Answers read from YAML text as an answers file named answers.yaml.
+Answers answers_from(const std::string& yaml, const Trace& trace);
+
+// A folder of its own in the temporary folder, removed with everything in it
+// when the object goes.
+class TempFolder {
+public:
+    explicit TempFolder(const std::string& purpose);
+    ~TempFolder();
+    TempFolder(const TempFolder&) = delete;
+    TempFolder& operator=(const TempFolder&) = delete;
+
+    const std::filesystem::path& path() const { return m_path; }
+    // Writes `text` to the file NAME in the folder; its path.
+    std::string add(const std::string& name, const std::string& text) const;
+
+private:
+    std::filesystem::path m_path;
+};
 
 }  // namespace qkv::test

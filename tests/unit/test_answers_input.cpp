@@ -19,6 +19,8 @@ using Catch::Matchers::WithinAbs;
 
 namespace {
 
+using test::answers_from;
+
 // Two tokens with negative keys and values, no scaling, worked by hand:
 //   K = X·W_K = [[-1, 0], [0, 1]],  scores = X·Kᵀ = [[-1, 0], [0, 1]],
 //   weights row 1 = softmax([-1, 0]) = [1/(1+e), e/(1+e)] = [0.268941, 0.731059],
@@ -32,10 +34,6 @@ weights:
   value: [[1, -2], [0, -1]]
 scale: none
 )";
-
-Answers answers_from(const std::string& yaml, const Trace& trace) {
-    return read_answers({"answers.yaml", yaml, ""}, trace, AnswersIn::answer_file);
-}
 
 // The first error's "FILE:LINE:COL: what" and its hint, for answers that must be refused.
 std::pair<std::string, std::string> answer_error(const Trace& trace, const std::string& yaml) {

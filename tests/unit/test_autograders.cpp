@@ -57,22 +57,6 @@ int run_sh(const std::string& script, const fs::path& folder) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// A scratch folder, removed with the object.
-struct Scratch {
-    fs::path path;
-    Scratch() {
-        static int count = 0;
-        path = fs::temp_directory_path() / ("qkv-autograder-" + std::to_string(::getpid()) + "-" + std::to_string(++count));
-        fs::create_directories(path);
-    }
-    ~Scratch() {
-        std::error_code error;
-        fs::remove_all(path, error);
-    }
-    Scratch(const Scratch&) = delete;
-    Scratch& operator=(const Scratch&) = delete;
-};
-
 const std::string k_class = "examples/homework/class/";
 
 }  // namespace
@@ -81,8 +65,8 @@ TEST_CASE("the README's Gradescope run_autograder writes results.json", "[cli][c
     const std::string upload = GENERATE(std::string("answers/mistake-no-exp.yaml"), std::string("answers/right.yaml"),
                                         std::string("unreadable"));
     CAPTURE(upload);
-    Scratch scratch;
-    const fs::path root = scratch.path / "autograder";
+    const qkv::test::TempFolder scratch("autograder");
+    const fs::path root = scratch.path() / "autograder";
     fs::create_directories(root / "source");
     fs::create_directories(root / "submission");
     fs::create_directories(root / "results");
@@ -93,7 +77,7 @@ TEST_CASE("the README's Gradescope run_autograder writes results.json", "[cli][c
         fs::copy_file(qkv::test::source_dir() + "/" + k_class + upload, root / "submission/answers.yaml");
     }
     const std::string script = replace_all(readme_script("# run_autograder"), "/autograder", root.string());
-    CHECK(run_sh(script, scratch.path) == 0);
+    CHECK(run_sh(script, scratch.path()) == 0);
 
     const auto results = nlohmann::json::parse(read_text(root / "results/results.json"));
     CHECK(results["score"].is_number());
@@ -118,15 +102,15 @@ TEST_CASE("the README's PrairieLearn entrypoint writes a score from 0 to 1", "[c
     if (std::system("python3 -c 'import json' > /dev/null 2>&1") != 0) {
         FAIL("python3 is needed to run the PrairieLearn recipe");
     }
-    Scratch scratch;
-    const fs::path root = scratch.path / "grade";
+    const qkv::test::TempFolder scratch("autograder");
+    const fs::path root = scratch.path() / "grade";
     for (const char* folder : {"tests", "student", "results"}) {
         fs::create_directories(root / folder);
     }
     fs::copy_file(qkv::test::source_dir() + "/" + k_class + "model.yaml", root / "tests/model.yaml");
     fs::copy_file(qkv::test::source_dir() + "/" + k_class + "answers/mistake-no-exp.yaml", root / "student/answers.yaml");
     const std::string script = replace_all(readme_script("# PrairieLearn entrypoint"), "/grade", root.string());
-    CHECK(run_sh(script, scratch.path) == 0);
+    CHECK(run_sh(script, scratch.path()) == 0);
 
     const auto results = nlohmann::json::parse(read_text(root / "results/results.json"));
     CHECK(results["gradable"] == true);

@@ -237,71 +237,63 @@ TEST_CASE("An endless input such as /dev/zero is cut off at the size limit", "[b
 
 namespace {
 
-struct TempFolder {
-    fs::path path;
-    TempFolder() {
-        path = fs::temp_directory_path() / ("qkv-bad-out-" + std::to_string(getpid()));
-        fs::remove_all(path);
-        fs::create_directories(path);
+// The names of the files in `folder`, sorted.
+std::vector<std::string> names_in(const TempFolder& folder) {
+    std::vector<std::string> result;
+    for (const auto& entry : fs::directory_iterator(folder.path())) {
+        result.push_back(entry.path().filename().string());
     }
-    ~TempFolder() { fs::remove_all(path); }
-    std::vector<std::string> names() const {
-        std::vector<std::string> result;
-        for (const auto& entry : fs::directory_iterator(path)) {
-            result.push_back(entry.path().filename().string());
-        }
-        std::sort(result.begin(), result.end());
-        return result;
-    }
-};
+    std::sort(result.begin(), result.end());
+    return result;
+}
 
 }  // namespace
 
 TEST_CASE("An existing output file is neither replaced nor touched without --force", "[bad][cli]") {
-    TempFolder folder;
-    std::ofstream(folder.path / "out.txt") << "keep me\n";
+    const TempFolder folder("bad-out");
+    std::ofstream(folder.path() / "out.txt") << "keep me\n";
     CliRun run;
     run.args = {"run", "illustrated", "-o", "out.txt"};
-    run.cwd = folder.path.string();
+    run.cwd = folder.path().string();
     check_case({"run illustrated -o out.txt", run, {{"out.txt: already exists; not replaced", "--force"}}});
-    CHECK(read_file(folder.path / "out.txt") == "keep me\n");
-    CHECK(folder.names() == std::vector<std::string>{"out.txt"});
+    CHECK(read_file(folder.path() / "out.txt") == "keep me\n");
+    CHECK(names_in(folder) == std::vector<std::string>{"out.txt"});
 }
 
 TEST_CASE("A bad input with -o leaves no output file and no temporary file", "[bad][cli]") {
-    TempFolder folder;
-    std::ofstream(folder.path / "out.txt") << "keep me\n";
+    const TempFolder folder("bad-out");
+    std::ofstream(folder.path() / "out.txt") << "keep me\n";
     CliRun run;
     run.args = {"run", bad_dir() + "/ragged-rows.yaml", "-o", "out.txt", "--force"};
-    run.cwd = folder.path.string();
+    run.cwd = folder.path().string();
     check_case({"a bad file with -o --force", run, {{bad_dir() + "/ragged-rows.yaml:6:5: inputs row 2", ""}}});
-    CHECK(read_file(folder.path / "out.txt") == "keep me\n");
+    CHECK(read_file(folder.path() / "out.txt") == "keep me\n");
     run.args = {"run", bad_dir() + "/ragged-rows.yaml", "-o", "new.txt"};
     check_case({"a bad file with -o", run, {{bad_dir() + "/ragged-rows.yaml:6:5: inputs row 2", ""}}});
-    CHECK(folder.names() == std::vector<std::string>{"out.txt"});
+    CHECK(names_in(folder) == std::vector<std::string>{"out.txt"});
 }
 
 TEST_CASE("With --force the output file is replaced whole and nothing else is left", "[bad][cli]") {
-    TempFolder folder;
-    std::ofstream(folder.path / "out.txt") << "old\n";
+    const TempFolder folder("bad-out");
+    std::ofstream(folder.path() / "out.txt") << "old\n";
     CliRun run;
     run.args = {"run", "illustrated", "-o", "out.txt", "--force"};
-    run.cwd = folder.path.string();
+    run.cwd = folder.path().string();
     const CliResult written = run_qkv(run);
     CHECK(written.status == 0);
     CHECK(written.out.empty());
     CHECK(written.err.empty());
     const CliResult printed = run_qkv({"run", "illustrated"});
-    CHECK(read_file(folder.path / "out.txt") == printed.out);
-    CHECK(folder.names() == std::vector<std::string>{"out.txt"});
+    CHECK(read_file(folder.path() / "out.txt") == printed.out);
+    CHECK(names_in(folder) == std::vector<std::string>{"out.txt"});
 }
 
 TEST_CASE("A pipe closed by its reader ends qkv quietly with status 0", "[bad][cli]") {
     int out_pipe[2];
     REQUIRE(pipe(out_pipe) == 0);
     close(out_pipe[0]);  // the reader is gone before qkv writes
-    TempFolder folder;
-    const std::string err_path = (folder.path / "err.txt").string();
+    const TempFolder folder("bad-out");
+    const std::string err_path = (folder.path() / "err.txt").string();
     const pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
@@ -323,9 +315,9 @@ TEST_CASE("A pipe closed by its reader ends qkv quietly with status 0", "[bad][c
 }
 
 TEST_CASE("SIGINT during a run with -o leaves no output file and no temporary file", "[bad][cli]") {
-    TempFolder folder;
+    const TempFolder folder("bad-out");
     // big enough to take a moment, small enough for the sanitizer build
-    std::ofstream(folder.path / "big.yaml") << "inputs: {random: {rows: 1500, cols: 16, seed: 1}}\n"
+    std::ofstream(folder.path() / "big.yaml") << "inputs: {random: {rows: 1500, cols: 16, seed: 1}}\n"
                                               "weights:\n"
                                               "  query: {random: {rows: 16, cols: 16, seed: 2}}\n"
                                               "  key: {random: {rows: 16, cols: 16, seed: 3}}\n"
@@ -335,7 +327,7 @@ TEST_CASE("SIGINT during a run with -o leaves no output file and no temporary fi
         const pid_t pid = fork();
         REQUIRE(pid >= 0);
         if (pid == 0) {
-            if (chdir(folder.path.c_str()) != 0) {
+            if (chdir(folder.path().c_str()) != 0) {
                 _exit(127);
             }
             const int null_fd = open("/dev/null", O_WRONLY);
@@ -350,17 +342,17 @@ TEST_CASE("SIGINT during a run with -o leaves no output file and no temporary fi
         kill(pid, SIGINT);
         int status = 0;
         waitpid(pid, &status, 0);
-        const auto names = folder.names();
+        const auto names = names_in(folder);
         if (std::find(names.begin(), names.end(), "out.json") != names.end()) {
             // qkv finished before the signal: the file is then whole
             CHECK(WIFEXITED(status));
             CHECK(WEXITSTATUS(status) == 0);
-            fs::remove(folder.path / "out.json");
+            fs::remove(folder.path() / "out.json");
         } else {
             CHECK(((WIFEXITED(status) && WEXITSTATUS(status) == 130) ||
                    (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT)));
         }
-        CHECK(folder.names() == std::vector<std::string>{"big.yaml"});
+        CHECK(names_in(folder) == std::vector<std::string>{"big.yaml"});
     }
 }
 

@@ -17,6 +17,7 @@ using Catch::Matchers::Contains;
 namespace {
 
 using test::answer_yaml;
+using test::answers_from;
 using test::yaml_matrix;
 
 // A model, its trace, the answers and the report, kept together because the
@@ -37,10 +38,6 @@ struct Checked {
         return report.steps.front();
     }
 };
-
-Answers answers_from(const std::string& yaml, const Trace& trace) {
-    return read_answers({"answers.yaml", yaml, ""}, trace, AnswersIn::answer_file);
-}
 
 std::unique_ptr<Checked> check_yaml(const std::string& model_yaml, const std::string& answers_yaml,
                                     CheckOptions options = {}) {

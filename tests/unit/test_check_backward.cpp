@@ -18,11 +18,8 @@ using Catch::Matchers::Contains;
 namespace {
 
 using test::answer_yaml;
+using test::answers_from;
 using test::yaml_matrix;
-
-Answers answers_from(const std::string& yaml, const Trace& trace) {
-    return read_answers({"answers.yaml", yaml, ""}, trace, AnswersIn::answer_file);
-}
 
 
 

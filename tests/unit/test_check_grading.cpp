@@ -31,31 +31,6 @@ CliResult run_in_repo(const std::vector<std::string>& args, const std::string& i
     return qkv::test::run_qkv(run);
 }
 
-// A folder of answer files in the temporary folder, removed with the object.
-class AnswerFolder {
-public:
-    AnswerFolder() {
-        static int count = 0;
-        m_path = fs::temp_directory_path() / ("qkv-class-" + std::to_string(::getpid()) + "-" + std::to_string(++count));
-        fs::create_directories(m_path);
-    }
-    ~AnswerFolder() {
-        std::error_code error;
-        fs::remove_all(m_path, error);
-    }
-    AnswerFolder(const AnswerFolder&) = delete;
-    AnswerFolder& operator=(const AnswerFolder&) = delete;
-
-    std::string add(const std::string& name, const std::string& text) const {
-        std::ofstream(m_path / name) << text;
-        return (m_path / name).string();
-    }
-    std::string path() const { return m_path.string(); }
-
-private:
-    fs::path m_path;
-};
-
 // The no-exp mistake in the weights, written with two decimals (0.6667 → 0.67).
 const std::string k_no_exp_weights = R"(answers:
   weights:
@@ -111,7 +86,7 @@ TEST_CASE("whole numbers count only where the true value is whole", "[cli][check
 TEST_CASE("decimals: in the model asks for that many decimals, and --decimals overrides it", "[cli][check][grading]") {
     std::string model = qkv::test::read_repo_file(k_model);
     model += "decimals: 2\n";
-    AnswerFolder folder;
+    const qkv::test::TempFolder folder("class");
     const std::string model_path = folder.add("model.yaml", model);
     const std::string answers = folder.add("one-decimal.yaml", "answers:\n  weights: [[1.0, 0.0, 0.0], [0.6, 0.4, 0.0], ~]\n");
     const auto two = run_qkv({"check", model_path, "--answers", answers, "-f", "json"});
@@ -197,7 +172,7 @@ TEST_CASE("with --steps a mistake in an answer left out is said to be left out o
 
 TEST_CASE("a rubric gives each step its points, in proportion to its right and consistent cells",
           "[cli][check][grading]") {
-    AnswerFolder folder;
+    const qkv::test::TempFolder folder("class");
     const std::string rubric = folder.add("rubric.yaml", "rubric: {weights: 3, output: 2, scores: 1}\n");
     // weights: 4 of 9 right (the no-exp mistake); output and scores not answered
     const auto result = run_in_repo({"check", k_model, "--answers", "-", "--rubric", rubric, "-f", "json"},
@@ -223,56 +198,56 @@ TEST_CASE("a rubric gives each step its points, in proportion to its right and c
 }
 
 TEST_CASE("a folder of answers grades a class; a bad file does not stop the others", "[cli][check][grading]") {
-    AnswerFolder folder;
+    const qkv::test::TempFolder folder("class");
     folder.add("a-right.yaml", qkv::test::read_repo_file("examples/homework/three-words/right.yaml"));
     folder.add("b-no-exp.yaml", qkv::test::read_repo_file("examples/homework/three-words/mistake-no-exp.yaml"));
     folder.add("c-no-scaling.yml", qkv::test::read_repo_file("examples/homework/three-words/mistake-no-scaling.yaml"));
     folder.add("notes.txt", "not an answer file");
 
     // exit 1: a wrong answer, every file readable
-    const auto json = run_in_repo({"check", k_model, "--answers", folder.path(), "-f", "json"});
+    const auto json = run_in_repo({"check", k_model, "--answers", folder.path().string(), "-f", "json"});
     CHECK(json.status == 1);
     CHECK(json.err.empty());
     const auto doc = nlohmann::json::parse(json.out);
     CHECK(doc["schema_version"] == 1);
     REQUIRE(doc["reports"].size() == 3);
-    CHECK(doc["reports"][0]["file"] == folder.path() + "/a-right.yaml");
+    CHECK(doc["reports"][0]["file"] == folder.path().string() + "/a-right.yaml");
     CHECK(doc["reports"][0]["correct"] == true);
     CHECK(doc["reports"][1]["first_mistake"] == "weights");
-    CHECK(doc["reports"][2]["file"] == folder.path() + "/c-no-scaling.yml");
+    CHECK(doc["reports"][2]["file"] == folder.path().string() + "/c-no-scaling.yml");
     CHECK(doc["summary"]["files"] == 3);
     CHECK(doc["summary"]["correct"] == 1);
     CHECK(doc["summary"]["mistakes"] == nlohmann::json({{"scaling_forgotten", 1}, {"softmax_no_exp", 1}}));
 
     // the gradebook
-    const auto csv = run_in_repo({"check", k_model, "--answers", folder.path(), "-f", "csv"});
+    const auto csv = run_in_repo({"check", k_model, "--answers", folder.path().string(), "-f", "csv"});
     CHECK(csv.status == 1);
     std::istringstream lines(csv.out);
     std::string line;
     std::getline(lines, line);
     CHECK(line == "file,score,max_score,correct,first_mistake,first_mistake_head,diagnoses");
     std::getline(lines, line);
-    CHECK(line == folder.path() + "/a-right.yaml,8.0,8.0,true,,,");
+    CHECK(line == folder.path().string() + "/a-right.yaml,8.0,8.0,true,,,");
     std::getline(lines, line);
     CHECK(line.ends_with(",false,weights,1,softmax_no_exp"));
 
     // text: the reports, then the class summary
-    const auto text = run_in_repo({"check", k_model, "--answers", folder.path()});
+    const auto text = run_in_repo({"check", k_model, "--answers", folder.path().string()});
     CHECK_THAT(text.out, Contains("Class summary\n3 files: 1 all right, 2 with mistakes."));
     CHECK_THAT(text.out, Contains("Commonest mistakes: scaling_forgotten (1 file), softmax_no_exp (1 file)."));
 
     // exit 2 once a file cannot be read; the others are still graded
     folder.add("d-broken.yaml", "answers:\n  weights: [[1.0, 0.0\n");
-    const auto broken = run_in_repo({"check", k_model, "--answers", folder.path(), "-f", "json"});
+    const auto broken = run_in_repo({"check", k_model, "--answers", folder.path().string(), "-f", "json"});
     CHECK(broken.status == 2);
-    CHECK_THAT(broken.err, Contains("qkv: error: " + folder.path() + "/d-broken.yaml:"));
+    CHECK_THAT(broken.err, Contains("qkv: error: " + folder.path().string() + "/d-broken.yaml:"));
     const auto with_error = nlohmann::json::parse(broken.out);
     REQUIRE(with_error["reports"].size() == 4);
-    CHECK(with_error["reports"][3]["error"].get<std::string>().starts_with("qkv: error: " + folder.path()));
+    CHECK(with_error["reports"][3]["error"].get<std::string>().starts_with("qkv: error: " + folder.path().string()));
     CHECK(with_error["summary"]["errors"] == 1);
-    const auto gradebook = run_in_repo({"check", k_model, "--answers", folder.path(), "-f", "csv"});
+    const auto gradebook = run_in_repo({"check", k_model, "--answers", folder.path().string(), "-f", "csv"});
     CHECK(gradebook.status == 2);
-    CHECK_THAT(gradebook.out, Contains(folder.path() + "/d-broken.yaml,,,,,,\n"));
+    CHECK_THAT(gradebook.out, Contains(folder.path().string() + "/d-broken.yaml,,,,,,\n"));
 
     // several --answers, and exit 0 when all are right
     const auto right = run_in_repo({"check", k_model, "--answers", "examples/homework/three-words/right.yaml",
@@ -314,7 +289,7 @@ TEST_CASE("the gradescope format is Gradescope's results.json, a test per step",
     CHECK(doc["tests"][0]["status"] == "passed");
 
     // with a rubric, its unanswered steps are tests worth nothing yet
-    AnswerFolder folder;
+    const qkv::test::TempFolder folder("class");
     const std::string rubric = folder.add("rubric.yaml", "queries: 2\nscores: 1\n");
     const auto graded = nlohmann::json::parse(
         run_in_repo({"check", k_model, "--answers", "examples/homework/three-words/mistake-no-scaling.yaml", "--rubric",
