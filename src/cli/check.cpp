@@ -129,6 +129,39 @@ CLI::App* setup_check(CLI::App& app, CheckCommandOptions& options) {
     return command;
 }
 
+namespace {
+
+// The grading options: the command line's, else the example's.
+CheckOptions grading_options(const CheckCommandOptions& options, const Model& model) {
+    CheckOptions checking;
+    if (options.tolerance >= 0.0) {
+        checking.tolerance = options.tolerance;
+    }
+    checking.decimals = options.decimals >= 0 ? options.decimals : model.decimals.value_or(1);
+    checking.rubric = model.rubric;
+    if (!options.rubric.empty()) {
+        std::error_code error;
+        if (options.rubric != "-" && !std::filesystem::exists(options.rubric, error)) {
+            throw InputError(Diagnostic{options.rubric, 0, 0, "no such rubric file",
+                                        "give a YAML file of step ids and points, e.g. scores: 2"});
+        }
+        checking.rubric = read_rubric(read_source(options.rubric), model);
+    }
+    return checking;
+}
+
+// Gradescope's results.json for answers that cannot be read: score 0, and the error for the learner.
+std::string unreadable_results(const InputError& error) {
+    std::string output = "Your answers could not be read:";
+    for (const auto& diagnostic : error.diagnostics()) {
+        output += "\n" + error_line(diagnostic) + (diagnostic.hint.empty() ? "" : "\n  hint: " + diagnostic.hint);
+    }
+    const nlohmann::ordered_json results = {{"score", 0}, {"output", output}, {"tests", nlohmann::json::array()}};
+    return results.dump(2) + "\n";
+}
+
+}  // namespace
+
 int run_check(const CheckCommandOptions& options) {
     CommonOptions common = options.common;
     const bool gradescope = common.format == k_gradescope;
@@ -153,21 +186,7 @@ int run_check(const CheckCommandOptions& options) {
     const Model model = load_model(source, load_options(common));
     const Trace trace = compute(model);
     const RenderOptions rendering = render_options(common, trace);
-
-    CheckOptions checking;
-    if (options.tolerance >= 0.0) {
-        checking.tolerance = options.tolerance;
-    }
-    checking.decimals = options.decimals >= 0 ? options.decimals : model.decimals.value_or(1);
-    checking.rubric = model.rubric;
-    if (!options.rubric.empty()) {
-        std::error_code error;
-        if (options.rubric != "-" && !std::filesystem::exists(options.rubric, error)) {
-            throw InputError(Diagnostic{options.rubric, 0, 0, "no such rubric file",
-                                        "give a YAML file of step ids and points, e.g. scores: 2"});
-        }
-        checking.rubric = read_rubric(read_source(options.rubric), model);
-    }
+    const CheckOptions checking = grading_options(options, model);
 
     std::ostringstream out;
     if (!batch) {
@@ -176,26 +195,19 @@ int run_check(const CheckCommandOptions& options) {
             graded = grade_file(model, trace, rendering, &source, files.empty() ? "" : files.front(), checking);
         } catch (const InputError& error) {
             if (gradescope) {
-                // an autograder needs its results.json all the same: score 0, and the error for the learner
-                std::string output = "Your answers could not be read:";
-                for (const auto& diagnostic : error.diagnostics()) {
-                    output += "\n" + error_line(diagnostic) + (diagnostic.hint.empty() ? "" : "\n  hint: " + diagnostic.hint);
-                }
-                const nlohmann::ordered_json results = {{"score", 0}, {"output", output}, {"tests", nlohmann::json::array()}};
-                write_result(results.dump(2) + "\n", common);
+                write_result(unreadable_results(error), common);  // an autograder needs its file all the same
             }
             throw;
         }
         const bool correct = graded.report->correct();
-        const CheckReport& report = *graded.report;
         if (gradescope) {
-            render_check_gradescope(trace, report, rendering, out);
+            render_check_gradescope(trace, *graded.report, rendering, out);
         } else if (rendering.format == Format::csv) {
             std::vector<GradedFile> one;
             one.push_back(std::move(graded));
             render_gradebook(one, out);
         } else {
-            render_check(trace, report, rendering, options.file, out);
+            render_check(trace, *graded.report, rendering, options.file, out);
         }
         write_result(out.str(), common);
         return correct ? 0 : 1;
