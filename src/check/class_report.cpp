@@ -4,6 +4,7 @@
 
 #include "check/report.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -85,18 +86,12 @@ void render_summary_text(const ClassTally& t, bool markdown, std::ostream& out) 
         if (markdown) {
             out << "| step | without a mistake | answered |\n|---|---:|---:|\n";
         } else {
-            out << "  " << std::string("step") << std::string(width - 4 + 2, ' ') << "without a mistake  answered\n";
+            out << fmt::format("  {:<{}}  {:>17}  {:>8}\n", "step", width, "without a mistake", "answered");
         }
         for (const auto& [key, step] : t.steps) {
-            if (markdown) {
-                out << "| " << step.label << " | " << step.without_mistake << " | " << step.answered << " |\n";
-            } else {
-                const std::string count = std::to_string(step.without_mistake);
-                out << "  " << step.label << std::string(width - step.label.size() + 2, ' ')
-                    << std::string(17 - std::min<std::size_t>(17, count.size()), ' ') << count << "  "
-                    << std::string(8 - std::min<std::size_t>(8, std::to_string(step.answered).size()), ' ')
-                    << step.answered << '\n';
-            }
+            out << (markdown ? fmt::format("| {} | {} | {} |\n", step.label, step.without_mistake, step.answered)
+                             : fmt::format("  {:<{}}  {:>17}  {:>8}\n", step.label, width, step.without_mistake,
+                                           step.answered));
         }
         out << '\n';
     }
