@@ -168,6 +168,29 @@ std::string wrong_cell_sentence(const Trace& trace, const CheckReport& report, c
            expected_text(report, cell, options) + ".";
 }
 
+// The wrong cells explained in words: the first k_details_per_step, then how
+// many more (an empty `more` when there are none).
+struct WrongCells {
+    std::vector<std::string> sentences;
+    std::string more;  // "… and 2 more wrong cells."
+};
+
+WrongCells wrong_cells(const Trace& trace, const CheckReport& report, const StepCheck& step,
+                       const RenderOptions& options) {
+    WrongCells result;
+    for (const auto& cell : step.cells) {
+        if (cell.verdict == Verdict::wrong && result.sentences.size() < k_details_per_step) {
+            result.sentences.push_back(wrong_cell_sentence(trace, report, step, cell, options));
+        }
+    }
+    const std::size_t wrong = step.count(Verdict::wrong);
+    if (wrong > result.sentences.size()) {
+        result.more =
+            "… and " + plural(wrong - result.sentences.size(), "more wrong cell", "more wrong cells") + ".";
+    }
+    return result;
+}
+
 struct Totals {
     std::size_t steps = 0;
     std::size_t cells = 0;       // answered, in answers of the right shape or not
@@ -399,19 +422,12 @@ private:
             m_out << draw_table(answer_table(m_report, step, m_options, "[", "]"),
                                 TextTableSkin(m_options.ascii, 2, Align::left));
             line("  " + counts_sentence(step));
-            std::size_t shown = 0;
-            const std::size_t wrong = step.count(Verdict::wrong);
-            for (const auto& cell : step.cells) {
-                if (cell.verdict != Verdict::wrong) {
-                    continue;
-                }
-                if (shown == k_details_per_step) {
-                    line("  … and " + plural(wrong - shown, "more wrong cell", "more wrong cells") + ".");
-                    break;
-                }
-                m_out << "  " << mark(Verdict::wrong) << ' '
-                      << symbols(wrong_cell_sentence(m_trace, m_report, step, cell, m_options)) << '\n';
-                ++shown;
+            const WrongCells wrong = wrong_cells(m_trace, m_report, step, m_options);
+            for (const auto& sentence : wrong.sentences) {
+                m_out << "  " << mark(Verdict::wrong) << ' ' << symbols(sentence) << '\n';
+            }
+            if (!wrong.more.empty()) {
+                line("  " + wrong.more);
             }
         } else {
             line("  " + shape_sentence(step));
@@ -507,12 +523,12 @@ void render_check_markdown(const Trace& trace, const CheckReport& report, const 
             unicode.color = false;
             out << draw_table(answer_table(report, step, unicode, "(", ")"), CheckMarkdownSkin());
             out << '\n' << counts_sentence(step) << '\n';
-            std::size_t shown = 0;
-            for (const auto& cell : step.cells) {
-                if (cell.verdict == Verdict::wrong && shown++ < k_details_per_step) {
-                    out << (shown == 1 ? "\n" : "") << "- ✗ "
-                        << markdown_cell(wrong_cell_sentence(trace, report, step, cell, options)) << '\n';
-                }
+            const WrongCells wrong = wrong_cells(trace, report, step, options);
+            for (std::size_t i = 0; i < wrong.sentences.size(); ++i) {
+                out << (i == 0 ? "\n" : "") << "- ✗ " << markdown_cell(wrong.sentences[i]) << '\n';
+            }
+            if (!wrong.more.empty()) {
+                out << "- " << wrong.more << '\n';
             }
         } else {
             out << shape_sentence(step) << '\n';
@@ -604,17 +620,10 @@ void render_check_gradescope(const Trace& trace, const CheckReport& report, cons
             const StepCheck& check = *answered;
             std::vector<std::string> lines;
             lines.push_back(check.shape_ok ? counts_sentence(check) : shape_sentence(check));
-            std::size_t shown = 0;
-            for (const auto& cell : check.cells) {
-                if (cell.verdict == Verdict::wrong && shown++ < k_details_per_step) {
-                    lines.push_back(wrong_cell_sentence(trace, report, check, cell, plain));
-                }
-            }
-            if (check.count(Verdict::wrong) > k_details_per_step) {
-                lines.push_back("… and " +
-                                plural(check.count(Verdict::wrong) - k_details_per_step, "more wrong cell",
-                                       "more wrong cells") +
-                                ".");
+            const WrongCells wrong = wrong_cells(trace, report, check, plain);
+            lines.insert(lines.end(), wrong.sentences.begin(), wrong.sentences.end());
+            if (!wrong.more.empty()) {
+                lines.push_back(wrong.more);
             }
             if (check.diagnosis) {
                 lines.push_back("Mistake: " + mistake_sentence(report, check));

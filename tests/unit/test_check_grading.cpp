@@ -321,3 +321,12 @@ TEST_CASE("check --help lists the formats check writes", "[cli][check][grading]"
     const auto lesson = qkv::test::run_qkv({"lesson", "--help"});
     CHECK_THAT(lesson.out, Contains("{text,markdown}"));
 }
+
+TEST_CASE("the Markdown report says how many more wrong cells there are, as the text does", "[cli][check][grading]") {
+    for (const std::string format : {"text", "markdown"}) {
+        CAPTURE(format);
+        const auto result = run_in_repo({"check", k_model, "--answers",
+                                         "examples/homework/three-words/mistake-no-scaling.yaml", "-f", format});
+        CHECK_THAT(result.out, Contains("… and 6 more wrong cells."));
+    }
+}
