@@ -71,13 +71,21 @@ _qkv() {
             mapfile -t COMPREPLY < <(compgen -W 'auto always never' -- "$cur")
             return 0
             ;;
+        --mask)
+            mapfile -t COMPREPLY < <(compgen -W 'causal' -- "$cur")
+            return 0
+            ;;
+        --scale)
+            mapfile -t COMPREPLY < <(compgen -W 'sqrt_dk none' -- "$cur")
+            return 0
+            ;;
         -o | --output | --answers | --rubric)
             mapfile -t COMPREPLY < <(compgen -f -- "$cur")
             compopt -o filenames 2>/dev/null
             return 0
             ;;
         -p | --precision | --head | --max-memory | --block-size | --tolerance | --decimals | --tokens | --d-model | --d-k | \
-            --d-v | --heads | --kv-heads | --window | --seed | --max-int | --repeat | --threads)
+            --d-v | --heads | --kv-heads | --window | --seed | --student | --max-int | --repeat | --threads)
             return 0
             ;;
     esac
@@ -88,7 +96,8 @@ _qkv() {
         explain) options="$_qkv_common_options --block-size --backward" ;;
         check) options="$_qkv_common_options --answers --tolerance --decimals --rubric --backward" ;;
         lesson) options="$_qkv_common_options --no-pause" ;;
-        init) options='--tokens --d-model --d-k --d-v --heads --seed --max-int -o --output --force -h --help' ;;
+        init) options='--tokens --d-model --d-k --d-v --heads --seed --student --max-int --negative --mask --bias --scale
+            -o --output --force -h --help' ;;
         bench) options='--tokens --d-model --heads --kv-heads --window --rope --backward --repeat --threads -f --format -h --help' ;;
         examples) options='-h --help' ;;
         *) return 0 ;;

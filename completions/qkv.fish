@@ -77,7 +77,12 @@ complete -c qkv -n "__fish_seen_subcommand_from init bench" -l heads -x -d 'Numb
 complete -c qkv -n "__fish_seen_subcommand_from init" -l d-k -x -d 'Width of queries and keys, per head'
 complete -c qkv -n "__fish_seen_subcommand_from init" -l d-v -x -d 'Width of values, per head'
 complete -c qkv -n "__fish_seen_subcommand_from init" -l seed -x -d 'Seed: the same seed gives the same file'
+complete -c qkv -n "__fish_seen_subcommand_from init" -l student -x -d 'An exercise for this student: the seed comes from the ID'
 complete -c qkv -n "__fish_seen_subcommand_from init" -l max-int -x -d 'Largest number drawn, from 1 to 9'
+complete -c qkv -n "__fish_seen_subcommand_from init" -l negative -d 'Draw numbers from -M to M instead of 0 to M'
+complete -c qkv -n "__fish_seen_subcommand_from init" -l mask -x -a causal -d 'Mask: token i attends only to tokens 1 ... i'
+complete -c qkv -n "__fish_seen_subcommand_from init" -l bias -d 'Add the biases b_Q, b_K, b_V (and b_O)'
+complete -c qkv -n "__fish_seen_subcommand_from init" -l scale -x -a 'sqrt_dk none' -d 'Divide the scores by sqrt(d_k), or not'
 complete -c qkv -n "__fish_seen_subcommand_from init" -s o -l output -r -F -d 'Write to FILE instead of standard output'
 complete -c qkv -n "__fish_seen_subcommand_from init" -l force -d 'Let -o replace an existing file'
 

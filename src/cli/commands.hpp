@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,13 +60,21 @@ struct InitOptions {
     int d_v = 0;           // 0 = same as d_k
     int heads = 1;
     std::int64_t seed = 1;
+    bool seed_given = false;             // --seed was written (refused with --student)
+    std::optional<std::string> student;  // --student ID: an exercise, its seed derived from the ID
     int max_int = 1;       // inputs and weights are whole numbers from 0 to max_int (1: softmax rarely saturates)
+    bool negative = false; // --negative: from −max_int to max_int
+    std::string mask;      // --mask causal; empty = no mask
+    bool bias = false;     // --bias: b_Q, b_K and b_V (and b_O with W_O)
+    std::string scale = "sqrt_dk";  // --scale sqrt_dk|none
     std::string output;    // -o FILE; empty = stdout
     bool force = false;
 };
 CLI::App* setup_init(CLI::App& app, InitOptions& options);
 int run_init(const InitOptions& options);
-// The commented starter file itself (YAML text).
+// The commented starter file itself (YAML text); with --student, the first of
+// the ID's draws that makes a good exercise (cli/exercise.hpp). Throws
+// InputError on options that cannot make one.
 std::string starter_example(const InitOptions& options);
 
 struct BenchOptions {

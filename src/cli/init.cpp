@@ -1,10 +1,15 @@
 // qkv init: a starter example file with small whole-number inputs and weights,
-// each key commented, for a learner to run, work through by hand and edit.
+// each key commented, for a learner to run, work through by hand and edit;
+// with --student, an exercise for one student that `qkv check` can grade.
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/exercise.hpp"
 #include "cli/output.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -12,76 +17,183 @@ namespace qkv::cli {
 
 namespace {
 
-// Whole numbers from 0 to max_int. The sequence of std::mt19937_64 is fixed by
-// the C++ standard (std::uniform_int_distribution's is not), so a seed gives
-// the same file on every machine.
+// The draws --student tries before giving up: with the default shape, one of
+// the first few almost always makes a good exercise.
+constexpr int k_max_draws = 500;
+
+// The largest matrix of a --student exercise, rows and columns: as large as
+// `qkv run` prints whole, and far more than anyone works by hand. (It bounds
+// the time the draws take, too: each is written, read back and checked.)
+constexpr int k_max_exercise_size = 12;
+
+// The longest --student ID, in bytes.
+constexpr std::size_t k_max_student_bytes = 200;
+
+// Whole numbers from 0 to max_int, or from −max_int to max_int. The sequence
+// of std::mt19937_64 is fixed by the C++ standard (std::uniform_int_distribution's
+// is not), so a seed gives the same file on every machine: each number is the
+// engine's next output modulo the count of numbers allowed, plus the lowest.
 class WholeNumbers {
 public:
-    WholeNumbers(std::uint64_t seed, int max_int) : m_engine(seed), m_choices(static_cast<std::uint64_t>(max_int) + 1) {}
+    WholeNumbers(std::uint64_t seed, int max_int, bool negative)
+        : m_engine(seed), m_low(negative ? -max_int : 0), m_choices(static_cast<std::uint64_t>(max_int - m_low) + 1) {}
 
-    int next() { return static_cast<int>(m_engine() % m_choices); }
+    int next() { return m_low + static_cast<int>(m_engine() % m_choices); }
 
 private:
     std::mt19937_64 m_engine;
+    int m_low;
     std::uint64_t m_choices;
 };
+
+// One row of numbers, drawn again while it is all zeros when `no_zero_row`.
+std::vector<int> draw_row(WholeNumbers& numbers, int n_cols, bool no_zero_row) {
+    std::vector<int> row(static_cast<std::size_t>(n_cols));
+    bool all_zero = true;
+    do {
+        all_zero = true;
+        for (auto& value : row) {
+            value = numbers.next();
+            all_zero = all_zero && value == 0;
+        }
+    } while (no_zero_row && all_zero);
+    return row;
+}
+
+// "[1, 0, 2]"
+std::string row_text(const std::vector<int>& row) {
+    std::string text = "[";
+    for (std::size_t j = 0; j < row.size(); ++j) {
+        text += (j == 0 ? "" : ", ") + std::to_string(row[j]);
+    }
+    return text + "]";
+}
 
 // "  - [1, 0, 2]" lines, one per row; rows of zeros only are drawn again when
 // `no_zero_rows`, since a token whose vector is all zeros takes no part in attention.
 std::string matrix_rows(WholeNumbers& numbers, int n_rows, int n_cols, const std::string& indent, bool no_zero_rows) {
     std::string text;
     for (int i = 0; i < n_rows; ++i) {
-        std::vector<int> row(static_cast<std::size_t>(n_cols));
-        bool all_zero = true;
-        do {
-            all_zero = true;
-            for (auto& value : row) {
-                value = numbers.next();
-                all_zero = all_zero && value == 0;
-            }
-        } while (no_zero_rows && all_zero);
-        text += indent + "- [";
-        for (std::size_t j = 0; j < row.size(); ++j) {
-            text += (j == 0 ? "" : ", ") + std::to_string(row[j]);
-        }
-        text += "]\n";
+        text += indent + "- " + row_text(draw_row(numbers, n_cols, no_zero_rows)) + "\n";
     }
     return text;
 }
 
 std::string shape(int rows, int cols) { return std::to_string(rows) + " × " + std::to_string(cols); }
 
-// The command line that writes this file again.
+bool causal(const InitOptions& o) { return o.mask == "causal"; }
+bool unscaled(const InitOptions& o) { return o.scale == "none"; }
+
+// The ID as a shell word: as it is when it holds only characters no shell
+// treats specially, else in single quotes ('\'' for a quote inside).
+std::string shell_word(const std::string& text) {
+    const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+        const auto byte = static_cast<unsigned char>(c);
+        return std::isalnum(byte) != 0 || byte >= 0x80 || std::string_view("_-.,:@%+=/").find(c) != std::string::npos;
+    });
+    if (plain) {
+        return text;
+    }
+    std::string quoted = "'";
+    for (const char c : text) {
+        quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    }
+    return quoted + "'";
+}
+
+// A YAML double-quoted string.
+std::string yaml_string(const std::string& text) {
+    std::string quoted = "\"";
+    for (const char c : text) {
+        if (c == '"' || c == '\\') {
+            quoted += '\\';
+        }
+        quoted += c;
+    }
+    return quoted + "\"";
+}
+
+// U+0085, U+2028 or U+2029: line breaks to some YAML readers, in the file's comments.
+bool line_separator(const std::string& text) {
+    return text.find("\xc2\x85") != std::string::npos || text.find("\xe2\x80\xa8") != std::string::npos ||
+           text.find("\xe2\x80\xa9") != std::string::npos;
+}
+
+// The command line that writes this file again: every size (a later version
+// may change a default), and the other options when they are not the default.
 std::string command_line(const InitOptions& o) {
-    std::string line = "qkv init --tokens " + std::to_string(o.tokens) + " --d-model " + std::to_string(o.d_model) +
-                       " --d-k " + std::to_string(o.d_k);
+    std::string line = "qkv init";
+    if (o.student) {
+        // an ID that starts with '-' would read as an option
+        line += o.student->rfind('-', 0) == 0 ? " --student=" + shell_word(*o.student)
+                                              : " --student " + shell_word(*o.student);
+    }
+    line += " --tokens " + std::to_string(o.tokens) + " --d-model " + std::to_string(o.d_model) + " --d-k " +
+            std::to_string(o.d_k);
     if (o.d_v != 0 && o.d_v != o.d_k) {
         line += " --d-v " + std::to_string(o.d_v);
     }
     if (o.heads != 1) {
         line += " --heads " + std::to_string(o.heads);
     }
-    line += " --seed " + std::to_string(o.seed) + " --max-int " + std::to_string(o.max_int);
+    if (!o.student) {
+        line += " --seed " + std::to_string(o.seed);
+    }
+    line += " --max-int " + std::to_string(o.max_int);
+    if (o.negative) {
+        line += " --negative";
+    }
+    if (causal(o)) {
+        line += " --mask causal";
+    }
+    if (o.bias) {
+        line += " --bias";
+    }
+    if (unscaled(o)) {
+        line += " --scale none";
+    }
     return line;
 }
 
-}  // namespace
+// "0 or 1", "a whole number from 0 to 3", "a whole number from −2 to 2"
+std::string number_range(const InitOptions& o) {
+    if (o.max_int == 1 && !o.negative) {
+        return "0 or 1";
+    }
+    return "a whole number from " + (o.negative ? "−" + std::to_string(o.max_int) : std::string("0")) + " to " +
+           std::to_string(o.max_int);
+}
 
-std::string starter_example(const InitOptions& options) {
+// The file's first comment: what wrote it and how to write it again.
+std::string header(const InitOptions& o, int draw) {
+    std::string text;
+    if (o.student) {
+        text += "# An exercise for student " + *o.student + ", written by\n"
+                "#   " + command_line(o) + "\n"
+                "# which writes it again, byte for byte, with any version of qkv on any machine.\n"
+                "# It is draw " + std::to_string(draw) + " for this ID: the first in which every classic mistake "
+                "changes at\n"
+                "# least two cells at 2 decimals, so that `qkv check` can name it.\n";
+    } else {
+        text += "# A starter example for qkv, written by\n"
+                "#   " + command_line(o) + "\n"
+                "# Run it with `qkv run FILE`, change any number, and run it again.\n";
+    }
+    return text + "# Rows are tokens: X is n × d_model, and Q = X·W_Q, so W_Q has d_model rows.\n";
+}
+
+// The example for one seed: `draw` numbers a --student draw (0 without --student).
+std::string example_text(const InitOptions& options, std::uint64_t seed, int draw) {
     const int n = options.tokens;
     const int d_model = options.d_model;
     const int d_k = options.d_k;
     const int d_v = options.d_v == 0 ? options.d_k : options.d_v;
     const int n_heads = options.heads;
-    WholeNumbers numbers(static_cast<std::uint64_t>(options.seed), options.max_int);
+    WholeNumbers numbers(seed, options.max_int, options.negative);
 
     std::ostringstream out;
-    out << "# A starter example for qkv, written by\n"
-        << "#   " << command_line(options) << "\n"
-        << "# Run it with `qkv run FILE`, change any number, and run it again.\n"
-        << "# Rows are tokens: X is n × d_model, and Q = X·W_Q, so W_Q has d_model rows.\n"
-        << "\n"
-        << "title: Starter example\n"
+    out << header(options, draw) << "\n"
+        << "title: " << (options.student ? yaml_string("Exercise for " + *options.student) : "Starter example") << "\n"
         << "description: |\n"
         << "  " << n << (n == 1 ? " token" : " tokens") << " of width " << d_model << " (d_model), with queries and keys of width "
         << d_k << " (d_k)\n"
@@ -90,7 +202,7 @@ std::string starter_example(const InitOptions& options) {
         out << " in each of " << n_heads << " heads";
     }
     out << ".\n"
-        << "  Every input and weight is " << (options.max_int == 1 ? std::string("0 or 1") : "a whole number from 0 to " + std::to_string(options.max_int))
+        << "  Every input" << (options.bias ? ", weight and bias" : " and weight") << " is " << number_range(options)
         << ", to work by hand.\n"
         << "\n"
         << "tokens: [";
@@ -118,14 +230,178 @@ std::string starter_example(const InitOptions& options) {
             << "d_v × d_model): mixes the concatenated heads\n"
             << matrix_rows(numbers, n_heads * d_v, d_model, "    ", false);
     }
-    out << "\n"
-        << "scale: sqrt_dk    # divide the scores by √d_k = √" << d_k << "; `none` leaves them as they are\n"
-        << "\n"
-        << "# More to try (remove the # to use a line):\n"
-        << "# mask: causal              # token i attends only to tokens 1 … i\n"
-        << "# positional: sinusoidal    # add sinusoidal position vectors to the inputs first\n"
-        << "# round: {weights: 2}       # round the weights to 2 decimals and carry them forward, as by hand\n";
+    if (options.bias) {
+        // drawn after the weights, so that --bias keeps a seed's inputs and weights; a
+        // bias of zeros only would add nothing, and is drawn again
+        std::vector<std::pair<std::string, std::string>> lines;  // "  query: [1, 0, 1]", its comment
+        const auto bias = [&](const std::string& key, int width, const std::string& comment) {
+            lines.emplace_back("  " + key + ": " + row_text(draw_row(numbers, width, true)),
+                               comment + ": 1 × " + std::to_string(width));
+        };
+        bias("query", n_heads * d_k, "b_Q");
+        bias("key", n_heads * d_k, "b_K");
+        bias("value", n_heads * d_v, "b_V");
+        if (n_heads > 1) {
+            bias("output", d_model, "b_O");
+            lines.back().second += ", added after W_O";
+        }
+        std::size_t width = 0;
+        for (const auto& line : lines) {
+            width = std::max(width, line.first.size());
+        }
+        out << "\n"
+            << "bias:    # row vectors, each added to every row of its projection: Q = X·W_Q + b_Q\n";
+        for (const auto& [entry, comment] : lines) {
+            out << entry << std::string(width + 4 - entry.size(), ' ') << "# " << comment << "\n";
+        }
+    }
+    out << "\n";
+    if (unscaled(options)) {
+        out << "scale: none    # the scores are not divided; `sqrt_dk` divides them by √d_k = √" << d_k << "\n";
+    } else {
+        out << "scale: sqrt_dk    # divide the scores by √d_k = √" << d_k << "; `none` leaves them as they are\n";
+    }
+    if (causal(options)) {
+        out << "mask: causal    # token i attends only to tokens 1 … i\n";
+    }
+    out << "\n";
+    if (options.student) {
+        out << "decimals: 2    # qkv check: answers carry at least 2 decimals (fewer only when exact)\n"
+            << "\n"
+            << "# Work every step by hand, write your values under answers: by step id\n"
+            << "# (see `man qkv`, check), and grade them with `qkv check FILE`.\n";
+    } else {
+        out << "# More to try (remove the # to use a line):\n";
+        if (!causal(options)) {
+            out << "# mask: causal              # token i attends only to tokens 1 … i\n";
+        }
+        out << "# positional: sinusoidal    # add sinusoidal position vectors to the inputs first\n"
+            << "# round: {weights: 2}       # round the weights to 2 decimals and carry them forward, as by hand\n";
+    }
     return out.str();
+}
+
+// The options that cannot make a file, or (with --student) an exercise, as usage errors.
+void check_options(const InitOptions& o) {
+    std::vector<Diagnostic> problems;
+    if (!o.mask.empty() && !causal(o)) {
+        problems.push_back(usage_error("--mask: \"" + o.mask + "\" is not a mask init writes; expected causal",
+                                       "a window, a padding or a mask matrix goes into the file by hand (see "
+                                       "EXAMPLE FILES in `man qkv`)"));
+    }
+    if (o.scale != "sqrt_dk" && !unscaled(o)) {
+        problems.push_back(usage_error("--scale: \"" + o.scale + "\" is not a scale init writes; expected sqrt_dk or none",
+                                       "another divisor goes into the file by hand, e.g. scale: 2"));
+    }
+    if (o.student) {
+        const std::string& id = *o.student;
+        if (o.seed_given) {
+            problems.push_back(usage_error("--seed cannot be combined with --student; expected one of the two",
+                                           "--student derives the seed from the ID: leave out --seed"));
+        }
+        if (id.find_first_not_of(" \t") == std::string::npos) {
+            problems.push_back(usage_error("--student: the ID is empty; expected a name or a number for the student",
+                                           "e.g. --student alice or --student 2024-017"));
+        } else if (id.size() > k_max_student_bytes) {
+            problems.push_back(usage_error("--student: the ID is " + std::to_string(id.size()) +
+                                               " bytes long; expected at most " + std::to_string(k_max_student_bytes),
+                                           "a shorter name or number for the student, e.g. their student number"));
+        } else if (!valid_utf8(id)) {
+            problems.push_back(usage_error("--student: the ID is not UTF-8 text",
+                                           "write the ID in a UTF-8 terminal or file"));
+        } else if (std::any_of(id.begin(), id.end(),
+                               [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }) ||
+                   line_separator(id)) {
+            problems.push_back(usage_error("--student: the ID holds a control character (a tab or a line break); "
+                                               "expected one line of text",
+                                           "write the ID on one line, without tabs"));
+        }
+        const int d_v = o.d_v == 0 ? o.d_k : o.d_v;
+        const std::pair<const char*, int> sizes[] = {{"--tokens", o.tokens},
+                                                     {"--d-model", o.d_model},
+                                                     {"--heads × --d-k", o.heads * o.d_k},
+                                                     {"--heads × --d-v", o.heads * d_v}};
+        for (const auto& [name, size] : sizes) {
+            if (size > k_max_exercise_size) {
+                problems.push_back(usage_error(
+                    "--student writes exercises with matrices of at most " + std::to_string(k_max_exercise_size) +
+                        " rows and columns; " + name + " is " + std::to_string(size),
+                    "an exercise is worked by hand: make " + std::string(name) + " at most " +
+                        std::to_string(k_max_exercise_size)));
+                break;  // one is enough: d_v is d_k unless given
+            }
+        }
+        if (o.tokens < 2) {
+            problems.push_back(usage_error("--student needs at least 2 tokens; with --tokens 1 every score and weight "
+                                               "is a single cell, too few for qkv check to name a mistake",
+                                           "use --tokens 2 or more (3 by default)"));
+        } else if (causal(o) && o.tokens < 3) {
+            problems.push_back(usage_error("--student with --mask causal needs at least 3 tokens; with 2, a mask "
+                                               "with 0 instead of −∞ changes a single score",
+                                           "use --tokens 3 or more, or leave out --mask"));
+        }
+        if (!unscaled(o) && o.d_k > 1 && o.d_k * o.d_k == o.d_model) {
+            problems.push_back(usage_error(
+                "--student with --d-k " + std::to_string(o.d_k) + " and --d-model " + std::to_string(o.d_model) +
+                    ": d_k is √d_model, so dividing the scores by d_k or by √d_model gives the same numbers, and qkv "
+                    "check cannot tell the two mistakes apart",
+                "change --d-k or --d-model (e.g. --d-k " + std::to_string(o.d_k + 1) + "), or use --scale none"));
+        }
+    }
+    if (!problems.empty()) {
+        throw InputError(std::move(problems));
+    }
+}
+
+// What to change when no draw makes a good exercise, by the reason drawn most often.
+std::string flaw_hint(FlawKind kind, const InitOptions& o) {
+    switch (kind) {
+        case FlawKind::saturated:
+            return std::string("smaller scores keep the weights clear of 0 and 1: lower --max-int or --d-model") +
+                   (unscaled(o) ? ", leave out --scale none" : "") + ", or use fewer --tokens";
+        case FlawKind::too_few:
+        case FlawKind::no_value:
+            return "another shape (--tokens, --d-model, --d-k) or other numbers (--max-int, --negative) let the "
+                   "mistake change more cells";
+        case FlawKind::same_as:
+        case FlawKind::square_root:
+            return "another shape (--tokens, --d-model, --d-k, --d-v) lets the two mistakes give different numbers";
+    }
+    return "";
+}
+
+// The first of the student's draws that makes a good exercise.
+std::string student_exercise(const InitOptions& options) {
+    const std::string& id = *options.student;
+    std::map<FlawKind, int> count;
+    std::map<FlawKind, std::string> example;
+    for (int draw = 1; draw <= k_max_draws; ++draw) {
+        std::string text = example_text(options, student_seed(id, draw), draw);
+        const Model model = load_model({"exercise.yaml", text, ""});
+        const Trace trace = compute(model);
+        const auto flaw = exercise_flaw(model, trace);
+        if (!flaw) {
+            return text;
+        }
+        ++count[flaw->kind];
+        example.emplace(flaw->kind, flaw->what);
+    }
+    const auto commonest = std::max_element(count.begin(), count.end(),
+                                            [](const auto& a, const auto& b) { return a.second < b.second; });
+    throw InputError(usage_error("--student " + id + ": none of " + std::to_string(k_max_draws) +
+                                     " draws makes an exercise in which qkv check can tell every classic mistake "
+                                     "apart; the commonest reason: " + example[commonest->first],
+                                 flaw_hint(commonest->first, options)));
+}
+
+}  // namespace
+
+std::string starter_example(const InitOptions& options) {
+    check_options(options);
+    if (options.student) {
+        return student_exercise(options);
+    }
+    return example_text(options, static_cast<std::uint64_t>(options.seed), 0);
 }
 
 CLI::App* setup_init(CLI::App& app, InitOptions& options) {
@@ -145,10 +421,20 @@ CLI::App* setup_init(CLI::App& app, InitOptions& options) {
     command->add_option("--heads", options.heads, "Number of heads (default 1)")->check(whole_number(1, 16))->type_name("H");
     command->add_option("--seed", options.seed, "Seed: the same seed gives the same file (default 1)")
         ->check(whole_number(0, std::int64_t{1} << 53))
-        ->type_name("S");
+        ->type_name("S")
+        ->each([&options](const std::string&) { options.seed_given = true; });
+    command->add_option_function<std::string>(
+               "--student", [&options](const std::string& id) { options.student = id; },
+               "An exercise for this student: the seed comes from the ID")
+        ->type_name("ID");
     command->add_option("--max-int", options.max_int, "Largest number drawn, from 1 to 9 (default 1)")
         ->check(whole_number(1, 9))
         ->type_name("M");
+    command->add_flag("--negative", options.negative, "Draw numbers from -M to M instead of 0 to M");
+    command->add_option("--mask", options.mask, "causal: token i attends only to tokens 1 ... i")->type_name("MASK");
+    command->add_flag("--bias", options.bias, "Add the biases b_Q, b_K, b_V (and b_O with several heads)");
+    command->add_option("--scale", options.scale, "sqrt_dk: divide the scores by sqrt(d_k) (default); none: do not")
+        ->type_name("SCALE");
     command->add_option("-o,--output", options.output, "Write to FILE instead of standard output")->type_name("FILE");
     command->add_flag("--force", options.force, "Let -o replace an existing file");
     return command;
