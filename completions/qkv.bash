@@ -40,7 +40,7 @@ _qkv() {
         if [[ $cur == -* ]]; then
             mapfile -t COMPREPLY < <(compgen -W '-h --help --version' -- "$cur")
         else
-            mapfile -t COMPREPLY < <(compgen -W 'run explain init check examples lesson bench' -- "$cur")
+            mapfile -t COMPREPLY < <(compgen -W 'run explain init check worksheet examples lesson bench' -- "$cur")
         fi
         return 0
     fi
@@ -54,6 +54,8 @@ _qkv() {
                 mapfile -t COMPREPLY < <(compgen -W 'text markdown json csv gradescope' -- "$cur")
             elif [[ $command == lesson ]]; then
                 mapfile -t COMPREPLY < <(compgen -W 'text markdown' -- "$cur")
+            elif [[ $command == worksheet ]]; then
+                mapfile -t COMPREPLY < <(compgen -W 'markdown latex yaml' -- "$cur")
             else
                 mapfile -t COMPREPLY < <(compgen -W 'text markdown latex csv json svg' -- "$cur")
             fi
@@ -96,6 +98,8 @@ _qkv() {
         explain) options="$_qkv_common_options --block-size --backward" ;;
         check) options="$_qkv_common_options --answers --tolerance --decimals --rubric --backward" ;;
         lesson) options="$_qkv_common_options --no-pause" ;;
+        worksheet) options='-f --format -p --precision -s --steps --head --key --backward --standalone -o --output --force
+            --max-memory --allow-any-path -h --help' ;;
         init) options='--tokens --d-model --d-k --d-v --heads --seed --student --max-int --negative --mask --bias --scale
             -o --output --force -h --help' ;;
         bench) options='--tokens --d-model --heads --kv-heads --window --rope --backward --repeat --threads -f --format -h --help' ;;
@@ -119,7 +123,7 @@ _qkv() {
         esac
     done
     case $command in
-        run | explain | check)
+        run | explain | check | worksheet)
             if ((arguments == 0)); then
                 mapfile -t COMPREPLY < <(
                     compgen -W "$(_qkv_names "$qkv" examples) -" -- "$cur"

@@ -3,7 +3,7 @@
 # checks that every one of them is here); built-in example and lesson names are
 # asked of qkv itself.
 
-set -l commands run explain init check examples lesson bench
+set -l commands run explain init check worksheet examples lesson bench
 set -l steps inputs positional encoded context queries rotated_queries keys rotated_keys values scores \
     scaled_scores position_bias biased_scores masked_scores weights head_output concat output \
     grad_output grad_concat grad_head_output grad_weights grad_scaled_scores grad_scores grad_queries grad_keys grad_values \
@@ -35,33 +35,37 @@ complete -c qkv -n "not __fish_seen_subcommand_from $commands" -a run -d 'Comput
 complete -c qkv -n "not __fish_seen_subcommand_from $commands" -a explain -d 'Show the arithmetic behind cells'
 complete -c qkv -n "not __fish_seen_subcommand_from $commands" -a init -d 'Write a starter example'
 complete -c qkv -n "not __fish_seen_subcommand_from $commands" -a check -d 'Grade hand-calculated answers'
+complete -c qkv -n "not __fish_seen_subcommand_from $commands" -a worksheet -d 'Write an exercise sheet, or its answer key'
 complete -c qkv -n "not __fish_seen_subcommand_from $commands" -a examples -d 'List the built-in examples'
 complete -c qkv -n "not __fish_seen_subcommand_from $commands" -a lesson -d 'List the lessons, or play one'
 complete -c qkv -n "not __fish_seen_subcommand_from $commands" -a bench -d 'Time every step on random data'
 
-# run, explain, check and lesson share these
+# run, explain, check and lesson share these; worksheet takes some of them
 set -l common "__fish_seen_subcommand_from run explain check lesson"
+set -l with_worksheet "__fish_seen_subcommand_from run explain check lesson worksheet"
 complete -c qkv -n "__fish_seen_subcommand_from run explain" -s f -l format -x -a 'text markdown latex csv json svg' -d 'Output format'
 complete -c qkv -n "__fish_seen_subcommand_from check" -s f -l format -x -a 'text markdown json csv gradescope' -d 'Output format'
 complete -c qkv -n "__fish_seen_subcommand_from lesson" -s f -l format -x -a 'text markdown' -d 'Output format'
-complete -c qkv -n $common -s p -l precision -x -d 'Digits after the decimal point (0-17)'
-complete -c qkv -n $common -s s -l steps -x -a "(__qkv_steps $steps)" -d 'Only these steps (comma-separated ids)'
-complete -c qkv -n $common -l head -x -d 'Only head N (1-based)'
+complete -c qkv -n "__fish_seen_subcommand_from worksheet" -s f -l format -x -a 'markdown latex yaml' -d 'Output format'
+complete -c qkv -n $with_worksheet -s p -l precision -x -d 'Digits after the decimal point (0-17)'
+complete -c qkv -n $with_worksheet -s s -l steps -x -a "(__qkv_steps $steps)" -d 'Only these steps (comma-separated ids)'
+complete -c qkv -n $with_worksheet -l head -x -d 'Only head N (1-based)'
 complete -c qkv -n $common -l full -d 'Show large matrices whole'
 complete -c qkv -n $common -l color -x -a 'auto always never' -d 'Colour'
 complete -c qkv -n $common -l ascii -d 'ASCII only'
 complete -c qkv -n $common -l brief -d 'Formulas, tables and notes; no explanations'
-complete -c qkv -n $common -l standalone -d 'LaTeX: a whole document, not a fragment'
-complete -c qkv -n $common -s o -l output -r -F -d 'Write to FILE instead of standard output'
-complete -c qkv -n $common -l force -d 'Let -o replace an existing file'
-complete -c qkv -n $common -l max-memory -x -d 'Memory limit for the computation (default 4GiB)'
-complete -c qkv -n $common -l allow-any-path -d "Let {file: ...} read outside the example's folder"
+complete -c qkv -n $with_worksheet -l standalone -d 'LaTeX: a whole document, not a fragment'
+complete -c qkv -n $with_worksheet -s o -l output -r -F -d 'Write to FILE instead of standard output'
+complete -c qkv -n $with_worksheet -l force -d 'Let -o replace an existing file'
+complete -c qkv -n $with_worksheet -l max-memory -x -d 'Memory limit for the computation (default 4GiB)'
+complete -c qkv -n $with_worksheet -l allow-any-path -d "Let {file: ...} read outside the example's folder"
 
 # the example: a built-in name or a YAML file
-complete -c qkv -n "__fish_seen_subcommand_from run explain check" -a '(__qkv_examples)' -F
+complete -c qkv -n "__fish_seen_subcommand_from run explain check worksheet" -a '(__qkv_examples)' -F
 
 complete -c qkv -n "__fish_seen_subcommand_from run" -l decode -d 'One new token at a time, from a key/value cache'
-complete -c qkv -n "__fish_seen_subcommand_from run explain check" -l backward -d 'Add the gradients (grad_output: ones unless given)'
+complete -c qkv -n "__fish_seen_subcommand_from run explain check worksheet" -l backward -d 'Add the gradients (grad_output: ones unless given)'
+complete -c qkv -n "__fish_seen_subcommand_from worksheet" -l key -d 'Fill the tables with the true values: the answer key'
 complete -c qkv -n "__fish_seen_subcommand_from explain" -l block-size -x -d 'Work the row out as FlashAttention does'
 complete -c qkv -n "__fish_seen_subcommand_from check" -l answers -r -F -d 'Answers from FILE, or a folder of them'
 complete -c qkv -n "__fish_seen_subcommand_from check" -l tolerance -x -d 'Right when within T of the true value'

@@ -50,6 +50,15 @@ struct CheckCommandOptions {
 CLI::App* setup_check(CLI::App& app, CheckCommandOptions& options);
 int run_check(const CheckCommandOptions& options);
 
+// (named so that it does not hide qkv::WorksheetOptions, the sheet's options)
+struct WorksheetCommandOptions {
+    CommonOptions common;  // setup_worksheet makes markdown the default, and -p unset (-1): decimals:, else 2
+    std::string file;
+    bool key = false;  // --key: the true values in the tables
+};
+CLI::App* setup_worksheet(CLI::App& app, WorksheetCommandOptions& options);
+int run_worksheet(const WorksheetCommandOptions& options);
+
 CLI::App* setup_examples(CLI::App& app);
 int run_examples();
 

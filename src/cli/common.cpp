@@ -121,7 +121,7 @@ CLI::Validator whole_number(std::int64_t low, std::int64_t high) {
         "INT in [" + range + "]", "whole number");
 }
 
-void add_common_options(CLI::App& command, CommonOptions& options, const std::vector<std::string>& formats) {
+void add_format_option(CLI::App& command, std::string& format, const std::vector<std::string>& formats) {
     const std::vector<std::string> listed = formats.empty() ? format_names(all_formats()) : formats;
     std::vector<std::string> known = format_names(all_formats());
     known.insert(known.end(), listed.begin(), listed.end());
@@ -129,7 +129,7 @@ void add_common_options(CLI::App& command, CommonOptions& options, const std::ve
     for (const auto& name : listed) {
         braces += (braces.empty() ? "{" : ",") + name;
     }
-    command.add_option("-f,--format", options.format, "Output format")
+    command.add_option("-f,--format", format, "Output format")
         ->check(CLI::Validator(
             [known, listed](std::string& text) {
                 return std::find(known.begin(), known.end(), text) != known.end()
@@ -138,9 +138,15 @@ void add_common_options(CLI::App& command, CommonOptions& options, const std::ve
             },
             braces + "}", "format"))
         ->type_name("FORMAT");
-    command.add_option("-p,--precision", options.precision, "Digits after the decimal point (0-17)")
+}
+
+void add_precision_option(CLI::App& command, int& precision) {
+    command.add_option("-p,--precision", precision, "Digits after the decimal point (0-17)")
         ->check(whole_number(0, 17))
         ->type_name("N");
+}
+
+void add_selection_options(CLI::App& command, CommonOptions& options) {
     command.add_option("-s,--steps", options.steps, "Only these steps (comma-separated ids)")
         ->check(CLI::Validator(
             [](std::string& text) {
@@ -154,19 +160,37 @@ void add_common_options(CLI::App& command, CommonOptions& options, const std::ve
     command.add_option("--head", options.head, "Only head N (1-based)")
         ->check(whole_number(1, k_max_heads))
         ->type_name("N");
+}
+
+void add_standalone_option(CLI::App& command, CommonOptions& options) {
+    command.add_flag("--standalone", options.standalone, "LaTeX: a whole document, not a fragment");
+}
+
+void add_output_options(CLI::App& command, CommonOptions& options) {
+    command.add_option("-o,--output", options.output, "Write to FILE instead of standard output")->type_name("FILE");
+    command.add_flag("--force", options.force, "Let -o replace an existing file");
+}
+
+void add_loading_options(CLI::App& command, CommonOptions& options) {
+    command.add_option("--max-memory", options.max_memory, "Memory limit for the computation (default 4GiB)")
+        ->type_name("SIZE");
+    command.add_flag("--allow-any-path", options.allow_any_path,
+                     "Let {file: ...} read outside the example's folder");
+}
+
+void add_common_options(CLI::App& command, CommonOptions& options, const std::vector<std::string>& formats) {
+    add_format_option(command, options.format, formats);
+    add_precision_option(command, options.precision);
+    add_selection_options(command, options);
     command.add_flag("--full", options.full, "Show large matrices whole");
     command.add_option("--color", options.color, "Colour: auto, always or never")
         ->check(CLI::IsMember({"auto", "always", "never"}))
         ->type_name("WHEN");
     command.add_flag("--ascii", options.ascii, "ASCII only, no box-drawing or math symbols");
     command.add_flag("--brief", options.brief, "Formulas, tables and notes; no explanations");
-    command.add_flag("--standalone", options.standalone, "LaTeX: a whole document, not a fragment");
-    command.add_option("-o,--output", options.output, "Write to FILE instead of standard output")->type_name("FILE");
-    command.add_flag("--force", options.force, "Let -o replace an existing file");
-    command.add_option("--max-memory", options.max_memory, "Memory limit for the computation (default 4GiB)")
-        ->type_name("SIZE");
-    command.add_flag("--allow-any-path", options.allow_any_path,
-                     "Let {file: ...} read outside the example's folder");
+    add_standalone_option(command, options);
+    add_output_options(command, options);
+    add_loading_options(command, options);
 }
 
 void add_backward_option(CLI::App& command, CommonOptions& options) {

@@ -59,7 +59,17 @@ CLI::Validator whole_number(std::int64_t low, std::int64_t high);
 // command refuses a format it does not write with a message of its own.
 void add_common_options(CLI::App& command, CommonOptions& options, const std::vector<std::string>& formats = {});
 
-// Adds --backward (run, explain and check).
+// The parts of add_common_options, for a command that takes only some of them:
+// -f (with the names as above), -p, -s and --head, --standalone, -o and
+// --force, --max-memory and --allow-any-path.
+void add_format_option(CLI::App& command, std::string& format, const std::vector<std::string>& formats);
+void add_precision_option(CLI::App& command, int& precision);
+void add_selection_options(CLI::App& command, CommonOptions& options);
+void add_standalone_option(CLI::App& command, CommonOptions& options);
+void add_output_options(CLI::App& command, CommonOptions& options);
+void add_loading_options(CLI::App& command, CommonOptions& options);
+
+// Adds --backward (run, explain, check and worksheet).
 void add_backward_option(CLI::App& command, CommonOptions& options);
 
 LoadOptions load_options(const CommonOptions& options);

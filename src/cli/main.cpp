@@ -47,6 +47,8 @@ int main_with_errors(int argc, char** argv) {
     CLI::App* lesson = setup_lesson(app, lesson_options);
     CheckCommandOptions check_options;
     CLI::App* check = setup_check(app, check_options);
+    WorksheetCommandOptions worksheet_options;
+    CLI::App* worksheet = setup_worksheet(app, worksheet_options);
     CLI::App* examples = setup_examples(app);
     InitOptions init_options;
     CLI::App* init = setup_init(app, init_options);
@@ -75,6 +77,9 @@ int main_with_errors(int argc, char** argv) {
     }
     if (check->parsed()) {
         return run_check(check_options);
+    }
+    if (worksheet->parsed()) {
+        return run_worksheet(worksheet_options);
     }
     if (examples->parsed()) {
         return run_examples();

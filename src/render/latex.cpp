@@ -4,9 +4,11 @@
 // tabular with the row and column labels.
 #include "render/render.hpp"
 #include "render/table.hpp"
+#include "render/worksheet.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <iterator>
 #include <sstream>
@@ -309,13 +311,14 @@ struct ColumnWidths {
     std::vector<double> columns;  // each number column, in digits
 };
 
-ColumnWidths column_widths(const Table& table) {
+// Each column at least `least` digits wide (a worksheet's room to write in).
+ColumnWidths column_widths(const Table& table, double least = 0) {
     ColumnWidths widths;
     for (const auto& label : table.row_labels) {
         widths.labels = std::max(widths.labels, width_in_digits(label, false));
     }
     for (std::size_t j = 0; j < table.col_labels.size(); ++j) {
-        double width = width_in_digits(table.col_labels[j], false);
+        double width = std::max(least, width_in_digits(table.col_labels[j], false));
         for (const auto& row : table.cells) {
             width = std::max(width, width_in_digits(row[j], true));
         }
@@ -348,20 +351,32 @@ Table columns_of(const Table& table, std::size_t from, std::size_t to) {
     return part;
 }
 
-// The table in a center environment, set small enough to fit `line_width`,
-// or cut into blocks of columns when even \scriptsize is too wide.
-std::string fitted_table(const Table& table, double line_width) {
-    const ColumnWidths widths = column_widths(table);
+// How a table is fitted to the page: the line width, the least width of a
+// number column in digits, whether it may be set smaller before it is cut
+// into blocks of columns, and what goes at the start of its center
+// environment (a worksheet's row height).
+struct TableFit {
+    double line_width = k_fragment_width;
+    double least_column = 0;
+    bool shrink = true;
+    std::string setup;
+};
+
+// The table in a center environment, drawn by `skin`, set small enough to
+// fit the line, or cut into blocks of columns when even \scriptsize is too
+// wide (or, for a table that may not shrink, \normalsize).
+std::string fitted_table(const Table& table, const TableSkin& skin, const TableFit& fit) {
+    const ColumnWidths widths = column_widths(table, fit.least_column);
     const std::size_t n = widths.columns.size();
-    const double room = line_width - 2.0;  // a little slack for the estimate
+    const double room = fit.line_width - 2.0;  // a little slack for the estimate
     std::size_t size = 0;
-    while (size + 1 < std::size(k_sizes) && tabular_width(widths, 0, n, k_sizes[size]) > room) {
+    while (fit.shrink && size + 1 < std::size(k_sizes) && tabular_width(widths, 0, n, k_sizes[size]) > room) {
         ++size;
     }
     std::vector<std::pair<std::size_t, std::size_t>> blocks = {{0, n}};
     if (tabular_width(widths, 0, n, k_sizes[size]) > room) {
         // the fewest blocks of near-equal numbers of columns that each fit
-        size = k_block_size;
+        size = fit.shrink ? k_block_size : 0;
         for (std::size_t count = 2; count <= n; ++count) {
             blocks.clear();
             bool fits = true;
@@ -376,7 +391,7 @@ std::string fitted_table(const Table& table, double line_width) {
             }
         }
     }
-    std::string out = "\\begin{center}\n";
+    std::string out = "\\begin{center}\n" + fit.setup;
     if (size > 0) {
         char tabcolsep[64];
         std::snprintf(tabcolsep, sizeof tabcolsep, "%gpt", k_sizes[size].tabcolsep);
@@ -384,8 +399,7 @@ std::string fitted_table(const Table& table, double line_width) {
     }
     for (std::size_t b = 0; b < blocks.size(); ++b) {
         out += b == 0 ? "" : "\n\\medskip\n";
-        out += draw_table(blocks.size() == 1 ? table : columns_of(table, blocks[b].first, blocks[b].second),
-                          LatexSkin());
+        out += draw_table(blocks.size() == 1 ? table : columns_of(table, blocks[b].first, blocks[b].second), skin);
     }
     return out + "\\end{center}\n";
 }
@@ -407,18 +421,155 @@ std::string joined_paragraphs(const std::string& text) {
     return result;
 }
 
+// ── the parts of a document ────────────────────────────────────────────────
+
+// The start of a whole document, for pdflatex.
+constexpr const char* k_preamble =
+    "\\documentclass{article}\n"
+    "\\usepackage[utf8]{inputenc}\n"
+    "% T1 and Latin Modern when installed; plain Computer Modern otherwise\n"
+    "\\IfFileExists{lmodern.sty}{\\usepackage[T1]{fontenc}\\usepackage{lmodern}}{}\n"
+    "\\usepackage{amsmath}\n"
+    "\\usepackage[margin=2.5cm]{geometry}\n"
+    "\\begin{document}\n\n";
+
+// "$n = 3$ tokens, $d_{\mathrm{model}} = 4$, 1 head, …."
+std::string dims_sentence(const Trace& trace) {
+    const Dims& d = trace.dims;
+    return "$n = " + std::to_string(d.n) + "$" +
+           (trace.cross ? " queries, $m = " + std::to_string(d.m) + "$ keys" : " tokens") +
+           ", $d_{\\mathrm{model}} = " + std::to_string(d.d_model) + "$, " + std::to_string(d.heads) +
+           (d.heads == 1 ? " head" : " heads") + ", $d_k = " + std::to_string(d.d_k) + "$, $d_v = " +
+           std::to_string(d.d_v) + "$, $d_{\\mathrm{out}} = " + std::to_string(d.d_out) + "$.\n";
+}
+
+std::string step_subsection(const Trace& trace, const Step& step) {
+    return "\n\\subsection*{" + tex_escape(step_heading(trace, step, ": ", ", ")) + " (\\texttt{" +
+           tex_escape(step_text(step.id)) + "})}\n";
+}
+
+std::string display_formula(const std::string& latex, arma::uword rows, arma::uword cols) {
+    return "\\[ " + latex + " \\qquad (" + std::to_string(rows) + " \\times " + std::to_string(cols) + ") \\]\n";
+}
+
+std::string itemize(const std::vector<std::string>& items) {
+    if (items.empty()) {
+        return "";
+    }
+    std::string out = "\\begin{itemize}\n";
+    for (const auto& item : items) {
+        out += "  \\item " + tex_escape(item) + "\n";
+    }
+    return out + "\\end{itemize}\n";
+}
+
+// ── worksheets ──────────────────────────────────────────────────────────────
+
+// A worksheet's table: every cell boxed, a column wide enough and a row tall
+// enough (\arraystretch) to write a number in by hand; the key's numbers to
+// the right of their cells, where the blank sheet leaves them out.
+class SheetSkin : public LatexSkin {
+public:
+    SheetSkin(bool blank, double column_em) : m_blank(blank), m_column_em(column_em) {}
+
+    std::string col_label(const std::string& text) const override { return "\\hfill " + LatexSkin::col_label(text); }
+    std::string number(const std::string& text) const override {
+        return m_blank ? "" : "\\hfill " + tex_number(text);
+    }
+    std::string begin(std::size_t n_cols) const override {
+        char column[64];
+        std::snprintf(column, sizeof column, "p{%gem}|", m_column_em);
+        std::string spec = "|l|";
+        for (std::size_t j = 0; j < n_cols; ++j) {
+            spec += column;
+        }
+        return "\\begin{tabular}{" + spec + "}\n\\hline\n";
+    }
+    std::string row(const std::string& label, const std::vector<std::string>& cells, int r) const override {
+        return LatexSkin::row(label, cells, r) + "\\hline\n";
+    }
+    std::string divider(std::size_t, const std::vector<std::size_t>&) const override { return ""; }
+
+private:
+    bool m_blank;
+    double m_column_em;
+};
+
+// Room to write in: a number column is at least this many digits wide (about
+// 1.4 cm at 10pt), and two digits wider than the key's widest number.
+constexpr double k_sheet_column_digits = 8.0;
+constexpr const char* k_sheet_row_height = "\\renewcommand{\\arraystretch}{2.2}\n";
+// The lines of tables at that height (about 0.93 cm each) that fit on a page
+// with a step's heading and notes.
+constexpr std::size_t k_sheet_page_lines = 20;
+
+class LatexWorksheet : public WorksheetSkin {
+public:
+    explicit LatexWorksheet(bool standalone) : m_standalone(standalone) {}
+
+    std::string begin() const override {
+        return m_standalone ? k_preamble : "% qkv worksheet: an exercise to work by hand; needs \\usepackage{amsmath}\n";
+    }
+    std::string title(const std::string& text) const override { return "\\section*{" + tex_escape(text) + "}\n\n"; }
+    std::string paragraphs(const std::string& text) const override { return joined_paragraphs(text) + "\n\n"; }
+    std::string dims(const Trace& trace) const override { return dims_sentence(trace) + "\n"; }
+    std::string section(const std::string& text) const override {
+        return "\n\\subsection*{" + tex_escape(text) + "}\n";
+    }
+    std::string matrix_label(const std::string& name, const std::string& latex, arma::uword rows,
+                             arma::uword cols) const override {
+        return "\n\\noindent\\textbf{" + tex_escape(name) + "} \\quad $" + latex + "$ \\quad ($" +
+               std::to_string(rows) + " \\times " + std::to_string(cols) + "$)\n";
+    }
+    std::string step_heading(const Trace& trace, const Step& step) const override {
+        return step_subsection(trace, step);
+    }
+    std::string formula(const std::string& latex, arma::uword rows, arma::uword cols) const override {
+        return display_formula(latex, rows, cols);
+    }
+    std::string table(const Table& table, SheetTable kind) const override {
+        const double width = m_standalone ? k_standalone_width : k_fragment_width;
+        if (kind == SheetTable::given) {
+            return fitted_table(table, LatexSkin(), {width, 0, true, ""});
+        }
+        double widest = 0;
+        for (const double column : column_widths(table).columns) {
+            widest = std::max(widest, column);
+        }
+        // a digit is half an em; a little more for the column's rule
+        const double digits = std::max(k_sheet_column_digits, std::ceil(widest) + 2);
+        return fitted_table(table, SheetSkin(kind == SheetTable::blank, digits / 2),
+                            {width, digits + 0.1, false, k_sheet_row_height});
+    }
+    std::string notes(const std::vector<std::string>& items) const override { return itemize(items); }
+    // in a minipage, which a page break cannot split, unless it has more
+    // lines of tables than a page holds at a sheet's row height
+    std::string keep_together(const std::string& part) const override {
+        std::size_t lines = 0;
+        for (std::size_t at = part.find("\\\\\n"); at != std::string::npos; at = part.find("\\\\\n", at + 1)) {
+            ++lines;
+        }
+        if (lines > k_sheet_page_lines) {
+            return part;
+        }
+        return "\n\\par\\noindent\\begin{minipage}{\\linewidth}" + part + "\\end{minipage}\n\\par\\bigskip\n";
+    }
+    std::string end() const override { return m_standalone ? "\n\\end{document}\n" : ""; }
+
+private:
+    bool m_standalone;
+};
+
 }  // namespace
+
+std::unique_ptr<WorksheetSkin> latex_worksheet_skin(bool standalone) {
+    return std::make_unique<LatexWorksheet>(standalone);
+}
 
 void render_latex(const Trace& trace, const RenderOptions& options, std::ostream& out) {
     const std::string title = trace.title.empty() ? "Self-attention, step by step" : trace.title;
     if (options.standalone) {
-        out << "\\documentclass{article}\n"
-               "\\usepackage[utf8]{inputenc}\n"
-               "% T1 and Latin Modern when installed; plain Computer Modern otherwise\n"
-               "\\IfFileExists{lmodern.sty}{\\usepackage[T1]{fontenc}\\usepackage{lmodern}}{}\n"
-               "\\usepackage{amsmath}\n"
-               "\\usepackage[margin=2.5cm]{geometry}\n"
-               "\\begin{document}\n\n";
+        out << k_preamble;
     } else {
         out << "% qkv: self-attention step by step; needs \\usepackage{amsmath}\n";
     }
@@ -426,28 +577,17 @@ void render_latex(const Trace& trace, const RenderOptions& options, std::ostream
     if (!options.brief && !trace.description.empty()) {
         out << joined_paragraphs(trace.description) << "\n\n";
     }
-    const Dims& d = trace.dims;
-    out << "$n = " << d.n << "$" << (trace.cross ? " queries, $m = " + std::to_string(d.m) + "$ keys" : " tokens")
-        << ", $d_{\\mathrm{model}} = " << d.d_model << "$, " << d.heads << (d.heads == 1 ? " head" : " heads")
-        << ", $d_k = " << d.d_k << "$, $d_v = " << d.d_v << "$, $d_{\\mathrm{out}} = " << d.d_out << "$.\n";
+    out << dims_sentence(trace);
 
     for (const Step* step : select_steps(trace, options)) {
-        out << "\n\\subsection*{" << tex_escape(step_heading(trace, *step, ": ", ", ")) << " (\\texttt{"
-            << tex_escape(step_text(step->id)) << "})}\n";
+        out << step_subsection(trace, *step);
         const Table table = build_table(*step, options);
-        out << "\\[ " << step->latex << " \\qquad (" << step->values.n_rows << " \\times " << step->values.n_cols
-            << ") \\]\n";
+        out << display_formula(step->latex, step->values.n_rows, step->values.n_cols);
         if (!options.brief) {
             out << tex_escape(step->explanation) << "\n";
         }
-        out << fitted_table(table, options.standalone ? k_standalone_width : k_fragment_width);
-        if (!step->notes.empty()) {
-            out << "\\begin{itemize}\n";
-            for (const auto& note : step->notes) {
-                out << "  \\item " << tex_escape(note) << "\n";
-            }
-            out << "\\end{itemize}\n";
-        }
+        out << fitted_table(table, LatexSkin(), {options.standalone ? k_standalone_width : k_fragment_width, 0, true, ""});
+        out << itemize(step->notes);
     }
     if (options.standalone) {
         out << "\n\\end{document}\n";

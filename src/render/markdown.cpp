@@ -3,7 +3,9 @@
 // pasted into docs; it renders on GitHub and through `pandoc -f gfm`.
 #include "render/render.hpp"
 #include "render/table.hpp"
+#include "render/worksheet.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <sstream>
 
@@ -61,7 +63,79 @@ std::vector<std::string> paragraphs(const std::string& text) {
     return result;
 }
 
+// "## Step 5 · Scores `scores`", with its own line breaks around it.
+std::string step_heading_line(const Trace& trace, const Step& step, bool ascii) {
+    const std::string heading = step_heading(trace, step);
+    return "\n## " + markdown_escape(ascii ? to_ascii(heading) : heading) + " `" + std::string(step_name(step.id)) +
+           "`\n\n";
+}
+
+// "$S = Q K^\top$ (3 × 3)"
+std::string formula_line(const std::string& latex, const std::string& shape) {
+    return '$' + latex + "$ (" + shape + ")\n\n";
+}
+
+// The notes as a list, after a blank line; nothing for no notes.
+std::string note_list(const std::vector<std::string>& notes, bool ascii) {
+    std::string out = notes.empty() ? "" : "\n";
+    for (const auto& note : notes) {
+        out += "- " + markdown_escape(ascii ? to_ascii(note) : note) + "\n";
+    }
+    return out;
+}
+
+std::string shape_text(arma::uword rows, arma::uword cols) {
+    return std::to_string(rows) + " × " + std::to_string(cols);
+}
+
+// A worksheet's table in Markdown: the empty cells as wide as the key's
+// numbers (and at least 6 columns), so that the source has room to write in
+// too; GitHub and pandoc show them as empty cells.
+class SheetTableSkin : public MarkdownTableSkin {
+public:
+    std::string number(const std::string& text) const override {
+        return std::string(std::max<std::size_t>(display_width(text), 6), ' ');
+    }
+};
+
+class MarkdownWorksheet : public WorksheetSkin {
+public:
+    std::string begin() const override { return ""; }
+    std::string title(const std::string& text) const override { return "# " + markdown_escape(text) + "\n"; }
+    std::string paragraphs(const std::string& text) const override {
+        std::string out;
+        for (const auto& paragraph : qkv::paragraphs(text)) {
+            out += "\n" + markdown_escape(paragraph) + "\n";
+        }
+        return out;
+    }
+    std::string dims(const Trace& trace) const override { return "\n" + dims_line(trace) + "\n"; }
+    std::string section(const std::string& text) const override { return "\n## " + markdown_escape(text) + "\n"; }
+    std::string matrix_label(const std::string& name, const std::string& latex, arma::uword rows,
+                             arma::uword cols) const override {
+        return "\n**" + markdown_escape(name) + "** $" + latex + "$ (" + shape_text(rows, cols) + ")\n";
+    }
+    // (each block of a sheet starts with a blank line and ends with one line break)
+    std::string step_heading(const Trace& trace, const Step& step) const override {
+        const std::string line = step_heading_line(trace, step, false);
+        return line.substr(0, line.size() - 1);
+    }
+    std::string formula(const std::string& latex, arma::uword rows, arma::uword cols) const override {
+        const std::string line = formula_line(latex, shape_text(rows, cols));
+        return "\n" + line.substr(0, line.size() - 1);
+    }
+    std::string table(const Table& table, SheetTable kind) const override {
+        return "\n" + (kind == SheetTable::blank ? draw_table(table, SheetTableSkin())
+                                                 : draw_table(table, MarkdownTableSkin()));
+    }
+    std::string notes(const std::vector<std::string>& items) const override { return note_list(items, false); }
+    std::string keep_together(const std::string& part) const override { return part; }
+    std::string end() const override { return ""; }
+};
+
 }  // namespace
+
+std::unique_ptr<WorksheetSkin> markdown_worksheet_skin() { return std::make_unique<MarkdownWorksheet>(); }
 
 void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out) {
     const auto symbols = [&](const std::string& text) { return options.ascii ? to_ascii(text) : text; };
@@ -75,19 +149,13 @@ void render_markdown(const Trace& trace, const RenderOptions& options, std::ostr
     out << dims_line(trace) << "\n";
 
     for (const Step* step : select_steps(trace, options)) {
-        out << "\n## " << markdown_escape(symbols(step_heading(trace, *step))) << " `" << step_name(step->id) << "`\n\n";
+        out << step_heading_line(trace, *step, options.ascii);
         const Table table = build_table(*step, options);
-        out << '$' << step->latex << "$ (" << table.shape << ")\n\n";
+        out << formula_line(step->latex, table.shape);
         if (!options.brief) {
             out << markdown_escape(symbols(step->explanation)) << "\n\n";
         }
-        out << draw_table(table, MarkdownTableSkin());
-        if (!step->notes.empty()) {
-            out << '\n';
-            for (const auto& note : step->notes) {
-                out << "- " << markdown_escape(symbols(note)) << '\n';
-            }
-        }
+        out << draw_table(table, MarkdownTableSkin()) << note_list(step->notes, options.ascii);
     }
 }
 

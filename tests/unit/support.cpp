@@ -198,6 +198,46 @@ CliResult run_qkv(const std::vector<std::string>& args, const std::string& input
     return run_qkv(run);
 }
 
+std::string run_ok(const std::vector<std::string>& args, const std::string& input) {
+    const auto result = run_qkv(args, input);
+    INFO("qkv " << (args.empty() ? "" : args.front()) << "\nstderr: " << result.err);
+    REQUIRE(result.status == 0);
+    CHECK(result.err.empty());
+    return result.out;
+}
+
+Shell shell(const std::string& command) {
+    require_tag("documents");
+    Shell result;
+    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    char buffer[4096];
+    std::size_t got = 0;
+    while ((got = fread(buffer, 1, sizeof buffer, pipe)) > 0) {
+        result.out.append(buffer, got);
+    }
+    const int status = pclose(pipe);
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return result;
+}
+
+TempDir::TempDir() {
+    char name[] = "/tmp/qkv-test-XXXXXX";
+    REQUIRE(mkdtemp(name) != nullptr);
+    m_path = name;
+}
+
+TempDir::~TempDir() {
+    std::error_code error;
+    std::filesystem::remove_all(m_path, error);
+}
+
+std::string TempDir::write(const std::string& name, const std::string& content) const {
+    const std::string file = m_path + "/" + name;
+    std::ofstream(file, std::ios::binary) << content;
+    return file;
+}
+
 void check_golden(const std::string& name, const std::string& actual) {
     const std::string path = source_dir() + "/tests/golden/" + name;
     const char* update = std::getenv("QKV_UPDATE_GOLDEN");

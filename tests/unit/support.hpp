@@ -62,6 +62,31 @@ struct CliRun {
 
 CliResult run_qkv(const CliRun& run);
 CliResult run_qkv(const std::vector<std::string>& args, const std::string& input = "");
+// qkv ARGS, which must succeed (exit 0, nothing on stderr): its standard output.
+std::string run_ok(const std::vector<std::string>& args, const std::string& input = "");
+
+// The output of a reader of qkv's documents (pandoc, pdflatex, xmllint, …):
+// stdout and stderr together, and its exit status. Needs the tag [documents].
+struct Shell {
+    int status = -1;
+    std::string out;
+};
+Shell shell(const std::string& command);
+
+// A fresh folder under /tmp, removed at the end of the test.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::string& path() const { return m_path; }
+    // Writes FILE in the folder; returns its path.
+    std::string write(const std::string& name, const std::string& content) const;
+
+private:
+    std::string m_path;
+};
 
 // Compares with tests/golden/NAME; QKV_UPDATE_GOLDEN=1 rewrites the file instead.
 // A mismatch fails showing expected and got.

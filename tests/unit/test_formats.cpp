@@ -15,59 +15,12 @@
 #include <fstream>
 #include <sstream>
 
+using qkv::test::run_ok;
 using qkv::test::run_qkv;
+using qkv::test::shell;
+using qkv::test::TempDir;
 
 namespace {
-
-struct Shell {
-    int status = -1;
-    std::string out;  // stdout and stderr together
-};
-
-// Runs a shell command and collects its output (stderr included). The
-// commands are the readers of qkv's documents, hence the tag [documents].
-Shell shell(const std::string& command) {
-    qkv::test::require_tag("documents");
-    Shell result;
-    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    char buffer[4096];
-    std::size_t got = 0;
-    while ((got = fread(buffer, 1, sizeof buffer, pipe)) > 0) {
-        result.out.append(buffer, got);
-    }
-    const int status = pclose(pipe);
-    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
-}
-
-// A fresh folder under /tmp, removed at the end of the test.
-class TempDir {
-public:
-    TempDir() {
-        char name[] = "/tmp/qkv-formats-XXXXXX";
-        REQUIRE(mkdtemp(name) != nullptr);
-        m_path = name;
-    }
-    ~TempDir() { std::filesystem::remove_all(m_path); }
-    const std::string& path() const { return m_path; }
-    std::string write(const std::string& name, const std::string& content) const {
-        const std::string file = m_path + "/" + name;
-        std::ofstream(file, std::ios::binary) << content;
-        return file;
-    }
-
-private:
-    std::string m_path;
-};
-
-std::string run_ok(const std::vector<std::string>& args, const std::string& input = "") {
-    const auto result = run_qkv(args, input);
-    INFO("stderr: " << result.err);
-    REQUIRE(result.status == 0);
-    CHECK(result.err.empty());
-    return result.out;
-}
 
 // RFC 4180 reader: quoted fields may hold commas, doubled quotes and line breaks.
 std::vector<std::vector<std::string>> parse_csv(const std::string& text) {

@@ -1,0 +1,397 @@
+// What is on a worksheet: the givens of the example, then each step asked
+// with its heading, formula, shape and a table to fill in (or, in the key,
+// filled in). The document formats only draw it (WorksheetSkin).
+#include "render/worksheet.hpp"
+
+#include "attention/steps.hpp"
+#include "base/diagnostics.hpp"
+#include "model/model.hpp"
+#include "render/render.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace qkv {
+
+namespace {
+
+struct FormatRow {
+    WorksheetFormat format;
+    std::string_view name;
+};
+
+constexpr FormatRow k_worksheet_formats[] = {
+    {WorksheetFormat::markdown, "markdown"},
+    {WorksheetFormat::latex, "latex"},
+    {WorksheetFormat::yaml, "yaml"},
+};
+
+// Given numbers are shown as they are, with up to this many decimals.
+constexpr int k_given_decimals = 4;
+
+// A given matrix of the sheet, with its labels as a step carries them.
+struct GivenMatrix {
+    std::string name;   // "Query weights, head 1"
+    std::string latex;  // "W_{Q}"
+    Step matrix;        // values, row and column labels
+};
+
+struct Givens {
+    std::vector<GivenMatrix> matrices;
+    std::vector<std::string> settings;  // the scale, the mask's kind, RoPE, …
+};
+
+std::vector<std::string> dimension_labels(arma::uword count) {
+    std::vector<std::string> labels;
+    for (arma::uword j = 1; j <= count; ++j) {
+        labels.push_back("d" + std::to_string(j));
+    }
+    return labels;
+}
+
+// The shortest text of a number: "2", "0.0625", "1.7320508075688772".
+std::string number_text(double value) {
+    std::string text = round_trip(value);
+    if (text.size() > 2 && text.ends_with(".0")) {
+        text.resize(text.size() - 2);
+    }
+    return text;
+}
+
+// "1.7321": four decimals, for a number a learner divides by.
+std::string four_decimals(double value) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.4f", value);
+    return buffer;
+}
+
+// The fewest decimals (up to k_given_decimals) that show every entry as it is.
+int exact_decimals(const arma::mat& M) {
+    int decimals = 0;
+    for (const double value : M) {
+        if (!std::isfinite(value)) {
+            continue;
+        }
+        while (decimals < k_given_decimals) {
+            char buffer[64];
+            std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+            if (std::strtod(buffer, nullptr) == value) {
+                break;
+            }
+            ++decimals;
+        }
+    }
+    return decimals;
+}
+
+Step given_step(const arma::mat& values, std::vector<std::string> rows, std::vector<std::string> cols) {
+    Step step;
+    step.values = values;
+    step.row_labels = std::move(rows);
+    step.col_labels = std::move(cols);
+    return step;
+}
+
+// A weight matrix in the file's layout: in × out, or out × in for PyTorch's
+// (the model holds every weight as in × out).
+GivenMatrix weight_matrix(const Model& model, const std::string& name, const std::string& letter, const arma::mat& W) {
+    const arma::mat shown = model.layout == Layout::pytorch ? arma::mat(W.t()) : W;
+    return {name, "W_{" + letter + "}",
+            given_step(shown, dimension_labels(shown.n_rows), dimension_labels(shown.n_cols))};
+}
+
+GivenMatrix bias_vector(const std::string& name, const std::string& letter, const arma::rowvec& b) {
+    return {name, "b_{" + letter + "}", given_step(b, {"b_" + letter}, dimension_labels(b.n_elem))};
+}
+
+// ", head 2" on an example of several heads; for split weights also where the
+// head's part sits in the file's matrix: "(columns 3–4 of W_Q)".
+std::string head_suffix(const Model& model, int head, bool key_value, const std::string& letter, arma::uword width) {
+    const bool shared = key_value && model.n_kv_heads() != model.n_heads();
+    const arma::uword heads = key_value ? model.n_kv_heads() : model.n_heads();
+    if (model.n_heads() == 1) {
+        return "";
+    }
+    std::string suffix = std::string(shared ? ", key/value head " : ", head ") + std::to_string(head);
+    if (model.weight_form == WeightForm::split && heads > 1) {
+        const arma::uword first = (static_cast<arma::uword>(head) - 1) * width + 1;
+        suffix += std::string(" (") + (model.layout == Layout::pytorch ? "rows " : "columns ") +
+                  std::to_string(first) + "–" + std::to_string(first + width - 1) + " of W_" + letter + ")";
+    }
+    return suffix;
+}
+
+// The scale, the mask's kind, positions, RoPE, ALiBi, sinks and hand rounding, as sentences.
+std::vector<std::string> settings(const Model& model, const Trace& trace, const std::vector<int>& heads) {
+    std::vector<std::string> lines;
+    if (model.layout == Layout::pytorch) {
+        lines.push_back("The weights are written out × in, as PyTorch stores them: Q = X·W_Qᵀ.");
+    }
+    switch (model.scale_kind) {
+        case ScaleKind::sqrt_dk:
+            lines.push_back("Scale: divide the scores by √d_k = √" + std::to_string(model.d_k()) + " ≈ " +
+                            four_decimals(model.scale()) + ".");
+            break;
+        case ScaleKind::none:
+            lines.push_back("Scale: none; the scaled scores equal the scores.");
+            break;
+        case ScaleKind::divisor:
+            lines.push_back("Scale: divide the scores by " + number_text(model.scale_divisor) + ".");
+            break;
+    }
+    if (model.mask_kind == MaskKind::causal) {
+        lines.push_back("Mask: causal; query i may attend to keys 1 … i.");
+    }
+    if (model.mask_kind == MaskKind::window) {
+        lines.push_back("Mask: a sliding window of " + std::to_string(model.window) + "; query i may attend to keys i − " +
+                        std::to_string(model.window - 1) + " … i.");
+    }
+    if (model.rope) {
+        const Step* rotated = trace.find(StepId::rotated_queries, heads.empty() ? 1 : heads.front());
+        std::string line = "RoPE";
+        for (const auto& note : rotated != nullptr ? rotated->notes : std::vector<std::string>{}) {
+            line += (line == "RoPE" ? ": " : "; ") + note;
+        }
+        lines.push_back(line + ".");
+    }
+    for (const int h : heads) {
+        const std::string of_head = model.n_heads() > 1 ? ", head " + std::to_string(h) : "";
+        if (model.alibi) {
+            lines.push_back("ALiBi" + of_head + ": slope m = " +
+                            number_text((*model.alibi)(static_cast<arma::uword>(h - 1))) + ".");
+        }
+        if (model.sinks) {
+            lines.push_back("Sink" + of_head + ": s = " + number_text((*model.sinks)(static_cast<arma::uword>(h - 1))) +
+                            ", one more logit in each row's softmax, with no value.");
+        }
+    }
+    for (const auto& [step, decimals] : model.round) {
+        lines.push_back("Round " + (step == "*" ? std::string("every step") : step) + " to " +
+                        std::to_string(decimals) + " decimals and carry the rounded values forward.");
+    }
+    return lines;
+}
+
+// What the sheet gives: the inputs (positions, context), each head's weights
+// and biases (those of head `head` alone when it is set), W_O and b_O, the
+// mask or padding as matrices, dO for the backward pass.
+Givens givens(const Model& model, const Trace& trace, const std::vector<const Step*>& steps, int head) {
+    Givens result;
+    const auto from_trace = [&](StepId id, const std::string& name, const std::string& latex) {
+        if (const Step* step = trace.find(id); step != nullptr) {
+            result.matrices.push_back({name, latex, *step});
+        }
+    };
+    from_trace(StepId::inputs, "Inputs", "X");
+    from_trace(StepId::positional, model.P_sinusoidal ? "Positional encodings (sinusoidal)" : "Positional encodings",
+               "P");
+    from_trace(StepId::context, "Context", "C");
+
+    std::vector<int> heads;
+    for (int h = 1; h <= static_cast<int>(model.n_heads()); ++h) {
+        if (head == 0 || h == head) {
+            heads.push_back(h);
+        }
+    }
+    const arma::uword d_k = model.d_k();
+    const arma::uword d_v = model.d_v();
+    for (const int h : heads) {
+        const HeadWeights& weights = model.heads.at(static_cast<std::size_t>(h - 1));
+        const std::string of_head = head_suffix(model, h, false, "Q", d_k);
+        result.matrices.push_back(weight_matrix(model, "Query weights" + of_head, "Q", weights.W_Q));
+        if (weights.b_Q) {
+            result.matrices.push_back(bias_vector("Query bias" + of_head, "Q", *weights.b_Q));
+        }
+        // a key/value head comes with the first query head that reads it
+        const int g = model.kv_head_of(h);
+        if (model.first_query_head(g) != h && head == 0) {
+            continue;
+        }
+        const HeadWeights& shared = model.kv_weights(g);
+        result.matrices.push_back(weight_matrix(model, "Key weights" + head_suffix(model, g, true, "K", d_k), "K",
+                                                shared.W_K));
+        if (shared.b_K) {
+            result.matrices.push_back(bias_vector("Key bias" + head_suffix(model, g, true, "K", d_k), "K", *shared.b_K));
+        }
+        result.matrices.push_back(weight_matrix(model, "Value weights" + head_suffix(model, g, true, "V", d_v), "V",
+                                                shared.W_V));
+        if (shared.b_V) {
+            result.matrices.push_back(
+                bias_vector("Value bias" + head_suffix(model, g, true, "V", d_v), "V", *shared.b_V));
+        }
+    }
+    // one head's sheet needs W_O only for the output or the backward pass
+    const bool output = head == 0 || std::any_of(steps.begin(), steps.end(), [](const Step* step) {
+                            return step->id == StepId::output || is_gradient(step->id);
+                        });
+    if (model.W_O && output) {
+        result.matrices.push_back(weight_matrix(model, "Output weights", "O", *model.W_O));
+    }
+    if (model.b_O && output) {
+        result.matrices.push_back(bias_vector("Output bias", "O", *model.b_O));
+    }
+    const std::vector<std::string>& key_tokens = trace.cross ? trace.context_tokens : trace.tokens;
+    if (model.mask_kind == MaskKind::matrix) {
+        result.matrices.push_back({"Mask (1 = may attend, 0 = blocked)", "M", given_step(model.mask, trace.tokens, key_tokens)});
+    }
+    if (model.padding) {
+        result.matrices.push_back(
+            {"Padding (1 = a token, 0 = padding)", "\\mathrm{padding}", given_step(*model.padding, {"padding"}, key_tokens)});
+    }
+    if (std::any_of(steps.begin(), steps.end(), [](const Step* step) { return is_gradient(step->id); })) {
+        from_trace(StepId::grad_output, "Gradient of the loss with respect to the output", "dO");
+    }
+    result.settings = settings(model, trace, heads);
+    return result;
+}
+
+// "Blocked cells (the query may not attend to the key): row 1 (<s>): columns 2, 3; …"
+std::string blocked_cells(const Model& model, const Step& step) {
+    std::string rows;
+    for (arma::uword i = 0; i < model.n(); ++i) {
+        std::string columns;
+        for (arma::uword j = 0; j < model.m(); ++j) {
+            if (!model.allows(i, j)) {
+                columns += (columns.empty() ? "" : ", ") + std::to_string(j + 1);
+            }
+        }
+        if (!columns.empty()) {
+            const bool several = columns.find(',') != std::string::npos;
+            rows += std::string(rows.empty() ? "" : "; ") + "row " + std::to_string(i + 1) + " (" +
+                    one_line(step.row_labels.at(i)) + "): " + (several ? "columns " : "column ") + columns;
+        }
+    }
+    return "Blocked cells, where the query may not attend to the key: " + rows + ".";
+}
+
+void check_size(const std::string& what, const arma::mat& M) {
+    if (M.n_rows <= k_worksheet_limit && M.n_cols <= k_worksheet_limit) {
+        return;
+    }
+    throw InputError(Diagnostic{"", 0, 0,
+                                "worksheet: " + what + " is " + std::to_string(M.n_rows) + " × " +
+                                    std::to_string(M.n_cols) + "; expected at most " +
+                                    std::to_string(k_worksheet_limit) + " rows and columns on a sheet",
+                                "a worksheet is worked with pencil and paper: take a smaller example, e.g. one that "
+                                "qkv init writes"});
+}
+
+}  // namespace
+
+std::vector<std::string> worksheet_format_names() {
+    std::vector<std::string> names;
+    for (const auto& row : k_worksheet_formats) {
+        names.emplace_back(row.name);
+    }
+    return names;
+}
+
+std::optional<WorksheetFormat> parse_worksheet_format(std::string_view name) {
+    for (const auto& row : k_worksheet_formats) {
+        if (row.name == name) {
+            return row.format;
+        }
+    }
+    return std::nullopt;
+}
+
+std::vector<std::string> worksheet_notes(const Model& model, const Step& step) {
+    std::vector<std::string> notes = step.notes;
+    if (model.masked() && (step.id == StepId::masked_scores || step.id == StepId::weights)) {
+        notes.push_back(blocked_cells(model, step));
+    }
+    return notes;
+}
+
+bool is_given(StepId id) {
+    return id == StepId::inputs || id == StepId::positional || id == StepId::context || id == StepId::grad_output;
+}
+
+std::vector<const Step*> worksheet_steps(const Trace& trace, const WorksheetOptions& options) {
+    std::vector<StepId> ids = options.steps;
+    for (const StepId id : ids) {
+        if (is_given(id)) {
+            throw InputError(Diagnostic{"", 0, 0, "--steps: " + step_text(id) + " is given on the sheet; expected a step to work out",
+                                        "leave " + step_text(id) + " out: the sheet shows it under Given"});
+        }
+        const bool exists =
+            std::any_of(trace.steps.begin(), trace.steps.end(), [id](const Step& step) { return step.id == id; });
+        if (!exists) {
+            throw InputError(Diagnostic{"", 0, 0, "--steps: this example has no step " + step_text(id),
+                                        step_absence(id)});
+        }
+    }
+    if (ids.empty()) {
+        // with one head of several, the steps after the heads' need every head: left out
+        const bool one_head = options.head != 0 && trace.dims.heads > 1;
+        bool heads_seen = false;
+        for (const Step& step : trace.steps) {
+            heads_seen = heads_seen || step.head != 0;
+            const bool wanted = !is_given(step.id) && (options.backward || !is_gradient(step.id)) &&
+                                !(one_head && heads_seen && step.head == 0);
+            if (wanted && std::find(ids.begin(), ids.end(), step.id) == ids.end()) {
+                ids.push_back(step.id);
+            }
+        }
+    }
+    RenderOptions selection;
+    selection.steps = ids;
+    selection.head = options.head;
+    std::vector<const Step*> chosen = select_steps(trace, selection);
+    for (const Step* step : chosen) {
+        check_size(step_text(step->id), step->values);
+    }
+    return chosen;
+}
+
+void render_worksheet(const Model& model, const Trace& trace, const WorksheetOptions& options, std::ostream& out) {
+    const std::vector<const Step*> steps = worksheet_steps(trace, options);
+    const Givens given = givens(model, trace, steps, options.head);
+    for (const GivenMatrix& matrix : given.matrices) {
+        check_size(matrix.name, matrix.matrix.values);
+    }
+    if (options.format == WorksheetFormat::yaml) {
+        render_answers_template(model, trace, steps, options, out);
+        return;
+    }
+
+    const std::unique_ptr<WorksheetSkin> skin =
+        options.format == WorksheetFormat::latex ? latex_worksheet_skin(options.standalone) : markdown_worksheet_skin();
+    const std::string title = trace.title.empty() ? "Self-attention, step by step" : trace.title;
+    const std::string decimals = std::to_string(options.decimals) + (options.decimals == 1 ? " decimal" : " decimals");
+    out << skin->begin() << skin->title((options.key ? "Answer key: " : "Worksheet: ") + title);
+    if (!trace.description.empty()) {
+        out << skin->paragraphs(trace.description);
+    }
+    out << skin->dims(trace);
+    out << skin->paragraphs(options.key ? "The answer key: the true value of each cell, to " + decimals +
+                                              " (whole numbers without decimals)."
+                                        : "Work out each step by hand from what is given, and write its values in "
+                                          "the empty table, to " + decimals + ".");
+
+    out << skin->section("Given");
+    for (const GivenMatrix& matrix : given.matrices) {
+        RenderOptions exact;
+        exact.full = true;
+        exact.precision = exact_decimals(matrix.matrix.values);
+        const arma::mat& M = matrix.matrix.values;
+        out << skin->keep_together(skin->matrix_label(matrix.name, matrix.latex, M.n_rows, M.n_cols) +
+                                   skin->table(build_table(matrix.matrix, exact), SheetTable::given));
+    }
+    out << skin->notes(given.settings);
+
+    RenderOptions rounded;
+    rounded.full = true;
+    rounded.precision = options.decimals;
+    for (const Step* step : steps) {
+        out << skin->keep_together(
+            skin->step_heading(trace, *step) + skin->formula(step->latex, step->values.n_rows, step->values.n_cols) +
+            skin->table(build_table(*step, rounded), options.key ? SheetTable::key : SheetTable::blank) +
+            skin->notes(worksheet_notes(model, *step)));
+    }
+    out << skin->end();
+}
+
+}  // namespace qkv

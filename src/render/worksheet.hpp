@@ -1,0 +1,108 @@
+// Worksheets (qkv worksheet): a printable exercise for pencil and paper. The
+// sheet gives what a learner starts from — the inputs, the weights as the file
+// writes them, the mask, the scale — and, for each step asked, its heading,
+// formula and shape and an empty table with the labels `qkv run` uses. With
+// `key` the tables hold the true values: the answer key. `-f yaml` writes the
+// answers template that `qkv check --answers` reads, `~` in every cell (or
+// the true values with `key`).
+//
+// worksheet.cpp decides what is on a sheet; each document format draws it
+// through a WorksheetSkin (Markdown in markdown.cpp, LaTeX in latex.cpp), with
+// the table builder of table.hpp; worksheet_yaml.cpp writes the template.
+#pragma once
+
+#include "attention/trace.hpp"
+#include "render/table.hpp"
+
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qkv {
+
+struct Model;  // model/model.hpp
+
+enum class WorksheetFormat { markdown, latex, yaml };
+
+// The names -f takes for a worksheet, in order: "markdown", "latex", "yaml".
+std::vector<std::string> worksheet_format_names();
+std::optional<WorksheetFormat> parse_worksheet_format(std::string_view name);
+
+// A sheet is for pencil and paper: no table on it has more rows or columns.
+inline constexpr arma::uword k_worksheet_limit = 32;
+
+struct WorksheetOptions {
+    WorksheetFormat format = WorksheetFormat::markdown;
+    std::vector<StepId> steps;   // the steps asked; empty = the steps a learner works out (worksheet_steps)
+    int head = 0;                // 1-based head; 0 = every head
+    bool backward = false;       // by default, the backward pass's steps too
+    bool key = false;            // the true values in the tables
+    int decimals = 2;            // digits after the point of the key's values
+    bool standalone = false;     // LaTeX: a whole document
+    std::string check_command;   // "qkv check illustrated --answers answers.yaml", for the template's header
+};
+
+// inputs, positional, context and grad_output: what a sheet gives, never asks.
+bool is_given(StepId id);
+
+// The steps on the sheet, in the order of the trace, each head's apart. The
+// steps asked, or by default every step after the givens of the forward pass
+// (and of the backward pass with `backward`); with `head` on an example of
+// several heads, that head's steps. Throws InputError for a given step, a
+// step the example does not have, and a table larger than k_worksheet_limit.
+std::vector<const Step*> worksheet_steps(const Trace& trace, const WorksheetOptions& options);
+
+// The notes under a step's table: the step's own ("each row sums to 1"), and
+// for masked scores and weights which cells the mask blocks (left for the
+// learner to fill in, as every other cell).
+std::vector<std::string> worksheet_notes(const Model& model, const Step& step);
+
+// Writes the sheet (or, for yaml, the answers template) of the steps
+// worksheet_steps() chooses. Throws InputError as worksheet_steps() does.
+void render_worksheet(const Model& model, const Trace& trace, const WorksheetOptions& options, std::ostream& out);
+
+// The answers template (worksheet_yaml.cpp): `answers:` with a list of rows
+// for each step, per-head steps under `answers.heads` when there are several
+// heads, as io/answers.cpp reads them.
+void render_answers_template(const Model& model, const Trace& trace, const std::vector<const Step*>& steps,
+                             const WorksheetOptions& options, std::ostream& out);
+
+// ── what the document formats supply ───────────────────────────────────────
+
+// The three kinds of table on a sheet: a given matrix, a step's empty table,
+// and a step's table of true values (laid out as the empty one).
+enum class SheetTable { given, blank, key };
+
+// How one document format draws a sheet. Each call returns a block of the
+// document; worksheet.cpp writes them in order. Text arrives in Unicode as the
+// trace holds it; the skin escapes it.
+class WorksheetSkin {
+public:
+    virtual ~WorksheetSkin() = default;
+    virtual std::string begin() const = 0;
+    virtual std::string title(const std::string& text) const = 0;
+    // Prose of one or more paragraphs (a blank line between them).
+    virtual std::string paragraphs(const std::string& text) const = 0;
+    // "n = 3 tokens, d_model = 4, …"
+    virtual std::string dims(const Trace& trace) const = 0;
+    virtual std::string section(const std::string& text) const = 0;
+    // A given matrix's label: "Query weights, head 1", W_{Q}, its shape.
+    virtual std::string matrix_label(const std::string& name, const std::string& latex, arma::uword rows,
+                                     arma::uword cols) const = 0;
+    // "Step 2 · Queries" and the step's id, as `qkv run` writes them.
+    virtual std::string step_heading(const Trace& trace, const Step& step) const = 0;
+    virtual std::string formula(const std::string& latex, arma::uword rows, arma::uword cols) const = 0;
+    virtual std::string table(const Table& table, SheetTable kind) const = 0;
+    virtual std::string notes(const std::vector<std::string>& items) const = 0;
+    // A step or a given matrix, kept on one page when the format has pages.
+    virtual std::string keep_together(const std::string& part) const = 0;
+    virtual std::string end() const = 0;
+};
+
+std::unique_ptr<WorksheetSkin> markdown_worksheet_skin();
+std::unique_ptr<WorksheetSkin> latex_worksheet_skin(bool standalone);
+
+}  // namespace qkv
