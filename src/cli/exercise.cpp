@@ -50,12 +50,6 @@ arma::uword cells_apart(const arma::mat& A, const arma::mat& B, double margin) {
     return count;
 }
 
-// "weights" or "weights (head 2)".
-std::string step_where(const Step& step, const Trace& trace) {
-    const bool heads = trace.dims.heads > 1 && step.head > 0;
-    return step_text(step.id) + (heads ? " (head " + std::to_string(step.head) + ")" : "");
-}
-
 // No unmasked weight of a row with more than one key to attend rounds to 0 or 1 at two decimals.
 std::optional<ExerciseFlaw> saturated_weight(const Model& model, const Trace& trace) {
     const arma::mat allowed = model.allowed();
@@ -114,7 +108,7 @@ std::optional<ExerciseFlaw> mistakes_flaw(const Model& model, const Trace& trace
         const StepKey key{step.id, step.head};
         const std::vector<checking::Mistake> mistakes = checking::mistakes_in(model, trace, key, truth);
         const std::vector<Simulated> simulated = simulated_in(mistakes, key);
-        const std::string where = step_where(step, trace);
+        const std::string where = step_label(trace, step.id, step.head);
         for (const Simulated& classic : simulated) {
             const std::string& id = classic.mistake->key;
             if (!is_classic_mistake(id)) {
