@@ -417,6 +417,16 @@ std::string answer_yaml(const std::string& id, int head, int n_heads, const arma
 }
 
 
+std::string init_text(const std::vector<std::string>& options) {
+    std::vector<std::string> args = {"init"};
+    args.insert(args.end(), options.begin(), options.end());
+    const auto result = run_qkv(args);
+    INFO("stderr: " << result.err);
+    REQUIRE(result.status == 0);
+    REQUIRE(result.err.empty());
+    return result.out;
+}
+
 Answers answers_from(const std::string& yaml, const Trace& trace) {
     return read_answers({"answers.yaml", yaml, ""}, trace, AnswersIn::answer_file);
 }

@@ -118,6 +118,9 @@ std::string yaml_matrix(const arma::mat& M, int decimals);
 // `id: [[...]]` as an answers: entry, under heads: [~, …, {id: …}] for head `head` of several.
 std::string answer_yaml(const std::string& id, int head, int n_heads, const arma::mat& M, int decimals = 4);
 
+// What `qkv init OPTIONS` writes, after checking that it succeeded quietly.
+std::string init_text(const std::vector<std::string>& options);
+
 // Answers read from YAML text as an answers file named answers.yaml.
 Answers answers_from(const std::string& yaml, const Trace& trace);
 

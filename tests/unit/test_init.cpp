@@ -10,19 +10,10 @@
 #include <sstream>
 
 using namespace qkv;
+using qkv::test::init_text;
 using qkv::test::run_qkv;
 
 namespace {
-
-std::string init_text(const std::vector<std::string>& options) {
-    std::vector<std::string> args = {"init"};
-    args.insert(args.end(), options.begin(), options.end());
-    const auto result = run_qkv(args);
-    INFO("stderr: " << result.err);
-    REQUIRE(result.status == 0);
-    REQUIRE(result.err.empty());
-    return result.out;
-}
 
 // Every entry is a whole number from 0 to max_int.
 void require_small_whole_numbers(const arma::mat& M, int max_int, const std::string& what) {

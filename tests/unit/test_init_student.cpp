@@ -24,6 +24,7 @@
 #include <sstream>
 
 using namespace qkv;
+using qkv::test::init_text;
 using qkv::test::run_qkv;
 
 namespace {
@@ -33,16 +34,6 @@ const std::set<std::string> k_classic = {
     "scores_no_transpose", "scores_k_qt",     "scaling_forgotten", "scaled_by_dk",       "scaled_by_sqrt_d_model",
     "softmax_columns",     "softmax_no_exp",  "output_at_v",       "projection_w_x",     "weights_swapped",
     "heads_averaged",      "mask_after_softmax", "mask_zero"};
-
-std::string init_text(const std::vector<std::string>& options) {
-    std::vector<std::string> args = {"init"};
-    args.insert(args.end(), options.begin(), options.end());
-    const auto result = run_qkv(args);
-    INFO("stderr: " << result.err);
-    REQUIRE(result.status == 0);
-    REQUIRE(result.err.empty());
-    return result.out;
-}
 
 // FNV-1a, 64 bits, as the man page states it: from 14695981039346656037, each
 // byte XORed in, then the hash multiplied by 1099511628211 modulo 2^64.
