@@ -11,7 +11,7 @@ set(QKV_USES_attention model base)
 set(QKV_USES_render    attention model base)
 set(QKV_USES_explain   render attention model base)
 set(QKV_USES_check     render attention model base)
-set(QKV_USES_lesson    explain render attention model base)
+set(QKV_USES_lesson    check explain render attention model base)
 set(QKV_USES_io        check lesson attention model builtin base)
 set(QKV_USES_cli       io lesson check explain render attention model builtin base)
 # Only the reading of files sees YAML.

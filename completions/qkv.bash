@@ -87,7 +87,7 @@ _qkv() {
             return 0
             ;;
         -p | --precision | --head | --max-memory | --block-size | --tolerance | --decimals | --tokens | --d-model | --d-k | \
-            --d-v | --heads | --kv-heads | --window | --seed | --student | --max-int | --repeat | --threads)
+            --d-v | --heads | --kv-heads | --window | --seed | --student | --max-int | --repeat | --threads | --page)
             return 0
             ;;
     esac
@@ -97,7 +97,7 @@ _qkv() {
         run) options="$_qkv_common_options --decode --backward" ;;
         explain) options="$_qkv_common_options --block-size --backward" ;;
         check) options="$_qkv_common_options --answers --tolerance --decimals --rubric --backward" ;;
-        lesson) options="$_qkv_common_options --no-pause" ;;
+        lesson) options="$_qkv_common_options --no-pause --page" ;;
         worksheet) options='-f --format -p --precision -s --steps --head --key --backward --standalone -o --output --force
             --max-memory --allow-any-path -h --help' ;;
         init) options='--tokens --d-model --d-k --d-v --heads --seed --student --max-int --negative --mask --bias --scale
@@ -117,7 +117,7 @@ _qkv() {
     for ((i = i + 1; i < COMP_CWORD; i++)); do
         case ${COMP_WORDS[i]} in
             -f | --format | -p | --precision | -s | --steps | --head | --color | -o | --output | --max-memory | \
-                --block-size | --answers | --tolerance | --decimals | --rubric) ((i++)) ;;
+                --block-size | --answers | --tolerance | --decimals | --rubric | --page) ((i++)) ;;
             -*) ;;
             *) ((arguments++)) ;;
         esac

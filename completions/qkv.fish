@@ -74,6 +74,7 @@ complete -c qkv -n "__fish_seen_subcommand_from check" -l rubric -r -F -d 'Point
 
 complete -c qkv -n "__fish_seen_subcommand_from lesson" -a '(__qkv_lessons)' -F
 complete -c qkv -n "__fish_seen_subcommand_from lesson" -l no-pause -d 'Play straight through, answers shown'
+complete -c qkv -n "__fish_seen_subcommand_from lesson" -l page -x -d 'Start at this page'
 
 complete -c qkv -n "__fish_seen_subcommand_from init bench" -l tokens -x -d 'Number of tokens'
 complete -c qkv -n "__fish_seen_subcommand_from init bench" -l d-model -x -d 'Width d_model'

@@ -29,10 +29,19 @@ enum class Verdict { right, wrong, consistent };
 
 const char* verdict_name(Verdict verdict);  // "right", "wrong", "consistent"
 
+namespace checking {
+// The fewest wrong cells a mistake is named on in a report.
+inline constexpr std::size_t k_min_evidence = 2;
+}  // namespace checking
+
 struct CheckOptions {
     std::optional<double> tolerance;  // absolute; unset = rounding-aware
     int decimals = 1;                 // the fewest decimals an answer may carry (decimals:, --decimals)
     std::map<std::string, double> rubric;  // points by step id (rubric:, --rubric); empty = 1 per answered step
+    // The fewest wrong cells a mistake is named on. One wrong number fits some
+    // mistake or other by chance, so a report wants two; a lesson's question,
+    // which asks for one cell it has chosen, names a mistake on one.
+    std::size_t min_evidence = checking::k_min_evidence;
 };
 
 // True when a number written with `decimals` digits after the point counts as

@@ -71,11 +71,11 @@ bool Diagnoser::explains(const arma::mat& candidate, const StepCheck& check, dou
     }
     // Enough evidence: one wrong number matches some mistake or other by
     // chance (queries[1,1] = 0 fits swapped weights; scaled_scores[1,1] = 2 is
-    // the unscaled score), so at least k_min_evidence wrong cells, every one of
+    // the unscaled score), so at least min_evidence wrong cells, every one of
     // them explained, the right cells all matched as well (above). An answer of
     // the wrong shape is wrong in every cell it gives.
     const std::size_t evidence = check.shape_ok ? check.count(Verdict::wrong) : answer.answered();
-    return evidence >= k_min_evidence;
+    return evidence >= m_options.min_evidence;
 }
 
 std::optional<arma::mat> Diagnoser::carried(const Values& learner, const Mistake& mistake, const StepKey& target) const {

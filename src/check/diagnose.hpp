@@ -33,9 +33,6 @@ struct Mistake {
 // The mistakes that can be made in one step, computed from `learner`.
 std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const StepKey& key, const Values& learner);
 
-// The fewest wrong cells a mistake is named on.
-constexpr std::size_t k_min_evidence = 2;
-
 class Diagnoser {
 public:
     // versions: the learner's value of every step (their answers, the rest

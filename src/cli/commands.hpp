@@ -34,6 +34,7 @@ struct LessonOptions {
     CommonOptions common;
     std::string lesson;     // empty: list the lessons
     bool no_pause = false;
+    int page = 1;           // --page: start here
 };
 CLI::App* setup_lesson(CLI::App& app, LessonOptions& options);
 int run_lesson(const LessonOptions& options);

@@ -5,9 +5,12 @@
 #include "lesson/player.hpp"
 #include "render/palette.hpp"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
 #include <csignal>
 #include <iostream>
 #include <sstream>
@@ -27,6 +30,34 @@ public:
         return line;
     }
 };
+
+// A size from the environment (COLUMNS, LINES): a whole number from 1 on.
+std::optional<int> size_from(const char* name) {
+    const char* text = std::getenv(name);
+    if (text == nullptr) {
+        return std::nullopt;
+    }
+    const std::string value(text);
+    int number = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (error != std::errc() || end != value.data() + value.size() || number < 1) {
+        return std::nullopt;
+    }
+    return number;
+}
+
+// The terminal's width (COLUMNS, else the terminal's own, else 80) and, when
+// the lesson pauses, its height (LINES, else the terminal's own).
+Screen terminal_screen(bool interactive) {
+    Screen screen;
+    winsize size{};
+    const bool known = isatty(STDOUT_FILENO) == 1 && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0;
+    screen.width = size_from("COLUMNS").value_or(known && size.ws_col > 0 ? size.ws_col : 80);
+    if (interactive) {
+        screen.height = size_from("LINES").value_or(known && size.ws_row > 0 ? size.ws_row : 0);
+    }
+    return screen;
+}
 
 // Ctrl-C during a lesson: end any colour and the half-written line, then leave.
 extern "C" void leave_on_interrupt(int signal_number) {
@@ -76,6 +107,7 @@ CLI::App* setup_lesson(CLI::App& app, LessonOptions& options) {
     command->add_option("lesson", options.lesson, "Lesson number, name, or a lesson file")
         ->type_name("NUMBER|NAME|FILE");
     command->add_flag("--no-pause", options.no_pause, "Play straight through, answers shown, without waiting");
+    command->add_option("--page", options.page, "Start at this page (to resume a lesson)")->type_name("N");
     add_common_options(*command, options.common, format_names(k_lesson_formats));
     return command;
 }
@@ -118,19 +150,28 @@ int run_lesson(const LessonOptions& options) {
                                          : "heads are numbered from 1 to " + std::to_string(most_heads)));
     }
     play.head = common.head;
+    const int pages = static_cast<int>(lesson.pages.size());
+    if (options.page < 1 || options.page > pages) {
+        throw InputError(usage_error("--page " + std::to_string(options.page) + " does not exist: this lesson has " +
+                                         std::to_string(pages) + (pages == 1 ? " page" : " pages"),
+                                     "pages are numbered from 1 to " + std::to_string(pages)));
+    }
+    play.first_page = options.page;
 
     const bool interactive = !options.no_pause && play.render.format == Format::text && common.output.empty() &&
                              isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1;
     if (interactive) {
         std::signal(SIGINT, leave_on_interrupt);
         TerminalLearner learner;
-        auto writer = make_lesson_writer(play.render, std::cout);
+        Screen screen = terminal_screen(true);
+        screen.read_line = [&learner]() { return learner.read_line(); };
+        auto writer = make_lesson_writer(play.render, std::cout, screen);
         play_lesson(lesson, play, *writer, &learner);
         std::cout.flush();
         return 0;
     }
     std::ostringstream out;
-    auto writer = make_lesson_writer(play.render, out);
+    auto writer = make_lesson_writer(play.render, out, terminal_screen(false));
     play_lesson(lesson, play, *writer, nullptr);
     write_result(out.str(), common);
     return 0;

@@ -18,9 +18,15 @@ namespace qkv {
 
 namespace {
 
-const std::vector<std::string> k_lesson_keys = {"title", "summary", "model", "models", "script"};
-const std::vector<std::string> k_page_keys = {"say",  "model", "show",   "head",      "explain",
-                                              "block_size", "then", "ask", "answer", "tolerance"};
+const std::vector<std::string> k_lesson_keys = {"title", "summary", "try", "model", "models", "script"};
+const std::vector<std::string> k_page_keys = {"say",     "model",   "show",     "head",  "explain",
+                                              "block_size", "then", "ask",  "predict", "answer",
+                                              "shape",   "choose",  "decimals", "tolerance", "pick", "reading"};
+// what a question may say of its answer, and the one kind of answer each belongs to
+const std::vector<std::pair<std::string, std::string>> k_answer_details = {
+    {"decimals", "answer"}, {"tolerance", "answer"}, {"pick", "choose"}};
+// the most decimals a question may ask for
+constexpr long k_max_question_decimals = 8;
 // the largest block size `qkv explain --block-size` takes
 constexpr long k_max_block_size = 65536;
 constexpr std::size_t k_max_summary_bytes = 100;
@@ -61,6 +67,13 @@ public:
         }
         m_yaml.check_keys(root, "", k_lesson_keys);
         read_title(root);
+        if (const YAML::Node try_it = root["try"]) {
+            auto text = m_yaml.string(try_it, "try");
+            while (text && !text->empty() && std::isspace(static_cast<unsigned char>(text->back()))) {
+                text->pop_back();
+            }
+            m_lesson.try_it = text.value_or("");
+        }
         read_models(root);
         // the script refers to the models: it needs them all
         m_diagnostics.throw_if_any();
@@ -253,8 +266,9 @@ private:
         read_explain(node["explain"], path + ".explain", page);
         read_block_size(node, path, page);
         read_question(node, path, page);
-        if (!node["say"] && !node["show"] && !node["explain"] && !node["then"] && !node["ask"]) {
-            m_yaml.error(node, path + " has nothing to play", "give it at least one of say, show, explain, then or ask");
+        if (!node["say"] && !node["show"] && !node["explain"] && !node["then"] && !node["ask"] && !node["predict"]) {
+            m_yaml.error(node, path + " has nothing to play",
+                         "give it at least one of say, show, explain, then, ask or predict");
         }
         m_lesson.pages.push_back(std::move(page));
     }
@@ -307,9 +321,10 @@ private:
     // returns nullopt when unusable. Whether the model's trace has the cell is
     // checked once it is computed (prepare_lesson); a question's answer, with
     // its path in `answer`, must also be finite there.
+    // `written`, when given, is read instead of the node's text.
     std::optional<ValueRef> cell(const YAML::Node& node, const std::string& path, int model, bool single,
-                                 const std::string& answer = "") {
-        std::string text = node.Scalar();
+                                 const std::string& answer = "", const std::string& written = "") {
+        std::string text = written.empty() ? node.Scalar() : written;
         if (const auto colon = text.find(':'); colon != std::string::npos) {
             const std::string name = text.substr(0, colon);
             model = find_model(name);
@@ -404,48 +419,219 @@ private:
         }
     }
 
+    // A question: `ask:` (after the page's tables) or `predict:` (before
+    // them), with one kind of answer: `answer:` a cell, `shape:` a step, or
+    // `choose:` a row or named options.
     void read_question(const YAML::Node& node, const std::string& path, Page& page) {
         const YAML::Node ask = node["ask"];
-        const YAML::Node answer = node["answer"];
-        const YAML::Node tolerance = node["tolerance"];
-        if (!ask) {
-            for (const auto& [key, value] : {std::pair{"answer", answer}, std::pair{"tolerance", tolerance}}) {
-                if (value) {
-                    m_yaml.error(value, path + "." + key + " is given without ask",
-                                 "add `ask:` with the question, or remove " + std::string(key));
+        const YAML::Node predict = node["predict"];
+        const std::vector<std::string> kinds = {"answer", "shape", "choose"};
+        if (!ask && !predict) {
+            for (const auto& key : {"answer", "shape", "choose", "decimals", "tolerance", "pick", "reading"}) {
+                if (const YAML::Node value = node[key]) {
+                    m_yaml.error(value, path + "." + key + " is given without a question",
+                                 "add `ask:` (asked after the tables) or `predict:` (before them), or remove " +
+                                     std::string(key));
                 }
             }
             return;
         }
-        if (!answer) {
-            m_yaml.error(ask, path + ".answer is missing", "name the cell that answers the question, e.g. answer: scores[1,2]");
+        if (ask && predict) {
+            m_yaml.error(predict, path + " has both ask and predict; expected one question",
+                         "ask: is asked after the page's tables, predict: before them; keep one");
+            return;
+        }
+        const YAML::Node asked = ask ? ask : predict;
+        const std::string asked_path = path + (ask ? ".ask" : ".predict");
+        std::vector<std::string> given;
+        for (const auto& kind : kinds) {
+            if (node[kind]) {
+                given.push_back(kind);
+            }
+        }
+        if (given.empty()) {
+            m_yaml.error(asked, path + " asks a question without its answer",
+                         "add answer: CELL (a number), shape: STEP (rows × columns) or choose: ROW (a key) or "
+                         "choose: {OPTION: CELL, ...}");
+            return;
+        }
+        if (given.size() > 1) {
+            m_yaml.error(node[given[1]], path + " has both " + given[0] + " and " + given[1] + "; expected one answer",
+                         "a question is answered by a number (answer), a shape (shape) or a choice (choose)");
             return;
         }
         Question question;
-        question.prompt = narration(ask, path + ".ask", page.model);
+        question.where = m_yaml.at(asked.Mark(), asked_path + ": ", "");
+        question.prompt = narration(asked, asked_path, page.model);
+        question.predict = static_cast<bool>(predict);
+        const std::string kind = given.front();
+        for (const auto& [detail, owner] : k_answer_details) {
+            if (const YAML::Node value = node[detail]; value && owner != kind) {
+                m_yaml.error(value, path + "." + detail + " belongs to " + owner + ", not to " + kind,
+                             "remove " + detail + ", or answer the question with " + owner + ":");
+                return;
+            }
+        }
+        if (const YAML::Node reading = node["reading"]) {
+            if (!reading.IsScalar() || (reading.Scalar() != "true" && reading.Scalar() != "false")) {
+                m_yaml.error(reading, path + ".reading is " + m_yaml.describe(reading) + "; expected true or false",
+                             "reading: true marks a question whose answer is on the screen");
+                return;
+            }
+            question.reading = reading.Scalar() == "true";
+        }
+        const bool ok = kind == "answer"  ? read_number_answer(node, path, page, question)
+                        : kind == "shape" ? read_shape_answer(node["shape"], path + ".shape", page, question)
+                                          : read_choice_answer(node, path, page, question);
+        if (ok) {
+            page.ask = std::move(question);
+        }
+    }
+
+    bool read_number_answer(const YAML::Node& node, const std::string& path, const Page& page, Question& question) {
+        const YAML::Node answer = node["answer"];
+        question.kind = Question::Kind::number;
         if (!answer.IsScalar()) {
             m_yaml.error(answer, path + ".answer is " + m_yaml.describe(answer) + "; expected a cell",
                          "write e.g. answer: scores[1,2]");
-            return;
+            return false;
         }
         auto parsed = cell(answer, path + ".answer", page.model, true, path + ".answer");
         if (!parsed) {
-            return;
+            return false;
         }
         question.answer = *parsed;
+        const YAML::Node decimals = node["decimals"];
+        const YAML::Node tolerance = node["tolerance"];
+        if (decimals && tolerance) {
+            m_yaml.error(tolerance, path + " has both decimals and tolerance; expected one",
+                         "decimals: N grades as qkv check does (the default); tolerance: T accepts within ±T");
+            return false;
+        }
+        if (decimals) {
+            const auto value = m_yaml.integer(decimals, path + ".decimals", 0, k_max_question_decimals,
+                                              "the fewest decimals the answer needs, e.g. decimals: 2");
+            if (!value) {
+                return false;
+            }
+            question.decimals = static_cast<int>(*value);
+        }
         if (tolerance) {
             auto value = m_yaml.number(tolerance, path + ".tolerance");
-            if (value && !(*value > 0.0)) {
+            if (value && !(*value > 0.0 && std::isfinite(*value))) {
                 m_yaml.error(tolerance, path + ".tolerance is " + m_yaml.describe(tolerance) + "; expected a positive number",
                              "an answer is right when it is within this distance of the true value");
-                return;
+                return false;
             }
             if (!value) {
-                return;
+                return false;
             }
             question.tolerance = *value;
         }
-        page.ask = question;
+        return true;
+    }
+
+    // shape: [MODEL:]STEP[@HEAD]
+    bool read_shape_answer(const YAML::Node& node, const std::string& path, const Page& page, Question& question) {
+        question.kind = Question::Kind::shape;
+        if (!node.IsScalar()) {
+            m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a step id",
+                         "write e.g. shape: scores, or shape: weights@2 for head 2");
+            return false;
+        }
+        std::string text = node.Scalar();
+        std::string model_prefix;
+        if (const auto colon = text.find(':'); colon != std::string::npos) {
+            model_prefix = text.substr(0, colon + 1);
+            text = text.substr(colon + 1);
+        }
+        std::string head;
+        if (const auto at = text.find('@'); at != std::string::npos) {
+            head = text.substr(at);
+            text = text.substr(0, at);
+        }
+        if (text.find('[') != std::string::npos) {
+            m_yaml.error(node, path + " is the cell " + text + "; expected a step id",
+                         "a shape is a whole step's: write e.g. shape: " + text.substr(0, text.find('[')) + head);
+            return false;
+        }
+        // the step as its first cell, so that the model, step and head are
+        // checked as any cell is
+        auto parsed = cell(node, path, page.model, true, "", model_prefix + text + "[1,1]" + head);
+        if (!parsed) {
+            return false;
+        }
+        question.answer = *parsed;
+        return true;
+    }
+
+    // choose: ROW (the keys of a row of a step: weights[2]) or {OPTION: CELL, ...}
+    bool read_choice_answer(const YAML::Node& node, const std::string& path, const Page& page, Question& question) {
+        const YAML::Node choose = node["choose"];
+        const std::string choose_path = path + ".choose";
+        question.kind = Question::Kind::choice;
+        if (const YAML::Node pick = node["pick"]) {
+            if (!pick.IsScalar() || (pick.Scalar() != "largest" && pick.Scalar() != "smallest")) {
+                m_yaml.error(pick, path + ".pick is " + m_yaml.describe(pick) + "; expected largest or smallest",
+                             "the right option is the one whose value is largest (the default) or smallest");
+                return false;
+            }
+            question.smallest = pick.Scalar() == "smallest";
+        }
+        if (choose.IsScalar()) {
+            auto parsed = cell(choose, choose_path, page.model, false);
+            if (!parsed) {
+                return false;
+            }
+            if (parsed->cell.col != 0) {
+                m_yaml.error(choose, choose_path + " is the cell " + parsed->cell.text + "; expected a row",
+                             "the options are the row's keys: write e.g. choose: " + step_text(parsed->cell.step) + "[" +
+                                 std::to_string(parsed->cell.row) + "]");
+                return false;
+            }
+            question.row = *parsed;
+            return true;
+        }
+        if (!choose.IsMap() || choose.size() < 2) {
+            m_yaml.error(choose, choose_path + " is " + m_yaml.describe(choose) + "; expected a row or two or more options",
+                         "write e.g. choose: weights[2], or choose: {grows: doubled:weights[1,3], shrinks: weights[1,3]}");
+            return false;
+        }
+        bool ok = true;
+        for (const auto& entry : choose) {
+            const std::string label = key_text(entry.first);
+            const std::string option_path = choose_path + "." + label;
+            if (label.empty() || label.find_first_of("\n\t") != std::string::npos) {
+                m_yaml.error(entry.first, option_path + " is not a usable option", "an option is a word or a few");
+                ok = false;
+                continue;
+            }
+            for (const auto& other : question.options) {
+                if (lowered(other.label) == lowered(label)) {
+                    m_yaml.error(entry.first, option_path + " repeats the option \"" + other.label + "\"",
+                                 "give each option a different name");
+                    ok = false;
+                }
+            }
+            if (!entry.second.IsScalar()) {
+                m_yaml.error(entry.second, option_path + " is " + m_yaml.describe(entry.second) + "; expected a cell",
+                             "each option names the cell that ranks it, e.g. grows: doubled:weights[1,3]");
+                ok = false;
+                continue;
+            }
+            if (auto parsed = cell(entry.second, option_path, page.model, true)) {
+                question.options.push_back({label, *parsed});
+            } else {
+                ok = false;
+            }
+        }
+        return ok;
+    }
+
+    static std::string lowered(std::string text) {
+        std::transform(text.begin(), text.end(), text.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        return text;
     }
 
     // ── narration and its placeholders ─────────────────────────────────────

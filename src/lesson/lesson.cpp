@@ -115,4 +115,32 @@ std::vector<double> resolve(const Lesson& lesson, const ValueRef& ref) {
     return {dimension_value(trace, ref.dimension)};
 }
 
+std::string shape_text(arma::uword rows, arma::uword cols) {
+    return std::to_string(rows) + " × " + std::to_string(cols);
+}
+
+int question_decimals(const Lesson& lesson, const Question& question) {
+    if (question.decimals) {
+        return *question.decimals;
+    }
+    const double value = resolve(lesson, question.answer).front();
+    return std::isfinite(value) && value == std::round(value) ? 0 : 2;
+}
+
+std::size_t right_option(const Lesson& lesson, const Question& question) {
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < question.options.size(); ++i) {
+        const double value = resolve(lesson, question.options[i].value).front();
+        const double held = resolve(lesson, question.options[best].value).front();
+        if (question.smallest ? value < held : value > held) {
+            best = i;
+        }
+    }
+    return best;
+}
+
+const Step& shape_step(const Lesson& lesson, const Question& question) {
+    return step_of(lesson.models.at(static_cast<std::size_t>(question.answer.model)).trace, question.answer.cell);
+}
+
 }  // namespace qkv

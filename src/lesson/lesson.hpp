@@ -49,10 +49,35 @@ struct Segment {
 };
 using Narration = std::vector<Segment>;
 
+// One option of a choice question: what the learner types, and the cell
+// whose value ranks it (the right option holds the largest value, or the
+// smallest with `pick: smallest`).
+struct Option {
+    std::string label;     // "grows", or a key's token ("cat")
+    ValueRef value;
+};
+
+// A question. Its answer is always worked out from a trace, never written in
+// the lesson file:
+//   number  — one cell (`answer:`), given to a stated number of decimals and
+//             graded as `qkv check` grades a cell;
+//   shape   — the rows × columns of a step (`shape:`);
+//   choice  — one of the options (`choose:`): a row of a step, whose options
+//             are its columns (the keys), or options named in the file, each
+//             with its cell.
 struct Question {
+    enum class Kind { number, shape, choice };
+    Kind kind = Kind::number;
     Narration prompt;
-    ValueRef answer;       // a single cell
-    double tolerance = 0.005;
+    bool predict = false;     // `predict:` asked before the page's tables; `ask:` after them
+    bool reading = false;     // the answer is on the screen: reading it off is the exercise
+    ValueRef answer;          // number: the cell; shape: the step (answer.cell.step and head)
+    std::optional<int> decimals;      // number: the fewest decimals (unset: 0 for a whole value, else 2)
+    std::optional<double> tolerance;  // number: an absolute tolerance instead
+    ValueRef row;                     // choice by a row (`choose: weights[2]`): is_cell when given
+    std::vector<Option> options;      // choice: the options, in order (filled from the row by prepare_lesson)
+    bool smallest = false;            // choice: the smallest value is right
+    Diagnostic where;                 // the question's position, for problems found once the traces are computed
 };
 
 struct Page {
@@ -87,6 +112,7 @@ struct Lesson {
     std::string name;      // the file name without .yaml
     std::string title;
     std::string summary;   // one line, for `qkv lesson`
+    std::string try_it;    // `try:` how to try it on one's own numbers, shown at the end
     std::vector<LessonModel> models;
     std::vector<Page> pages;
 };
@@ -119,5 +145,15 @@ std::string format_value(const std::vector<double>& values, const NumberStyle& s
 
 // The values a placeholder stands for.
 std::vector<double> resolve(const Lesson& lesson, const ValueRef& ref);
+
+// The text of a shape, "3 × 2".
+std::string shape_text(arma::uword rows, arma::uword cols);
+
+// The decimals a number question asks for, and the right option of a choice
+// question (an index into options), worked out from the trace.
+int question_decimals(const Lesson& lesson, const Question& question);
+std::size_t right_option(const Lesson& lesson, const Question& question);
+// The step a shape question names.
+const Step& shape_step(const Lesson& lesson, const Question& question);
 
 }  // namespace qkv

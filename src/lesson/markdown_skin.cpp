@@ -92,25 +92,41 @@ public:
         m_out << '\n' << text.str();
     }
 
-    void question(const std::vector<Piece>& prompt) override {
-        m_out << "\n**Question.** " << prose(marked_text(prompt)) << '\n';
+    void question(const std::vector<Piece>& prompt, const std::string& form) override {
+        m_out << "\n**Question.** " << prose(marked_text(prompt)) << (form.empty() ? "" : " " + escape(form)) << '\n';
     }
 
+    // A handout: the answer folded away until the reader opens it.
     void answer(const Explanation& working) override {
-        m_out << "\n**Answer:** `" << working.heading << "`\n";
+        m_out << "\n<details>\n<summary>Answer</summary>\n\n`" << working.heading << "`\n";
+        working_block(working);
+        m_out << "\n</details>\n";
+    }
+
+    void right(const Explanation& working) override {
+        m_out << "\n**Right.** `" << working.heading << "`\n";
         working_block(working);
     }
 
-    void verdict(bool right, const std::string& given, const Explanation& working) override {
-        m_out << "\n**" << (right ? "Right." : "Not quite:") << "** "
-              << (right ? "" : "you wrote " + escape(given) + "; ") << '`' << working.heading << "`\n";
-        working_block(working);
+    void wrong(const std::string& given, const std::string& why, const Explanation* working) override {
+        m_out << "\n**Not quite:** you wrote " << escape(given) << "." << (why.empty() ? "" : " " + escape(why));
+        if (working == nullptr) {
+            m_out << " Try once more.\n";
+            return;
+        }
+        m_out << " `" << working->heading << "`\n";
+        working_block(*working);
     }
 
     void prompt(const std::string& text) override { (void)text; }
 
-    void end(const Lesson& lesson, int number, const std::string& next) override {
-        (void)lesson;
+    void end(const Lesson& lesson, int number, const std::string& score, const std::string& next) override {
+        if (!score.empty()) {
+            m_out << "\n**" << escape(score) << "**\n";
+        }
+        if (!lesson.try_it.empty()) {
+            m_out << '\n' << prose(lesson.try_it) << '\n';
+        }
         m_out << "\n*" << (number > 0 ? "End of lesson " + std::to_string(number) + "." : std::string("End of the lesson."))
               << (next.empty() ? "" : " " + escape(next)) << "*\n";
     }

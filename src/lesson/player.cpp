@@ -1,6 +1,9 @@
 #include "lesson/player.hpp"
 
+#include "check/check.hpp"
+
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -17,31 +20,98 @@ std::string trimmed(const std::string& text) {
     return text.substr(first, last - first + 1);
 }
 
+std::string lowered(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return text;
+}
+
+const LessonModel& model_of(const Lesson& lesson, const ValueRef& ref) {
+    return lesson.models.at(static_cast<std::size_t>(ref.model));
+}
+
+std::string number_text(double value, const RenderOptions& options) {
+    return format_value({value}, NumberStyle{}, options.precision, options.ascii);
+}
+
+// "1 cat, 2 sat or 3 mat" for the keys of a row; "grows or shrinks" for named options.
+std::string option_list(const Question& question) {
+    std::string list;
+    for (std::size_t i = 0; i < question.options.size(); ++i) {
+        const std::string number = std::to_string(i + 1);
+        const Option& option = question.options[i];
+        std::string item = question.row.is_cell && option.label != number ? number + " " + option.label : option.label;
+        list += (i == 0 ? "" : i + 1 == question.options.size() ? " or " : ", ") + item;
+    }
+    return list;
+}
+
+// The option a reply names, by its label or its number.
+std::optional<std::size_t> chosen_option(const Question& question, const std::string& reply) {
+    const std::string text = lowered(trimmed(reply));
+    for (std::size_t i = 0; i < question.options.size(); ++i) {
+        if (lowered(question.options[i].label) == text) {
+            return i;
+        }
+    }
+    std::size_t number = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+    if (error == std::errc() && end == text.data() + text.size() && number >= 1 && number <= question.options.size()) {
+        return number - 1;
+    }
+    return std::nullopt;
+}
+
+// The mistake, among `qkv check`'s, that a wrong number shows: the learner's
+// number is the cell as that mistake makes it, and not the true value.
+std::string diagnose_number(const Lesson& lesson, const Question& question, const Reply& reply,
+                            const CheckOptions& options) {
+    const LessonModel& entry = model_of(lesson, question.answer);
+    const CellRef& cell = question.answer.cell;
+    const Step& step = cell_step(entry.trace, cell);
+    StepAnswer answer;
+    answer.id = step.id;
+    answer.head = step.head;
+    answer.n_rows = step.values.n_rows;
+    answer.n_cols = step.values.n_cols;
+    answer.cells.resize(answer.n_rows * answer.n_cols);
+    answer.where = "the lesson";
+    AnswerCell& given = answer.cells[static_cast<std::size_t>(cell.row - 1) * answer.n_cols +
+                                     static_cast<std::size_t>(cell.col - 1)];
+    given.given = true;
+    given.value = reply.value;
+    given.decimals = reply.decimals;
+    given.text = std::to_string(reply.value);
+    Answers answers;
+    answers.source = "the lesson";
+    answers.steps.push_back(answer);
+    CheckOptions one_cell = options;
+    one_cell.min_evidence = 1;
+    const auto diagnosis = diagnose_answer(entry.model, entry.trace, answers, step.id, step.head, one_cell);
+    if (!diagnosis) {
+        return "";
+    }
+    return "That is what this mistake gives: " + diagnosis->mistake + " " + diagnosis->correct + ".";
+}
+
+CheckOptions grading_options(const Lesson& lesson, const Question& question) {
+    CheckOptions options;
+    options.tolerance = question.tolerance;
+    options.decimals = question_decimals(lesson, question);
+    return options;
+}
+
 class Player {
 public:
     Player(const Lesson& lesson, const PlayOptions& options, LessonWriter& writer, Learner* learner)
         : m_lesson(lesson), m_options(options), m_writer(writer), m_learner(learner) {}
 
     PlayEnd play() {
-        m_writer.title(m_lesson, m_options.number);
-        const int pages = static_cast<int>(m_lesson.pages.size());
-        for (int p = 0; p < pages; ++p) {
-            m_writer.page(p + 1, pages);
-            if (!play_page(m_lesson.pages[static_cast<std::size_t>(p)])) {
-                return leave();
-            }
-            if (m_learner != nullptr && p + 1 < pages) {
-                m_writer.prompt("\nPress Enter for page " + std::to_string(p + 2) + " of " + std::to_string(pages) +
-                                ", or q to leave: ");
-                const auto line = m_learner->read_line();
-                if (!line || read_reply(*line).kind == Reply::leave) {
-                    return leave(!line);
-                }
-            }
+        try {
+            return play_pages();
+        } catch (const LessonLeft& left) {
+            return leave(left.end_of_input);
         }
-        m_writer.end(m_lesson, m_options.number, m_options.next);
-        m_writer.flush();
-        return PlayEnd::finished;
     }
 
 private:
@@ -49,8 +119,63 @@ private:
     const PlayOptions& m_options;
     LessonWriter& m_writer;
     Learner* m_learner;
+    int m_asked = 0;
+    int m_right = 0;
+    int m_first_try = 0;
 
-    const LessonModel& model_of(const Page& page) const { return m_lesson.models[static_cast<std::size_t>(page.model)]; }
+    PlayEnd play_pages() {
+        m_writer.title(m_lesson, m_options.number);
+        const int pages = static_cast<int>(m_lesson.pages.size());
+        for (int p = std::max(0, m_options.first_page - 1); p < pages; ++p) {
+            m_writer.page(p + 1, pages);
+            if (!play_page(m_lesson.pages[static_cast<std::size_t>(p)])) {
+                return leave();
+            }
+            if (m_learner != nullptr && p + 1 < pages && !next_page(p + 2, pages)) {
+                return PlayEnd::left;
+            }
+        }
+        m_writer.end(m_lesson, m_options.number, score(), m_options.next);
+        m_writer.flush();
+        return PlayEnd::finished;
+    }
+
+    // Waits for Enter before page `next`; false when the learner leaves.
+    bool next_page(int next, int pages) {
+        std::string ask = "\nPress Enter for page " + std::to_string(next) + " of " + std::to_string(pages) +
+                          ", or q to leave: ";
+        while (true) {
+            m_writer.prompt(ask);
+            const auto line = m_learner->read_line();
+            if (!line) {
+                leave(true);
+                return false;
+            }
+            const Reply reply = read_reply(*line);
+            if (reply.kind == Reply::leave) {
+                leave();
+                return false;
+            }
+            if (reply.kind == Reply::skip) {
+                return true;
+            }
+            // typed text is not dropped in silence
+            ask = "There is no question on this page. Press Enter for page " + std::to_string(next) +
+                  ", or q to leave: ";
+        }
+    }
+
+    std::string score() const {
+        if (m_learner == nullptr || m_asked == 0) {
+            return "";
+        }
+        std::string text = "Score: " + std::to_string(m_right) + " of " + std::to_string(m_asked) +
+                           (m_asked == 1 ? " question" : " questions") + " right";
+        if (m_right > m_first_try) {
+            text += ", " + std::to_string(m_first_try) + " of them at the first try";
+        }
+        return text + ".";
+    }
 
     PlayEnd leave(bool end_of_input = false) {
         // after q the terminal has already moved to a new line; at the end of input it has not
@@ -65,15 +190,18 @@ private:
 
     // false when the learner leaves
     bool play_page(const Page& page) {
-        const LessonModel& entry = model_of(page);
+        const LessonModel& entry = m_lesson.models[static_cast<std::size_t>(page.model)];
         if (!page.say.empty()) {
             m_writer.narration(filled(page.say));
+        }
+        if (page.ask && page.ask->predict && !ask(*page.ask)) {
+            return false;
         }
         show(page, entry);
         if (!page.explain.empty()) {
             std::vector<Explanation> workings;
             for (const auto& ref : page.explain) {
-                const LessonModel& owner = m_lesson.models[static_cast<std::size_t>(ref.model)];
+                const LessonModel& owner = model_of(m_lesson, ref);
                 workings.push_back(explain_cell(owner.model, owner.trace, ref.cell, m_options.render,
                                                 static_cast<arma::uword>(page.block_size)));
             }
@@ -82,7 +210,7 @@ private:
         if (!page.then.empty()) {
             m_writer.narration(filled(page.then));
         }
-        if (page.ask) {
+        if (page.ask && !page.ask->predict) {
             return ask(*page.ask);
         }
         return true;
@@ -110,15 +238,16 @@ private:
         m_writer.steps(entry.trace, options);
     }
 
+    // Asks a question; a wrong answer may be tried once more. False when the learner leaves.
     bool ask(const Question& question) {
-        m_writer.question(filled(question.prompt));
-        const LessonModel& entry = m_lesson.models[static_cast<std::size_t>(question.answer.model)];
-        const Explanation working = explain_cell(entry.model, entry.trace, question.answer.cell, m_options.render);
+        m_writer.question(filled(question.prompt), answer_form(m_lesson, question));
+        const Explanation working = question_working(m_lesson, question, m_options.render);
         if (m_learner == nullptr) {
             m_writer.answer(working);
             return true;
         }
-        const double expected = cell_value(entry.trace, question.answer.cell);
+        ++m_asked;
+        int tries = 0;
         std::string ask_again = "Your answer (Enter shows it, q leaves): ";
         while (true) {
             m_writer.prompt(ask_again);
@@ -127,20 +256,34 @@ private:
                 m_writer.prompt("\n");
                 return false;
             }
-            const Reply reply = read_reply(*line);
-            switch (reply.kind) {
-                case Reply::leave:
-                    return false;
-                case Reply::skip:
-                    m_writer.answer(working);
-                    return true;
-                case Reply::number:
-                    m_writer.verdict(is_right(reply.value, expected, question.tolerance), trimmed(*line), working);
-                    return true;
-                case Reply::not_a_number:
-                    ask_again = "Please type a number, Enter to see the answer, or q to leave: ";
-                    break;
+            const std::string reply = trimmed(*line);
+            const Reply kind = read_reply(reply);
+            if (kind.kind == Reply::leave) {
+                return false;
             }
+            if (kind.kind == Reply::skip) {
+                m_writer.answer(working);
+                return true;
+            }
+            const Graded graded = grade_reply(m_lesson, question, reply);
+            if (!graded.valid) {
+                ask_again = graded.again;
+                continue;
+            }
+            ++tries;
+            if (graded.right) {
+                ++m_right;
+                m_first_try += tries == 1 ? 1 : 0;
+                m_writer.right(working);
+                return true;
+            }
+            if (tries == 1) {
+                m_writer.wrong(reply, graded.why, nullptr);
+                ask_again = "Your second try (Enter shows the answer, q leaves): ";
+                continue;
+            }
+            m_writer.wrong(reply, graded.why, &working);
+            return true;
         }
     }
 };
@@ -174,12 +317,150 @@ Reply read_reply(const std::string& line) {
     }
     reply.kind = Reply::number;
     reply.value = value;
+    // the decimals as written: after the point, less the exponent
+    const std::string number(begin, end);
+    const auto exponent_at = number.find_first_of("eE");
+    const std::string mantissa = number.substr(0, exponent_at);
+    const auto point = mantissa.find('.');
+    int decimals = point == std::string::npos ? 0 : static_cast<int>(mantissa.size() - point - 1);
+    if (exponent_at != std::string::npos) {
+        int exponent = 0;
+        const char* first = number.data() + exponent_at + 1;
+        if (*first == '+') {
+            ++first;
+        }
+        std::from_chars(first, number.data() + number.size(), exponent);
+        decimals = std::max(0, decimals - exponent);
+    }
+    reply.decimals = decimals;
     return reply;
 }
 
-bool is_right(double given, double expected, double tolerance) {
-    // a hair of slack so that a tolerance of 0.005 accepts 0.47 for 0.475 despite binary fractions
-    return std::fabs(given - expected) <= tolerance * (1.0 + 1e-9) + 1e-12;
+std::optional<std::pair<arma::uword, arma::uword>> read_shape(const std::string& line) {
+    std::string text = lowered(trimmed(line));
+    for (const std::string separator : {"×", "by", "*", "x", ","}) {
+        const auto at = text.find(separator);
+        if (at == std::string::npos) {
+            continue;
+        }
+        const std::string rows = trimmed(text.substr(0, at));
+        const std::string cols = trimmed(text.substr(at + separator.size()));
+        arma::uword r = 0;
+        arma::uword c = 0;
+        const auto [rows_end, rows_error] = std::from_chars(rows.data(), rows.data() + rows.size(), r);
+        const auto [cols_end, cols_error] = std::from_chars(cols.data(), cols.data() + cols.size(), c);
+        if (rows.empty() || cols.empty() || rows_error != std::errc() || cols_error != std::errc() ||
+            rows_end != rows.data() + rows.size() || cols_end != cols.data() + cols.size() || r == 0 || c == 0) {
+            return std::nullopt;
+        }
+        return std::pair{r, c};
+    }
+    return std::nullopt;
+}
+
+std::string answer_form(const Lesson& lesson, const Question& question) {
+    switch (question.kind) {
+        case Question::Kind::number: {
+            if (question.tolerance) {
+                return "(within ±" + format_value({*question.tolerance}, NumberStyle{}, 6, false) + ")";
+            }
+            const int decimals = question_decimals(lesson, question);
+            if (decimals == 0) {
+                const double value = resolve(lesson, question.answer).front();
+                return value == std::round(value) ? "(a whole number)" : "(rounded to a whole number, or closer)";
+            }
+            return "(at least " + std::to_string(decimals) + (decimals == 1 ? " decimal)" : " decimals)");
+        }
+        case Question::Kind::shape:
+            return "(rows × columns)";
+        case Question::Kind::choice:
+            return "(" + option_list(question) + ")";
+    }
+    return "";
+}
+
+Graded grade_reply(const Lesson& lesson, const Question& question, const std::string& text) {
+    Graded graded;
+    switch (question.kind) {
+        case Question::Kind::number: {
+            const Reply reply = read_reply(text);
+            if (reply.kind != Reply::number) {
+                graded.again = "Please type a number, Enter to see the answer, or q to leave: ";
+                return graded;
+            }
+            graded.valid = true;
+            const double expected = resolve(lesson, question.answer).front();
+            const CheckOptions options = grading_options(lesson, question);
+            graded.right = matches(reply.value, reply.decimals, expected, options);
+            if (!graded.right) {
+                graded.why = diagnose_number(lesson, question, reply, options);
+            }
+            return graded;
+        }
+        case Question::Kind::shape: {
+            const auto shape = read_shape(text);
+            if (!shape) {
+                graded.again = "Please type rows × columns (3x2 will do), Enter to see the answer, or q to leave: ";
+                return graded;
+            }
+            graded.valid = true;
+            const Step& step = shape_step(lesson, question);
+            graded.right = shape->first == step.values.n_rows && shape->second == step.values.n_cols;
+            if (!graded.right && shape->first == step.values.n_cols && shape->second == step.values.n_rows) {
+                graded.why = "That is the shape turned round: rows come first.";
+            }
+            return graded;
+        }
+        case Question::Kind::choice: {
+            const auto chosen = chosen_option(question, text);
+            if (!chosen) {
+                graded.again = "Please type " + option_list(question) + ", Enter to see the answer, or q to leave: ";
+                return graded;
+            }
+            graded.valid = true;
+            graded.right = *chosen == right_option(lesson, question);
+            return graded;
+        }
+    }
+    return graded;
+}
+
+Explanation question_working(const Lesson& lesson, const Question& question, const RenderOptions& options) {
+    switch (question.kind) {
+        case Question::Kind::number: {
+            const LessonModel& entry = model_of(lesson, question.answer);
+            return explain_cell(entry.model, entry.trace, question.answer.cell, options);
+        }
+        case Question::Kind::shape: {
+            const Step& step = shape_step(lesson, question);
+            Explanation working;
+            const std::string name = step_text(step.id) + (step.head > 0 && lesson.models.at(static_cast<std::size_t>(
+                                                                                  question.answer.model))
+                                                                                      .trace.dims.heads > 1
+                                                               ? " (head " + std::to_string(step.head) + ")"
+                                                               : std::string());
+            working.heading = name + " is " + shape_text(step.values.n_rows, step.values.n_cols);
+            working.lines.push_back(std::to_string(step.values.n_rows) + " rows and " +
+                                    std::to_string(step.values.n_cols) + " columns");
+            return working;
+        }
+        case Question::Kind::choice: {
+            const std::size_t best = right_option(lesson, question);
+            Explanation working;
+            const Option& right = question.options[best];
+            working.heading = right.label + (question.row.is_cell && right.label != std::to_string(best + 1)
+                                                 ? " (" + std::to_string(best + 1) + ")"
+                                                 : std::string()) +
+                              ": its value is the " + (question.smallest ? "smallest" : "largest");
+            for (const auto& option : question.options) {
+                const double value = resolve(lesson, option.value).front();
+                working.lines.push_back(option.label + ": " + option.value.cell.text + " = " +
+                                        number_text(value, options));
+            }
+            return working;
+        }
+    }
+    return {};
 }
 
 PlayEnd play_lesson(const Lesson& lesson, const PlayOptions& options, LessonWriter& writer, Learner* learner) {

@@ -29,6 +29,7 @@ struct PlayOptions {
     int head = 0;                      // --head: only this head, where a page does not choose one
     int number = 0;                    // the lesson's number; 0 for a lesson file
     std::string next;                  // what to do after this lesson, e.g. "Next: qkv lesson 2 (scaling)."
+    int first_page = 1;                // --page: start at this page (1-based)
 };
 
 enum class PlayEnd { finished, left };
@@ -38,11 +39,31 @@ enum class PlayEnd { finished, left };
 struct Reply {
     enum Kind { number, skip, leave, not_a_number } kind = not_a_number;
     double value = 0.0;
+    int decimals = 0;    // digits after the point as written: "0.50" → 2, "6.03e-06" → 8
 };
 Reply read_reply(const std::string& line);
 
-// Right when |given − expected| ≤ tolerance.
-bool is_right(double given, double expected, double tolerance);
+// A shape as a learner writes it: "3 × 2", "3x2", "3 by 2" (nullopt otherwise).
+std::optional<std::pair<arma::uword, arma::uword>> read_shape(const std::string& line);
+
+// How a question asks to be answered, e.g. "(at least 2 decimals)".
+std::string answer_form(const Lesson& lesson, const Question& question);
+
+// What the learner's reply to a question makes of it. `valid` is false when
+// the reply is not an answer of the question's kind (nothing is graded then,
+// and `again` says what to type); `why` names the mistake a wrong number shows,
+// as `qkv check` names it.
+struct Graded {
+    bool valid = false;
+    bool right = false;
+    std::string why;
+    std::string again;
+};
+Graded grade_reply(const Lesson& lesson, const Question& question, const std::string& reply);
+
+// The answer of a question with its working: a number's is the cell's
+// arithmetic, as `qkv explain` writes it.
+Explanation question_working(const Lesson& lesson, const Question& question, const RenderOptions& options);
 
 PlayEnd play_lesson(const Lesson& lesson, const PlayOptions& options, LessonWriter& writer, Learner* learner);
 

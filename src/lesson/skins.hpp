@@ -10,7 +10,7 @@
 
 namespace qkv {
 
-std::unique_ptr<LessonWriter> make_text_lesson_writer(const RenderOptions& options, std::ostream& out);
+std::unique_ptr<LessonWriter> make_text_lesson_writer(const RenderOptions& options, std::ostream& out, Screen screen);
 std::unique_ptr<LessonWriter> make_markdown_lesson_writer(const RenderOptions& options, std::ostream& out);
 
 // The chosen steps as the renderer of options.format writes them, without the

@@ -95,10 +95,10 @@ std::vector<std::string> paragraphs_of(const std::string& text) {
     return paragraphs;
 }
 
-std::unique_ptr<LessonWriter> make_lesson_writer(const RenderOptions& options, std::ostream& out) {
+std::unique_ptr<LessonWriter> make_lesson_writer(const RenderOptions& options, std::ostream& out, Screen screen) {
     switch (options.format) {
         case Format::text:
-            return make_text_lesson_writer(options, out);
+            return make_text_lesson_writer(options, out, std::move(screen));
         case Format::markdown:
             return make_markdown_lesson_writer(options, out);
         default:

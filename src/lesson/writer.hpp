@@ -9,7 +9,9 @@
 #include "lesson/lesson.hpp"
 #include "render/render.hpp"
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -35,20 +37,41 @@ public:
     // The chosen steps of a trace as tables (options.steps and options.head select them).
     virtual void steps(const Trace& trace, const RenderOptions& options) = 0;
     virtual void workings(const std::vector<Explanation>& explanations) = 0;
-    virtual void question(const std::vector<Piece>& prompt) = 0;
-    // Playing straight through: the answer, then its working.
+    // A question, then how to answer it ("Give at least 2 decimals.").
+    virtual void question(const std::vector<Piece>& prompt, const std::string& form) = 0;
+    // Playing straight through, or the learner asked for it: the answer, then its working.
     virtual void answer(const Explanation& working) = 0;
-    // After the learner answered: right or wrong, then the working.
-    virtual void verdict(bool right, const std::string& given, const Explanation& working) = 0;
+    // The learner's answer is right: the working.
+    virtual void right(const Explanation& working) = 0;
+    // The learner's answer is wrong; `why` names the mistake when one is
+    // recognised ("" otherwise). With a working, that was the last try; without
+    // one, the learner may try again.
+    virtual void wrong(const std::string& given, const std::string& why, const Explanation* working) = 0;
     // A line for the learner between pages or after a wrong input (text only).
     virtual void prompt(const std::string& text) = 0;
-    // The end: what to do next ("" when there is no next lesson).
-    virtual void end(const Lesson& lesson, int number, const std::string& next) = 0;
+    // The end: the score (when questions were answered at a terminal), what to
+    // try on one's own numbers, and what to do next ("" when there is no next lesson).
+    virtual void end(const Lesson& lesson, int number, const std::string& score, const std::string& next) = 0;
     virtual void flush() = 0;
 };
 
+// The learner leaves in the middle of a page (at a "more" pause).
+struct LessonLeft {
+    bool end_of_input = false;   // the input ended, rather than q typed
+};
+
+// The terminal a text lesson is played on. Narration and workings are
+// wrapped to `width` columns, never inside a word. With a `height`, output
+// pauses whenever the screen is full ("more"), reading a line with
+// `read_line`: Enter goes on, q (or the end of input) throws LessonLeft.
+struct Screen {
+    int width = 80;
+    int height = 0;   // 0: no pauses
+    std::function<std::optional<std::string>()> read_line;
+};
+
 // options.format is text or markdown; the writer keeps a reference to options.
-std::unique_ptr<LessonWriter> make_lesson_writer(const RenderOptions& options, std::ostream& out);
+std::unique_ptr<LessonWriter> make_lesson_writer(const RenderOptions& options, std::ostream& out, Screen screen = {});
 
 // The narration's text at the given precision, placeholders filled in.
 std::vector<Piece> fill(const Lesson& lesson, const Narration& narration, int precision, bool ascii);

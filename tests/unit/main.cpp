@@ -5,6 +5,7 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,13 @@ bool test_running = false;
 
 struct TagListener : Catch::TestEventListenerBase {
     using TestEventListenerBase::TestEventListenerBase;
+    void testRunStarting(const Catch::TestRunInfo& info) override {
+        // a lesson wraps its text to COLUMNS: the golden files are 80 columns
+        // wide whatever the shell that runs the tests exports
+        unsetenv("COLUMNS");
+        unsetenv("LINES");
+        TestEventListenerBase::testRunStarting(info);
+    }
     void testCaseStarting(const Catch::TestCaseInfo& info) override {
         running_tags = info.tags;
         test_running = true;

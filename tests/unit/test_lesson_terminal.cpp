@@ -18,12 +18,12 @@ namespace {
 // shows qkv as a learner sees it, hence the tag [browser] besides [cli].
 class Terminal {
 public:
-    explicit Terminal(const std::vector<std::string>& args) {
+    explicit Terminal(const std::vector<std::string>& args, unsigned short rows = 50, unsigned short cols = 100) {
         qkv::test::require_tag("cli");
         qkv::test::require_tag("browser");
         winsize size{};
-        size.ws_row = 50;
-        size.ws_col = 100;
+        size.ws_row = rows;
+        size.ws_col = cols;
         m_pid = forkpty(&m_master, nullptr, nullptr, &size);
         REQUIRE(m_pid >= 0);
         if (m_pid == 0) {
@@ -110,7 +110,7 @@ private:
 }  // namespace
 
 TEST_CASE("in a terminal a lesson pauses, asks, says right and wrong, and q leaves with status 0", "[lesson][terminal][cli][browser]") {
-    Terminal terminal({"lesson", "1"});
+    Terminal terminal({"lesson", "1"}, 200, 100);
     terminal.wait_for("Lesson 1 · Three inputs, by hand");
     terminal.wait_for("Press Enter for page 2 of 5, or q to leave: ");
     terminal.type("\n");
@@ -125,7 +125,10 @@ TEST_CASE("in a terminal a lesson pauses, asks, says right and wrong, and q leav
     terminal.wait_for("Your answer (Enter shows it, q leaves): ");
     terminal.type("11\n");
     terminal.wait_for("Not quite:");
-    terminal.wait_for(" you wrote 11; scores[2,3] = 12");
+    terminal.wait_for(" you wrote 11. Try once more.");
+    terminal.wait_for("Your second try (Enter shows the answer, q leaves): ");
+    terminal.type("12\n");
+    terminal.wait_for("Right.");
     terminal.wait_for("Press Enter for page 4 of 5, or q to leave: ");
     terminal.type("q\n");
     CHECK(terminal.exit_status() == 0);
