@@ -424,8 +424,8 @@ void describe_head_output(const StepContext& context, Step& step) {
 
 void describe_concat(const StepContext& context, Step& step) {
     const Model& model = context.model();
-    const std::string heads = std::to_string(model.n_heads());
-    set_text(step, "[Z_1 … Z_" + heads + "]", "\\begin{bmatrix} Z_1 & \\cdots & Z_{" + heads + "} \\end{bmatrix}",
+    const int heads = static_cast<int>(model.n_heads());
+    set_text(step, concat_formula(heads), concat_formula(heads, true),
              "The heads' outputs side by side, one block of d_v columns per head, in head order.", model.tokens,
              dimension_labels(model.n_heads() * model.d_v()));
     step.notes.push_back("head h fills columns (h−1)·d_v + 1 … h·d_v, d_v = " + std::to_string(model.d_v()));
@@ -434,7 +434,7 @@ void describe_concat(const StepContext& context, Step& step) {
 void describe_output(const StepContext& context, Step& step) {
     const Model& model = context.model();
     const bool several = model.n_heads() > 1;
-    const std::string source = several ? "[Z_1 … Z_" + std::to_string(model.n_heads()) + "]" : "Z";
+    const std::string source = several ? concat_formula(static_cast<int>(model.n_heads())) : "Z";
     const std::string source_latex = several ? "\\mathrm{concat}" : "Z";
     if (model.W_O) {
         set_text(step, "", "", "The output projection W_O mixes the heads' results into one vector per token.",
@@ -717,6 +717,23 @@ std::string step_absence(StepId id) {
     }
     return "this step exists only when the example sets " + std::string(row.needs) +
            (is_gradient(id) ? " (--backward stands for grad_output: ones)" : "");
+}
+
+std::string concat_formula(int heads, bool latex) {
+    std::vector<std::string> blocks;
+    for (int h = 1; h <= heads; ++h) {
+        if (heads > 3 && h == 2) {
+            blocks.push_back(latex ? "\\cdots" : "…");
+            h = heads - 1;
+            continue;
+        }
+        blocks.push_back(latex ? "Z_{" + std::to_string(h) + "}" : "Z_" + std::to_string(h));
+    }
+    std::string text;
+    for (const auto& block : blocks) {
+        text += (text.empty() ? "" : latex ? " & " : " ") + block;
+    }
+    return latex ? "\\begin{bmatrix} " + text + " \\end{bmatrix}" : "[" + text + "]";
 }
 
 std::optional<int> step_rounding(const Model& model, StepId id) {

@@ -89,6 +89,10 @@ std::string step_requirements();
 // example lacks a step, for hints (empty for the steps that are always there).
 std::string step_absence(StepId id);
 
+// The heads' outputs side by side, as formulas write them: [Z_1 Z_2] and
+// [Z_1 Z_2 Z_3] in full, [Z_1 … Z_H] from four heads on; latex in LaTeX.
+std::string concat_formula(int heads, bool latex = false);
+
 // The decimals `round:` rounds this step to, if any.
 std::optional<int> step_rounding(const Model& model, StepId id);
 

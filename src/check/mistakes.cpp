@@ -678,9 +678,8 @@ void head_mistakes(const Model& model, const Trace& trace, const LearnerValues& 
         reversed = arma::join_rows(reversed, L(StepId::head_output, n_heads + 1 - h));
     }
     const arma::uword width = static_cast<arma::uword>(n_heads) * model.d_v();
-    // the notation of the STEPS section of man/qkv.1, [Z_1 … Z_H]; the text report writes the subscripts as Z₁ … Z₂
-    const std::string correct = "concat = [Z_1 … Z_" + std::to_string(n_heads) +
-                                "]: the heads side by side, one block of d_v columns each (" +
+    // the notation of the formulas, [Z_1 Z_2] or [Z_1 … Z_H]; the text report writes the subscripts as Z₁ Z₂
+    const std::string correct = "concat = " + concat_formula(n_heads) + ": the heads side by side, one block of d_v columns each (" +
                                 shape_text(model.n(), width) + ")";
     const std::string averaged = "The heads were averaged instead of concatenated.";
     const std::string summed = "The heads were added up instead of concatenated.";

@@ -5,6 +5,7 @@
 // Debian's python3, as ./bootstrap installs them.
 #include "builtin/builtin.hpp"
 #include "render/table.hpp"
+#include "attention/steps.hpp"
 #include "support.hpp"
 
 #include <unistd.h>
@@ -538,12 +539,15 @@ weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]], value: [[1, 0], [0, 1]
     CHECK(out.find("\n  ab       │ ") != std::string::npos);
 }
 
-TEST_CASE("the concat formula writes its subscripts one way", "[formats][text][cli]") {
+TEST_CASE("the concat formula writes its subscripts one way, every head of up to three", "[formats][text][cli]") {
     const std::string text = run_ok({"run", "two-heads", "-s", "concat,output"});
-    CHECK(text.find("[Z₁ … Z₂]") != std::string::npos);
+    CHECK(text.find("[Z₁ Z₂]") != std::string::npos);
     CHECK(text.find("Z_2") == std::string::npos);
     const std::string ascii = run_ok({"run", "two-heads", "-s", "concat", "--ascii"});
-    CHECK(ascii.find("[Z_1 ... Z_2]") != std::string::npos);
+    CHECK(ascii.find("[Z_1 Z_2]") != std::string::npos);
+    CHECK(qkv::concat_formula(3) == "[Z_1 Z_2 Z_3]");
+    CHECK(qkv::concat_formula(4) == "[Z_1 … Z_4]");
+    CHECK(qkv::concat_formula(12, true) == "\\begin{bmatrix} Z_{1} & \\cdots & Z_{12} \\end{bmatrix}");
     CHECK(qkv::formula_text("[Z₁ … Z_12]", false) == "[Z₁ … Z₁₂]");
     CHECK(qkv::formula_text("[Z₁ … Z_12]", true) == "[Z_1 … Z_12]");
     // names with a letter after the underscore are left alone
