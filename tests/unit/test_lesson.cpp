@@ -796,3 +796,120 @@ TEST_CASE("each lesson on today's attention plays through and asks what its page
         CHECK(questions >= 2);
     }
 }
+
+namespace {
+
+// What the screen holds when a page's question is asked: the page up to the
+// question (a prediction comes before the page's tables, workings and `then`).
+std::string screen_at_question(const qkv::Lesson& lesson, std::size_t index) {
+    qkv::Lesson alone = lesson;
+    qkv::Page page = lesson.pages[index];
+    if (page.ask->predict) {
+        page.show.clear();
+        page.explain.clear();
+        page.then.clear();
+    }
+    page.ask.reset();
+    alone.pages = {page};
+    alone.title.clear();
+    alone.summary.clear();
+    alone.try_it.clear();
+    std::ostringstream out;
+    const qkv::PlayOptions options;
+    auto writer = qkv::make_lesson_writer(options.render, out);
+    qkv::play_lesson(alone, options, *writer, nullptr);
+    return out.str();
+}
+
+// Every number written on a screen with its decimals, cell names such as
+// scores[1,2]@2 and step numbers left out.
+std::vector<std::pair<double, int>> numbers_on(std::string screen) {
+    screen = std::regex_replace(screen, std::regex(R"([A-Za-z_]+\[[0-9, ]+\](@[0-9]+)?|Step [0-9]+|End of the lesson\.)"), " ");
+    screen = std::regex_replace(screen, std::regex("−"), "-");
+    std::vector<std::pair<double, int>> numbers;
+    const std::regex number(R"(-?[0-9]+(\.[0-9]+)?)");
+    for (auto it = std::sregex_iterator(screen.begin(), screen.end(), number); it != std::sregex_iterator(); ++it) {
+        const std::string text = it->str();
+        const auto point = text.find('.');
+        numbers.emplace_back(std::stod(text), point == std::string::npos ? 0 : static_cast<int>(text.size() - point - 1));
+    }
+    return numbers;
+}
+
+}  // namespace
+
+TEST_CASE("no question's answer is on the screen where it is asked, unless it says it is a reading exercise",
+          "[lesson]") {
+    const auto& lessons = qkv::builtin_lessons();
+    for (const auto& entry : lessons) {
+        const auto lesson = builtin_lesson(std::string(entry.name));
+        for (std::size_t p = 0; p < lesson.pages.size(); ++p) {
+            const auto& page = lesson.pages[p];
+            if (!page.ask || page.ask->reading) {
+                continue;
+            }
+            const qkv::Question& question = *page.ask;
+            CAPTURE(lesson.name, p + 1);
+            const std::string screen = screen_at_question(lesson, p);
+            switch (question.kind) {
+                case qkv::Question::Kind::number: {
+                    const qkv::CellRef& cell = question.answer.cell;
+                    const bool same_model = question.answer.model == page.model;
+                    // its step is not among the tables shown before it, nor its cell worked out
+                    if (!question.predict) {
+                        CHECK_FALSE((same_model && std::find(page.show.begin(), page.show.end(), cell.step) != page.show.end()));
+                        for (const auto& worked : page.explain) {
+                            CHECK_FALSE((worked.model == question.answer.model && worked.cell.step == cell.step &&
+                                         worked.cell.row == cell.row && worked.cell.head == cell.head));
+                        }
+                    }
+                    // the narration does not fill in the cell, or its row
+                    std::vector<const qkv::Narration*> told{&page.say};
+                    if (!question.predict) {
+                        told.push_back(&page.then);
+                    }
+                    for (const auto* narration : told) {
+                        for (const auto& segment : *narration) {
+                            if (segment.value && segment.value->is_cell) {
+                                const qkv::ValueRef& ref = *segment.value;
+                                CAPTURE(segment.source);
+                                CHECK_FALSE((ref.model == question.answer.model && ref.cell.step == cell.step &&
+                                             ref.cell.row == cell.row && ref.cell.head == cell.head &&
+                                             (ref.cell.col == 0 || ref.cell.col == cell.col)));
+                            }
+                        }
+                    }
+                    // and no right answer is written anywhere on the screen: the
+                    // true value rounded to as many decimals as asked for, or more
+                    // (a whole number shows up by chance too often to be looked for)
+                    const double value = qkv::resolve(lesson, question.answer).front();
+                    const int decimals = qkv::question_decimals(lesson, question);
+                    if (value == std::round(value)) {
+                        break;
+                    }
+                    for (const auto& [shown, written] : numbers_on(screen)) {
+                        if (written >= decimals) {
+                            CAPTURE(shown, written, value);
+                            CHECK(std::fabs(shown - value) > 0.5 * std::pow(10.0, -written) + 1e-12);
+                        }
+                    }
+                    break;
+                }
+                case qkv::Question::Kind::shape: {
+                    const auto& step = qkv::shape_step(lesson, question);
+                    CHECK(screen.find(qkv::shape_text(step.values.n_rows, step.values.n_cols)) == std::string::npos);
+                    break;
+                }
+                case qkv::Question::Kind::choice: {
+                    // the step holding the options is not among the tables shown before it
+                    for (const auto& option : question.options) {
+                        if (!question.predict && option.value.model == page.model) {
+                            CHECK(std::find(page.show.begin(), page.show.end(), option.value.cell.step) == page.show.end());
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+    }
+}
