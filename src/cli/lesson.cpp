@@ -165,13 +165,16 @@ int run_lesson(const LessonOptions& options) {
         TerminalLearner learner;
         Screen screen = terminal_screen(true);
         screen.read_line = [&learner]() { return learner.read_line(); };
+        play.render.width = screen.width;
         auto writer = make_lesson_writer(play.render, std::cout, screen);
         play_lesson(lesson, play, *writer, &learner);
         std::cout.flush();
         return 0;
     }
     std::ostringstream out;
-    auto writer = make_lesson_writer(play.render, out, terminal_screen(false));
+    const Screen screen = terminal_screen(false);
+    play.render.width = screen.width;
+    auto writer = make_lesson_writer(play.render, out, screen);
     play_lesson(lesson, play, *writer, nullptr);
     write_result(out.str(), common);
     return 0;

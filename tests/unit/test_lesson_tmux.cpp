@@ -81,13 +81,15 @@ public:
     std::vector<std::string> history() { return lines_of(tmux("capture-pane -p -J -S -")); }
     bool ended() { return tmux("display-message -p '#{pane_dead}'").find('1') != std::string::npos; }
     void type(const std::string& text) {
+        m_before = screen();
         if (!text.empty()) {
             tmux("send-keys -l " + shell_quoted(text));
         }
         tmux("send-keys Enter");
     }
 
-    // Waits until qkv waits for the learner (its last line is a prompt) or has
+    // Waits until qkv waits for the learner again (its last line is a
+    // prompt, on a screen that has changed since the learner typed) or has
     // ended; returns that last line ("" when it ended). Fails after 10 s.
     std::string wait_for_prompt() {
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -95,7 +97,10 @@ public:
             if (ended()) {
                 return "";
             }
-            const std::string last = last_line(screen());
+            // the line the cursor is on: after the learner's Enter, an empty one until qkv writes
+            const auto now = screen();
+            const std::size_t cursor = static_cast<std::size_t>(std::stoi("0" + tmux("display-message -p '#{cursor_y}'")));
+            const std::string last = now == m_before || cursor >= now.size() ? std::string() : now[cursor];
             for (const char* end : {"q to leave:", "q leaves):", "q to leave ──", "q to leave --"}) {
                 if (last.ends_with(end)) {
                     return last;
@@ -112,15 +117,6 @@ public:
         }
     }
 
-    static std::string last_line(const std::vector<std::string>& lines) {
-        for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-            if (!it->empty()) {
-                return *it;
-            }
-        }
-        return "";
-    }
-
     int cols() const { return m_cols; }
     int rows() const { return m_rows; }
 
@@ -130,6 +126,7 @@ private:
     int m_cols;
     int m_rows;
     std::string m_socket;
+    std::vector<std::string> m_before;  // the screen when the learner last typed
 };
 
 // The index of the last line of `lines` before `before` that is `line`, or -1.
