@@ -131,6 +131,8 @@ TEST_CASE("in a terminal a lesson pauses, asks, says right and wrong, and q leav
     terminal.wait_for("Right.");
     terminal.wait_for("Press Enter for page 4 of 5, or q to leave: ");
     terminal.type("q\n");
+    // leaving says how to come back to the page that was next
+    terminal.wait_for("To go on from here later: qkv lesson 1 --page 4");
     CHECK(terminal.exit_status() == 0);
     // colour is on in a terminal, and every colour that was started was ended
     const std::string& screen = terminal.screen();
