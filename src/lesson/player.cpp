@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <sstream>
 
 namespace qkv {
 
@@ -370,7 +371,9 @@ std::string answer_form(const Lesson& lesson, const Question& question) {
     switch (question.kind) {
         case Question::Kind::number: {
             if (question.tolerance) {
-                return "(within ±" + format_value({*question.tolerance}, NumberStyle{}, 6, false) + ")";
+                std::ostringstream tolerance;
+                tolerance << *question.tolerance;   // the shortest form: 0.005
+                return "(within ±" + tolerance.str() + ")";
             }
             const int decimals = question_decimals(lesson, question);
             if (decimals == 0) {
