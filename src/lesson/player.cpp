@@ -92,7 +92,7 @@ std::string diagnose_number(const Lesson& lesson, const Question& question, cons
     if (!diagnosis) {
         return "";
     }
-    return "That is what this mistake gives: " + diagnosis->mistake + " " + diagnosis->correct + ".";
+    return "That is the number this mistake gives: " + diagnosis->mistake + " Correct: " + diagnosis->correct + ".";
 }
 
 CheckOptions grading_options(const Lesson& lesson, const Question& question) {

@@ -133,19 +133,16 @@ public:
     }
 
     void wrong(const std::string& given, const std::string& why, const Explanation* working) override {
-        std::string text = "you wrote " + given + ".";
+        verdict_line(styled("Not quite:", k_wrong_verdict), "you wrote " + given + ".");
         if (!why.empty()) {
-            text += " " + symbols(why);
+            wrap(symbols(why), "    ", "    ");
         }
-        if (working != nullptr) {
-            text += " " + symbols(working->heading);
-        } else {
-            text += " Try once more.";
+        if (working == nullptr) {
+            wrap("Try once more.", "    ", "    ");
+            return;
         }
-        verdict_line(styled("Not quite:", k_wrong_verdict), text);
-        if (working != nullptr) {
-            working_lines(*working);
-        }
+        wrap(std::string(1, k_value_start) + "Answer:" + k_value_end + " " + symbols(working->heading), "  ", "    ");
+        working_lines(*working);
     }
 
     void prompt(const std::string& text) override {

@@ -218,9 +218,10 @@ script:
         words += word + " ";
     }
     CHECK(words.find("Question: What weight will query 1 give key 2? (at least 2 decimals)") != std::string::npos);
-    CHECK(words.find("Not quite: you wrote 0.40. That is what this mistake gives: ") != std::string::npos);
+    CHECK(words.find("Not quite: you wrote 0.40. That is the number this mistake gives: ") != std::string::npos);
     CHECK(words.find("without exponentiating") != std::string::npos);
     CHECK(words.find("Try once more.") != std::string::npos);
     CHECK(words.find("Right. weights[1,2] = 0.4683") != std::string::npos);
+    CHECK(words.find("Correct: A = softmax") != std::string::npos);
     CHECK(words.find("Score: 1 of 1 question right, 0 of them at the first try.") != std::string::npos);
 }
