@@ -5,7 +5,7 @@
 # The options are those of `qkv COMMAND --help`; tests/unit/test_completions.cpp
 # checks that every one of them is here.
 
-_qkv_common_options='-f --format -p --precision -s --steps --head --full --color --ascii --brief --standalone
+_qkv_common_options='-f --format -p --precision -s --steps --head --full --color --ascii --brief
     -o --output --force --max-memory --allow-any-path -h --help'
 _qkv_steps='inputs positional encoded context queries rotated_queries keys rotated_keys values scores scaled_scores
     position_bias biased_scores masked_scores weights head_output concat output
@@ -94,8 +94,8 @@ _qkv() {
 
     local options
     case $command in
-        run) options="$_qkv_common_options --decode --backward" ;;
-        explain) options="$_qkv_common_options --block-size --backward" ;;
+        run) options="$_qkv_common_options --standalone --decode --backward" ;;
+        explain) options="$_qkv_common_options --standalone --block-size --backward" ;;
         check) options="$_qkv_common_options --answers --tolerance --decimals --rubric --backward" ;;
         lesson) options="$_qkv_common_options --no-pause --page" ;;
         worksheet) options='-f --format -p --precision -s --steps --head --key --backward --standalone -o --output --force

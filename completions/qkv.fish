@@ -43,6 +43,7 @@ complete -c qkv -n "not __fish_seen_subcommand_from $commands" -a bench -d 'Time
 # run, explain, check and lesson share these; worksheet takes some of them
 set -l common "__fish_seen_subcommand_from run explain check lesson"
 set -l with_worksheet "__fish_seen_subcommand_from run explain check lesson worksheet"
+set -l with_latex "__fish_seen_subcommand_from run explain worksheet"
 complete -c qkv -n "__fish_seen_subcommand_from run explain" -s f -l format -x -a 'text markdown latex csv json svg' -d 'Output format'
 complete -c qkv -n "__fish_seen_subcommand_from check" -s f -l format -x -a 'text markdown json csv gradescope' -d 'Output format'
 complete -c qkv -n "__fish_seen_subcommand_from lesson" -s f -l format -x -a 'text markdown' -d 'Output format'
@@ -54,7 +55,7 @@ complete -c qkv -n $common -l full -d 'Show large matrices whole'
 complete -c qkv -n $common -l color -x -a 'auto always never' -d 'Colour'
 complete -c qkv -n $common -l ascii -d 'ASCII only'
 complete -c qkv -n $common -l brief -d 'Formulas, tables and notes; no explanations'
-complete -c qkv -n $with_worksheet -l standalone -d 'LaTeX: a whole document, not a fragment'
+complete -c qkv -n $with_latex -l standalone -d 'LaTeX: a whole document, not a fragment'
 complete -c qkv -n $with_worksheet -s o -l output -r -F -d 'Write to FILE instead of standard output'
 complete -c qkv -n $with_worksheet -l force -d 'Let -o replace an existing file'
 complete -c qkv -n $with_worksheet -l max-memory -x -d 'Memory limit for the computation (default 4GiB)'

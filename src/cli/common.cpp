@@ -188,7 +188,10 @@ void add_common_options(CLI::App& command, CommonOptions& options, const std::ve
         ->type_name("WHEN");
     command.add_flag("--ascii", options.ascii, "ASCII only, no box-drawing or math symbols");
     command.add_flag("--brief", options.brief, "Formulas, tables and notes; no explanations");
-    add_standalone_option(command, options);
+    // only where LaTeX is one of the command's formats
+    if (formats.empty() || std::find(formats.begin(), formats.end(), "latex") != formats.end()) {
+        add_standalone_option(command, options);
+    }
     add_output_options(command, options);
     add_loading_options(command, options);
 }

@@ -157,6 +157,15 @@ int run_lesson(const LessonOptions& options) {
                                      "pages are numbered from 1 to " + std::to_string(pages)));
     }
     play.first_page = options.page;
+    std::string file = options.lesson;
+    if (file.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-+") != std::string::npos) {
+        std::string quoted = "'";
+        for (const char c : file) {
+            quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        }
+        file = quoted + "'";
+    }
+    play.resume = "qkv lesson " + (found.number > 0 ? std::to_string(found.number) : file);
 
     const bool interactive = !options.no_pause && play.render.format == Format::text && common.output.empty() &&
                              isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1;
@@ -165,13 +174,16 @@ int run_lesson(const LessonOptions& options) {
         TerminalLearner learner;
         Screen screen = terminal_screen(true);
         screen.read_line = [&learner]() { return learner.read_line(); };
+        play.render.width = screen.width;
         auto writer = make_lesson_writer(play.render, std::cout, screen);
         play_lesson(lesson, play, *writer, &learner);
         std::cout.flush();
         return 0;
     }
     std::ostringstream out;
-    auto writer = make_lesson_writer(play.render, out, terminal_screen(false));
+    const Screen screen = terminal_screen(false);
+    play.render.width = screen.width;
+    auto writer = make_lesson_writer(play.render, out, screen);
     play_lesson(lesson, play, *writer, nullptr);
     write_result(out.str(), common);
     return 0;

@@ -114,7 +114,7 @@ public:
             m_out << " Try once more.\n";
             return;
         }
-        m_out << " `" << working->heading << "`\n";
+        m_out << "\n\n**Answer:** `" << working->heading << "`\n";
         working_block(*working);
     }
 

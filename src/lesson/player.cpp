@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <sstream>
 
 namespace qkv {
 
@@ -91,7 +92,7 @@ std::string diagnose_number(const Lesson& lesson, const Question& question, cons
     if (!diagnosis) {
         return "";
     }
-    return "That is what this mistake gives: " + diagnosis->mistake + " " + diagnosis->correct + ".";
+    return "That is the number this mistake gives: " + diagnosis->mistake + " Correct: " + diagnosis->correct + ".";
 }
 
 CheckOptions grading_options(const Lesson& lesson, const Question& question) {
@@ -122,17 +123,22 @@ private:
     int m_asked = 0;
     int m_right = 0;
     int m_first_try = 0;
+    int m_page = 1;   // the page being played, 1-based
 
     PlayEnd play_pages() {
         m_writer.title(m_lesson, m_options.number);
         const int pages = static_cast<int>(m_lesson.pages.size());
         for (int p = std::max(0, m_options.first_page - 1); p < pages; ++p) {
+            m_page = p + 1;
             m_writer.page(p + 1, pages);
             if (!play_page(m_lesson.pages[static_cast<std::size_t>(p)])) {
                 return leave();
             }
-            if (m_learner != nullptr && p + 1 < pages && !next_page(p + 2, pages)) {
-                return PlayEnd::left;
+            if (m_learner != nullptr && p + 1 < pages) {
+                m_page = p + 2;   // leaving here, the next page is where to go on
+                if (!next_page(p + 2, pages)) {
+                    return PlayEnd::left;
+                }
             }
         }
         m_writer.end(m_lesson, m_options.number, score(), m_options.next);
@@ -180,6 +186,9 @@ private:
     PlayEnd leave(bool end_of_input = false) {
         // after q the terminal has already moved to a new line; at the end of input it has not
         m_writer.prompt(end_of_input ? "\n" : "");
+        if (!m_options.resume.empty()) {
+            m_writer.narration({{"To go on from here later: " + m_options.resume + " --page " + std::to_string(m_page), false}});
+        }
         m_writer.flush();
         return PlayEnd::left;
     }
@@ -362,7 +371,9 @@ std::string answer_form(const Lesson& lesson, const Question& question) {
     switch (question.kind) {
         case Question::Kind::number: {
             if (question.tolerance) {
-                return "(within ±" + format_value({*question.tolerance}, NumberStyle{}, 6, false) + ")";
+                std::ostringstream tolerance;
+                tolerance << *question.tolerance;   // the shortest form: 0.005
+                return "(within ±" + tolerance.str() + ")";
             }
             const int decimals = question_decimals(lesson, question);
             if (decimals == 0) {

@@ -30,6 +30,7 @@ struct PlayOptions {
     int number = 0;                    // the lesson's number; 0 for a lesson file
     std::string next;                  // what to do after this lesson, e.g. "Next: qkv lesson 2 (scaling)."
     int first_page = 1;                // --page: start at this page (1-based)
+    std::string resume;                // how to play it again, "qkv lesson 3": leaving says how to go on
 };
 
 enum class PlayEnd { finished, left };

@@ -133,37 +133,31 @@ public:
     }
 
     void wrong(const std::string& given, const std::string& why, const Explanation* working) override {
-        std::string text = "you wrote " + given + ".";
+        verdict_line(styled("Not quite:", k_wrong_verdict), "you wrote " + given + ".");
         if (!why.empty()) {
-            text += " " + symbols(why);
+            wrap(symbols(why), "    ", "    ");
         }
-        if (working != nullptr) {
-            text += " " + symbols(working->heading);
-        } else {
-            text += " Try once more.";
+        if (working == nullptr) {
+            wrap("Try once more.", "    ", "    ");
+            return;
         }
-        verdict_line(styled("Not quite:", k_wrong_verdict), text);
-        if (working != nullptr) {
-            working_lines(*working);
-        }
+        wrap(std::string(1, k_value_start) + "Answer:" + k_value_end + " " + symbols(working->heading), "  ", "    ");
+        working_lines(*working);
     }
 
     void prompt(const std::string& text) override {
         drain();
-        std::string shown = symbols(text);
-        std::size_t start = 0;
-        while (start < shown.size() && shown[start] == '\n') {
-            m_out << '\n';
-            ++start;
-        }
-        if (start == shown.size()) {
+        const std::string shown = symbols(text);
+        const std::size_t newlines = std::min(shown.find_first_not_of('\n'), shown.size());
+        if (newlines == shown.size()) {
+            m_out << shown;
             m_out.flush();
             return;
         }
         // wrapped like the narration; the learner types on its last line,
         // and their Enter ends it: the screen then holds the prompt alone
         std::vector<std::string> lines{""};
-        std::istringstream split(shown.substr(start));
+        std::istringstream split(shown.substr(newlines));
         for (std::string word; split >> word;) {
             std::string& line = lines.back();
             if (!line.empty() && display_width(line) + 1 + display_width(word) > m_wrap_width) {
@@ -172,6 +166,10 @@ public:
                 line += (line.empty() ? "" : " ") + word;
             }
         }
+        if (m_screen.height > 0 && m_rows + static_cast<int>(newlines + lines.size()) > m_screen.height) {
+            more();
+        }
+        m_out << std::string(newlines, '\n');
         for (std::size_t i = 0; i < lines.size(); ++i) {
             m_out << styled(lines[i] + (i + 1 == lines.size() ? " " : ""), k_dim) << (i + 1 == lines.size() ? "" : "\n");
         }

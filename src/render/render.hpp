@@ -37,6 +37,7 @@ struct RenderOptions {
     bool ascii = false;               // no box-drawing or other non-ASCII symbols
     bool brief = false;               // no prose: formulas, tables and notes only
     bool standalone = false;          // LaTeX: a whole document
+    int width = 0;                    // text: the columns a table may take (0: any); a wider one is drawn in blocks of columns
 };
 
 // The steps chosen by --steps and --head, in trace order.

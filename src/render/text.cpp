@@ -115,10 +115,43 @@ public:
             wrapped(step.explanation, "  ");
         }
         m_out << '\n';
-        if (m_options.color && step.id == StepId::weights) {
-            m_out << draw_table(table, HeatmapSkin(table, m_options));
+        // a table wider than options.width is drawn in blocks of columns, one under the other
+        const auto draw = [&](const Table& part) {
+            return m_options.color && step.id == StepId::weights ? draw_table(part, HeatmapSkin(part, m_options))
+                                                                 : draw_table(part, TextTableSkin(m_options.ascii));
+        };
+        const auto fits = [&](const std::string& drawn) {
+            return m_options.width <= 0 || widest_line(drawn) <= static_cast<std::size_t>(m_options.width);
+        };
+        std::string whole = draw(table);
+        if (fits(whole) || table.col_labels.size() < 2) {
+            m_out << whole;
         } else {
-            m_out << draw_table(table, TextTableSkin(m_options.ascii));
+            // as few blocks as fit, then as even as they can be
+            std::vector<std::size_t> starts;
+            const std::size_t n = table.col_labels.size();
+            for (std::size_t first = 0; first < n;) {
+                std::size_t last = first + 1;  // one past the block's last column; a block holds one column at least
+                while (last < n && fits(draw(columns_of(table, first, last + 1)))) {
+                    ++last;
+                }
+                starts.push_back(first);
+                first = last;
+            }
+            const std::size_t even = (n + starts.size() - 1) / starts.size();
+            bool evenly = true;
+            for (std::size_t first = 0; first < n && evenly; first += even) {
+                evenly = fits(draw(columns_of(table, first, std::min(n, first + even))));
+            }
+            if (evenly) {
+                starts.clear();
+                for (std::size_t first = 0; first < n; first += even) {
+                    starts.push_back(first);
+                }
+            }
+            for (std::size_t b = 0; b < starts.size(); ++b) {
+                m_out << draw(columns_of(table, starts[b], b + 1 < starts.size() ? starts[b + 1] : n));
+            }
         }
         for (const auto& note : step.notes) {
             wrapped("· " + note, "  ", "    ", k_dim);
@@ -128,6 +161,49 @@ public:
 private:
     const RenderOptions& m_options;
     std::ostream& m_out;
+
+    // The columns of the widest line, colour escapes not counted.
+    static std::size_t widest_line(const std::string& text) {
+        std::size_t widest = 0;
+        std::istringstream lines(text);
+        for (std::string line; std::getline(lines, line);) {
+            std::string visible;
+            for (std::size_t i = 0; i < line.size(); ++i) {
+                if (line[i] == '\x1b') {
+                    while (i < line.size() && line[i] != 'm') {
+                        ++i;
+                    }
+                    continue;
+                }
+                visible += line[i];
+            }
+            widest = std::max(widest, display_width(visible));
+        }
+        return widest;
+    }
+
+    // Columns first … last − 1 of a table, with all its rows.
+    static Table columns_of(const Table& table, std::size_t first, std::size_t last) {
+        Table part = table;
+        auto keep = [first, last](auto& items) {
+            items.erase(items.begin() + static_cast<std::ptrdiff_t>(last), items.end());
+            items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(first));
+        };
+        keep(part.col_labels);
+        keep(part.cols);
+        for (auto& row : part.cells) {
+            keep(row);
+        }
+        for (auto& row : part.values) {
+            keep(row);
+        }
+        for (auto& row : part.marks) {
+            if (!row.empty()) {
+                keep(row);
+            }
+        }
+        return part;
+    }
 };
 
 

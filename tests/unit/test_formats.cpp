@@ -561,3 +561,53 @@ TEST_CASE("SVG with --ascii is ASCII only, tooltips included", "[formats][svg][c
     }
     CHECK(out.find("<title>like -&gt; like: 0.5760</title>") != std::string::npos);
 }
+
+namespace {
+
+std::vector<std::string> split_lines(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream split(text);
+    for (std::string line; std::getline(split, line);) {
+        lines.push_back(line);
+    }
+    return lines;
+}
+
+}  // namespace
+
+TEST_CASE("a text table wider than the width it is given is drawn in even blocks of columns", "[formats][text]") {
+    // gqa's concat is 5 × 8 at four decimals: about 70 columns drawn whole
+    const auto* example = qkv::find_builtin_example("gqa");
+    REQUIRE(example != nullptr);
+    const qkv::Trace trace = qkv::test::compute_text(std::string(example->text));
+    qkv::RenderOptions options;
+    options.steps = {qkv::StepId::concat};
+    std::ostringstream whole;
+    qkv::render_text(trace, options, whole);
+    options.width = 44;
+    std::ostringstream narrow;
+    qkv::render_text(trace, options, narrow);
+    std::size_t widest_whole = 0;
+    for (const auto& line : split_lines(whole.str())) {
+        widest_whole = std::max(widest_whole, qkv::display_width(line));
+    }
+    REQUIRE(widest_whole > 44);
+    int headers = 0;
+    std::string labels;
+    for (const auto& line : split_lines(narrow.str())) {
+        CAPTURE(line);
+        if (line.find("│") != std::string::npos || line.find("┼") != std::string::npos) {
+            CHECK(qkv::display_width(line) <= 44);
+        }
+        if (line.find(" d1 ") != std::string::npos || line.find(" d5 ") != std::string::npos) {
+            ++headers;
+            labels += line;
+        }
+    }
+    // two blocks of four columns, every column once
+    CHECK(headers == 2);
+    for (int d = 1; d <= 8; ++d) {
+        CHECK(labels.find("d" + std::to_string(d)) != std::string::npos);
+    }
+    CHECK(labels.find("d9") == std::string::npos);
+}

@@ -512,17 +512,17 @@ TEST_CASE("the player says right or wrong, allows a second try, shows the workin
         // the precision is stated, and 0.5 has fewer decimals than it asks for
         CHECK(out.find("Question: What weight will query 1 give key 2? (at least 2 decimals)") != std::string::npos);
         CHECK(out.find("Please type a number, Enter to see the answer, or q to leave: ") != std::string::npos);
-        CHECK(out.find("  Not quite: you wrote 0.5. Try once more.") != std::string::npos);
+        CHECK(out.find("  Not quite: you wrote 0.5.\n    Try once more.") != std::string::npos);
         CHECK(out.find("Your second try (Enter shows the answer, q leaves): ") != std::string::npos);
         CHECK(out.find("  Right. weights[1,2] = 0.4683") != std::string::npos);
         // predicted before the table that answers it
         CHECK(out.find("What weight will query 1 give key 2?") < out.find("Step 7"));
         CHECK(out.find("Question: What shape will the scores have? (rows × columns)") != std::string::npos);
-        CHECK(out.find("  Not quite: you wrote 2x3. Try once more.") != std::string::npos);
-        CHECK(out.find("  Not quite: you wrote 3 by 2. That is the shape turned round") == std::string::npos);
-        CHECK(out.find("  Not quite: you wrote 3 by 2. scores is 3 × 3") != std::string::npos);
+        CHECK(out.find("  Not quite: you wrote 2x3.\n    Try once more.") != std::string::npos);
+        CHECK(out.find("That is the shape turned round") == std::string::npos);
+        CHECK(out.find("  Not quite: you wrote 3 by 2.\n  Answer: scores is 3 × 3") != std::string::npos);
         CHECK(out.find("Please type 1 Input 1, 2 Input 2 or 3 Input 3") != std::string::npos);
-        CHECK(out.find("  Not quite: you wrote 3. Try once more.") != std::string::npos);
+        CHECK(out.find("  Not quite: you wrote 3.\n    Try once more.") != std::string::npos);
         CHECK(out.find("  Right. Input 2 (2): its value is the largest") != std::string::npos);
         CHECK(out.find("Score: 3 of 4 questions right, 1 of them at the first try.") != std::string::npos);
         CHECK(out.find("Try it with qkv run illustrated.") != std::string::npos);

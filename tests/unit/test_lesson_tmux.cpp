@@ -1,0 +1,227 @@
+// Lessons in tmux, as a learner sees them: every lesson at 60 × 24 and
+// 120 × 40, paged through with Enter, never shows a line wider than the
+// window (a table that cannot fit excepted) and never lets text scroll away
+// before the learner has pressed Enter; and a wrong answer is diagnosed, tried
+// again and counted in the score.
+#include "builtin/builtin.hpp"
+#include "render/table.hpp"
+#include "support.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <thread>
+
+namespace {
+
+// A command's standard output (stderr is left on the test's).
+std::string output_of(const std::string& command) {
+    std::string out;
+    FILE* pipe = popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::array<char, 4096> buffer{};
+    std::size_t got = 0;
+    while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+        out.append(buffer.data(), got);
+    }
+    pclose(pipe);
+    return out;
+}
+
+std::string shell_quoted(const std::string& text) {
+    std::string result = "'";
+    for (const char c : text) {
+        result += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    }
+    return result + "'";
+}
+
+std::string trimmed_right(std::string line) {
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) {
+        line.pop_back();
+    }
+    return line;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream split(text);
+    for (std::string line; std::getline(split, line);) {
+        lines.push_back(trimmed_right(line));
+    }
+    return lines;
+}
+
+// qkv in a tmux window of its own server, of the given size.
+class Tmux {
+public:
+    Tmux(int cols, int rows, const std::vector<std::string>& args) : m_cols(cols), m_rows(rows) {
+        qkv::test::require_tag("cli");
+        qkv::test::require_tag("browser");
+        static int sessions = 0;
+        m_socket = "qkv-test-" + std::to_string(getpid()) + "-" + std::to_string(++sessions);
+        std::string command = "env -u COLUMNS -u LINES -u NO_COLOR TERM=xterm-256color " + shell_quoted(qkv::test::qkv_binary());
+        for (const auto& arg : args) {
+            command += " " + shell_quoted(arg);
+        }
+        // remain-on-exit keeps the last screen once qkv has ended
+        tmux("-f /dev/null new-session -d -x " + std::to_string(cols) + " -y " + std::to_string(rows) + " " +
+             shell_quoted(command) + " \\; set-option -g remain-on-exit on");
+    }
+    ~Tmux() { tmux("kill-server"); }
+    Tmux(const Tmux&) = delete;
+    Tmux& operator=(const Tmux&) = delete;
+
+    // The visible window, line by line.
+    std::vector<std::string> screen() { return lines_of(tmux("capture-pane -p")); }
+    // Everything qkv wrote, lines wrapped by the window joined again.
+    std::vector<std::string> history() { return lines_of(tmux("capture-pane -p -J -S -")); }
+    bool ended() { return tmux("display-message -p '#{pane_dead}'").find('1') != std::string::npos; }
+    void type(const std::string& text) {
+        m_before = screen();
+        if (!text.empty()) {
+            tmux("send-keys -l " + shell_quoted(text));
+        }
+        tmux("send-keys Enter");
+    }
+
+    // Waits until qkv waits for the learner again (its last line is a
+    // prompt, on a screen that has changed since the learner typed) or has
+    // ended; returns that last line ("" when it ended). Fails after 10 s.
+    std::string wait_for_prompt() {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (true) {
+            if (ended()) {
+                return "";
+            }
+            // the line the cursor is on: after the learner's Enter, an empty one until qkv writes
+            const auto now = screen();
+            const std::size_t cursor = static_cast<std::size_t>(std::stoi("0" + tmux("display-message -p '#{cursor_y}'")));
+            const std::string last = now == m_before || cursor >= now.size() ? std::string() : now[cursor];
+            for (const char* end : {"q to leave:", "q leaves):", "q to leave ──", "q to leave --"}) {
+                if (last.ends_with(end)) {
+                    return last;
+                }
+            }
+            if (std::chrono::steady_clock::now() > deadline) {
+                std::string shown;
+                for (const auto& line : screen()) {
+                    shown += line + "\n";
+                }
+                FAIL("qkv does not wait for the learner; the window shows:\n" << shown);
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+
+    int cols() const { return m_cols; }
+    int rows() const { return m_rows; }
+
+private:
+    std::string tmux(const std::string& arguments) { return output_of("tmux -L " + m_socket + " " + arguments + " 2>/dev/null"); }
+
+    int m_cols;
+    int m_rows;
+    std::string m_socket;
+    std::vector<std::string> m_before;  // the screen when the learner last typed
+};
+
+// The index of the last line of `lines` before `before` that is `line`, or -1.
+int find_before(const std::vector<std::string>& lines, const std::string& line, std::size_t before) {
+    for (std::size_t i = std::min(before, lines.size()); i-- > 0;) {
+        if (lines[i] == line) {
+            return static_cast<int>(i);
+        }
+    }
+    return -1;
+}
+
+bool is_table_line(const std::string& line) {
+    return line.find("│") != std::string::npos || line.find("─┼") != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("every lesson fits a 60 × 24 and a 120 × 40 window: no line too wide, nothing scrolled away unread",
+          "[lesson][terminal][cli][browser]") {
+    const auto size = GENERATE(std::pair{60, 24}, std::pair{120, 40});
+    const auto& lessons = qkv::builtin_lessons();
+    for (std::size_t n = 1; n <= lessons.size(); ++n) {
+        CAPTURE(n, size.first, size.second);
+        Tmux window(size.first, size.second, {"lesson", std::to_string(n)});
+        // the line the learner last answered (first: the lesson's title)
+        std::string seen = "Lesson " + std::to_string(n) + " ·";
+        int pauses = 0;
+        while (true) {
+            const std::string prompt = window.wait_for_prompt();
+            const auto screen = window.screen();
+            // the last pause is still on the screen, above where qkv waits now
+            const std::size_t waiting = prompt.empty() ? screen.size() : static_cast<std::size_t>(find_before(
+                                                                                screen, prompt, screen.size()));
+            bool still_there = false;
+            for (std::size_t i = 0; i < waiting; ++i) {
+                still_there = still_there || screen[i].rfind(seen, 0) == 0;
+            }
+            CAPTURE(seen, prompt);
+            CHECK(still_there);
+            if (prompt.empty() || pauses > 400) {
+                break;
+            }
+            seen = prompt;
+            ++pauses;
+            window.type("");
+        }
+        CHECK(pauses > 2);
+        for (const auto& line : window.history()) {
+            if (!is_table_line(line) && line.find("Pane is dead") == std::string::npos) {
+                CAPTURE(line);
+                CHECK(qkv::display_width(line) <= static_cast<std::size_t>(size.first));
+            }
+        }
+    }
+}
+
+TEST_CASE("in tmux a wrong number is diagnosed, tried again and counted in the score", "[lesson][terminal][cli][browser]") {
+    qkv::test::TempDir folder;
+    const std::string path = folder.write("retry.yaml", R"(title: One weight
+summary: a weight predicted, wrong then right
+model: illustrated
+script:
+  - say: Query 1's scores are {scores[1]}.
+    predict: What weight will query 1 give key 2?
+    answer: weights[1,2]
+    show: weights
+)");
+    Tmux window(60, 24, {"lesson", path});
+    REQUIRE(window.wait_for_prompt() == "Your answer (Enter shows it, q leaves):");
+    // query 1's scores [2, 4, 4] divided by their sum, without exp: 4 / 10
+    window.type("0.40");
+    REQUIRE(window.wait_for_prompt() == "Your second try (Enter shows the answer, q leaves):");
+    // exp(4) / (exp(2) + 2·exp(4)) = 0.4683 (the illustrated article)
+    window.type("0.47");
+    // the table that follows may need a "more" or two
+    for (int more = 0; more < 5 && !window.wait_for_prompt().empty(); ++more) {
+        window.type("");
+    }
+    CHECK(window.ended());
+    std::string played;
+    for (const auto& line : window.history()) {
+        played += line + " ";
+    }
+    // the window is 60 columns wide: the sentences are compared word by word
+    std::istringstream split(played);
+    std::string words;
+    for (std::string word; split >> word;) {
+        words += word + " ";
+    }
+    CHECK(words.find("Question: What weight will query 1 give key 2? (at least 2 decimals)") != std::string::npos);
+    CHECK(words.find("Not quite: you wrote 0.40. That is the number this mistake gives: ") != std::string::npos);
+    CHECK(words.find("without exponentiating") != std::string::npos);
+    CHECK(words.find("Try once more.") != std::string::npos);
+    CHECK(words.find("Right. weights[1,2] = 0.4683") != std::string::npos);
+    CHECK(words.find("Correct: A = softmax") != std::string::npos);
+    CHECK(words.find("Score: 1 of 1 question right, 0 of them at the first try.") != std::string::npos);
+}
