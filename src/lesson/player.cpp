@@ -463,9 +463,16 @@ Explanation question_working(const Lesson& lesson, const Question& question, con
                                                  ? " (" + std::to_string(best + 1) + ")"
                                                  : std::string()) +
                               ": its value is the " + (question.smallest ? "smallest" : "largest");
+            // options from several models name their model: doubled:weights[1,3]
+            bool one_model = true;
+            for (const auto& option : question.options) {
+                one_model = one_model && option.value.model == question.options.front().value.model;
+            }
             for (const auto& option : question.options) {
                 const double value = resolve(lesson, option.value).front();
-                working.lines.push_back(option.label + ": " + option.value.cell.text + " = " +
+                const std::string model =
+                    one_model ? std::string() : lesson.models.at(static_cast<std::size_t>(option.value.model)).name + ":";
+                working.lines.push_back(option.label + ": " + model + option.value.cell.text + " = " +
                                         number_text(value, options));
             }
             return working;

@@ -67,6 +67,12 @@ public:
 
     // Words wrapped at k_wrap_width: the first line after `indent`, the others
     // after `hanging` (the same by default), each line in `style` when set.
+    // k_wrap_width, or two columns less than options.width when that is narrower
+    std::size_t wrap_width() const {
+        const std::size_t given = m_options.width > 0 ? static_cast<std::size_t>(std::max(20, m_options.width - 2)) : k_wrap_width;
+        return std::min(k_wrap_width, given);
+    }
+
     void wrapped(const std::string& text, const std::string& indent, const std::string& hanging = "",
                  const char* style = nullptr) {
         std::istringstream words(symbols(text));
@@ -79,7 +85,7 @@ public:
             line.clear();
         };
         while (words >> word) {
-            if (!line.empty() && display_width(*lead + line + " " + word) > k_wrap_width) {
+            if (!line.empty() && display_width(*lead + line + " " + word) > wrap_width()) {
                 flush();
             }
             line += (line.empty() ? "" : " ") + word;
