@@ -259,8 +259,8 @@ TEST_CASE("every number a lesson's narration states comes from its trace", "[les
         {"multi-head", {}},
         {"masking", {"keys 1 to i", "exactly 0", "exp(0) is 1", "already 0"}},
         {"cross-attention", {}},
-        {"positions", {"counted from 0", "10000^(2i/d_model)"}},
-        {"pytorch", {"holds 1", "and 0 where", "it is 1 on", "allowed ones 0", "writes 0"}},
+        {"positions", {"counted from 0", "10000^(2i/d_model)", "between −1 and 1", "1/√d_model"}},
+        {"pytorch", {"holds 1", "and 0 where", "it is 1 on", "it holds 0", "but 0 and", "0 on and below", "writes 0"}},
         // ]@H is a head's index, after a cell
         {"rope", {"p = i − 1", "base^(−2k/d_k)", "10000", "d_k/2", "distance 0", "distance 1", "distance 3",
                   "pairs 1 and 3, then 2 and 4", "pairs 1 and 2, then 3 and 4", "to 1, 3, 2, 4", "elements 1 and 2",
