@@ -77,6 +77,8 @@ public:
 
     // The visible window, line by line.
     std::vector<std::string> screen() { return lines_of(tmux("capture-pane -p")); }
+    // Everything qkv wrote, row by row as the window shows it.
+    std::vector<std::string> rows_written() { return lines_of(tmux("capture-pane -p -S -")); }
     // Everything qkv wrote, lines wrapped by the window joined again.
     std::vector<std::string> history() { return lines_of(tmux("capture-pane -p -J -S -")); }
     bool ended() { return tmux("display-message -p '#{pane_dead}'").find('1') != std::string::npos; }
@@ -129,10 +131,10 @@ private:
     std::vector<std::string> m_before;  // the screen when the learner last typed
 };
 
-// The index of the last line of `lines` before `before` that is `line`, or -1.
-int find_before(const std::vector<std::string>& lines, const std::string& line, std::size_t before) {
+// The index of the last line of `lines` before `before` that starts with `start`, or -1.
+int find_start(const std::vector<std::string>& lines, const std::string& start, std::size_t before) {
     for (std::size_t i = std::min(before, lines.size()); i-- > 0;) {
-        if (lines[i] == line) {
+        if (lines[i].rfind(start, 0) == 0) {
             return static_cast<int>(i);
         }
     }
@@ -157,14 +159,16 @@ TEST_CASE("every lesson fits a 60 × 24 and a 120 × 40 window: no line too wide
         int pauses = 0;
         while (true) {
             const std::string prompt = window.wait_for_prompt();
-            const auto screen = window.screen();
-            // the last pause is still on the screen, above where qkv waits now
-            const std::size_t waiting = prompt.empty() ? screen.size() : static_cast<std::size_t>(find_before(
-                                                                                screen, prompt, screen.size()));
-            bool still_there = false;
-            for (std::size_t i = 0; i < waiting; ++i) {
-                still_there = still_there || screen[i].rfind(seen, 0) == 0;
+            // the rows qkv has written since the last pause, that pause's line
+            // and the line where it waits now (or its last line) included,
+            // fit the window: the learner saw each one before pressing Enter
+            const auto rows = window.rows_written();
+            std::size_t end = rows.size();
+            while (end > 0 && (rows[end - 1].empty() || rows[end - 1].find("Pane is dead") != std::string::npos)) {
+                --end;
             }
+            const int last_pause = end == 0 ? -1 : find_start(rows, seen, end - 1);
+            const bool still_there = last_pause >= 0 && static_cast<int>(end) - last_pause <= size.second;
             CAPTURE(seen, prompt);
             CHECK(still_there);
             if (prompt.empty() || pauses > 400) {
