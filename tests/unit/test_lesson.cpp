@@ -209,13 +209,19 @@ TEST_CASE("the lessons' models reproduce the numbers of the reference articles",
         // then 0.1·[1,2,3] + 0.5·[2,8,0] + 0.5·[2,6,3] = [2.1, 7.2, 1.8]
         require_row(row_of(lesson, "rounded", "weights[1]"), {0.1, 0.5, 0.5}, 1e-12);
         require_row(row_of(lesson, "rounded", "output[1]"), {2.1, 7.2, 1.8}, 1e-12);
+        // so the rounded weights of query 1 add up to 0.1 + 0.5 + 0.5 = 1.1 (every value of "sums" is 1)
+        require_row(row_of(lesson, "sums", "head_output[1]"), {1.1}, 1e-12);
     }
     SECTION("lesson 2: softmax([1,2,3,4]) against softmax([10,20,30,40])") {
         // from NumPy: np.exp(s) / np.exp(s).sum() for s = [1,2,3,4] and s = [10,20,30,40]
         const auto lesson = builtin_lesson("scaling");
-        require_row(row_of(lesson, "saturation", "scores[2]"), {10, 20, 30, 40}, 0);
-        require_row(row_of(lesson, "saturation", "weights[1]"), {0.0320586, 0.0871443, 0.2368828, 0.6439143}, 1e-7);
-        require_row(row_of(lesson, "saturation", "weights[2]"), {9.3576e-14, 2.0611e-09, 4.5398e-05, 0.9999546}, 1e-7);
+        require_row(row_of(lesson, "small", "scores[1]"), {1, 2, 3, 4}, 0);
+        require_row(row_of(lesson, "large", "scores[1]"), {10, 20, 30, 40}, 0);
+        require_row(row_of(lesson, "small", "weights[1]"), {0.0320586, 0.0871443, 0.2368828, 0.6439143}, 1e-7);
+        require_row(row_of(lesson, "large", "weights[1]"), {9.3576e-14, 2.0611e-09, 4.5398e-05, 0.9999546}, 1e-7);
+        // a weight's slope against its own score is w(1 − w): 0.6439143·0.3560857 and 0.9999546·4.5398e-05
+        require_row(row_of(lesson, "small", "grad_scores[1,4]"), {0.2292887}, 1e-7);
+        require_row(row_of(lesson, "large", "grad_scores[1,4]"), {4.53979e-05}, 1e-10);
         // worked by hand: ±1 vectors of width 4 score from −4 to 4; √4 = 2 halves them
         require_row(row_of(lesson, "unscaled", "scores[1]"), {4, 2, 0, -2}, 0);
         require_row(row_of(lesson, "scaled", "scaled_scores[1]"), {2, 1, 0, -1}, 0);
@@ -253,7 +259,7 @@ TEST_CASE("every number a lesson's narration states comes from its trace", "[les
     // fact of the mathematics or a convention rather than a computed value.
     const std::map<std::string, std::vector<std::string>> k_phrases = {
         {"walkthrough", {"sum to 1", "lesson 2", "to one decimal"}},
-        {"scaling", {"1 or −1", "exactly 0 or 1", "about 1"}},
+        {"scaling", {"1 or −1", "exactly 0 or 1", "about 1", "w(1 − w)"}},
         {"words", {"close to 0", "lesson 8"}},
         {"transpose", {}},
         {"multi-head", {}},

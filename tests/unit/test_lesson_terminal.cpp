@@ -112,14 +112,14 @@ private:
 TEST_CASE("in a terminal a lesson pauses, asks, says right and wrong, and q leaves with status 0", "[lesson][terminal][cli][browser]") {
     Terminal terminal({"lesson", "1"}, 200, 100);
     terminal.wait_for("Lesson 1 · Three inputs, by hand");
-    terminal.wait_for("Press Enter for page 2 of 5, or q to leave: ");
+    terminal.wait_for("Press Enter for page 2 of 6, or q to leave: ");
     terminal.type("\n");
-    // keys[2,2] = 0·0 + 2·1 + 0·1 + 2·1 = 4, worked by hand from the illustrated article's X and W_K
+    // Q = X·W_Q is (3 × 4)·(4 × 3) = 3 × 3; then keys[2,2] = 0·0 + 2·1 + 0·1 + 2·1 = 4 is worked out
     terminal.wait_for("Your answer (Enter shows it, q leaves): ");
-    terminal.type("4\n");
+    terminal.type("3x3\n");
     terminal.wait_for("Right.");
     terminal.wait_for("keys[2,2] = x·w = 0·0 + 2·1 + 0·1 + 2·1 = 4");
-    terminal.wait_for("Press Enter for page 3 of 5, or q to leave: ");
+    terminal.wait_for("Press Enter for page 3 of 6, or q to leave: ");
     terminal.type("\n");
     // scores[2,3] = 12 (the illustrated article); 11 is wrong
     terminal.wait_for("Your answer (Enter shows it, q leaves): ");
@@ -130,7 +130,7 @@ TEST_CASE("in a terminal a lesson pauses, asks, says right and wrong, and q leav
     terminal.wait_for("Your second try (Enter shows the answer, q leaves): ");
     terminal.type("12\n");
     terminal.wait_for("Right.");
-    terminal.wait_for("Press Enter for page 4 of 5, or q to leave: ");
+    terminal.wait_for("Press Enter for page 4 of 6, or q to leave: ");
     terminal.type("q\n");
     // leaving says how to come back to the page that was next
     terminal.wait_for("To go on from here later: qkv lesson 1 --page 4");
@@ -151,7 +151,7 @@ TEST_CASE("in a terminal Ctrl-C leaves a lesson at once, ending the colour and t
     SECTION("between pages") {
         terminal.wait_for("Your answer (Enter shows it, q leaves): ");
         terminal.type("\n");
-        terminal.wait_for("Press Enter for page 2 of 4, or q to leave: ");
+        terminal.wait_for("Press Enter for page 2 of 7, or q to leave: ");
     }
     // the prompt has ended its own colour; what follows it is the terminal's
     // echo of ^C and what qkv writes on leaving
@@ -162,12 +162,12 @@ TEST_CASE("in a terminal Ctrl-C leaves a lesson at once, ending the colour and t
     CAPTURE(after);
     CHECK(after.find("\x1b[0m") != std::string::npos);
     CHECK(after.ends_with("\n"));
-    CHECK(after.find("page 2 of 4 ───") == std::string::npos);
+    CHECK(after.find("page 2 of 7 ───") == std::string::npos);
 }
 
 TEST_CASE("in a terminal --no-pause plays straight through with the answers shown", "[lesson][terminal][cli][browser]") {
     Terminal terminal({"lesson", "1", "--no-pause", "--color", "never"});
-    terminal.wait_for("Answer: keys[2,2] = 4");
+    terminal.wait_for("Answer: queries is 3 × 3");
     terminal.wait_for("End of lesson 1. Next: qkv lesson 2 (scaling).");
     CHECK(terminal.exit_status() == 0);
     CHECK(terminal.screen().find("Press Enter") == std::string::npos);
