@@ -178,7 +178,7 @@ private:
         std::string text = "Score: " + std::to_string(m_right) + " of " + std::to_string(m_asked) +
                            (m_asked == 1 ? " question" : " questions") + " right";
         if (m_right > m_first_try) {
-            text += ", " + std::to_string(m_first_try) + " of them at the first try";
+            text += ", " + (m_first_try == 0 ? std::string("none") : std::to_string(m_first_try)) + " of them at the first try";
         }
         return text + ".";
     }
