@@ -47,13 +47,18 @@ std::string option_list(const Question& question) {
     return list;
 }
 
-// The option a reply names, by its label or its number.
+// The option a reply names, by its label (when no other option has it, as
+// "dog" in "dog bites dog" does) or its number.
 std::optional<std::size_t> chosen_option(const Question& question, const std::string& reply) {
     const std::string text = lowered(trimmed(reply));
+    std::vector<std::size_t> named;
     for (std::size_t i = 0; i < question.options.size(); ++i) {
         if (lowered(question.options[i].label) == text) {
-            return i;
+            named.push_back(i);
         }
+    }
+    if (named.size() == 1) {
+        return named.front();
     }
     std::size_t number = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);

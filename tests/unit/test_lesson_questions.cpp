@@ -104,3 +104,26 @@ script:
     CHECK(working.lines[0].rfind("it grows: doubled:weights[3,2] = ", 0) == 0);
     CHECK(working.lines[1] == "it shrinks: main:weights[3,2] = 0.8805");
 }
+
+TEST_CASE("a key whose token another key shares is chosen by its number", "[lesson][player]") {
+    const char* const text = R"(title: Dog bites dog
+summary: two keys with one token
+model:
+  tokens: [dog, bites, dog]
+  inputs: [[1, 0], [0, 1], [1, 1]]
+  weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]], value: [[1, 0], [0, 1]]}
+  scale: none
+script:
+  - predict: Which key will the last dog attend to most?
+    choose: weights[3]
+)";
+    const auto lesson = qkv::prepare_lesson(qkv::read_lesson({"dogs.yaml", text, ""}, "dogs"));
+    const qkv::Question& question = *lesson.pages[0].ask;
+    CHECK(qkv::answer_form(lesson, question) == "(1 dog, 2 bites or 3 dog)");
+    // the last dog's scores are [1, 1, 2]: key 3, itself
+    const auto dog = qkv::grade_reply(lesson, question, "dog");
+    CHECK_FALSE(dog.valid);
+    CHECK(dog.again.find("1 dog, 2 bites or 3 dog") != std::string::npos);
+    CHECK(qkv::grade_reply(lesson, question, "3").right);
+    CHECK_FALSE(qkv::grade_reply(lesson, question, "bites").right);
+}
