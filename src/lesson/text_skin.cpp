@@ -349,25 +349,43 @@ private:
     }
 
     // Writes what has been written so far to the terminal, line by line,
-    // pausing when the screen is full.
+    // pausing when the screen is full, and before a table that would be cut
+    // in two when it fits on a screen of its own.
     void drain() {
         const std::string text = m_text.str();
         m_text.str("");
+        std::vector<std::string> lines;
         std::size_t start = 0;
         while (start < text.size()) {
             const std::size_t end = text.find('\n', start);
-            const std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-            const bool complete = end != std::string::npos;
-            // a line wider than the terminal takes several rows
-            const std::size_t columns = static_cast<std::size_t>(std::max(1, m_screen.width));
-            const int rows = static_cast<int>(std::max<std::size_t>(1, (screen_width(line) + columns - 1) / columns));
+            lines.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+            start = end == std::string::npos ? text.size() : end + 1;
+        }
+        const bool last_complete = !text.empty() && text.back() == '\n';
+        for (std::size_t i = 0; i < lines.size(); ++i) {
+            if (m_screen.height > 0 && is_table_line(lines[i]) && (i == 0 || !is_table_line(lines[i - 1]))) {
+                int table = 0;
+                for (std::size_t j = i; j < lines.size() && is_table_line(lines[j]); ++j) {
+                    table += rows_of(lines[j]);
+                }
+                if (m_rows + table > m_screen.height - 1 && table <= m_screen.height - 2) {
+                    more();
+                }
+            }
+            const int rows = rows_of(lines[i]);
             if (m_screen.height > 0 && m_rows + rows > m_screen.height - 1) {
                 more();
             }
-            m_out << line << (complete ? "\n" : "");
+            const bool complete = i + 1 < lines.size() || last_complete;
+            m_out << lines[i] << (complete ? "\n" : "");
             m_rows += rows;
-            start = complete ? end + 1 : text.size();
         }
+    }
+
+    // The rows a line takes on the terminal: a line wider than it wraps.
+    int rows_of(const std::string& line) const {
+        const std::size_t columns = static_cast<std::size_t>(std::max(1, m_screen.width));
+        return static_cast<int>(std::max<std::size_t>(1, (screen_width(line) + columns - 1) / columns));
     }
 
     // The screen is full: wait for Enter (q leaves).
