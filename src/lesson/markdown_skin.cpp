@@ -3,6 +3,8 @@
 // each question followed by its answer and working.
 #include "lesson/skins.hpp"
 
+#include "render/table.hpp"
+
 #include <sstream>
 
 namespace qkv {
@@ -54,8 +56,8 @@ public:
     MarkdownLessonWriter(const RenderOptions& options, std::ostream& out) : m_options(options), m_out(out) {}
 
     void title(const Lesson& lesson, int number) override {
-        m_out << "# " << (number > 0 ? "Lesson " + std::to_string(number) + " · " : std::string())
-              << escape(lesson.title) << "\n\n*" << escape(lesson.summary) << "*\n";
+        m_out << "# " << (number > 0 ? "Lesson " + std::to_string(number) + (m_options.ascii ? " - " : " · ") : std::string())
+              << escape(symbols(lesson.title)) << "\n\n*" << escape(symbols(lesson.summary)) << "*\n";
     }
 
     void page(int page, int pages) override {
@@ -93,18 +95,18 @@ public:
     }
 
     void question(const std::vector<Piece>& prompt, const std::string& form) override {
-        m_out << "\n**Question.** " << prose(marked_text(prompt)) << (form.empty() ? "" : " " + escape(form)) << '\n';
+        m_out << "\n**Question.** " << prose(marked_text(prompt)) << (form.empty() ? "" : " " + escape(m_options.ascii ? to_ascii(form) : form)) << '\n';
     }
 
     // A handout: the answer folded away until the reader opens it.
     void answer(const Explanation& working) override {
-        m_out << "\n<details>\n<summary>Answer</summary>\n\n`" << working.heading << "`\n";
+        m_out << "\n<details>\n<summary>Answer</summary>\n\n`" << symbols(working.heading) << "`\n";
         working_block(working);
         m_out << "\n</details>\n";
     }
 
     void right(const Explanation& working) override {
-        m_out << "\n**Right.** `" << working.heading << "`\n";
+        m_out << "\n**Right.** `" << symbols(working.heading) << "`\n";
         working_block(working);
     }
 
@@ -114,7 +116,7 @@ public:
             m_out << " Try once more.\n";
             return;
         }
-        m_out << "\n\n**Answer:** `" << working->heading << "`\n";
+        m_out << "\n\n**Answer:** `" << symbols(working->heading) << "`\n";
         working_block(*working);
     }
 
@@ -125,7 +127,7 @@ public:
             m_out << "\n**" << escape(score) << "**\n";
         }
         if (!lesson.try_it.empty()) {
-            m_out << '\n' << prose(lesson.try_it) << '\n';
+            m_out << '\n' << prose(symbols(lesson.try_it)) << '\n';
         }
         m_out << "\n*" << (number > 0 ? "End of lesson " + std::to_string(number) + "." : std::string("End of the lesson."))
               << (next.empty() ? "" : " " + escape(next)) << "*\n";
@@ -134,6 +136,8 @@ public:
     void flush() override { m_out.flush(); }
 
 private:
+    std::string symbols(const std::string& text) const { return m_options.ascii ? to_ascii(text) : text; }
+
     // Narration without the value marks, escaped.
     static std::string prose(const std::string& marked) { return escape(unmarked(marked)); }
 
@@ -143,7 +147,7 @@ private:
         }
         m_out << "\n```text\n";
         for (const auto& line : working.lines) {
-            m_out << line << '\n';
+            m_out << symbols(line) << '\n';
         }
         m_out << "```\n";
     }

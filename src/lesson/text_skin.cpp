@@ -50,7 +50,8 @@ public:
 
     void title(const Lesson& lesson, int number) override {
         const std::string heading =
-            symbols((number > 0 ? "Lesson " + std::to_string(number) + " · " : std::string()) + lesson.title);
+            (number > 0 ? "Lesson " + std::to_string(number) + (m_options.ascii ? " - " : " · ") : std::string()) +
+            symbols(lesson.title);
         wrap(std::string(1, k_value_start) + heading + k_value_end, "", "");
         m_text << std::string(std::min(display_width(heading), m_wrap_width), '=') << '\n';
         wrap(symbols(lesson.summary), "", "");
@@ -117,7 +118,7 @@ public:
         m_text << '\n';
         std::string text = std::string(1, k_value_start) + "Question:" + k_value_end + " " + marked_text(prompt);
         if (!form.empty()) {
-            text += " " + form;
+            text += " " + symbols(form);
         }
         wrap(text, "", "  ");
     }

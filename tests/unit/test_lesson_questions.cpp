@@ -127,3 +127,21 @@ script:
     CHECK(qkv::grade_reply(lesson, question, "3").right);
     CHECK_FALSE(qkv::grade_reply(lesson, question, "bites").right);
 }
+
+TEST_CASE("with --ascii every lesson is plain ASCII, as text and as a Markdown handout", "[lesson][cli]") {
+    const auto& lessons = qkv::builtin_lessons();
+    for (std::size_t n = 1; n <= lessons.size(); ++n) {
+        for (const std::string format : {"text", "markdown"}) {
+            CAPTURE(n, format);
+            const std::string out = run_ok({"lesson", std::to_string(n), "--no-pause", "--ascii", "-f", format});
+            const auto wide = std::find_if(out.begin(), out.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+            CHECK(wide == out.end());
+            if (wide != out.end()) {
+                const auto at = static_cast<std::size_t>(wide - out.begin());
+                CAPTURE(out.substr(at < 60 ? 0 : at - 60, 120));
+                FAIL_CHECK("a non-ASCII byte");
+            }
+        }
+    }
+    CHECK(run_ok({"lesson", "4", "--no-pause", "--ascii"}).rfind("Lesson 4 - ", 0) == 0);
+}
