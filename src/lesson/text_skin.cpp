@@ -185,7 +185,7 @@ public:
         }
         if (!lesson.try_it.empty()) {
             m_text << '\n';
-            wrap(symbols(lesson.try_it), "", "  ");
+            wrap(symbols(lesson.try_it), "", "");
         }
         std::string closing = std::string(1, k_value_start) +
                               (number > 0 ? "End of lesson " + std::to_string(number) + "." : std::string("End of the lesson.")) +
