@@ -24,22 +24,6 @@ const std::string k_wrong_verdict = std::string(k_bold) + k_red;
 // the narrowest width text is wrapped to, however narrow the terminal
 constexpr int k_narrowest = 20;
 
-// The columns a line takes on the screen: its characters, without the
-// colour escapes (ESC [ … m).
-std::size_t screen_width(const std::string& line) {
-    std::string visible;
-    for (std::size_t i = 0; i < line.size(); ++i) {
-        if (line[i] == '\x1b') {
-            while (i < line.size() && line[i] != 'm') {
-                ++i;
-            }
-            continue;
-        }
-        visible += line[i];
-    }
-    return display_width(visible);
-}
-
 class TextLessonWriter : public LessonWriter {
 public:
     TextLessonWriter(const RenderOptions& options, std::ostream& out, Screen screen)
@@ -221,7 +205,7 @@ private:
     void verdict_line(const std::string& styled_word, const std::string& text) {
         // the styled word is one word for the wrapping: its escapes take no columns
         m_text << "  " << styled_word;
-        const std::size_t used = 2 + screen_width(styled_word);
+        const std::size_t used = 2 + visible_width(styled_word);
         std::istringstream split(text);
         std::size_t width = used;
         for (std::string word; split >> word;) {
@@ -249,7 +233,7 @@ private:
     // A line kept as it is when it fits, else broken at spaces, the rest
     // indented by `hang` columns more than its own indent.
     void long_line(const std::string& line, std::size_t hang) {
-        if (screen_width(line) <= m_wrap_width) {
+        if (visible_width(line) <= m_wrap_width) {
             m_text << line << '\n';
             return;
         }
@@ -265,7 +249,7 @@ private:
         bool first_word = true;
         const std::string continued = indent + std::string(hang, ' ');
         for (const auto& word : words) {
-            const std::size_t w = screen_width(word);
+            const std::size_t w = visible_width(word);
             if (!first_word && width + 1 + w > m_wrap_width) {
                 m_text << current << '\n';
                 current = continued + word;
@@ -386,7 +370,7 @@ private:
     // The rows a line takes on the terminal: a line wider than it wraps.
     int rows_of(const std::string& line) const {
         const std::size_t columns = static_cast<std::size_t>(std::max(1, m_screen.width));
-        return static_cast<int>(std::max<std::size_t>(1, (screen_width(line) + columns - 1) / columns));
+        return static_cast<int>(std::max<std::size_t>(1, (visible_width(line) + columns - 1) / columns));
     }
 
     // The screen is full: wait for Enter (q leaves).

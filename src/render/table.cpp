@@ -186,6 +186,20 @@ std::size_t display_width(const std::string& text) {
     return width;
 }
 
+std::size_t visible_width(const std::string& line) {
+    std::string visible;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        if (line[i] == '\x1b') {
+            while (i < line.size() && line[i] != 'm') {
+                ++i;
+            }
+            continue;
+        }
+        visible += line[i];
+    }
+    return display_width(visible);
+}
+
 std::string truncate_label(const std::string& text, std::size_t width, bool ascii) {
     if (display_width(text) <= width) {
         return text;

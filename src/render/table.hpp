@@ -138,6 +138,8 @@ std::pair<char32_t, std::size_t> decode_code_point(const std::string& text, std:
 // (CJK, Hangul, fullwidth forms, most emoji) count 2, combining marks and
 // zero-width characters 0, every other code point 1.
 std::size_t display_width(const std::string& text);
+// The same for a line that may hold colour escapes (ESC [ … m), which take no column.
+std::size_t visible_width(const std::string& line);
 // Cut to at most `width` columns, ending in "…" (or "..." with ascii) when cut.
 std::string truncate_label(const std::string& text, std::size_t width, bool ascii);
 // Cut to at most `width` columns keeping the start and the end, "…" between

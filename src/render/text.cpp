@@ -173,17 +173,7 @@ private:
         std::size_t widest = 0;
         std::istringstream lines(text);
         for (std::string line; std::getline(lines, line);) {
-            std::string visible;
-            for (std::size_t i = 0; i < line.size(); ++i) {
-                if (line[i] == '\x1b') {
-                    while (i < line.size() && line[i] != 'm') {
-                        ++i;
-                    }
-                    continue;
-                }
-                visible += line[i];
-            }
-            widest = std::max(widest, display_width(visible));
+            widest = std::max(widest, visible_width(line));
         }
         return widest;
     }
