@@ -1,6 +1,7 @@
 #include "attention/attention.hpp"
 #include "attention/decode.hpp"
 #include "cli/commands.hpp"
+#include "explain/explain.hpp"
 
 #include <vector>
 
@@ -62,6 +63,20 @@ int run_decode(const RunOptions& options) {
     return 0;
 }
 
+// -f html: every cell's working is on the page, and a working reads the
+// steps before it, so the trace keeps every step.
+int run_html(const RunOptions& options) {
+    ComputeOptions computing = compute_options(options.common);
+    computing.steps.clear();
+    computing.head = 0;
+    const Model model = load(options.file, options.common, computing);
+    const Trace trace = compute(model, computing);
+    const RenderOptions rendering = render_options(options.common, trace);
+    const CellWorkings workings = html_workings(model, trace, rendering);
+    write_streamed([&](std::ostream& out) { render_html(trace, rendering, out, workings); }, options.common);
+    return 0;
+}
+
 }  // namespace
 
 CLI::App* setup_run(CLI::App& app, RunOptions& options) {
@@ -77,6 +92,9 @@ CLI::App* setup_run(CLI::App& app, RunOptions& options) {
 int run_run(const RunOptions& options) {
     if (options.common.decode) {
         return run_decode(options);
+    }
+    if (parse_format(options.common.format) == Format::html) {
+        return run_html(options);
     }
     // only the steps that will be shown keep their matrices
     const ComputeOptions computing = compute_options(options.common);

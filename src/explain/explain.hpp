@@ -7,6 +7,7 @@
 #include "attention/cell.hpp"
 #include "attention/trace.hpp"
 #include "model/model.hpp"
+#include "render/html.hpp"
 #include "render/render.hpp"
 
 #include <armadillo>
@@ -47,9 +48,13 @@ bool has_online_form(StepId id);
 Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& cell, const RenderOptions& options,
                          arma::uword block_size = 0);
 
+// The workings of run's HTML page (render_html): each cell's heading and
+// lines as explain_cell() writes them at options.precision.
+CellWorkings html_workings(const Model& model, const Trace& trace, const RenderOptions& options);
+
 // Writes explanations in options.format (formats.cpp): text (heading, then the
-// working indented), markdown (an escaped heading and a fenced block per cell)
-// or json ({"schema_version": 1, "cells": [...]}). Other formats throw InputError.
+// working indented), markdown (an escaped heading and a fenced block per cell),
+// html (a page with a section per cell) or json ({"schema_version": 1, "cells": [...]}). Other formats throw InputError.
 void render_explanations(const std::vector<Explanation>& explanations, const RenderOptions& options,
                          std::ostream& out);
 

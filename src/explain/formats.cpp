@@ -1,6 +1,6 @@
-// The three ways `qkv explain` writes its explanations: text (the heading in
+// The four ways `qkv explain` writes its explanations: text (the heading in
 // bold, the working indented), Markdown (a heading and a fenced block per
-// cell) and JSON ({"schema_version": 1, "cells": [...]}).
+// cell), an HTML page (render/html.hpp) and JSON ({"schema_version": 1, "cells": [...]}).
 #include "explain/explain.hpp"
 
 #include "base/diagnostics.hpp"
@@ -91,7 +91,39 @@ void render_json(const std::vector<Explanation>& explanations, std::ostream& out
     out << doc.dump(1) << '\n';
 }
 
+void render_html(const std::vector<Explanation>& explanations, const RenderOptions& options, std::ostream& out) {
+    const auto symbols = [&](const std::string& text) { return options.ascii ? to_ascii(text) : text; };
+    std::vector<std::string> names;
+    for (const auto& e : explanations) {
+        names.push_back(e.cell.text);
+    }
+    html_begin(out, "The arithmetic of " + join_list(names, " and "));
+    for (const auto& e : explanations) {
+        HtmlWorking working{symbols(e.heading), {}};
+        for (const auto& line : e.lines) {
+            working.lines.push_back(symbols(line));
+        }
+        out << "<section class=\"explained\">\n" << html_working(working) << "</section>\n";
+    }
+    html_end(out);
+}
+
 }  // namespace
+
+CellWorkings html_workings(const Model& model, const Trace& trace, const RenderOptions& options) {
+    return [&model, &trace, options](const Step& step, arma::uword row, arma::uword col) {
+        CellRef cell;
+        cell.step = step.id;
+        cell.row = static_cast<int>(row) + 1;
+        cell.col = static_cast<int>(col) + 1;
+        cell.head = step.head == 0 ? 1 : step.head;
+        cell.head_given = step.head != 0 && trace.dims.heads > 1;
+        cell.text = step_text(step.id) + "[" + std::to_string(cell.row) + "," + std::to_string(cell.col) + "]" +
+                    (cell.head_given ? "@" + std::to_string(cell.head) : "");
+        const Explanation e = explain_cell(model, trace, cell, options);
+        return HtmlWorking{e.heading, e.lines};
+    };
+}
 
 void render_explanations(const std::vector<Explanation>& explanations, const RenderOptions& options,
                          std::ostream& out) {
@@ -105,11 +137,14 @@ void render_explanations(const std::vector<Explanation>& explanations, const Ren
         case Format::json:
             render_json(explanations, out);
             return;
+        case Format::html:
+            render_html(explanations, options, out);
+            return;
         default:
             break;
     }
-    throw InputError(Diagnostic{"", 0, 0, "explain writes text, markdown or json",
-                                "use --format text, markdown or json with explain"});
+    throw InputError(Diagnostic{"", 0, 0, "explain writes text, markdown, json or html",
+                                "use --format text, markdown, json or html with explain"});
 }
 
 }  // namespace qkv

@@ -4,6 +4,7 @@
 // shown and in which order; a skin per format only draws it (the JSON is in
 // decode_json.cpp).
 #include "attention/decode.hpp"
+#include "render/html.hpp"
 #include "render/palette.hpp"
 #include "render/render.hpp"
 #include "render/table.hpp"
@@ -127,6 +128,41 @@ private:
     std::string escaped(const std::string& text) const {
         return markdown_escape(m_options.ascii ? to_ascii(text) : text);
     }
+
+    const RenderOptions& m_options;
+    std::ostream& m_out;
+};
+
+// The HTML skin: a page's sections, captions over the tables, notes as a list.
+class HtmlDecodeSkin : public DecodeSkin {
+public:
+    HtmlDecodeSkin(const RenderOptions& options, std::ostream& out) : m_options(options), m_out(out) {}
+
+    void heading(const std::string& text, int level) override {
+        const std::string tag = "h" + std::to_string(level + 1);
+        m_out << '<' << tag << '>' << escaped(text) << "</" << tag << ">\n";
+    }
+
+    void paragraph(const std::string& text) override { m_out << "<p>" << escaped(text) << "</p>\n"; }
+
+    void table(const std::string& caption, const Table& table) override {
+        m_out << html_table(table, symbols(formula_text(caption, m_options.ascii)) + " (" + table.shape + ")");
+    }
+
+    void notes(const std::vector<std::string>& notes) override {
+        if (notes.empty()) {
+            return;
+        }
+        m_out << "<ul class=\"note\">\n";
+        for (const auto& note : notes) {
+            m_out << "<li>" << escaped(note) << "</li>\n";
+        }
+        m_out << "</ul>\n";
+    }
+
+private:
+    std::string symbols(const std::string& text) const { return m_options.ascii ? to_ascii(text) : text; }
+    std::string escaped(const std::string& text) const { return xml_escape(symbols(one_line(text))); }
 
     const RenderOptions& m_options;
     std::ostream& m_out;
@@ -391,7 +427,7 @@ void walk(const Trace& trace, const DecodeTrace& decode, const Model& model, con
 
 }  // namespace
 
-std::vector<Format> decode_formats() { return {Format::text, Format::markdown, Format::json}; }
+std::vector<Format> decode_formats() { return {Format::text, Format::markdown, Format::json, Format::html}; }
 
 void render_decode(const Trace& trace, const DecodeTrace& decode, const Model& model, const RenderOptions& options,
                    std::ostream& out) {
@@ -411,6 +447,18 @@ void render_decode(const Trace& trace, const DecodeTrace& decode, const Model& m
         case Format::json:
             render_decode_json(trace, decode, options, out);
             return;
+        case Format::html: {
+            const std::string title = trace.title.empty() ? "Self-attention, step by step" : trace.title;
+            html_begin(out, options.ascii ? to_ascii(title) : title);
+            if (!options.brief) {
+                out << html_paragraphs(options.ascii ? to_ascii(trace.description) : trace.description);
+            }
+            out << "<p class=\"dims\">" << xml_escape(dims_line(trace)) << "</p>\n";
+            HtmlDecodeSkin skin(options, out);
+            walk(trace, decode, model, options, skin);
+            html_end(out);
+            return;
+        }
         case Format::latex:
         case Format::csv:
         case Format::svg:

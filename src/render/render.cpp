@@ -1,4 +1,5 @@
 #include "render/render.hpp"
+#include "render/html.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -17,6 +18,7 @@ struct FormatRow {
 constexpr FormatRow k_formats[] = {
     {Format::text, "text"}, {Format::markdown, "markdown"}, {Format::latex, "latex"},
     {Format::csv, "csv"},   {Format::json, "json"},         {Format::svg, "svg"},
+    {Format::html, "html"},
 };
 
 }  // namespace
@@ -141,6 +143,10 @@ void render(const Trace& trace, const RenderOptions& options, std::ostream& out)
             return;
         case Format::svg:
             render_svg(trace, options, out);
+            return;
+        case Format::html:
+            // the tables alone; `qkv run` passes render_html() the workings of the cells
+            render_html(trace, options, out);
             return;
     }
     throw std::logic_error("unknown output format");

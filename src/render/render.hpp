@@ -16,7 +16,7 @@ namespace qkv {
 struct DecodeTrace;  // attention/decode.hpp
 struct Model;        // model/model.hpp
 
-enum class Format { text, markdown, latex, csv, json, svg };
+enum class Format { text, markdown, latex, csv, json, svg, html };
 
 // Every format, in the order -f/--format lists them.
 std::vector<Format> all_formats();

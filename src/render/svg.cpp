@@ -4,6 +4,7 @@
 // --steps, each chosen step gets its own row of panels and its own scale.
 #include "attention/steps.hpp"
 #include "base/diagnostics.hpp"
+#include "render/html.hpp"
 #include "render/render.hpp"
 #include "render/table.hpp"
 
@@ -22,27 +23,6 @@ constexpr double k_value_font = 11.0;
 constexpr double k_char_width = 0.62;           // average glyph width per font size (sans-serif)
 constexpr std::size_t k_max_label_chars = 14;
 
-std::string xml_escape(const std::string& text) {
-    std::string out;
-    for (const char c : text) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&apos;"; break;
-            default:
-                // control characters are not allowed in XML 1.0
-                if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') {
-                    out += ' ';
-                } else {
-                    out += c;
-                }
-        }
-    }
-    return out;
-}
-
 std::string px(double value) {
     char buffer[32];
     std::snprintf(buffer, sizeof buffer, "%.1f", value);
@@ -57,30 +37,9 @@ double text_width(const std::string& text, double font) {
     return static_cast<double>(display_width(text)) * font * k_char_width;
 }
 
-// A sequential blue scale, light (low) to dark (high), readable in print and
-// by colour-blind readers; t in [0, 1].
-struct Rgb {
-    double r, g, b;
-};
-constexpr Rgb k_ramp[] = {
-    {247, 251, 255}, {222, 235, 247}, {198, 219, 239}, {158, 202, 225}, {107, 174, 214},
-    {66, 146, 198},  {33, 113, 181},  {8, 81, 156},    {8, 48, 107},
-};
-constexpr int k_ramp_steps = static_cast<int>(sizeof k_ramp / sizeof k_ramp[0]) - 1;
-
-std::string colour(double t) {
-    t = std::clamp(t, 0.0, 1.0);
-    const double at = t * k_ramp_steps;
-    const int low = std::min(static_cast<int>(at), k_ramp_steps - 1);
-    const double f = at - low;
-    const Rgb& a = k_ramp[low];
-    const Rgb& b = k_ramp[low + 1];
-    char buffer[16];
-    std::snprintf(buffer, sizeof buffer, "#%02x%02x%02x", static_cast<int>(std::lround(a.r + (b.r - a.r) * f)),
-                  static_cast<int>(std::lround(a.g + (b.g - a.g) * f)),
-                  static_cast<int>(std::lround(a.b + (b.b - a.b) * f)));
-    return buffer;
-}
+// The sequential blue scale shared with the HTML pages (render/html.hpp); t in [0, 1].
+std::string colour(double t) { return ramp_colour(t); }
+constexpr int k_ramp_steps = 8;  // the scale bar's gradient stops: one per colour of the ramp
 
 // One row of panels: a step id and its heads, sharing a colour scale.
 struct Band {

@@ -439,7 +439,7 @@ TEST_CASE("qkv explain prints each cell's working and exits 2 on a bad cell", "[
     qkv::test::require_input_error(run_qkv({"explain", "illustrated", "scorez[1,2]"}), "unknown step \"scorez\"");
     qkv::test::require_input_error(run_qkv({"explain", "illustrated"}), "");
     qkv::test::require_input_error(run_qkv({"explain", "illustrated", "scores[1,2]", "-f", "svg"}),
-                                   "explain writes text, markdown or json");
+                                   "explain writes text, markdown, json or html");
 
     const auto ascii = run_qkv({"explain", "masked", "weights[2]", "--ascii"});
     REQUIRE(ascii.status == 0);
