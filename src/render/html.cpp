@@ -29,7 +29,8 @@ constexpr Rgb k_ramp[] = {
 };
 constexpr int k_ramp_steps = static_cast<int>(sizeof k_ramp / sizeof k_ramp[0]) - 1;
 
-constexpr char k_dark_text[] = "#1a1a1a";
+// black or white on a shade: one of the two is at least 4.58:1 on any colour
+constexpr char k_dark_text[] = "#000000";
 constexpr char k_light_text[] = "#ffffff";
 
 Rgb parse_hex(const std::string& hex) {
@@ -86,7 +87,7 @@ button.cell:focus-visible { outline: 3px solid var(--accent); outline-offset: 1p
                     border: 1px solid var(--rule); border-radius: 6px; box-shadow: 0 8px 30px rgba(0,0,0,0.25);
                     color: var(--ink); background: var(--paper); }
 .working h3 { margin-top: 0; }
-.working pre, pre.working { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0.5rem 0; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0.5rem 0; }
 .close { font: inherit; float: right; margin: -0.25rem -0.5rem 0 1rem; }
 details { margin: 0.75rem 0; }
 summary { cursor: pointer; color: var(--accent); }
@@ -198,9 +199,9 @@ std::string text_colour_on(const std::string& background) {
 }
 
 void html_begin(std::ostream& out, const std::string& title) {
-    out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        << "<meta name=\"generator\" content=\"qkv\">\n"
+    out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
+        << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n"
+        << "<meta name=\"generator\" content=\"qkv\"/>\n"
         << "<title>" << xml_escape(one_line(title)) << "</title>\n"
         << "<style>" << k_style << "</style>\n</head>\n<body>\n<main>\n"
         << "<h1>" << xml_escape(one_line(title)) << "</h1>\n";
@@ -318,7 +319,7 @@ void render_html_steps(const Trace& trace, const RenderOptions& options, std::os
                         line = to_ascii(line);
                     }
                 }
-                popovers += "<div popover id=\"" + target + "\" class=\"working\">" +
+                popovers += "<div popover=\"auto\" id=\"" + target + "\" class=\"working\">" +
                             "<button type=\"button\" class=\"close\" popovertarget=\"" + target +
                             "\" popovertargetaction=\"hide\">Close</button>\n" + html_working(working) + "</div>\n";
             }

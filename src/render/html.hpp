@@ -26,8 +26,8 @@ std::string xml_escape(std::string_view text);
 // The sequential blue scale of the SVG heatmaps, light (t = 0) to dark (t = 1),
 // as "#rrggbb"; t is clamped to [0, 1]. The colour-blind-safe ramp of ColorBrewer's Blues.
 std::string ramp_colour(double t);
-// The text colour that reads on `background` ("#rrggbb"): near-black or white,
-// whichever contrasts more (WCAG's relative luminance), at least 4.5:1 on the ramp.
+// The text colour that reads on `background` ("#rrggbb"): black or white,
+// whichever contrasts more (WCAG's relative luminance): at least 4.58:1 on any colour.
 std::string text_colour_on(const std::string& background);
 // WCAG's contrast ratio of two "#rrggbb" colours, 1 to 21.
 double contrast_ratio(const std::string& a, const std::string& b);

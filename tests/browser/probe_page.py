@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+"""Opens one of qkv's HTML pages in headless Chromium (Debian's chromium and
+chromium-driver, driven by python3-selenium) and reports what a reader meets,
+as one JSON object on stdout. The C++ test (tests/unit/test_html_browser.cpp)
+decides what is right; this script only looks.
+
+    probe_page.py PAGE [--no-js] [--click CSS] [--screenshot PNG] [--width W]
+
+Reports:
+  console      messages of level SEVERE in the browser's console
+  fetched      URLs the page asked for beyond itself (must be none)
+  buttons      how many cell buttons the page has
+  click        the first element matching --click (default: the first cell
+               button) clicked: the id it opens, whether it is open, its text
+  keyboard     Tab pressed from the top until a cell button has the focus,
+               Enter pressed: the button's label, whether its working opened
+               and its text, and whether Escape closed it again
+  phone        at 390 px wide: the page's scroll width (a table may scroll
+               sideways in its own box, the page may not)
+  print        with print media: whether the workings and close buttons are
+               hidden and the cells look like plain numbers
+  text         the page's visible text
+Exit status 3 when the browser or its driver is missing (the test skips).
+"""
+import json
+import sys
+
+
+def main():
+    args = sys.argv[1:]
+    if not args:
+        print(__doc__, file=sys.stderr)
+        return 2
+    page = args[0]
+    options = {"--no-js": False, "--click": "button.cell", "--screenshot": "", "--width": "1000"}
+    rest = args[1:]
+    while rest:
+        key = rest.pop(0)
+        if key == "--no-js":
+            options[key] = True
+        elif key in options and rest:
+            options[key] = rest.pop(0)
+        else:
+            print("probe_page.py: unknown argument " + key, file=sys.stderr)
+            return 2
+
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+    except ImportError:
+        print("probe_page.py: python3-selenium is not installed", file=sys.stderr)
+        return 3
+    import os
+    for path in ("/usr/bin/chromium", "/usr/bin/chromedriver"):
+        if not os.path.exists(path):
+            print("probe_page.py: " + path + " is missing (packages chromium, chromium-driver)", file=sys.stderr)
+            return 3
+
+    chrome = webdriver.ChromeOptions()
+    chrome.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=" + options["--width"] + ",1200"):
+        chrome.add_argument(flag)
+    chrome.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    if options["--no-js"]:
+        chrome.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=chrome)
+    report = {}
+    try:
+        driver.get("file://" + os.path.abspath(page))
+        report["title"] = driver.title
+        buttons = driver.find_elements(By.CSS_SELECTOR, "button.cell")
+        report["buttons"] = len(buttons)
+
+        # the keyboard alone: Tab until a cell button has the focus, then Enter
+        if buttons:
+            driver.execute_script("window.scrollTo(0, 0); document.activeElement && document.activeElement.blur()")
+            body = driver.find_element(By.TAG_NAME, "body")
+            tabs = 0
+            focused = None
+            while tabs < 200:
+                driver.switch_to.active_element.send_keys(Keys.TAB) if tabs else body.send_keys(Keys.TAB)
+                tabs += 1
+                active = driver.switch_to.active_element
+                if active.tag_name == "button" and "cell" in (active.get_attribute("class") or ""):
+                    focused = active
+                    break
+            keyboard = {"tabs": tabs, "label": "", "open": False, "text": "", "closed_by_escape": False}
+            if focused is not None:
+                keyboard["label"] = focused.get_attribute("aria-label") or ""
+                focused.send_keys(Keys.ENTER)
+                popover = driver.find_element(By.ID, focused.get_attribute("popovertarget"))
+                keyboard["open"] = driver.execute_script("return arguments[0].matches(':popover-open')", popover)
+                keyboard["text"] = popover.text
+                driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+                keyboard["closed_by_escape"] = not driver.execute_script(
+                    "return arguments[0].matches(':popover-open')", popover)
+            report["keyboard"] = keyboard
+
+        driver.get("file://" + os.path.abspath(page))
+        # a click
+        found = driver.find_elements(By.CSS_SELECTOR, options["--click"])
+        if found:
+            target = found[0]
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", target)
+            target.click()
+            opens = target.get_attribute("popovertarget") or ""
+            popover = driver.find_element(By.ID, opens) if opens else None
+            report["click"] = {
+                "label": target.get_attribute("aria-label") or target.text,
+                "opens": opens,
+                "open": bool(popover) and driver.execute_script("return arguments[0].matches(':popover-open')", popover),
+                "text": popover.text if popover else "",
+            }
+            if options["--screenshot"]:
+                driver.save_screenshot(options["--screenshot"])
+            if popover:
+                driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+
+        report["text"] = driver.find_element(By.TAG_NAME, "body").text
+
+        # print media
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+        report["print"] = driver.execute_script("""
+            const hidden = el => getComputedStyle(el).display === 'none';
+            const popovers = [...document.querySelectorAll('[popover], .close')];
+            const cells = [...document.querySelectorAll('button.cell')];
+            return {popovers_hidden: popovers.every(hidden),
+                    cells_plain: cells.every(c => getComputedStyle(c).textDecorationLine === 'none')};""")
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+
+        # a phone
+        driver.set_window_size(390, 844)
+        report["phone"] = driver.execute_script(
+            "return {scroll_width: document.documentElement.scrollWidth, width: document.documentElement.clientWidth}")
+
+        report["fetched"] = driver.execute_script(
+            "return performance.getEntriesByType('resource').map(e => e.name)")
+        report["console"] = [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    finally:
+        driver.quit()
+    json.dump(report, sys.stdout, ensure_ascii=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
