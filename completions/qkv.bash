@@ -53,7 +53,7 @@ _qkv() {
             elif [[ $command == check ]]; then
                 mapfile -t COMPREPLY < <(compgen -W 'text markdown json csv gradescope' -- "$cur")
             elif [[ $command == lesson ]]; then
-                mapfile -t COMPREPLY < <(compgen -W 'text markdown' -- "$cur")
+                mapfile -t COMPREPLY < <(compgen -W 'text markdown html' -- "$cur")
             elif [[ $command == worksheet ]]; then
                 mapfile -t COMPREPLY < <(compgen -W 'markdown latex yaml' -- "$cur")
             else

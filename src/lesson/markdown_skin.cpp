@@ -75,8 +75,8 @@ public:
         m_last_was_item = false;
     }
 
-    void steps(const Trace& trace, const RenderOptions& options) override {
-        std::string text = render_steps_only(trace, options);
+    void steps(const LessonModel& entry, const RenderOptions& options) override {
+        std::string text = render_steps_only(entry.trace, options);
         while (!text.empty() && text.front() == '\n') {
             text.erase(0, 1);
         }

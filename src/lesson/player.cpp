@@ -249,7 +249,7 @@ private:
         if (page.head == 0 && m_options.head <= static_cast<int>(entry.trace.dims.heads)) {
             options.head = m_options.head;
         }
-        m_writer.steps(entry.trace, options);
+        m_writer.steps(entry, options);
     }
 
     // Asks a question; a wrong answer may be tried once more. False when the learner leaves.

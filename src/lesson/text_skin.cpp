@@ -61,8 +61,8 @@ public:
         }
     }
 
-    void steps(const Trace& trace, const RenderOptions& options) override {
-        std::string text = render_steps_only(trace, options);
+    void steps(const LessonModel& entry, const RenderOptions& options) override {
+        std::string text = render_steps_only(entry.trace, options);
         while (!text.empty() && text.back() == '\n') {
             text.pop_back();
         }

@@ -101,10 +101,12 @@ std::unique_ptr<LessonWriter> make_lesson_writer(const RenderOptions& options, s
             return make_text_lesson_writer(options, out, std::move(screen));
         case Format::markdown:
             return make_markdown_lesson_writer(options, out);
+        case Format::html:
+            return make_html_lesson_writer(options, out);
         default:
             break;
     }
-    throw std::logic_error("a lesson is written as text or markdown");
+    throw std::logic_error("a lesson is written as text, markdown or html");
 }
 
 }  // namespace qkv

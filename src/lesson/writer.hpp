@@ -1,6 +1,6 @@
 // How a lesson is written: narration, tables, workings and questions all go
-// through one LessonWriter, which has a text skin (for the terminal) and a
-// Markdown skin (a document). The player decides what to write and when; a
+// through one LessonWriter, which has a text skin (for the terminal), a
+// Markdown skin (a document) and an HTML skin (a page). The player decides what to write and when; a
 // skin decides only how it looks.
 #pragma once
 
@@ -34,8 +34,10 @@ public:
     virtual void page(int page, int pages) = 0;
     // Paragraphs are separated by blank lines; lines starting with "- " are list items.
     virtual void narration(const std::vector<Piece>& pieces) = 0;
-    // The chosen steps of a trace as tables (options.steps and options.head select them).
-    virtual void steps(const Trace& trace, const RenderOptions& options) = 0;
+    // The chosen steps of a model's trace as tables (options.steps and
+    // options.head select them); the model is there for a skin that works out
+    // every cell of its tables (HTML).
+    virtual void steps(const LessonModel& entry, const RenderOptions& options) = 0;
     virtual void workings(const std::vector<Explanation>& explanations) = 0;
     // A question, then how to answer it ("Give at least 2 decimals.").
     virtual void question(const std::vector<Piece>& prompt, const std::string& form) = 0;
@@ -70,7 +72,7 @@ struct Screen {
     std::function<std::optional<std::string>()> read_line;
 };
 
-// options.format is text or markdown; the writer keeps a reference to options.
+// options.format is text, markdown or html; the writer keeps a reference to options.
 std::unique_ptr<LessonWriter> make_lesson_writer(const RenderOptions& options, std::ostream& out, Screen screen = {});
 
 // The narration's text at the given precision, placeholders filled in.

@@ -319,7 +319,7 @@ TEST_CASE("check --help lists the formats check writes", "[cli][check][grading]"
     CHECK_THAT(help.out, Contains("{text,markdown,json,csv,gradescope}"));
     CHECK(help.out.find("latex") == std::string::npos);
     const auto lesson = qkv::test::run_qkv({"lesson", "--help"});
-    CHECK_THAT(lesson.out, Contains("{text,markdown}"));
+    CHECK_THAT(lesson.out, Contains("{text,markdown,html}"));
 }
 
 TEST_CASE("the Markdown report says how many more wrong cells there are, as the text does", "[cli][check][grading]") {
