@@ -39,7 +39,7 @@ qkv::Table marked_table(bool color) {
 }  // namespace
 
 TEST_CASE("every format name reads back as its format, in the order -f lists them", "[render]") {
-    const std::vector<std::string> expected = {"text", "markdown", "latex", "csv", "json", "svg"};
+    const std::vector<std::string> expected = {"text", "markdown", "latex", "csv", "json", "svg", "html"};
     CHECK(qkv::format_names(qkv::all_formats()) == expected);
     for (const auto format : qkv::all_formats()) {
         CAPTURE(qkv::format_name(format));
