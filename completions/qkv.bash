@@ -51,13 +51,13 @@ _qkv() {
             if [[ $command == bench ]]; then
                 mapfile -t COMPREPLY < <(compgen -W 'text json' -- "$cur")
             elif [[ $command == check ]]; then
-                mapfile -t COMPREPLY < <(compgen -W 'text markdown json csv gradescope' -- "$cur")
+                mapfile -t COMPREPLY < <(compgen -W 'text markdown html json csv gradescope' -- "$cur")
             elif [[ $command == lesson ]]; then
                 mapfile -t COMPREPLY < <(compgen -W 'text markdown html' -- "$cur")
             elif [[ $command == worksheet ]]; then
-                mapfile -t COMPREPLY < <(compgen -W 'markdown latex yaml' -- "$cur")
+                mapfile -t COMPREPLY < <(compgen -W 'markdown latex html yaml' -- "$cur")
             else
-                mapfile -t COMPREPLY < <(compgen -W 'text markdown latex csv json svg' -- "$cur")
+                mapfile -t COMPREPLY < <(compgen -W 'text markdown latex csv json svg html' -- "$cur")
             fi
             return 0
             ;;

@@ -1,10 +1,11 @@
-// The check report in text, Markdown and JSON. Text and Markdown show each
-// answered step as a table of the learner's numbers, each marked right (✓),
-// wrong (✗, with the true value in brackets, in parentheses in Markdown) or
+// The check report in text, Markdown, HTML and JSON. Text, Markdown and HTML
+// show each answered step as a table of the learner's numbers, each marked right (✓),
+// wrong (✗, with the true value in brackets, in parentheses in Markdown and HTML) or
 // following from their earlier answers (→); JSON is the auto-grading contract
 // of the check command in man/qkv.1.
 #include "check/report.hpp"
 
+#include "render/html.hpp"
 #include "render/palette.hpp"
 #include "render/render.hpp"
 #include "render/table.hpp"
@@ -541,6 +542,77 @@ void render_check_markdown(const Trace& trace, const CheckReport& report, const 
     out << "\n**Summary:** " << summary_sentence(trace, report) << '\n';
 }
 
+void render_check_html(const Trace& trace, const CheckReport& report, const RenderOptions& options,
+                       const std::string& example, std::ostream& out) {
+    const auto symbols = [&options](const std::string& text) { return options.ascii ? to_ascii(text) : text; };
+    const auto text = [&symbols](const std::string& plain) { return xml_escape(symbols(plain)); };
+    // a verdict's symbol in its colour: the page names the colour by a class
+    const auto mark = [&options](Verdict verdict) {
+        const std::string role = verdict == Verdict::right ? "right" : verdict == Verdict::wrong ? "wrong" : "carried";
+        return "<span class=\"verdict-" + role + "\">" + xml_escape(verdict_symbol(verdict, options.ascii)) +
+               "</span>";
+    };
+    const std::string title = trace.title.empty() ? example : trace.title;
+    html_begin(out, symbols("Checking answers: " + title));
+
+    // the summary first: on a page, the verdict is what a learner looks for
+    const char* verdict = report.first_mistake() != nullptr ? "verdict-wrong" : "verdict-right";
+    out << "<p class=\"" << verdict << "\"><strong>Summary:</strong> " << text(summary_sentence(trace, report))
+        << "</p>\n";
+    const StepCheck* first = nullptr;
+    if (const CellCheck* cell = first_wrong_cell(report, first); cell != nullptr && example != "-") {
+        out << "<p class=\"note\">To see how the true value is worked out: <code>qkv explain "
+            << xml_escape(example) << " '" << xml_escape(cell_name(trace, *first, *cell)) << "'</code></p>\n";
+    }
+    out << "<p>Answers from <code>" << xml_escape(report.answers_source) << "</code>. " << text(rule_sentence(report))
+        << "</p>\n";
+    out << "<p class=\"note\">" << mark(Verdict::right) << " right · " << mark(Verdict::wrong)
+        << " wrong, the true value in parentheses · " << mark(Verdict::consistent)
+        << " follows from your earlier answers · ~ not answered</p>\n";
+
+    // the table's cells are classed right, wrong or carried by their marks' colours
+    RenderOptions marked = options;
+    marked.color = true;
+    for (const auto& step : report.steps) {
+        if (options.brief && !step.has_mistake()) {
+            continue;
+        }
+        const Step& trace_step = *step.step;
+        const std::string id =
+            "check-" + step_text(trace_step.id) + (trace_step.head != 0 ? "-h" + std::to_string(trace_step.head) : "");
+        out << "<section id=\"" << id << "\">\n<h2>" << text(step_heading(trace, trace_step)) << " <code>"
+            << step_text(trace_step.id) << "</code></h2>\n";
+        out << "<p class=\"formula\"><span class=\"math\">" << text(formula_text(trace_step.formula, options.ascii))
+            << "</span> <span class=\"shape\">("
+            << text(shape_of(trace_step.values.n_rows, trace_step.values.n_cols)) << ")</span></p>\n";
+        if (step.shape_ok) {
+            out << html_table(answer_table(report, step, marked, "(", ")"));
+            out << "<p>" << text(counts_sentence(step)) << "</p>\n";
+            const WrongCells wrong = wrong_cells(trace, report, step, options);
+            if (!wrong.sentences.empty() || !wrong.more.empty()) {
+                out << "<ul>\n";
+                for (const auto& sentence : wrong.sentences) {
+                    out << "<li>" << mark(Verdict::wrong) << " " << text(sentence) << "</li>\n";
+                }
+                if (!wrong.more.empty()) {
+                    out << "<li>" << text(wrong.more) << "</li>\n";
+                }
+                out << "</ul>\n";
+            }
+        } else {
+            out << "<p class=\"verdict-wrong\">" << text(shape_sentence(step)) << "</p>\n";
+        }
+        if (step.diagnosis) {
+            out << "<p><strong class=\"verdict-wrong\">Mistake:</strong> " << text(mistake_sentence(report, step))
+                << "</p>\n";
+            out << "<p><strong>Correct:</strong> " << text(formula_text(correct_sentence(step), options.ascii))
+                << "</p>\n";
+        }
+        out << "</section>\n";
+    }
+    html_end(out);
+}
+
 void render_check_json(const CheckReport& report, std::ostream& out, const std::string* file) {
     auto number = [](double value) -> std::string {
         if (std::isinf(value)) {
@@ -659,6 +731,8 @@ void render_check(const Trace& trace, const CheckReport& report, const RenderOpt
         render_check_json(report, out);
     } else if (options.format == Format::markdown) {
         render_check_markdown(trace, report, options, example, out);
+    } else if (options.format == Format::html) {
+        render_check_html(trace, report, options, example, out);
     } else {
         render_check_text(trace, report, options, example, out);
     }

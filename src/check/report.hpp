@@ -1,4 +1,4 @@
-// The report of `qkv check`, as annotated text, Markdown, or the JSON of
+// The report of `qkv check`, as annotated text, Markdown, an HTML page, or the JSON of
 // the check command in man/qkv.1 for auto-grading.
 #pragma once
 
@@ -18,6 +18,10 @@ void render_check_text(const Trace& trace, const CheckReport& report, const Rend
                        const std::string& example, std::ostream& out);
 void render_check_markdown(const Trace& trace, const CheckReport& report, const RenderOptions& options,
                            const std::string& example, std::ostream& out);
+// One self-contained HTML page (SPEC §12): the summary first, then each
+// answered step as a section whose table colours each cell by its verdict.
+void render_check_html(const Trace& trace, const CheckReport& report, const RenderOptions& options,
+                       const std::string& example, std::ostream& out);
 // The JSON report; `file` (a learner's file in a class) is written first when given.
 void render_check_json(const CheckReport& report, std::ostream& out, const std::string* file = nullptr);
 // Gradescope's results.json: the score, the summary, and a test per step

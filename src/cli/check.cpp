@@ -18,7 +18,7 @@ namespace qkv::cli {
 namespace {
 
 // the formats of check's report; gradescope is JSON of Gradescope's own shape
-const std::vector<Format> k_check_formats = {Format::text, Format::markdown, Format::json, Format::csv};
+const std::vector<Format> k_check_formats = {Format::text, Format::markdown, Format::html, Format::json, Format::csv};
 const std::string k_gradescope = "gradescope";
 
 std::vector<std::string> check_format_names() {
@@ -181,6 +181,10 @@ int run_check(const CheckCommandOptions& options) {
     if (gradescope && batch) {
         throw InputError(usage_error("-f gradescope writes one learner's results.json",
                                      "give one answers file, or use -f csv or -f json for a class"));
+    }
+    if (common.format == format_name(Format::html) && batch) {
+        throw InputError(usage_error("-f html writes one learner's report",
+                                     "give one answers file, or use -f text, markdown, json or csv for a class"));
     }
     const Source source = read_source(options.file);
     const Model model = load_model(source, load_options(common));

@@ -51,8 +51,8 @@ int run_worksheet(const WorksheetCommandOptions& options) {
     const auto format = parse_worksheet_format(options.common.format);
     if (!format) {
         throw InputError(usage_error("a worksheet cannot be written as " + options.common.format +
-                                         "; expected -f markdown, latex or yaml",
-                                     "markdown and latex are sheets to print; yaml is the answers template for qkv "
+                                         "; expected -f markdown, latex, html or yaml",
+                                     "markdown, latex and html are sheets to print; yaml is the answers template for qkv "
                                      "check. For the worked steps in " + options.common.format + ", use qkv run"));
     }
     const Model model = load(options.file, options.common);

@@ -524,8 +524,8 @@ public:
     std::string step_heading(const Trace& trace, const Step& step) const override {
         return step_subsection(trace, step);
     }
-    std::string formula(const std::string& latex, arma::uword rows, arma::uword cols) const override {
-        return display_formula(latex, rows, cols);
+    std::string formula(const Step& step) const override {
+        return display_formula(step.latex, step.values.n_rows, step.values.n_cols);
     }
     std::string table(const Table& table, SheetTable kind) const override {
         const double width = m_standalone ? k_standalone_width : k_fragment_width;

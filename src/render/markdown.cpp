@@ -120,8 +120,8 @@ public:
         const std::string line = step_heading_line(trace, step, false);
         return line.substr(0, line.size() - 1);
     }
-    std::string formula(const std::string& latex, arma::uword rows, arma::uword cols) const override {
-        const std::string line = formula_line(latex, shape_text(rows, cols));
+    std::string formula(const Step& step) const override {
+        const std::string line = formula_line(step.latex, shape_text(step.values.n_rows, step.values.n_cols));
         return "\n" + line.substr(0, line.size() - 1);
     }
     std::string table(const Table& table, SheetTable kind) const override {

@@ -25,6 +25,7 @@ struct FormatRow {
 constexpr FormatRow k_worksheet_formats[] = {
     {WorksheetFormat::markdown, "markdown"},
     {WorksheetFormat::latex, "latex"},
+    {WorksheetFormat::html, "html"},
     {WorksheetFormat::yaml, "yaml"},
 };
 
@@ -278,6 +279,20 @@ void check_size(const std::string& what, const arma::mat& M) {
                                 "qkv init writes"});
 }
 
+// The skin that draws a sheet in a document format (not yaml: that is no sheet).
+std::unique_ptr<WorksheetSkin> sheet_skin(const WorksheetOptions& options) {
+    switch (options.format) {
+        case WorksheetFormat::latex:
+            return latex_worksheet_skin(options.standalone);
+        case WorksheetFormat::html:
+            return html_worksheet_skin();
+        case WorksheetFormat::markdown:
+        case WorksheetFormat::yaml:
+            break;
+    }
+    return markdown_worksheet_skin();
+}
+
 }  // namespace
 
 std::vector<std::string> worksheet_format_names() {
@@ -357,8 +372,7 @@ void render_worksheet(const Model& model, const Trace& trace, const WorksheetOpt
         return;
     }
 
-    const std::unique_ptr<WorksheetSkin> skin =
-        options.format == WorksheetFormat::latex ? latex_worksheet_skin(options.standalone) : markdown_worksheet_skin();
+    const std::unique_ptr<WorksheetSkin> skin = sheet_skin(options);
     const std::string title = trace.title.empty() ? "Self-attention, step by step" : trace.title;
     const std::string decimals = std::to_string(options.decimals) + (options.decimals == 1 ? " decimal" : " decimals");
     out << skin->begin() << skin->title((options.key ? "Answer key: " : "Worksheet: ") + title);
@@ -387,7 +401,7 @@ void render_worksheet(const Model& model, const Trace& trace, const WorksheetOpt
     rounded.precision = options.decimals;
     for (const Step* step : steps) {
         out << skin->keep_together(
-            skin->step_heading(trace, *step) + skin->formula(step->latex, step->values.n_rows, step->values.n_cols) +
+            skin->step_heading(trace, *step) + skin->formula(*step) +
             skin->table(build_table(*step, rounded), options.key ? SheetTable::key : SheetTable::blank) +
             skin->notes(worksheet_notes(model, *step)));
     }

@@ -7,7 +7,8 @@
 // the true values with `key`).
 //
 // worksheet.cpp decides what is on a sheet; each document format draws it
-// through a WorksheetSkin (Markdown in markdown.cpp, LaTeX in latex.cpp), with
+// through a WorksheetSkin (Markdown in markdown.cpp, LaTeX in latex.cpp, HTML
+// in worksheet_html.cpp), with
 // the table builder of table.hpp; worksheet_yaml.cpp writes the template.
 #pragma once
 
@@ -25,9 +26,9 @@ namespace qkv {
 
 struct Model;  // model/model.hpp
 
-enum class WorksheetFormat { markdown, latex, yaml };
+enum class WorksheetFormat { markdown, latex, html, yaml };
 
-// The names -f takes for a worksheet, in order: "markdown", "latex", "yaml".
+// The names -f takes for a worksheet, in order: "markdown", "latex", "html", "yaml".
 std::vector<std::string> worksheet_format_names();
 std::optional<WorksheetFormat> parse_worksheet_format(std::string_view name);
 
@@ -94,7 +95,8 @@ public:
                                      arma::uword cols) const = 0;
     // "Step 2 · Queries" and the step's id, as `qkv run` writes them.
     virtual std::string step_heading(const Trace& trace, const Step& step) const = 0;
-    virtual std::string formula(const std::string& latex, arma::uword rows, arma::uword cols) const = 0;
+    // The step's formula (its LaTeX, or its Unicode text) and its shape.
+    virtual std::string formula(const Step& step) const = 0;
     virtual std::string table(const Table& table, SheetTable kind) const = 0;
     virtual std::string notes(const std::vector<std::string>& items) const = 0;
     // A step or a given matrix, kept on one page when the format has pages.
@@ -104,5 +106,7 @@ public:
 
 std::unique_ptr<WorksheetSkin> markdown_worksheet_skin();
 std::unique_ptr<WorksheetSkin> latex_worksheet_skin(bool standalone);
+// One self-contained HTML page (worksheet_html.cpp), to print or fill in on paper.
+std::unique_ptr<WorksheetSkin> html_worksheet_skin();
 
 }  // namespace qkv

@@ -448,4 +448,42 @@ std::string TempFolder::add(const std::string& name, const std::string& text) co
     return (m_path / name).string();
 }
 
+void require_self_contained_page(const std::string& page) {
+    CHECK(page.starts_with("<!DOCTYPE html>\n"));
+    CHECK(page.find("<meta charset=\"utf-8\">") != std::string::npos);
+    CHECK(page.ends_with("</html>\n"));
+    CHECK(page.find("<script") == std::string::npos);
+    CHECK(page.find("<link") == std::string::npos);
+    CHECK(page.find("<img") == std::string::npos);
+    CHECK(page.find("@import") == std::string::npos);
+    CHECK(page.find("url(") == std::string::npos);
+    CHECK_FALSE(std::regex_search(page, std::regex(R"((src|href)\s*=)")));
+    std::map<std::string, int> ids;
+    const std::regex id(" id=\"([^\"]*)\"");
+    for (auto it = std::sregex_iterator(page.begin(), page.end(), id); it != std::sregex_iterator(); ++it) {
+        ++ids[(*it)[1]];
+    }
+    for (const auto& [name, count] : ids) {
+        CAPTURE(name);
+        CHECK(count == 1);
+    }
+}
+
+void require_html_parses(const std::string& page) {
+    if (shell("command -v xmllint").status != 0) {
+        WARN("xmllint is not installed (libxml2-utils): the page's HTML is not parsed");
+        return;
+    }
+    TempDir dir;
+    const Shell lint = shell("xmllint --html --noout " + dir.write("page.html", page));
+    CHECK(lint.status == 0);
+    std::istringstream lines(lint.out);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.find("error") != std::string::npos) {
+            CAPTURE(line);
+            CHECK(std::regex_search(line, std::regex("Tag (main|section) invalid")));
+        }
+    }
+}
+
 }  // namespace qkv::test

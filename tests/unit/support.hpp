@@ -92,6 +92,14 @@ private:
 // A mismatch fails showing expected and got.
 void check_golden(const std::string& name, const std::string& actual);
 
+// An HTML page of -f html stands alone (SPEC §12): the doctype and charset,
+// no script, nothing fetched (no src, href, url() or @import), each id once.
+void require_self_contained_page(const std::string& page);
+// libxml2's HTML parser (xmllint --html) reads the page; it knows HTML 4
+// only, so HTML5's <main> and <section> are the only complaints allowed.
+// WARNs and passes when xmllint is not installed. Needs the tag [documents].
+void require_html_parses(const std::string& page);
+
 // Every entry within eps, absolute or relative; on failure names the first cell that differs.
 void require_near(const arma::mat& actual, const arma::mat& expected, double eps, const std::string& what);
 

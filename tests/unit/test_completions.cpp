@@ -105,7 +105,7 @@ TEST_CASE("bash completes step ids, formats, example and lesson names", "[comple
     CHECK(bash_complete("qkv explain illustrated -s scores,wei") == std::vector<std::string>{"scores,weights"});
     CHECK(bash_complete("qkv run -f la") == std::vector<std::string>{"latex"});
     CHECK(bash_complete("qkv bench --format ") == std::vector<std::string>{"text", "json"});
-    CHECK(bash_complete("qkv worksheet masked -f ") == std::vector<std::string>{"markdown", "latex", "yaml"});
+    CHECK(bash_complete("qkv worksheet masked -f ") == std::vector<std::string>{"markdown", "latex", "html", "yaml"});
     CHECK(bash_complete("qkv run --dec") == std::vector<std::string>{"--decode"});
     CHECK(bash_complete("qkv init --scale ") == std::vector<std::string>{"sqrt_dk", "none"});
     CHECK(bash_complete("qkv init --mask c") == std::vector<std::string>{"causal"});

@@ -272,7 +272,7 @@ TEST_CASE("the backward pass is on the sheet with --backward or when --steps nam
 
 TEST_CASE("worksheet refuses what it cannot put on a sheet", "[worksheet][cli]") {
     require_input_error(run_qkv({"worksheet", "illustrated", "-f", "text"}),
-                        "a worksheet cannot be written as text; expected -f markdown, latex or yaml");
+                        "a worksheet cannot be written as text; expected -f markdown, latex, html or yaml");
     require_input_error(run_qkv({"worksheet", "illustrated", "-f", "pdf"}), "\"pdf\" is not a format");
     require_input_error(run_qkv({"worksheet", "illustrated", "-s", "inputs"}),
                         "--steps: inputs is given on the sheet; expected a step to work out");
