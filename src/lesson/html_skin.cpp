@@ -15,7 +15,7 @@ namespace qkv {
 namespace {
 
 // Prose with its filled-in values in <strong> and its `code spans` in <code>,
-// everything else escaped. A value's spaces do not break (&nbsp;), as on the terminal.
+// everything else escaped. A value's spaces do not break (&#160;, which XML reads too), as on the terminal.
 std::string inline_html(const std::string& marked) {
     std::string out;
     std::string run;   // plain text not yet escaped
@@ -36,7 +36,7 @@ std::string inline_html(const std::string& marked) {
                 break;
             case k_value_space:
                 flush();
-                out += "&nbsp;";
+                out += "&#160;";
                 break;
             case '`':
                 flush();

@@ -10,6 +10,7 @@
 #include "render/palette.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -88,6 +89,12 @@ button.cell:focus-visible { outline: 3px solid var(--accent); outline-offset: 1p
                     color: var(--ink); background: var(--paper); }
 .working h3 { margin-top: 0; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0.5rem 0; }
+@supports (position-area: bottom) {
+  [popover].working { inset: auto; margin: 0.25rem; position-area: bottom span-right;
+                      position-try-fallbacks: flip-block, flip-inline, flip-block flip-inline; }
+}
+.working:not([popover]) { background: var(--panel); border-left: 3px solid var(--rule); padding: 0.25rem 0.75rem; margin: 0.5rem 0; }
+section.page + section.page { border-top: 3px double var(--rule); margin-top: 2rem; }
 .close { font: inherit; float: right; margin: -0.25rem -0.5rem 0 1rem; }
 details { margin: 0.75rem 0; }
 summary { cursor: pointer; color: var(--accent); }
@@ -99,7 +106,7 @@ summary { cursor: pointer; color: var(--accent); }
   .scroll { overflow: visible; } [popover], .close { display: none !important; }
   button.cell { text-decoration: none; padding: 0; }
   section, table { break-inside: avoid; } h2 { break-after: avoid; }
-  td.shade { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  td.shade, td.wrong { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
 }
 )css";
 
@@ -209,6 +216,32 @@ void html_begin(std::ostream& out, const std::string& title) {
 
 void html_end(std::ostream& out) { out << "</main>\n</body>\n</html>\n"; }
 
+std::string html_formula(const std::string& formula) {
+    const auto is_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+    std::string out;
+    for (std::size_t at = 0; at < formula.size();) {
+        const std::size_t sub = formula.find('_', at);
+        const bool subscript = sub != std::string::npos && sub > at && sub + 1 < formula.size() &&
+                               is_name(formula[sub - 1]) && is_name(formula[sub + 1]);
+        if (sub == std::string::npos) {
+            out += xml_escape(formula.substr(at));
+            break;
+        }
+        if (!subscript) {
+            out += xml_escape(formula.substr(at, sub + 1 - at));
+            at = sub + 1;
+            continue;
+        }
+        std::size_t end = sub + 1;
+        while (end < formula.size() && is_name(formula[end])) {
+            ++end;
+        }
+        out += xml_escape(formula.substr(at, sub - at)) + "<sub>" + formula.substr(sub + 1, end - sub - 1) + "</sub>";
+        at = end;
+    }
+    return out;
+}
+
 std::string html_paragraphs(const std::string& text) {
     std::string out;
     std::string paragraph;
@@ -295,7 +328,7 @@ void render_html_steps(const Trace& trace, const RenderOptions& options, std::os
         out << "<section id=\"" << id << "\">\n<h2>" << xml_escape(symbols(step_heading(trace, *step)))
             << " <code>" << step_text(step->id) << "</code></h2>\n";
         out << "<p class=\"formula\"><span class=\"math\">"
-            << xml_escape(symbols(formula_text(step->formula, options.ascii))) << "</span> <span class=\"shape\">("
+            << html_formula(symbols(formula_text(step->formula, options.ascii))) << "</span> <span class=\"shape\">("
             << xml_escape(symbols(table.shape)) << ")</span></p>\n";
         if (!options.brief && !step->explanation.empty()) {
             out << "<p>" << xml_escape(symbols(one_line(step->explanation))) << "</p>\n";

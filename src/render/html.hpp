@@ -38,6 +38,11 @@ void html_begin(std::ostream& out, const std::string& title);
 // Closes what html_begin() opened.
 void html_end(std::ostream& out);
 
+// A formula as qkv writes it in text ("Q = X·W_Q", "S = Q_rot·K_rotᵀ"),
+// escaped, each "_" and the letters and digits after it as a subscript:
+// Q = X·W<sub>Q</sub>.
+std::string html_formula(const std::string& formula);
+
 // Paragraphs of prose (a blank line between them) as <p> elements.
 std::string html_paragraphs(const std::string& text);
 

@@ -12,6 +12,7 @@ Reports:
   buttons      how many cell buttons the page has
   click        the first element matching --click (default: the first cell
                button) clicked: the id it opens, whether it is open, its text
+               (for a <summary>: whether its <details> opened, and its text)
   keyboard     Tab pressed from the top until a cell button has the focus,
                Enter pressed: the button's label, whether its working opened
                and its text, and whether Escape closed it again
@@ -114,6 +115,11 @@ def main():
                 "open": bool(popover) and driver.execute_script("return arguments[0].matches(':popover-open')", popover),
                 "text": popover.text if popover else "",
             }
+            if target.tag_name == "summary":
+                # a <summary> opens its <details>: what it folded is now shown
+                details = target.find_element(By.XPATH, "..")
+                report["click"]["open"] = details.get_attribute("open") is not None
+                report["click"]["text"] = details.text
             if options["--screenshot"]:
                 driver.save_screenshot(options["--screenshot"])
             if popover:

@@ -95,9 +95,11 @@ void check_golden(const std::string& name, const std::string& actual);
 // An HTML page of -f html stands alone (SPEC §12): the doctype and charset,
 // no script, nothing fetched (no src, href, url() or @import), each id once.
 void require_self_contained_page(const std::string& page);
-// libxml2's HTML parser (xmllint --html) reads the page; it knows HTML 4
-// only, so HTML5's <main> and <section> are the only complaints allowed.
-// WARNs and passes when xmllint is not installed. Needs the tag [documents].
+// The page is well-formed markup, as qkv writes every page (void elements
+// closed, each attribute with a value, no entity XML lacks): `xmllint --noout`
+// reads it without a word, so every element is closed and nested right, which
+// libxml2's HTML 4 parser would not check. WARNs and passes when xmllint is not
+// installed. Needs the tag [documents].
 void require_html_parses(const std::string& page);
 
 // Every entry within eps, absolute or relative; on failure names the first cell that differs.

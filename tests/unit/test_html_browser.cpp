@@ -137,20 +137,51 @@ TEST_CASE("in a browser the keyboard alone reaches a cell, opens its working and
     CHECK(keyboard["closed_by_escape"] == true);
 }
 
-TEST_CASE("in a browser explain's and run --decode's pages are tidy", "[html][cli][browser][slow]") {
+TEST_CASE("in a browser the pages of explain, run --decode, check and worksheet are tidy", "[html][cli][browser][slow]") {
     const TempDir dir;
-    const std::vector<std::vector<std::string>> commands = {
-        {"explain", "masked", "weights[2]", "scores[1,2]", "-f", "html"},
-        {"run", "alibi-window", "--decode", "-f", "html"},
+    const std::string homework = qkv::test::source_dir() + "/examples/homework/three-words/";
+    // each command, and a line its page shows
+    const std::vector<std::pair<std::vector<std::string>, std::string>> pages = {
+        {{"explain", "masked", "weights[2]", "scores[1,2]", "-f", "html"}, "weights[2] ="},
+        {{"run", "alibi-window", "--decode", "-f", "html"}, "cache"},
+        {{"check", homework + "model.yaml", "--answers", homework + "mistake-no-scaling.yaml", "-f", "html"},
+         "answered cells"},
+        {{"worksheet", "masked", "-f", "html"}, "Step"},
+        {{"worksheet", "gqa", "-f", "html", "--key"}, "Step"},
     };
-    for (const auto& command : commands) {
+    for (const auto& [command, shown] : pages) {
         CAPTURE(command[0], command[1]);
-        const nlohmann::json seen = probe(dir.write("page.html", run_ok(command)));
+        // check's status is 1 when an answer is wrong, as here
+        const auto written = qkv::test::run_qkv(command);
+        REQUIRE(written.status == (command[0] == "check" ? 1 : 0));
+        const nlohmann::json seen = probe(dir.write("page.html", written.out));
         if (seen.is_null()) {
             return;
         }
         require_tidy(seen);
         CHECK(seen["buttons"] == 0);
-        CHECK_FALSE(seen["text"].get<std::string>().empty());
+        CHECK(seen["text"].get<std::string>().find(shown) != std::string::npos);
+    }
+}
+
+TEST_CASE("in a browser a lesson's folded answer opens, and its cells open their workings", "[html][cli][browser][slow]") {
+    const TempDir dir;
+    const std::string page = dir.write("lesson.html", run_ok({"lesson", "1", "-f", "html"}));
+    for (const std::string selector : {"details > summary", "button.cell"}) {
+        CAPTURE(selector);
+        const nlohmann::json seen = probe(page, {"--click", selector});
+        if (seen.is_null()) {
+            return;
+        }
+        require_tidy(seen);
+        const std::string text = seen["text"];
+        if (selector == "button.cell") {
+            CHECK(seen["click"]["open"] == true);
+            CHECK(seen["click"]["text"].get<std::string>().find(" = ") != std::string::npos);
+        } else {
+            // a summary opens its <details>: the folded answer becomes visible text
+            CHECK(seen["click"]["open"] == true);
+            CHECK(seen["click"]["text"].get<std::string>().size() > std::string("Answer").size() + 10);
+        }
     }
 }
