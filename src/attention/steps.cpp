@@ -347,8 +347,10 @@ void describe_scaled_scores(const StepContext& context, Step& step) {
     }
     step.row_labels = model.tokens;
     step.col_labels = context.key_tokens();
-    step.notes.push_back("divisor = " + fixed(divisor) +
-                         (model.scale_kind == ScaleKind::sqrt_dk ? " (√" + d_k + ")" : ""));
+    step.notes.push_back(model.scale_kind == ScaleKind::none
+                             ? std::string("not scaled: the divisor is 1")
+                             : "divisor = " + fixed(divisor) +
+                                   (model.scale_kind == ScaleKind::sqrt_dk ? " (√" + d_k + ")" : ""));
 }
 
 void describe_position_bias(const StepContext& context, Step& step) {

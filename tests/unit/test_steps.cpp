@@ -166,6 +166,13 @@ weights: {query: [[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]], key: [[1,0,0,0],[0,1
     CHECK(trace.find("scores", 1)->values(0, 0) == 30.0);
     CHECK(trace.find("scaled_scores", 1)->values(0, 0) == 15.0);
     CHECK(trace.scale == 2.0);
+    CHECK(trace.find("scaled_scores", 1)->notes == std::vector<std::string>{"divisor = 2.0000 (√4)"});
+}
+
+TEST_CASE("without scaling the note says so, rather than showing a divisor of 1", "[attention]") {
+    const Trace trace = test::compute_text(k_illustrated);
+    CHECK(trace.scale == 1.0);
+    CHECK(trace.find("scaled_scores", 1)->notes == std::vector<std::string>{"not scaled: the divisor is 1"});
 }
 
 TEST_CASE("sinusoidal positions follow the formula", "[attention]") {
