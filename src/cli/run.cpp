@@ -16,7 +16,7 @@ void check_decode_options(const CommonOptions& options) {
     std::vector<Diagnostic> problems;
     if (!format_is_one_of(options.format, decode_formats())) {
         problems.push_back(usage_error(
-            "--decode cannot be written as " + options.format + "; expected -f text, markdown or json",
+            "--decode cannot be written as " + options.format + "; expected -f text, markdown, json or html",
             "csv, latex and svg show the full computation's steps, and decoding ends in the same weights and "
             "outputs: run without --decode for them"));
     }

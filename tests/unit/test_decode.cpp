@@ -327,7 +327,7 @@ mask: [[1, 0], [1, 1]]
         for (const std::string format : {"csv", "latex", "svg"}) {
             CAPTURE(format);
             require_refused(run_qkv({"run", "rope", "--decode", "-f", format}),
-                            {"--decode cannot be written as " + format + "; expected -f text, markdown or json"});
+                            {"--decode cannot be written as " + format + "; expected -f text, markdown, json or html"});
         }
     }
     SECTION("--steps") {
