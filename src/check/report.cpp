@@ -582,7 +582,8 @@ void render_check_html(const Trace& trace, const CheckReport& report, const Rend
             "check-" + step_text(trace_step.id) + (trace_step.head != 0 ? "-h" + std::to_string(trace_step.head) : "");
         out << "<section id=\"" << id << "\">\n<h2>" << text(step_heading(trace, trace_step)) << " <code>"
             << step_text(trace_step.id) << "</code></h2>\n";
-        out << "<p class=\"formula\"><span class=\"math\">" << text(formula_text(trace_step.formula, options.ascii))
+        out << "<p class=\"formula\"><span class=\"math\">"
+            << html_formula(symbols(formula_text(trace_step.formula, options.ascii)))
             << "</span> <span class=\"shape\">("
             << text(shape_of(trace_step.values.n_rows, trace_step.values.n_cols)) << ")</span></p>\n";
         if (step.shape_ok) {
