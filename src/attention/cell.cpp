@@ -78,6 +78,18 @@ Diagnostic from_zero_error(const CellRef& cell, const Step& step, int heads) {
 
 }  // namespace
 
+CellRef cell_at(const Trace& trace, const Step& step, arma::uword row, arma::uword col) {
+    CellRef cell;
+    cell.step = step.id;
+    cell.row = static_cast<int>(row) + 1;
+    cell.col = static_cast<int>(col) + 1;
+    cell.head = step.head == 0 ? 1 : step.head;
+    cell.head_given = step.head != 0 && trace.dims.heads > 1;
+    cell.text = step_text(step.id) + "[" + std::to_string(cell.row) + "," + std::to_string(cell.col) + "]" +
+                (cell.head_given ? "@" + std::to_string(cell.head) : "");
+    return cell;
+}
+
 const Step& cell_step(const Trace& trace, const CellRef& cell) {
     const bool per_head = is_per_head(cell.step, trace.dims);
     // keys and values have their own heads with grouped-query attention

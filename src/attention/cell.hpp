@@ -27,6 +27,10 @@ struct CellRef {
 // name the valid ranges of the example.
 CellRef parse_cell(const std::string& text, bool keep_zero = false);
 
+// The cell at 0-based `row` and `col` of a step, as users write it:
+// "scores[1,2]", or "scores[1,2]@2" on a per-head step of several heads.
+CellRef cell_at(const Trace& trace, const Step& step, arma::uword row, arma::uword col);
+
 // The step of the trace that holds the cell, after checking the cell against
 // it: the step exists in this example, @HEAD only on a per-head step, no index
 // 0, row, column and head in range. Throws InputError naming the valid ranges.

@@ -5,6 +5,7 @@
 #include "check/diagnose.hpp"
 
 #include "attention/attention.hpp"
+#include "render/table.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -24,10 +25,6 @@ std::string number_text(double value) {
         text.pop_back();
     }
     return text;
-}
-
-std::string shape_text(arma::uword rows, arma::uword cols) {
-    return std::to_string(rows) + " × " + std::to_string(cols);
 }
 
 // "√d_k = √3" or "the scale 2.5".

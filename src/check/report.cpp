@@ -27,7 +27,6 @@ std::string plural(std::size_t count, const std::string& one, const std::string&
     return std::to_string(count) + " " + (count == 1 ? one : many);
 }
 
-std::string shape_of(arma::uword rows, arma::uword cols) { return std::to_string(rows) + " × " + std::to_string(cols); }
 
 // `value` rounded to `decimals` ("-0.0" written 0.0).
 std::string rounded_text(double value, int decimals) {
@@ -104,8 +103,8 @@ std::string counts_sentence(const StepCheck& step) {
 
 std::string shape_sentence(const StepCheck& step) {
     const StepAnswer& answer = *step.answer;
-    std::string text = "Your answer is " + shape_of(answer.n_rows, answer.n_cols) + "; " + step_text(answer.id) + " is " +
-                       shape_of(step.step->values.n_rows, step.step->values.n_cols) + ".";
+    std::string text = "Your answer is " + shape_text(answer.n_rows, answer.n_cols) + "; " + step_text(answer.id) + " is " +
+                       shape_text(step.step->values.n_rows, step.step->values.n_cols) + ".";
     const arma::mat& truth = step.step->values;
     if (answer.n_rows == truth.n_cols && answer.n_cols == truth.n_rows) {
         text += " Rows are tokens: write one row per token.";
@@ -416,7 +415,7 @@ private:
         const Step& trace_step = *step.step;
         const std::string heading = step_heading(m_trace, trace_step) + "  [" + step_text(trace_step.id) + "]";
         m_out << '\n' << styled(symbols(heading), k_heading) << '\n';
-        line("  " + formula_text(trace_step.formula, m_options.ascii) + "    (" + shape_of(trace_step.values.n_rows, trace_step.values.n_cols) + ")");
+        line("  " + formula_text(trace_step.formula, m_options.ascii) + "    (" + shape_text(trace_step.values.n_rows, trace_step.values.n_cols) + ")");
         m_out << '\n';
         if (step.shape_ok) {
             // numbers right-aligned among themselves, each with its mark after it
@@ -515,7 +514,7 @@ void render_check_markdown(const Trace& trace, const CheckReport& report, const 
         }
         const Step& trace_step = *step.step;
         out << "\n## " << step_heading(trace, trace_step) << " `" << step_name(trace_step.id) << "`\n\n";
-        out << "$" << trace_step.latex << "$ (" << shape_of(trace_step.values.n_rows, trace_step.values.n_cols)
+        out << "$" << trace_step.latex << "$ (" << shape_text(trace_step.values.n_rows, trace_step.values.n_cols)
             << ")\n\n";
         if (step.shape_ok) {
             // the Markdown report is written in Unicode whatever --ascii says
@@ -585,7 +584,7 @@ void render_check_html(const Trace& trace, const CheckReport& report, const Rend
         out << "<p class=\"formula\"><span class=\"math\">"
             << html_formula(symbols(formula_text(trace_step.formula, options.ascii)))
             << "</span> <span class=\"shape\">("
-            << text(shape_of(trace_step.values.n_rows, trace_step.values.n_cols)) << ")</span></p>\n";
+            << text(shape_text(trace_step.values.n_rows, trace_step.values.n_cols)) << ")</span></p>\n";
         if (step.shape_ok) {
             out << html_table(answer_table(report, step, marked, "(", ")"));
             out << "<p>" << text(counts_sentence(step)) << "</p>\n";

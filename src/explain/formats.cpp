@@ -112,15 +112,7 @@ void render_html(const std::vector<Explanation>& explanations, const RenderOptio
 
 CellWorkings html_workings(const Model& model, const Trace& trace, const RenderOptions& options) {
     return [&model, &trace, options](const Step& step, arma::uword row, arma::uword col) {
-        CellRef cell;
-        cell.step = step.id;
-        cell.row = static_cast<int>(row) + 1;
-        cell.col = static_cast<int>(col) + 1;
-        cell.head = step.head == 0 ? 1 : step.head;
-        cell.head_given = step.head != 0 && trace.dims.heads > 1;
-        cell.text = step_text(step.id) + "[" + std::to_string(cell.row) + "," + std::to_string(cell.col) + "]" +
-                    (cell.head_given ? "@" + std::to_string(cell.head) : "");
-        const Explanation e = explain_cell(model, trace, cell, options);
+        const Explanation e = explain_cell(model, trace, cell_at(trace, step, row, col), options);
         return HtmlWorking{e.heading, e.lines};
     };
 }

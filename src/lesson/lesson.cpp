@@ -115,10 +115,6 @@ std::vector<double> resolve(const Lesson& lesson, const ValueRef& ref) {
     return {dimension_value(trace, ref.dimension)};
 }
 
-std::string shape_text(arma::uword rows, arma::uword cols) {
-    return std::to_string(rows) + " × " + std::to_string(cols);
-}
-
 int question_decimals(const Lesson& lesson, const Question& question) {
     if (question.decimals) {
         return *question.decimals;

@@ -146,9 +146,6 @@ std::string format_value(const std::vector<double>& values, const NumberStyle& s
 // The values a placeholder stands for.
 std::vector<double> resolve(const Lesson& lesson, const ValueRef& ref);
 
-// The text of a shape, "3 × 2".
-std::string shape_text(arma::uword rows, arma::uword cols);
-
 // The decimals a number question asks for, and the right option of a choice
 // question (an index into options), worked out from the trace.
 int question_decimals(const Lesson& lesson, const Question& question);

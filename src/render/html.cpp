@@ -5,6 +5,7 @@
 // that drop the controls.
 #include "render/html.hpp"
 
+#include "attention/cell.hpp"
 #include "attention/steps.hpp"
 #include "base/diagnostics.hpp"
 #include "render/palette.hpp"
@@ -112,15 +113,6 @@ summary { cursor: pointer; color: var(--accent); }
 
 std::string element_id(const std::string& prefix, const Step& step) {
     return prefix + step_text(step.id) + (step.head != 0 ? "-h" + std::to_string(step.head) : "");
-}
-
-// "scores[1,2]" or "scores[1,2]@2" (the CELL syntax of `qkv explain`).
-std::string cell_text(const Trace& trace, const Step& step, arma::uword row, arma::uword col) {
-    std::string text = step_text(step.id) + "[" + std::to_string(row + 1) + "," + std::to_string(col + 1) + "]";
-    if (step.head != 0 && trace.dims.heads > 1) {
-        text += "@" + std::to_string(step.head);
-    }
-    return text;
 }
 
 std::size_t count_cells(const Table& table) {
@@ -298,12 +290,12 @@ std::string html_table(const Table& table, const std::string& caption, const Htm
     return out;
 }
 
-std::string html_shaded_cell(double value, const std::string& content) {
+std::string html_shaded_cell(double value, const std::string& content, bool largest) {
     if (!std::isfinite(value)) {
         return "<td>" + content + "</td>";
     }
     const std::string background = ramp_colour(value);
-    return "<td class=\"shade\" style=\"background:" + background + ";color:" + text_colour_on(background) + "\">" +
+    return std::string("<td class=\"shade") + (largest ? " max" : "") + "\" style=\"background:" + background + ";color:" + text_colour_on(background) + "\">" +
            content + "</td>";
 }
 
@@ -341,7 +333,7 @@ void render_html_steps(const Trace& trace, const RenderOptions& options, std::os
             const double value = step->values(row, col);
             std::string content = xml_escape(symbols(text));
             if (workings) {
-                const std::string name = cell_text(trace, *step, row, col);
+                const std::string name = cell_at(trace, *step, row, col).text;
                 const std::string target = id + "-" + std::to_string(row + 1) + "-" + std::to_string(col + 1);
                 content = "<button type=\"button\" class=\"cell\" popovertarget=\"" + target + "\" aria-label=\"" +
                           xml_escape(name + " = " + symbols(text)) + "\">" + content + "</button>";
@@ -359,11 +351,7 @@ void render_html_steps(const Trace& trace, const RenderOptions& options, std::os
             if (!shaded) {
                 return "<td>" + content + "</td>";
             }
-            std::string td = html_shaded_cell(value, content);
-            if (std::isfinite(value) && i < table.row_maxima.size() && value == table.row_maxima[i]) {
-                td.insert(td.find("class=\"shade") + 12, " max");
-            }
-            return td;
+            return html_shaded_cell(value, content, i < table.row_maxima.size() && value == table.row_maxima[i]);
         };
         out << html_table(table, "", cell);
         if (!popovers.empty()) {

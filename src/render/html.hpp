@@ -58,8 +58,9 @@ using HtmlCellWriter = std::function<std::string(std::size_t i, std::size_t j, c
 std::string html_table(const Table& table, const std::string& caption = "", const HtmlCellWriter& cell = {});
 
 // A <td> shaded as the SVG shades a weight (value in 0 … 1 on the ramp), the
-// text colour chosen for contrast; `content` is already HTML.
-std::string html_shaded_cell(double value, const std::string& content);
+// text colour chosen for contrast, bold and underlined when it is its row's
+// largest; `content` is already HTML.
+std::string html_shaded_cell(double value, const std::string& content, bool largest = false);
 
 // A cell's arithmetic: "scores[1,2] = 4" and the lines `qkv explain` writes.
 struct HtmlWorking {

@@ -84,10 +84,6 @@ std::string note_list(const std::vector<std::string>& notes, bool ascii) {
     return out;
 }
 
-std::string shape_text(arma::uword rows, arma::uword cols) {
-    return std::to_string(rows) + " × " + std::to_string(cols);
-}
-
 // A worksheet's table in Markdown: the empty cells as wide as the key's
 // numbers (and at least 6 columns), so that the source has room to write in
 // too; GitHub and pandoc show them as empty cells.

@@ -335,10 +335,14 @@ std::string one_line(const std::string& text) {
     return out;
 }
 
+std::string shape_text(arma::uword rows, arma::uword cols, bool ascii) {
+    return std::to_string(rows) + (ascii ? " x " : " × ") + std::to_string(cols);
+}
+
 Table build_table(const Step& step, const RenderOptions& options) {
     Table table;
     const arma::mat& M = step.values;
-    table.shape = std::to_string(M.n_rows) + (options.ascii ? " x " : " × ") + std::to_string(M.n_cols);
+    table.shape = shape_text(M.n_rows, M.n_cols, options.ascii);
     const bool whole = all_whole_numbers(M);
     const std::string gap = options.ascii ? "..." : "…";
     const auto rows = kept_indices(M.n_rows, options.full);

@@ -112,6 +112,9 @@ bool is_whole_number(double value);  // finite, integral and |value| <= k_whole_
 // Every finite entry a whole number (−∞ does not count against it).
 bool all_whole_numbers(const arma::mat& M);
 
+// "3 × 4" (or "3 x 4" with ascii): a matrix's rows and columns.
+std::string shape_text(arma::uword rows, arma::uword cols, bool ascii = false);
+
 // Formats one number: whole-number matrices without decimals, −∞ as "−∞"
 // (or "-inf" with ascii), no "-0".
 std::string format_number(double value, int precision, bool whole_numbers, bool ascii);

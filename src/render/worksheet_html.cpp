@@ -12,10 +12,6 @@ namespace qkv {
 
 namespace {
 
-std::string shape_text(arma::uword rows, arma::uword cols) {
-    return std::to_string(rows) + " × " + std::to_string(cols);
-}
-
 // A given matrix's symbol from its LaTeX, as HTML: "W_{Q}" as W<sub>Q</sub>,
 // "\mathrm{padding}" as padding; anything else as it is written.
 std::string symbol_html(const std::string& latex) {
