@@ -101,7 +101,7 @@ int run_run(const RunOptions& options) {
     const Model model = load(options.file, options.common, computing);
     const Trace trace = compute(model, computing);
     const RenderOptions rendering = render_options(options.common, trace);
-    write_streamed([&](std::ostream& out) { render(trace, rendering, out); }, options.common);
+    write_streamed([&](std::ostream& out) { render(trace, rendering, out, &model); }, options.common);
     return 0;
 }
 

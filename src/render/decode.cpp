@@ -445,7 +445,7 @@ void render_decode(const Trace& trace, const DecodeTrace& decode, const Model& m
             return;
         }
         case Format::json:
-            render_decode_json(trace, decode, options, out);
+            render_decode_json(trace, decode, model, options, out);
             return;
         case Format::html: {
             const std::string title = trace.title.empty() ? "Self-attention, step by step" : trace.title;

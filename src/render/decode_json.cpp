@@ -34,10 +34,10 @@ void write_entry(std::ostream& out, const DecodeTrace& decode, const DecodeRow& 
 
 }  // namespace
 
-void render_decode_json(const Trace& trace, const DecodeTrace& decode, const RenderOptions& options,
+void render_decode_json(const Trace& trace, const DecodeTrace& decode, const Model& model, const RenderOptions& options,
                         std::ostream& out) {
     // the run document, with the two keys before its closing brace
-    render_json(trace, options, out, [&](std::ostream& more) {
+    render_json(trace, &model, options, out, [&](std::ostream& more) {
         more << ",\n \"decode\": [";
         bool first = true;
         for (const DecodeRow& row : decode.rows) {

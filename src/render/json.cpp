@@ -1,5 +1,6 @@
 // The JSON contract of OUTPUT FORMATS in man/qkv.1, written as a stream so that large traces need
 // no giant string: one step per line, numbers in round-trip precision.
+#include "model/model.hpp"
 #include "render/render.hpp"
 
 #include <nlohmann/json.hpp>
@@ -7,6 +8,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
+#include <type_traits>
 
 namespace qkv {
 
@@ -51,9 +54,95 @@ void write_numbers(std::ostream& out, arma::uword count, const Number& number) {
     out << ']';
 }
 
+template <class Matrix>
+void write_optional(std::ostream& out, const std::optional<Matrix>& M) {
+    if (!M) {
+        out << "null";
+    } else if constexpr (std::is_same_v<Matrix, arma::rowvec>) {
+        write_json_row(out, *M);
+    } else {
+        write_json_rows(out, *M);
+    }
+}
+
+std::string mask_kind_name(MaskKind kind) {
+    switch (kind) {
+        case MaskKind::none:
+            return "none";
+        case MaskKind::causal:
+            return "causal";
+        case MaskKind::window:
+            return "window";
+        case MaskKind::matrix:
+            return "matrix";
+    }
+    return "none";
+}
+
+// "params": what the example gave the computation, every weight in the x·W
+// layout (in × out) whatever layout its file used. A query head's W_K, W_V,
+// b_K and b_V are those of the key/value head it reads ("kv_head").
+void write_params(std::ostream& out, const Model& model) {
+    out << " \"params\": {\"inputs\": ";
+    write_json_rows(out, model.X);
+    out << ",\n  \"positional\": ";
+    write_optional(out, model.P);
+    out << ", \"context\": ";
+    write_optional(out, model.C);
+    out << ",\n  \"heads\": [";
+    for (std::size_t h = 0; h < model.heads.size(); ++h) {
+        const int kv_head = model.kv_head_of(static_cast<int>(h + 1));
+        const HeadWeights& queries = model.heads[h];
+        const HeadWeights& keys = model.kv_weights(kv_head);
+        out << (h == 0 ? "\n   " : ",\n   ") << "{\"head\": " << h + 1 << ", \"kv_head\": " << kv_head
+            << ", \"W_Q\": ";
+        write_json_rows(out, queries.W_Q);
+        out << ", \"W_K\": ";
+        write_json_rows(out, keys.W_K);
+        out << ", \"W_V\": ";
+        write_json_rows(out, keys.W_V);
+        out << ", \"b_Q\": ";
+        write_optional(out, queries.b_Q);
+        out << ", \"b_K\": ";
+        write_optional(out, keys.b_K);
+        out << ", \"b_V\": ";
+        write_optional(out, keys.b_V);
+        out << '}';
+    }
+    out << "],\n  \"W_O\": ";
+    write_optional(out, model.W_O);
+    out << ", \"b_O\": ";
+    write_optional(out, model.b_O);
+    // 1 where query i may attend to key j, after the mask and the padding
+    out << ",\n  \"mask\": {\"kind\": " << quoted(mask_kind_name(model.mask_kind)) << ", \"window\": ";
+    if (model.mask_kind == MaskKind::window) {
+        out << model.window;
+    } else {
+        out << "null";
+    }
+    out << ", \"padding\": ";
+    write_optional(out, model.padding);
+    out << ", \"allowed\": ";
+    write_json_rows(out, model.allowed());
+    out << "},\n  \"rope\": ";
+    if (model.rope) {
+        out << "{\"base\": " << round_trip(model.rope->base) << ", \"style\": "
+            << quoted(model.rope->style == RopeStyle::half ? "half" : "interleaved") << '}';
+    } else {
+        out << "null";
+    }
+    out << ", \"alibi\": ";
+    write_optional(out, model.alibi);
+    out << ", \"sinks\": ";
+    write_optional(out, model.sinks);
+    out << ", \"grad_output\": ";
+    write_optional(out, model.grad_output);
+    out << "},\n";
+}
+
 }  // namespace
 
-void render_json(const Trace& trace, const RenderOptions& options, std::ostream& out,
+void render_json(const Trace& trace, const Model* model, const RenderOptions& options, std::ostream& out,
                  const std::function<void(std::ostream&)>& more) {
     const Dims& d = trace.dims;
     out << "{\"schema_version\": 1,\n";
@@ -71,6 +160,9 @@ void render_json(const Trace& trace, const RenderOptions& options, std::ostream&
         << ", \"heads\": " << d.heads << ", \"d_k\": " << d.d_k << ", \"d_v\": " << d.d_v << ", \"d_out\": " << d.d_out
         << ", \"kv_heads\": " << d.kv_heads << "},\n";
     out << " \"scale\": " << round_trip(trace.scale) << ",\n";
+    if (model != nullptr) {
+        write_params(out, *model);
+    }
     out << " \"steps\": [";
     const auto steps = select_steps(trace, options);
     for (std::size_t s = 0; s < steps.size(); ++s) {
@@ -82,7 +174,8 @@ void render_json(const Trace& trace, const RenderOptions& options, std::ostream&
         } else {
             out << step.head;
         }
-        out << ", \"title\": " << quoted(step.title) << ", \"formula\": " << quoted(step.formula);
+        out << ", \"title\": " << quoted(step.title) << ", \"formula\": " << quoted(step.formula)
+            << ", \"latex\": " << quoted(step.latex);
         out << ", \"notes\": ";
         write_labels(out, step.notes);
         out << ", \"rows\": ";

@@ -124,7 +124,7 @@ std::string step_heading(const Trace& trace, const Step& step, std::string_view 
     return heading;
 }
 
-void render(const Trace& trace, const RenderOptions& options, std::ostream& out) {
+void render(const Trace& trace, const RenderOptions& options, std::ostream& out, const Model* model) {
     switch (options.format) {
         case Format::text:
             render_text(trace, options, out);
@@ -139,7 +139,7 @@ void render(const Trace& trace, const RenderOptions& options, std::ostream& out)
             render_csv(trace, options, out);
             return;
         case Format::json:
-            render_json(trace, options, out);
+            render_json(trace, model, options, out);
             return;
         case Format::svg:
             render_svg(trace, options, out);

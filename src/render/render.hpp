@@ -43,12 +43,14 @@ struct RenderOptions {
 // The steps chosen by --steps and --head, in trace order.
 std::vector<const Step*> select_steps(const Trace& trace, const RenderOptions& options);
 
-// Write the trace in options.format.
-void render(const Trace& trace, const RenderOptions& options, std::ostream& out);
+// Write the trace in options.format. `model`, when given, is the example the
+// trace was computed from: JSON writes its parameters ("params").
+void render(const Trace& trace, const RenderOptions& options, std::ostream& out, const Model* model = nullptr);
 
 void render_text(const Trace& trace, const RenderOptions& options, std::ostream& out);
-// `more`, when set, writes further top-level keys (",\n \"key\": …") before the closing brace.
-void render_json(const Trace& trace, const RenderOptions& options, std::ostream& out,
+// `model`, when given, adds its parameters ("params"); `more`, when set,
+// writes further top-level keys (",\n \"key\": …") before the closing brace.
+void render_json(const Trace& trace, const Model* model, const RenderOptions& options, std::ostream& out,
                  const std::function<void(std::ostream&)>& more = {});
 // A matrix as JSON rows, [[…], …], in round-trip precision with −∞ as "-inf";
 // one row of numbers as [a, b, c].
@@ -68,7 +70,7 @@ void render_svg(const Trace& trace, const RenderOptions& options, std::ostream& 
 std::vector<Format> decode_formats();
 void render_decode(const Trace& trace, const DecodeTrace& decode, const Model& model, const RenderOptions& options,
                    std::ostream& out);
-void render_decode_json(const Trace& trace, const DecodeTrace& decode, const RenderOptions& options,
+void render_decode_json(const Trace& trace, const DecodeTrace& decode, const Model& model, const RenderOptions& options,
                         std::ostream& out);
 
 // Text for GitHub-flavoured Markdown, on one line: markup characters
