@@ -161,7 +161,9 @@ TEST_CASE("a worksheet's key holds the tables qkv run prints, at the sheet's dec
         REQUIRE(key.size() == default_steps(trace).size());
         REQUIRE(blank.size() == key.size());
         for (std::size_t k = 0; k < key.size(); ++k) {
-            const auto& [heading, table] = key[k];
+            // not a structured binding: clang 14 cannot capture one in a lambda
+            const std::string& heading = key[k].first;
+            const auto& table = key[k].second;
             CAPTURE(heading);
             CHECK(blank[k].first == heading);
             const auto same = std::find_if(run.begin(), run.end(), [&](const auto& other) { return other.first == heading; });
