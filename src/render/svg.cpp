@@ -3,7 +3,8 @@
 // cell when the matrix is small enough to read, and a colour scale. With
 // --steps, each chosen step gets its own band of panels, its heads side by
 // side (wrapping onto further lines past a set width), and its own scale.
-// Masked cells are hatched grey and the scale's legend says so.
+// Masked cells are hatched grey and the scale's legend says so; --dark draws
+// the same maps on a dark page.
 #include "attention/steps.hpp"
 #include "base/diagnostics.hpp"
 #include "render/html.hpp"
@@ -48,7 +49,8 @@ double text_width(const std::string& text, double font) {
 enum class ColourMap { sequential, diverging };
 constexpr int k_ramp_steps = 10;  // the scale bar's gradient stops
 
-// The page around the maps.
+// The page around the maps: the maps themselves are the same on both, so
+// that a value has one colour in the light and the dark picture.
 struct Theme {
     const char* background;
     const char* ink;        // titles and labels
@@ -56,6 +58,7 @@ struct Theme {
     const char* outline;    // a panel's frame, the scale bar's ticks
 };
 constexpr Theme k_light = {"#ffffff", "#222222", "#595959", "#888888"};
+constexpr Theme k_dark = {"#121212", "#e8e8e8", "#b0b0b0", "#9a9a9a"};
 
 // A masked cell (a score of −∞, a weight of 0 because of it): a grey hatch,
 // which no colour of either map looks like.
@@ -94,7 +97,7 @@ struct Placed {
 class SvgWriter {
 public:
     SvgWriter(const Trace& trace, const RenderOptions& options)
-        : m_trace(trace), m_options(options), m_theme(k_light) {}
+        : m_trace(trace), m_options(options), m_theme(options.dark ? k_dark : k_light) {}
 
     void write(std::ostream& out) {
         const std::vector<Band> bands = make_bands();

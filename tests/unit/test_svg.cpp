@@ -1,7 +1,7 @@
 // The SVG's colours and layout: weights on the sequential blue ramp, every
 // other step on the diverging map centred on 0, each number black or white by
 // contrast (WCAG's 4.5:1), one band of panels per step with its heads side by
-// side and wrapping, masked cells hatched and named in the legend.
+// side and wrapping, masked cells hatched and named in the legend, --dark.
 #include "render/html.hpp"
 #include "support.hpp"
 
@@ -201,10 +201,16 @@ TEST_CASE("SVG draws signed steps on the diverging map centred on 0, weights on 
     CHECK(svg.find(">1.00</text>") != std::string::npos);
 }
 
-TEST_CASE("every number in an SVG reads at 4.5:1 or more on its cell", "[svg][cli]") {
+TEST_CASE("every number in an SVG reads at 4.5:1 or more on its cell, light and dark", "[svg][cli]") {
     for (const std::string name : {"illustrated", "two-heads", "masked", "gqa", "backward"}) {
-        CAPTURE(name);
-        require_readable_numbers(run_ok({"run", name, "-f", "svg", "-s", "inputs,queries,scores,weights,output"}));
+        for (const bool dark : {false, true}) {
+            std::vector<std::string> args = {"run", name, "-f", "svg", "-s", "inputs,queries,scores,weights,output"};
+            if (dark) {
+                args.push_back("--dark");
+            }
+            CAPTURE(name, dark);
+            require_readable_numbers(run_ok(args));
+        }
     }
     require_readable_numbers(run_ok({"run", "-", "-f", "svg", "-s", "inputs,scores"}, k_signed_yaml));
 }
@@ -290,4 +296,40 @@ TEST_CASE("SVG hatches masked cells, weights included, and names the hatch in th
     // nothing masked, no hatch and no legend for it
     const std::string open = run_ok({"run", "two-heads", "-f", "svg"});
     CHECK(open.find("masked") == std::string::npos);
+}
+
+TEST_CASE("SVG for a dark page with --dark, which the other formats refuse", "[svg][cli]") {
+    const std::string light = run_ok({"run", "masked", "-f", "svg", "-s", "scores,weights"});
+    const std::string dark = run_ok({"run", "masked", "-f", "svg", "-s", "scores,weights", "--dark"});
+    const std::regex page("<rect width=\"100%\" height=\"100%\" fill=\"(#[0-9a-f]{6})\"/>");
+    const std::regex ink("<svg [^>]* fill=\"(#[0-9a-f]{6})\">");
+    std::smatch match;
+    REQUIRE(std::regex_search(light, match, page));
+    const std::string light_page = match[1];
+    REQUIRE(std::regex_search(dark, match, page));
+    const std::string dark_page = match[1];
+    REQUIRE(std::regex_search(dark, match, ink));
+    const std::string dark_ink = match[1];
+    CHECK(lightness(light_page) > 90);
+    CHECK(lightness(dark_page) < 20);
+    // the titles and labels light on the dark page, and every other colour of text readable on it
+    CHECK(qkv::contrast_ratio(dark_page, dark_ink) >= 7);
+    const std::regex text_fill("<text [^>]*fill=\"(#[0-9a-f]{6})\"[^>]*>[^<]*(keys|queries|rows|columns)");
+    for (auto it = std::sregex_iterator(dark.begin(), dark.end(), text_fill); it != std::sregex_iterator(); ++it) {
+        CHECK(qkv::contrast_ratio(dark_page, (*it)[1]) >= 4.5);
+    }
+    // the cells keep their colours: a value has one colour in both pictures
+    const auto light_cells = cells(light);
+    const auto dark_cells = cells(dark);
+    REQUIRE(light_cells.size() == dark_cells.size());
+    for (std::size_t k = 0; k < light_cells.size(); ++k) {
+        CHECK(light_cells[k].fill == dark_cells[k].fill);
+    }
+
+    for (const std::string format : {"text", "markdown", "html", "json"}) {
+        CAPTURE(format);
+        const auto refused = run_qkv({"run", "masked", "-f", format, "--dark"});
+        qkv::test::require_input_error(refused, "--dark is given with -f " + format + "; expected -f svg");
+        CHECK(refused.err.find("  hint: add -f svg, or leave out --dark") != std::string::npos);
+    }
 }
