@@ -1,7 +1,9 @@
 // The SVG's colours and layout: weights on the sequential blue ramp, every
 // other step on the diverging map centred on 0, each number black or white by
 // contrast (WCAG's 4.5:1), one band of panels per step with its heads side by
-// side and wrapping, masked cells hatched and named in the legend, --dark.
+// side and wrapping, masked cells hatched and named in the legend, --dark; and
+// the README's recipe for a PNG (rsvg-convert, librsvg2-bin), whose pixels are
+// read back by tests/documents/png_pixels.py with Debian's python3.
 #include "render/html.hpp"
 #include "support.hpp"
 
@@ -331,5 +333,68 @@ TEST_CASE("SVG for a dark page with --dark, which the other formats refuse", "[s
         const auto refused = run_qkv({"run", "masked", "-f", format, "--dark"});
         qkv::test::require_input_error(refused, "--dark is given with -f " + format + "; expected -f svg");
         CHECK(refused.err.find("  hint: add -f svg, or leave out --dark") != std::string::npos);
+    }
+}
+
+TEST_CASE("rsvg-convert makes a PNG of the SVG with the colours the SVG names", "[svg][cli][documents]") {
+    if (shell("command -v rsvg-convert").status != 0) {
+        WARN("rsvg-convert is not installed (librsvg2-bin): the README's PNG recipe is not checked");
+        return;
+    }
+    TempDir dir;
+    for (const bool dark : {false, true}) {
+        CAPTURE(dark);
+        std::vector<std::string> args = {"run", "masked", "-f", "svg", "-s", "scores,weights"};
+        if (dark) {
+            args.push_back("--dark");
+        }
+        const std::string svg = run_ok(args);
+        const std::string png = dir.path() + (dark ? "/dark.png" : "/light.png");
+        // the README's recipe
+        const auto converted = shell("rsvg-convert -o " + png + " " + dir.write("weights.svg", svg));
+        INFO(converted.out);
+        REQUIRE(converted.status == 0);
+
+        // a diverging cell (a negative score), a masked weight, and the page
+        const Cell* negative = nullptr;
+        const Cell* masked = nullptr;
+        for (const Cell& cell : cells(svg)) {
+            if (negative == nullptr && cell.fill[0] == '#' && channel(cell.fill, 2) > channel(cell.fill, 0) + 40) {
+                negative = &cell;
+            }
+            if (cell.fill == "url(#masked)") {
+                masked = &cell;
+            }
+        }
+        REQUIRE(negative != nullptr);
+        REQUIRE(masked != nullptr);
+        const auto point = [](double x, double y) {
+            return std::to_string(static_cast<int>(x)) + "," + std::to_string(static_cast<int>(y));
+        };
+        const auto read = shell("/usr/bin/python3 " + qkv::test::source_dir() + "/tests/documents/png_pixels.py " + png +
+                                " 2,2 " + point(negative->x + 3, negative->y + 3) + " " +
+                                point(masked->x + 3, masked->y + 3) + "," +
+                                point(masked->x + masked->side - 3, masked->y + masked->side - 3));
+        INFO(read.out);
+        REQUIRE(read.status == 0);
+        std::istringstream lines(read.out);
+        int width = 0;
+        int height = 0;
+        std::string page;
+        std::string cell;
+        std::string lightest;
+        std::string darkest;
+        std::string kind;
+        lines >> width >> height >> page >> cell >> lightest >> darkest >> kind;
+        // the SVG's size in pixels (rsvg-convert rounds a fraction up)
+        CHECK(std::abs(width - attribute(svg, "width")) < 1);
+        CHECK(std::abs(height - attribute(svg, "height")) < 1);
+        CHECK(page == (dark ? "#121212" : "#ffffff"));
+        CHECK(cell == negative->fill);
+        // the hatch: grey, its light ground (#bdbdbd) and dark lines (#525252) both there,
+        // give or take the smoothing of the lines' edges
+        CHECK(kind == "grey");
+        CHECK(std::abs(channel(lightest, 0) - 0xbd) <= 10);
+        CHECK(std::abs(channel(darkest, 0) - 0x52) <= 10);
     }
 }
