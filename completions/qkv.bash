@@ -94,8 +94,8 @@ _qkv() {
 
     local options
     case $command in
-        run) options="$_qkv_common_options --standalone --decode --backward" ;;
-        explain) options="$_qkv_common_options --standalone --block-size --backward" ;;
+        run) options="$_qkv_common_options --standalone --dark --decode --backward" ;;
+        explain) options="$_qkv_common_options --standalone --dark --block-size --backward" ;;
         check) options="$_qkv_common_options --answers --tolerance --decimals --rubric --backward" ;;
         lesson) options="$_qkv_common_options --no-pause --page" ;;
         worksheet) options='-f --format -p --precision -s --steps --head --key --backward --standalone -o --output --force

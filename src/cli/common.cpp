@@ -187,6 +187,10 @@ void add_common_options(CLI::App& command, CommonOptions& options, const std::ve
         ->check(CLI::IsMember({"auto", "always", "never"}))
         ->type_name("WHEN");
     command.add_flag("--ascii", options.ascii, "ASCII only, no box-drawing or math symbols");
+    // only where SVG is one of the command's formats
+    if (formats.empty() || std::find(formats.begin(), formats.end(), "svg") != formats.end()) {
+        command.add_flag("--dark", options.dark, "SVG: for a dark page (dark background, light labels)");
+    }
     command.add_flag("--brief", options.brief, "Formulas, tables and notes; no explanations");
     // only where LaTeX is one of the command's formats
     if (formats.empty() || std::find(formats.begin(), formats.end(), "latex") != formats.end()) {
@@ -239,6 +243,12 @@ RenderOptions render_options(const CommonOptions& options, const Trace& trace) {
     result.precision = options.precision;
     result.full = options.full;
     result.ascii = options.ascii;
+    if (options.dark && result.format != Format::svg) {
+        throw InputError(usage_error("--dark is given with -f " + format_name(result.format) +
+                                         "; expected -f svg (only the SVG has a dark version)",
+                                     "add -f svg, or leave out --dark"));
+    }
+    result.dark = options.dark;
     result.brief = options.brief;
     result.standalone = options.standalone;
     if (options.color == "always") {

@@ -27,6 +27,7 @@ struct CommonOptions {
     bool full = false;
     std::string color = "auto";
     bool ascii = false;
+    bool dark = false;           // --dark: an SVG for a dark page (only where svg is a format)
     bool brief = false;
     bool standalone = false;
     std::string output;          // -o FILE; empty = stdout
@@ -53,7 +54,7 @@ bool format_is_one_of(const std::string& name, const std::vector<Format>& format
 // "abc" out of range).
 CLI::Validator whole_number(std::int64_t low, std::int64_t high);
 
-// Adds -f, -p, -s, --head, --full, --color, --ascii, --brief, --standalone,
+// Adds -f, -p, -s, --head, --full, --color, --ascii, --dark, --brief, --standalone,
 // -o, --force, --max-memory, --allow-any-path. `formats` are the names -f
 // takes for this command, as its help lists them (empty = every format); the
 // command refuses a format it does not write with a message of its own.

@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "explain/explain.hpp"
 
+#include <algorithm>
 #include <vector>
 
 namespace qkv::cli {
@@ -96,8 +97,13 @@ int run_run(const RunOptions& options) {
     if (parse_format(options.common.format) == Format::html) {
         return run_html(options);
     }
-    // only the steps that will be shown keep their matrices
-    const ComputeOptions computing = compute_options(options.common);
+    // only the steps that will be shown keep their matrices; the SVG's
+    // weights read the masked scores to hatch the masked cells
+    ComputeOptions computing = compute_options(options.common);
+    if (parse_format(options.common.format) == Format::svg && !computing.steps.empty() &&
+        std::find(computing.steps.begin(), computing.steps.end(), StepId::weights) != computing.steps.end()) {
+        computing.steps.push_back(StepId::masked_scores);
+    }
     const Model model = load(options.file, options.common, computing);
     const Trace trace = compute(model, computing);
     const RenderOptions rendering = render_options(options.common, trace);

@@ -29,7 +29,31 @@ constexpr Rgb k_ramp[] = {
     {247, 251, 255}, {222, 235, 247}, {198, 219, 239}, {158, 202, 225}, {107, 174, 214},
     {66, 146, 198},  {33, 113, 181},  {8, 81, 156},    {8, 48, 107},
 };
-constexpr int k_ramp_steps = static_cast<int>(sizeof k_ramp / sizeof k_ramp[0]) - 1;
+
+// ColorBrewer's RdBu (11 classes), reversed: blue for negative, the neutral
+// grey at 0 (the middle stop), red for positive. Colour-blind safe, and its
+// two arms are equally light at equal distances from the middle.
+constexpr Rgb k_diverging[] = {
+    {5, 48, 97},     {33, 102, 172}, {67, 147, 195}, {146, 197, 222}, {209, 229, 240}, {247, 247, 247},
+    {253, 219, 199}, {244, 165, 130}, {214, 96, 77},  {178, 24, 43},   {103, 0, 31},
+};
+
+// The colour at t in [0, 1] along `stops`, interpolated in sRGB, as "#rrggbb".
+template <std::size_t N>
+std::string interpolate(const Rgb (&stops)[N], double t) {
+    constexpr int last = static_cast<int>(N) - 1;
+    t = std::isfinite(t) ? std::clamp(t, 0.0, 1.0) : 0.0;
+    const double at = t * last;
+    const int low = std::min(static_cast<int>(at), last - 1);
+    const double f = at - low;
+    const Rgb& a = stops[low];
+    const Rgb& b = stops[low + 1];
+    char buffer[16];
+    std::snprintf(buffer, sizeof buffer, "#%02x%02x%02x", static_cast<int>(std::lround(a.r + (b.r - a.r) * f)),
+                  static_cast<int>(std::lround(a.g + (b.g - a.g) * f)),
+                  static_cast<int>(std::lround(a.b + (b.b - a.b) * f)));
+    return buffer;
+}
 
 // black or white on a shade: one of the two is at least 4.58:1 on any colour
 constexpr char k_dark_text[] = "#000000";
@@ -172,18 +196,11 @@ std::string xml_escape(std::string_view text) {
     return out;
 }
 
-std::string ramp_colour(double t) {
-    t = std::isfinite(t) ? std::clamp(t, 0.0, 1.0) : 0.0;
-    const double at = t * k_ramp_steps;
-    const int low = std::min(static_cast<int>(at), k_ramp_steps - 1);
-    const double f = at - low;
-    const Rgb& a = k_ramp[low];
-    const Rgb& b = k_ramp[low + 1];
-    char buffer[16];
-    std::snprintf(buffer, sizeof buffer, "#%02x%02x%02x", static_cast<int>(std::lround(a.r + (b.r - a.r) * f)),
-                  static_cast<int>(std::lround(a.g + (b.g - a.g) * f)),
-                  static_cast<int>(std::lround(a.b + (b.b - a.b) * f)));
-    return buffer;
+std::string ramp_colour(double t) { return interpolate(k_ramp, t); }
+
+std::string diverging_colour(double t) {
+    // t = 0 is the middle stop exactly: the map's halves meet there
+    return interpolate(k_diverging, std::isfinite(t) ? (t + 1) / 2 : 0.5);
 }
 
 double contrast_ratio(const std::string& a, const std::string& b) {

@@ -26,6 +26,11 @@ std::string xml_escape(std::string_view text);
 // The sequential blue scale of the SVG heatmaps, light (t = 0) to dark (t = 1),
 // as "#rrggbb"; t is clamped to [0, 1]. The colour-blind-safe ramp of ColorBrewer's Blues.
 std::string ramp_colour(double t);
+// The diverging scale of the SVG heatmaps for values of either sign, t in
+// [−1, 1] (clamped): blue for negative, the neutral light grey #f7f7f7 at 0,
+// red for positive, as "#rrggbb". ColorBrewer's RdBu, colour-blind safe, its
+// two arms equally light at equal distances from 0.
+std::string diverging_colour(double t);
 // The text colour that reads on `background` ("#rrggbb"): black or white,
 // whichever contrasts more (WCAG's relative luminance): at least 4.58:1 on any colour.
 std::string text_colour_on(const std::string& background);

@@ -35,6 +35,7 @@ struct RenderOptions {
     bool full = false;                // no summarising of large matrices
     bool color = false;               // ANSI colour (already resolved from --color)
     bool ascii = false;               // no box-drawing or other non-ASCII symbols
+    bool dark = false;                // SVG: for a dark page (dark background, light labels)
     bool brief = false;               // no prose: formulas, tables and notes only
     bool standalone = false;          // LaTeX: a whole document
     int width = 0;                    // text: the columns a table may take (0: any); a wider one is drawn in blocks of columns

@@ -225,7 +225,7 @@ TEST_CASE("SVG escapes labels, marks blocked cells and leaves values out of larg
     CHECK(shell("xmllint --noout " + dir.write("awkward.svg", awkward)).status == 0);
     CHECK(awkward.find("&lt;s&gt;") != std::string::npos);
     CHECK(awkward.find("say &quot;hi&quot;") != std::string::npos);
-    CHECK(awkward.find("url(#blocked)") != std::string::npos);
+    CHECK(awkward.find("url(#masked)") != std::string::npos);
     CHECK(awkward.find("Masked scores") != std::string::npos);
 
     const std::string large_yaml = R"(
