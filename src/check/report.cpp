@@ -504,41 +504,46 @@ void render_check_text(const Trace& trace, const CheckReport& report, const Rend
 
 void render_check_markdown(const Trace& trace, const CheckReport& report, const RenderOptions& options,
                            const std::string& example, std::ostream& out) {
+    const auto symbols = [&options](const std::string& text) { return options.ascii ? to_ascii(text) : text; };
+    const auto mark = [&options](Verdict verdict) { return verdict_symbol(verdict, options.ascii); };
     const std::string title = trace.title.empty() ? example : trace.title;
-    out << "# Checking answers: " << markdown_cell(title) << "\n\n";
-    out << "Answers from `" << report.answers_source << "`. " << rule_sentence(report) << "\n\n";
-    out << "✓ right · ✗ wrong, the true value in parentheses · → follows from your earlier answers · ~ not answered\n";
+    const std::string separator = options.ascii ? "; " : " · ";
+    out << "# Checking answers: " << markdown_cell(symbols(title)) << "\n\n";
+    out << "Answers from `" << symbols(report.answers_source) << "`. " << symbols(rule_sentence(report)) << "\n\n";
+    out << mark(Verdict::right) << " right" << separator << mark(Verdict::wrong) << " wrong, the true value in parentheses"
+        << separator << mark(Verdict::consistent) << " follows from your earlier answers" << separator
+        << "~ not answered\n";
     for (const auto& step : report.steps) {
         if (options.brief && !step.has_mistake()) {
             continue;
         }
         const Step& trace_step = *step.step;
-        out << "\n## " << step_heading(trace, trace_step) << " `" << step_name(trace_step.id) << "`\n\n";
-        out << "$" << trace_step.latex << "$ (" << shape_text(trace_step.values.n_rows, trace_step.values.n_cols)
-            << ")\n\n";
+        out << "\n## " << markdown_cell(symbols(step_heading(trace, trace_step))) << " `" << step_name(trace_step.id)
+            << "`\n\n";
+        out << markdown_math(trace_step.latex) << " ("
+            << shape_text(trace_step.values.n_rows, trace_step.values.n_cols, options.ascii) << ")\n\n";
         if (step.shape_ok) {
-            // the Markdown report is written in Unicode whatever --ascii says
-            RenderOptions unicode = options;
-            unicode.ascii = false;
-            unicode.color = false;
-            out << draw_table(answer_table(report, step, unicode, "(", ")"), CheckMarkdownSkin());
-            out << '\n' << counts_sentence(step) << '\n';
+            RenderOptions plain = options;
+            plain.color = false;
+            out << draw_table(answer_table(report, step, plain, "(", ")"), CheckMarkdownSkin());
+            out << '\n' << symbols(counts_sentence(step)) << '\n';
             const WrongCells wrong = wrong_cells(trace, report, step, options);
             for (std::size_t i = 0; i < wrong.sentences.size(); ++i) {
-                out << (i == 0 ? "\n" : "") << "- ✗ " << markdown_cell(wrong.sentences[i]) << '\n';
+                out << (i == 0 ? "\n" : "") << "- " << mark(Verdict::wrong) << ' '
+                    << markdown_cell(symbols(wrong.sentences[i])) << '\n';
             }
             if (!wrong.more.empty()) {
-                out << "- " << wrong.more << '\n';
+                out << "- " << symbols(wrong.more) << '\n';
             }
         } else {
-            out << shape_sentence(step) << '\n';
+            out << symbols(shape_sentence(step)) << '\n';
         }
         if (step.diagnosis) {
-            out << "\n**Mistake:** " << markdown_cell(mistake_sentence(report, step)) << "  \n";
-            out << "**Correct:** " << markdown_cell(correct_sentence(step)) << '\n';
+            out << "\n**Mistake:** " << markdown_cell(symbols(mistake_sentence(report, step))) << "  \n";
+            out << "**Correct:** " << markdown_cell(symbols(correct_sentence(step))) << '\n';
         }
     }
-    out << "\n**Summary:** " << summary_sentence(trace, report) << '\n';
+    out << "\n**Summary:** " << symbols(summary_sentence(trace, report)) << '\n';
 }
 
 void render_check_html(const Trace& trace, const CheckReport& report, const RenderOptions& options,

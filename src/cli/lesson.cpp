@@ -4,6 +4,7 @@
 #include "io/lesson_loader.hpp"
 #include "lesson/player.hpp"
 #include "render/palette.hpp"
+#include "render/table.hpp"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -69,7 +70,8 @@ extern "C" void leave_on_interrupt(int signal_number) {
 // the formats a lesson is played or written in; the first is the default
 const std::vector<Format> k_lesson_formats = {Format::text, Format::markdown, Format::html};
 
-int list_lessons() {
+// One line a lesson: its number, name and summary (in ASCII with --ascii).
+int list_lessons(bool ascii) {
     const auto& lessons = builtin_lessons();
     std::size_t width = 0;
     for (const auto& lesson : lessons) {
@@ -82,7 +84,7 @@ int list_lessons() {
         const Lesson loaded = prepare_lesson(read_lesson({"lesson:" + name, std::string(lesson.text), ""}, name));
         const std::string index = std::to_string(++number);
         listing += std::string(index.size() < 2 ? 1 : 0, ' ') + index + "  " + name +
-                   std::string(width - name.size() + 2, ' ') + loaded.summary + "\n";
+                   std::string(width - name.size() + 2, ' ') + (ascii ? to_ascii(loaded.summary) : loaded.summary) + "\n";
     }
     write_stdout(listing);
     return 0;
@@ -114,7 +116,7 @@ CLI::App* setup_lesson(CLI::App& app, LessonOptions& options) {
 
 int run_lesson(const LessonOptions& options) {
     if (options.lesson.empty()) {
-        return list_lessons();
+        return list_lessons(options.common.ascii);
     }
     const CommonOptions& common = options.common;
     if (!format_is_one_of(common.format, k_lesson_formats)) {

@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
+#include <string_view>
+#include <utility>
 #include <sstream>
 
 namespace qkv {
@@ -37,6 +40,57 @@ std::string markdown_escape(const std::string& text) {
         out += c;
     }
     return out;
+}
+
+std::string markdown_math(const std::string& latex) {
+    // GFM drops a backslash before punctuation (it reads "\," as an escaped
+    // comma): the same spaces and delimiters spelled with letters, each ending
+    // in a space so that a letter after it does not join the command
+    static const std::pair<std::string_view, std::string_view> k_spelled[] = {
+        {"\\,", "\\thinspace "}, {"\\:", "\\medspace "},  {"\\;", "\\thickspace "}, {"\\!", "\\negthinspace "},
+        {"\\{", "\\lbrace "},    {"\\}", "\\rbrace "},    {"\\|", "\\Vert "},
+    };
+    const auto is_alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+    const std::size_t first = latex.find_first_not_of(' ');
+    const std::size_t last = latex.find_last_not_of(' ');
+    const std::string body = first == std::string::npos ? "" : latex.substr(first, last - first + 1);
+    std::string out = "$";
+    for (std::size_t i = 0; i < body.size(); ++i) {
+        const char c = body[i];
+        const char prev = out.back();
+        const char next = i + 1 < body.size() ? body[i + 1] : ' ';
+        const auto spelled = std::find_if(std::begin(k_spelled), std::end(k_spelled),
+                                          [&](const auto& pair) { return body.compare(i, 2, pair.first) == 0; });
+        if (spelled != std::end(k_spelled)) {
+            out += spelled->second;
+            ++i;
+            if (i + 1 < body.size() && body[i + 1] == ' ') {
+                out.pop_back();  // one space, not two
+            }
+        } else if (c == '\\' && i + 1 < body.size()) {
+            // a command (\top) and its first letter, or an escape GFM keeps
+            out += body.substr(i, 2);
+            ++i;
+        } else if (c == '_') {
+            // after a letter or digit an underscore cannot open emphasis; after
+            // anything else ("}_{", ")_{") a space keeps it from opening (TeX skips it)
+            out += is_alnum(prev) || next == ' ' ? "_" : "_ ";
+        } else if (c == '*') {
+            out += "\\ast ";  // the same star, never emphasis
+        } else if ((c == '<' && (std::isalpha(static_cast<unsigned char>(next)) != 0 || next == '/' || next == '!' ||
+                                 next == '?')) ||
+                   (c == '&' && (is_alnum(next) || next == '#'))) {
+            // neither a tag (<b) nor an entity (&amp;)
+            out += std::string(1, c) + " ";
+        } else {
+            out += c;
+        }
+    }
+    // the closing dollar right after the math, as after "\thinspace " it would not be
+    while (out.size() > 1 && out.back() == ' ') {
+        out.pop_back();
+    }
+    return out + '$';
 }
 
 namespace {
@@ -72,7 +126,7 @@ std::string step_heading_line(const Trace& trace, const Step& step, bool ascii) 
 
 // "$S = Q K^\top$ (3 × 3)"
 std::string formula_line(const std::string& latex, const std::string& shape) {
-    return '$' + latex + "$ (" + shape + ")\n\n";
+    return markdown_math(latex) + " (" + shape + ")\n\n";
 }
 
 // The notes as a list, after a blank line; nothing for no notes.
@@ -109,7 +163,7 @@ public:
     std::string section(const std::string& text) const override { return "\n## " + markdown_escape(text) + "\n"; }
     std::string matrix_label(const std::string& name, const std::string& latex, arma::uword rows,
                              arma::uword cols) const override {
-        return "\n**" + markdown_escape(name) + "** $" + latex + "$ (" + shape_text(rows, cols) + ")\n";
+        return "\n**" + markdown_escape(name) + "** " + markdown_math(latex) + " (" + shape_text(rows, cols) + ")\n";
     }
     // (each block of a sheet starts with a blank line and ends with one line break)
     std::string step_heading(const Trace& trace, const Step& step) const override {

@@ -79,6 +79,12 @@ void render_decode_json(const Trace& trace, const DecodeTrace& decode, const Mod
 // breaks as spaces. Used by run and explain alike.
 std::string markdown_escape(const std::string& text);
 
+// A formula as Markdown math: "$S = Q K^\top$". The LaTeX is written so that
+// GFM leaves every character to the math, as GitHub needs: no space inside
+// the dollars, no backslash before punctuation (\, is \thinspace, \{ is
+// \lbrace), and no _ or * that could open emphasis.
+std::string markdown_math(const std::string& latex);
+
 // "a, b and c": the items separated by commas, the last two by last_separator.
 std::string join_list(const std::vector<std::string>& items, const std::string& last_separator);
 

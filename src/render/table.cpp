@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
+#include <string_view>
 
 namespace qkv {
 
@@ -262,8 +263,31 @@ std::string to_ascii(const std::string& text) {
         {"·", "*"}, {"ᵀ", "^T"}, {"∂", "d"}, {"θ", "theta"}, {"∘", "o"}, {"√", "sqrt "}, {"−∞", "-inf"}, {"−", "-"}, {"∞", "inf"}, {"…", "..."},
         {"×", "x"}, {"≤", "<="}, {"≥", ">="}, {"Σ", "sum"}, {"′", "'"},
         {"─", "-"}, {"│", "|"}, {"→", "->"}, {"↓", "v"}, {"←", "<-"}, {"═", "="}, {"“", "\""}, {"”", "\""}, {"’", "'"}, {"—", "-"}, {"–", "-"},
+        {"≈", "~"}, {"ℓ", "l"}, {"⌈", "ceil("}, {"⌉", ")"},
     };
-    std::string result = formula_text(text, true);
+    // superscript digits, a run of them after "^" (e¹⁰ → e^10)
+    static const char* const k_superscripts[] = {"⁰", "¹", "²", "³", "⁴", "⁵", "⁶", "⁷", "⁸", "⁹"};
+    const auto superscript_at = [&](std::size_t at) -> int {
+        for (int digit = 0; digit < 10; ++digit) {
+            if (text.compare(at, std::string_view(k_superscripts[digit]).size(), k_superscripts[digit]) == 0) {
+                return digit;
+            }
+        }
+        return -1;
+    };
+    std::string raised;
+    for (std::size_t i = 0; i < text.size();) {
+        if (superscript_at(i) < 0) {
+            raised += text[i++];
+            continue;
+        }
+        raised += '^';
+        for (int digit = superscript_at(i); digit >= 0; digit = superscript_at(i)) {
+            raised += static_cast<char>('0' + digit);
+            i += std::string_view(k_superscripts[digit]).size();
+        }
+    }
+    std::string result = formula_text(raised, true);
     for (const auto& [from, to] : k_replacements) {
         std::string::size_type at = 0;
         while ((at = result.find(from, at)) != std::string::npos) {

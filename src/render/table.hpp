@@ -120,7 +120,8 @@ std::string shape_text(arma::uword rows, arma::uword cols, bool ascii = false);
 std::string format_number(double value, int precision, bool whole_numbers, bool ascii);
 
 // Replaces the symbols qkv uses (·, ᵀ, √, −∞, …, ×) by ASCII spellings;
-// subscript digits become "_" and the digits (Z₁ → Z_1).
+// subscript digits become "_" and the digits (Z₁ → Z_1), superscript digits
+// "^" and the digits (e¹⁰ → e^10); anything else outside ASCII is "?".
 std::string to_ascii(const std::string& text);
 
 // A formula for the text format: "Z_2" written with subscript digits (Z₂),

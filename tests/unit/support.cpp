@@ -469,9 +469,33 @@ void require_self_contained_page(const std::string& page) {
     }
 }
 
+std::string readme_pandoc_command(const std::string& marker) {
+    std::istringstream readme(read_repo_file("README.md"));
+    std::string line;
+    while (std::getline(readme, line)) {
+        const std::size_t at = line.find("pandoc ");
+        if (line.find(marker) == std::string::npos || at == std::string::npos) {
+            continue;
+        }
+        std::string command = line.substr(at);
+        const std::size_t output = command.find(" -o ");
+        return output == std::string::npos ? command : command.substr(0, output);
+    }
+    FAIL("README.md has no pandoc command with " + marker);
+    return "";
+}
+
+bool tool_installed(const std::string& tool, const std::string& package, const std::string& unchecked) {
+    const bool tex_file = tool.size() > 4 && tool.compare(tool.size() - 4, 4, ".sty") == 0;
+    if (shell((tex_file ? "kpsewhich " : "command -v ") + tool).status == 0) {
+        return true;
+    }
+    WARN(tool + " is not installed (" + package + "): " + unchecked);
+    return false;
+}
+
 void require_html_parses(const std::string& page) {
-    if (shell("command -v xmllint").status != 0) {
-        WARN("xmllint is not installed (libxml2-utils): the page's markup is not parsed");
+    if (!tool_installed("xmllint", "libxml2-utils", "the page's markup is not parsed")) {
         return;
     }
     TempDir dir;

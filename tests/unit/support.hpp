@@ -73,6 +73,17 @@ struct Shell {
 };
 Shell shell(const std::string& command);
 
+// The pandoc command the README gives on the line that holds `marker` (such
+// as "--mathjax"), from "pandoc" to the end of the line without its "-o FILE":
+// the tests run the README's own commands. Fails the test if there is none.
+std::string readme_pandoc_command(const std::string& marker);
+
+// Whether TOOL is installed: a program on the PATH, or a TeX file (ending in
+// .sty) that kpsewhich finds. When it is not, WARNs that PACKAGE (Debian's) is
+// missing and what goes `unchecked`, and the test passes without it. Needs the
+// tag [documents].
+bool tool_installed(const std::string& tool, const std::string& package, const std::string& unchecked);
+
 // A fresh folder under /tmp, removed at the end of the test.
 class TempDir {
 public:

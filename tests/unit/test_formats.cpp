@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <regex>
 #include <sstream>
 
 using qkv::test::run_ok;
@@ -124,26 +126,35 @@ TEST_CASE("CSV quotes labels with commas and quotes, and Python's csv module rea
     CHECK(python.out == "16 say \"hi\" 4.0\n");
 }
 
-TEST_CASE("Markdown renders through pandoc as headings and tables", "[formats][markdown][cli][documents]") {
+TEST_CASE("Markdown renders through the README's pandoc command as headings, tables and math",
+          "[formats][markdown][cli][documents]") {
     TempDir dir;
+    const std::string readme_html = qkv::test::readme_pandoc_command("--mathjax");
     for (const auto& example : qkv::builtin_examples()) {
         const std::string name(example.name);
         CAPTURE(name);
         const std::string md = dir.write(name + ".md", run_ok({"run", name, "-f", "markdown"}));
-        const auto html = shell("pandoc -f gfm -t html " + md);
-        REQUIRE(html.status == 0);
+        const auto made = shell(readme_html + " " + md + " -o " + dir.path() + "/" + name + ".html");
+        INFO(made.out);
+        REQUIRE(made.status == 0);
+        std::ifstream file(dir.path() + "/" + name + ".html");
+        const std::string html((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
         const qkv::Trace trace = qkv::test::compute_text(std::string(example.text));
-        std::size_t tables = 0;
-        std::size_t headings = 0;
-        for (std::size_t at = 0; (at = html.out.find("<table>", at)) != std::string::npos; ++at) {
-            ++tables;
-        }
-        for (std::size_t at = 0; (at = html.out.find("<h2 ", at)) != std::string::npos; ++at) {
-            ++headings;
-        }
-        CHECK(tables == trace.steps.size());
-        CHECK(headings == trace.steps.size());
-        CHECK(html.out.find("<h1 ") != std::string::npos);
+        const auto count = [&](const std::string& part) {
+            std::size_t found = 0;
+            for (std::size_t at = 0; (at = html.find(part, at)) != std::string::npos; ++at) {
+                ++found;
+            }
+            return found;
+        };
+        CHECK(count("<table>") == trace.steps.size());
+        CHECK(count("<h2 ") == trace.steps.size());
+        CHECK(html.find("<h1 ") != std::string::npos);
+        // each step's formula is math, and no dollar is left in the text
+        CHECK(count("<span class=\"math inline\">") == trace.steps.size());
+        const std::string body = html.substr(html.find("<body>"));
+        CHECK(std::regex_replace(body, std::regex(R"(<span class="math inline">[^<]*</span>)"), "").find('$') ==
+              std::string::npos);
     }
 }
 
