@@ -52,6 +52,8 @@ _qkv() {
                 mapfile -t COMPREPLY < <(compgen -W 'text json' -- "$cur")
             elif [[ $command == check ]]; then
                 mapfile -t COMPREPLY < <(compgen -W 'text markdown html json csv gradescope' -- "$cur")
+            elif [[ $command == explain ]]; then
+                mapfile -t COMPREPLY < <(compgen -W 'text markdown json html' -- "$cur")
             elif [[ $command == lesson ]]; then
                 mapfile -t COMPREPLY < <(compgen -W 'text markdown html' -- "$cur")
             elif [[ $command == worksheet ]]; then
@@ -95,7 +97,7 @@ _qkv() {
     local options
     case $command in
         run) options="$_qkv_common_options --standalone --dark --decode --backward" ;;
-        explain) options="$_qkv_common_options --standalone --dark --block-size --backward" ;;
+        explain) options="$_qkv_common_options --block-size --backward" ;;
         check) options="$_qkv_common_options --answers --tolerance --decimals --rubric --backward" ;;
         lesson) options="$_qkv_common_options --no-pause --page" ;;
         worksheet) options='-f --format -p --precision -s --steps --head --key --backward --standalone -o --output --force

@@ -43,8 +43,9 @@ complete -c qkv -n "not __fish_seen_subcommand_from $commands" -a bench -d 'Time
 # run, explain, check and lesson share these; worksheet takes some of them
 set -l common "__fish_seen_subcommand_from run explain check lesson"
 set -l with_worksheet "__fish_seen_subcommand_from run explain check lesson worksheet"
-set -l with_latex "__fish_seen_subcommand_from run explain worksheet"
-complete -c qkv -n "__fish_seen_subcommand_from run explain" -s f -l format -x -a 'text markdown latex csv json svg html' -d 'Output format'
+set -l with_latex "__fish_seen_subcommand_from run worksheet"
+complete -c qkv -n "__fish_seen_subcommand_from run" -s f -l format -x -a 'text markdown latex csv json svg html' -d 'Output format'
+complete -c qkv -n "__fish_seen_subcommand_from explain" -s f -l format -x -a 'text markdown json html' -d 'Output format'
 complete -c qkv -n "__fish_seen_subcommand_from check" -s f -l format -x -a 'text markdown html json csv gradescope' -d 'Output format'
 complete -c qkv -n "__fish_seen_subcommand_from lesson" -s f -l format -x -a 'text markdown html' -d 'Output format'
 complete -c qkv -n "__fish_seen_subcommand_from worksheet" -s f -l format -x -a 'markdown latex html yaml' -d 'Output format'
@@ -56,7 +57,7 @@ complete -c qkv -n $common -l color -x -a 'auto always never' -d 'Colour'
 complete -c qkv -n $common -l ascii -d 'ASCII only'
 complete -c qkv -n $common -l brief -d 'Formulas, tables and notes; no explanations'
 complete -c qkv -n $with_latex -l standalone -d 'LaTeX: a whole document, not a fragment'
-complete -c qkv -n "__fish_seen_subcommand_from run explain" -l dark -d 'SVG: for a dark page'
+complete -c qkv -n "__fish_seen_subcommand_from run" -l dark -d 'SVG: for a dark page'
 complete -c qkv -n $with_worksheet -s o -l output -r -F -d 'Write to FILE instead of standard output'
 complete -c qkv -n $with_worksheet -l force -d 'Let -o replace an existing file'
 complete -c qkv -n $with_worksheet -l max-memory -x -d 'Memory limit for the computation (default 4GiB)'

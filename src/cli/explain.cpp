@@ -18,7 +18,7 @@ CLI::App* setup_explain(CLI::App& app, ExplainOptions& options) {
                         "Also work the row out as FlashAttention does, B keys at a time")
         ->check(whole_number(1, 65536))
         ->type_name("B");
-    add_common_options(*command, options.common);
+    add_common_options(*command, options.common, format_names(explain_formats()));
     add_backward_option(*command, options.common);
     return command;
 }

@@ -117,6 +117,8 @@ CellWorkings html_workings(const Model& model, const Trace& trace, const RenderO
     };
 }
 
+std::vector<Format> explain_formats() { return {Format::text, Format::markdown, Format::json, Format::html}; }
+
 void render_explanations(const std::vector<Explanation>& explanations, const RenderOptions& options,
                          std::ostream& out) {
     switch (options.format) {
@@ -135,8 +137,8 @@ void render_explanations(const std::vector<Explanation>& explanations, const Ren
         default:
             break;
     }
-    throw InputError(Diagnostic{"", 0, 0, "explain writes text, markdown, json or html",
-                                "use --format text, markdown, json or html with explain"});
+    const std::string names = join_list(format_names(explain_formats()), " or ");
+    throw InputError(Diagnostic{"", 0, 0, "explain writes " + names, "use --format " + names + " with explain"});
 }
 
 }  // namespace qkv
