@@ -100,7 +100,7 @@ _qkv() {
         explain) options="$_qkv_common_options --block-size --backward" ;;
         check) options="$_qkv_common_options --answers --tolerance --decimals --rubric --backward" ;;
         lesson) options="$_qkv_common_options --no-pause --page" ;;
-        worksheet) options='-f --format -p --precision -s --steps --head --key --backward --standalone -o --output --force
+        worksheet) options='-f --format -p --precision -s --steps --head --key --backward --ascii --standalone -o --output --force
             --max-memory --allow-any-path -h --help' ;;
         init) options='--tokens --d-model --d-k --d-v --heads --seed --student --max-int --negative --mask --bias --scale
             -o --output --force -h --help' ;;

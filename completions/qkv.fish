@@ -54,7 +54,7 @@ complete -c qkv -n $with_worksheet -s s -l steps -x -a "(__qkv_steps $steps)" -d
 complete -c qkv -n $with_worksheet -l head -x -d 'Only head N (1-based)'
 complete -c qkv -n $common -l full -d 'Show large matrices whole'
 complete -c qkv -n $common -l color -x -a 'auto always never' -d 'Colour'
-complete -c qkv -n $common -l ascii -d 'ASCII only'
+complete -c qkv -n $with_worksheet -l ascii -d 'ASCII only'
 complete -c qkv -n $common -l brief -d 'Formulas, tables and notes; no explanations'
 complete -c qkv -n $with_latex -l standalone -d 'LaTeX: a whole document, not a fragment'
 complete -c qkv -n "__fish_seen_subcommand_from run" -l dark -d 'SVG: for a dark page'

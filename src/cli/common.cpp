@@ -166,6 +166,10 @@ void add_standalone_option(CLI::App& command, CommonOptions& options) {
     command.add_flag("--standalone", options.standalone, "LaTeX: a whole document, not a fragment");
 }
 
+void add_ascii_option(CLI::App& command, CommonOptions& options) {
+    command.add_flag("--ascii", options.ascii, "ASCII only, no box-drawing or math symbols");
+}
+
 void add_output_options(CLI::App& command, CommonOptions& options) {
     command.add_option("-o,--output", options.output, "Write to FILE instead of standard output")->type_name("FILE");
     command.add_flag("--force", options.force, "Let -o replace an existing file");
@@ -186,7 +190,7 @@ void add_common_options(CLI::App& command, CommonOptions& options, const std::ve
     command.add_option("--color", options.color, "Colour: auto, always or never")
         ->check(CLI::IsMember({"auto", "always", "never"}))
         ->type_name("WHEN");
-    command.add_flag("--ascii", options.ascii, "ASCII only, no box-drawing or math symbols");
+    add_ascii_option(command, options);
     // only where SVG is one of the command's formats
     if (formats.empty() || std::find(formats.begin(), formats.end(), "svg") != formats.end()) {
         command.add_flag("--dark", options.dark, "SVG: for a dark page (dark background, light labels)");

@@ -61,11 +61,12 @@ CLI::Validator whole_number(std::int64_t low, std::int64_t high);
 void add_common_options(CLI::App& command, CommonOptions& options, const std::vector<std::string>& formats = {});
 
 // The parts of add_common_options, for a command that takes only some of them:
-// -f (with the names as above), -p, -s and --head, --standalone, -o and
-// --force, --max-memory and --allow-any-path.
+// -f (with the names as above), -p, -s and --head, --ascii, --standalone, -o
+// and --force, --max-memory and --allow-any-path.
 void add_format_option(CLI::App& command, std::string& format, const std::vector<std::string>& formats);
 void add_precision_option(CLI::App& command, int& precision);
 void add_selection_options(CLI::App& command, CommonOptions& options);
+void add_ascii_option(CLI::App& command, CommonOptions& options);
 void add_standalone_option(CLI::App& command, CommonOptions& options);
 void add_output_options(CLI::App& command, CommonOptions& options);
 void add_loading_options(CLI::App& command, CommonOptions& options);

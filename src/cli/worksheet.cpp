@@ -41,6 +41,7 @@ CLI::App* setup_worksheet(CLI::App& app, WorksheetCommandOptions& options) {
     add_selection_options(*command, options.common);
     command->add_flag("--key", options.key, "Fill the tables with the true values: the answer key");
     add_backward_option(*command, options.common);
+    add_ascii_option(*command, options.common);
     add_standalone_option(*command, options.common);
     add_output_options(*command, options.common);
     add_loading_options(*command, options.common);
@@ -69,6 +70,7 @@ int run_worksheet(const WorksheetCommandOptions& options) {
     // -p, else the exercise's decimals:, else 2
     sheet.decimals = options.common.precision >= 0 ? options.common.precision : model.decimals.value_or(2);
     sheet.standalone = options.common.standalone;
+    sheet.ascii = options.common.ascii;
     sheet.check_command = check_command(options);
     write_streamed([&](std::ostream& out) { render_worksheet(model, trace, sheet, out); }, options.common);
     return 0;

@@ -150,42 +150,49 @@ public:
 
 class MarkdownWorksheet : public WorksheetSkin {
 public:
+    explicit MarkdownWorksheet(bool ascii) : m_ascii(ascii) {}
+
     std::string begin() const override { return ""; }
-    std::string title(const std::string& text) const override { return "# " + markdown_escape(text) + "\n"; }
+    std::string title(const std::string& text) const override { return "# " + escaped(text) + "\n"; }
     std::string paragraphs(const std::string& text) const override {
         std::string out;
         for (const auto& paragraph : qkv::paragraphs(text)) {
-            out += "\n" + markdown_escape(paragraph) + "\n";
+            out += "\n" + escaped(paragraph) + "\n";
         }
         return out;
     }
-    std::string dims(const Trace& trace) const override { return "\n" + dims_line(trace) + "\n"; }
-    std::string section(const std::string& text) const override { return "\n## " + markdown_escape(text) + "\n"; }
+    std::string dims(const Trace& trace) const override { return "\n" + escaped(dims_line(trace)) + "\n"; }
+    std::string section(const std::string& text) const override { return "\n## " + escaped(text) + "\n"; }
     std::string matrix_label(const std::string& name, const std::string& latex, arma::uword rows,
                              arma::uword cols) const override {
-        return "\n**" + markdown_escape(name) + "** " + markdown_math(latex) + " (" + shape_text(rows, cols) + ")\n";
+        return "\n**" + escaped(name) + "** " + markdown_math(latex) + " (" + shape_text(rows, cols, m_ascii) + ")\n";
     }
     // (each block of a sheet starts with a blank line and ends with one line break)
     std::string step_heading(const Trace& trace, const Step& step) const override {
-        const std::string line = step_heading_line(trace, step, false);
+        const std::string line = step_heading_line(trace, step, m_ascii);
         return line.substr(0, line.size() - 1);
     }
     std::string formula(const Step& step) const override {
-        const std::string line = formula_line(step.latex, shape_text(step.values.n_rows, step.values.n_cols));
+        const std::string line = formula_line(step.latex, shape_text(step.values.n_rows, step.values.n_cols, m_ascii));
         return "\n" + line.substr(0, line.size() - 1);
     }
     std::string table(const Table& table, SheetTable kind) const override {
         return "\n" + (kind == SheetTable::blank ? draw_table(table, SheetTableSkin())
                                                  : draw_table(table, MarkdownTableSkin()));
     }
-    std::string notes(const std::vector<std::string>& items) const override { return note_list(items, false); }
+    std::string notes(const std::vector<std::string>& items) const override { return note_list(items, m_ascii); }
     std::string keep_together(const std::string& part) const override { return part; }
     std::string end() const override { return ""; }
+
+private:
+    std::string escaped(const std::string& text) const { return markdown_escape(m_ascii ? to_ascii(text) : text); }
+
+    bool m_ascii;
 };
 
 }  // namespace
 
-std::unique_ptr<WorksheetSkin> markdown_worksheet_skin() { return std::make_unique<MarkdownWorksheet>(); }
+std::unique_ptr<WorksheetSkin> markdown_worksheet_skin(bool ascii) { return std::make_unique<MarkdownWorksheet>(ascii); }
 
 void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out) {
     const auto symbols = [&](const std::string& text) { return options.ascii ? to_ascii(text) : text; };

@@ -285,12 +285,12 @@ std::unique_ptr<WorksheetSkin> sheet_skin(const WorksheetOptions& options) {
         case WorksheetFormat::latex:
             return latex_worksheet_skin(options.standalone);
         case WorksheetFormat::html:
-            return html_worksheet_skin();
+            return html_worksheet_skin(options.ascii);
         case WorksheetFormat::markdown:
         case WorksheetFormat::yaml:
             break;
     }
-    return markdown_worksheet_skin();
+    return markdown_worksheet_skin(options.ascii);
 }
 
 }  // namespace
@@ -389,6 +389,7 @@ void render_worksheet(const Model& model, const Trace& trace, const WorksheetOpt
     for (const GivenMatrix& matrix : given.matrices) {
         RenderOptions exact;
         exact.full = true;
+        exact.ascii = options.ascii;
         exact.precision = exact_decimals(matrix.matrix.values);
         const arma::mat& M = matrix.matrix.values;
         out << skin->keep_together(skin->matrix_label(matrix.name, matrix.latex, M.n_rows, M.n_cols) +
@@ -398,6 +399,7 @@ void render_worksheet(const Model& model, const Trace& trace, const WorksheetOpt
 
     RenderOptions rounded;
     rounded.full = true;
+    rounded.ascii = options.ascii;
     rounded.precision = options.decimals;
     for (const Step* step : steps) {
         out << skin->keep_together(

@@ -43,6 +43,7 @@ struct WorksheetOptions {
     bool key = false;            // the true values in the tables
     int decimals = 2;            // digits after the point of the key's values
     bool standalone = false;     // LaTeX: a whole document
+    bool ascii = false;          // Markdown and HTML: ASCII only (LaTeX always is)
     std::string check_command;   // "qkv check illustrated --answers answers.yaml", for the template's header
 };
 
@@ -104,9 +105,9 @@ public:
     virtual std::string end() const = 0;
 };
 
-std::unique_ptr<WorksheetSkin> markdown_worksheet_skin();
+std::unique_ptr<WorksheetSkin> markdown_worksheet_skin(bool ascii);
 std::unique_ptr<WorksheetSkin> latex_worksheet_skin(bool standalone);
 // One self-contained HTML page (worksheet_html.cpp), to print or fill in on paper.
-std::unique_ptr<WorksheetSkin> html_worksheet_skin();
+std::unique_ptr<WorksheetSkin> html_worksheet_skin(bool ascii);
 
 }  // namespace qkv

@@ -29,32 +29,35 @@ std::string symbol_html(const std::string& latex) {
 
 class HtmlWorksheet : public WorksheetSkin {
 public:
+    explicit HtmlWorksheet(bool ascii) : m_ascii(ascii) {}
+
     std::string begin() const override { return ""; }
     // the page's head and <h1>: html_begin() writes them together
     std::string title(const std::string& text) const override {
         std::ostringstream out;
-        html_begin(out, text);
+        html_begin(out, ascii(text));
         return out.str();
     }
-    std::string paragraphs(const std::string& text) const override { return html_paragraphs(text); }
+    std::string paragraphs(const std::string& text) const override { return html_paragraphs(ascii(text)); }
     std::string dims(const Trace& trace) const override {
-        return "<p class=\"dims\">" + xml_escape(dims_line(trace)) + "</p>\n";
+        return "<p class=\"dims\">" + xml_escape(ascii(dims_line(trace))) + "</p>\n";
     }
-    std::string section(const std::string& text) const override { return "<h2>" + xml_escape(text) + "</h2>\n"; }
+    std::string section(const std::string& text) const override { return "<h2>" + xml_escape(ascii(text)) + "</h2>\n"; }
     std::string matrix_label(const std::string& name, const std::string& latex, arma::uword rows,
                              arma::uword cols) const override {
-        return "<h3>" + xml_escape(name) + " <span class=\"math\">" + symbol_html(latex) +
-               "</span> <span class=\"shape\">(" + shape_text(rows, cols) + ")</span></h3>\n";
+        return "<h3>" + xml_escape(ascii(name)) + " <span class=\"math\">" + symbol_html(latex) +
+               "</span> <span class=\"shape\">(" + shape_text(rows, cols, m_ascii) + ")</span></h3>\n";
     }
     // "Step 5 · Scores scores", its id the step's (and head's): unique on the page
     std::string step_heading(const Trace& trace, const Step& step) const override {
         const std::string id = step_text(step.id) + (step.head != 0 ? "-h" + std::to_string(step.head) : "");
-        return "<h2 id=\"" + id + "\">" + xml_escape(qkv::step_heading(trace, step)) + " <code>" + step_text(step.id) +
-               "</code></h2>\n";
+        return "<h2 id=\"" + id + "\">" + xml_escape(ascii(qkv::step_heading(trace, step))) + " <code>" +
+               step_text(step.id) + "</code></h2>\n";
     }
     std::string formula(const Step& step) const override {
-        return "<p class=\"formula\"><span class=\"math\">" + xml_escape(formula_text(step.formula, false)) +
-               "</span> <span class=\"shape\">(" + shape_text(step.values.n_rows, step.values.n_cols) + ")</span></p>\n";
+        return "<p class=\"formula\"><span class=\"math\">" + xml_escape(ascii(formula_text(step.formula, m_ascii))) +
+               "</span> <span class=\"shape\">(" + shape_text(step.values.n_rows, step.values.n_cols, m_ascii) +
+               ")</span></p>\n";
     }
     std::string table(const Table& table, SheetTable kind) const override {
         if (kind != SheetTable::blank) {
@@ -71,7 +74,7 @@ public:
         }
         std::string out = "<ul class=\"note\">\n";
         for (const auto& item : items) {
-            out += "<li>" + xml_escape(item) + "</li>\n";
+            out += "<li>" + xml_escape(ascii(item)) + "</li>\n";
         }
         return out + "</ul>\n";
     }
@@ -82,10 +85,15 @@ public:
         html_end(out);
         return out.str();
     }
+
+private:
+    std::string ascii(const std::string& text) const { return m_ascii ? to_ascii(text) : text; }
+
+    bool m_ascii;
 };
 
 }  // namespace
 
-std::unique_ptr<WorksheetSkin> html_worksheet_skin() { return std::make_unique<HtmlWorksheet>(); }
+std::unique_ptr<WorksheetSkin> html_worksheet_skin(bool ascii) { return std::make_unique<HtmlWorksheet>(ascii); }
 
 }  // namespace qkv

@@ -40,7 +40,7 @@ std::string markdown_of(const std::vector<std::string>& args, int status = 0) {
 
 // Every kind of Markdown qkv writes: run for each example and with --decode,
 // explain, a check report with more wrong cells than it lists, every lesson,
-// and (without --ascii, which worksheet does not take) a worksheet and its key.
+// and a worksheet and its key.
 std::vector<Document> every_markdown(bool ascii) {
     const std::vector<std::string> options = ascii ? std::vector<std::string>{"-f", "markdown", "--ascii"}
                                                    : std::vector<std::string>{"-f", "markdown"};
@@ -63,10 +63,8 @@ std::vector<Document> every_markdown(bool ascii) {
         const std::string name(lesson.name);
         documents.push_back({"lesson " + name, markdown_of(with({"lesson", name}))});
     }
-    if (!ascii) {
-        documents.push_back({"worksheet", markdown_of({"worksheet", "backward", "--backward", "-f", "markdown"})});
-        documents.push_back({"worksheet --key", markdown_of({"worksheet", "masked", "--key", "-f", "markdown"})});
-    }
+    documents.push_back({"worksheet", markdown_of(with({"worksheet", "backward", "--backward"}))});
+    documents.push_back({"worksheet --key", markdown_of(with({"worksheet", "masked", "--key"}))});
     return documents;
 }
 
@@ -156,7 +154,7 @@ TEST_CASE("every Markdown qkv writes shows its formulas as math through the READ
     }
 }
 
-TEST_CASE("Markdown with --ascii is pure ASCII: run, explain, check, every lesson and the list of lessons",
+TEST_CASE("Markdown with --ascii is pure ASCII: run, explain, check, every lesson, the list of lessons and worksheets",
           "[formats][markdown][cli]") {
     auto documents = every_markdown(true);
     documents.push_back({"lesson --ascii (the list)", markdown_of({"lesson", "--ascii"})});

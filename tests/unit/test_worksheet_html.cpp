@@ -137,3 +137,25 @@ TEST_CASE("an HTML worksheet's key holds the Markdown key's values, at the sheet
     CHECK(step_cells(run_ok({"worksheet", "illustrated", "-f", "html", "--key", "-s", "weights", "-p", "3"})).at(0) ==
           "0.063");
 }
+
+TEST_CASE("an HTML worksheet with --ascii is pure ASCII, its key's values those of the Unicode key",
+          "[worksheet][html][cli]") {
+    for (const std::string name : {"masked", "backward", "rope"}) {
+        CAPTURE(name);
+        const std::string page = run_ok({"worksheet", name, "-f", "html", "--key", "--backward", "--ascii"});
+        for (const char c : page) {
+            if (static_cast<unsigned char>(c) >= 0x80) {
+                FAIL_CHECK("a byte outside ASCII");
+                break;
+            }
+        }
+        // the masked example's scores hold −∞, written -inf
+        const auto cells = step_cells(page);
+        const auto unicode = step_cells(run_ok({"worksheet", name, "-f", "html", "--key", "--backward"}));
+        REQUIRE(cells.size() == unicode.size());
+        for (std::size_t i = 0; i < cells.size(); ++i) {
+            CHECK(cells[i] == (unicode[i] == "−∞" ? "-inf" : unicode[i]));
+        }
+    }
+    CHECK(run_ok({"worksheet", "masked", "-f", "html", "--ascii"}).find("S&apos; = S / sqrt d_k = S / sqrt 2") != std::string::npos);
+}
