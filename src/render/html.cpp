@@ -84,7 +84,7 @@ constexpr char k_style[] = R"css(
 * { box-sizing: border-box; }
 body { margin: 0; background: var(--paper); color: var(--ink);
        font: 16px/1.5 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; }
-main { max-width: 60rem; margin: 0 auto; padding: 1rem 1rem 3rem; }
+main { max-width: 60rem; margin: 0 auto; padding: 1rem 1rem 3rem; overflow-wrap: break-word; }
 h1 { font-size: 1.6rem; line-height: 1.25; margin: 0.5rem 0 1rem; }
 h2 { font-size: 1.2rem; margin: 2rem 0 0.5rem; padding-top: 0.5rem; border-top: 1px solid var(--rule); }
 h3 { font-size: 1rem; margin: 1.25rem 0 0.25rem; }

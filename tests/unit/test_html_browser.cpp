@@ -139,7 +139,13 @@ TEST_CASE("in a browser the keyboard alone reaches a cell, opens its working and
 
 TEST_CASE("in a browser the pages of explain, run --decode, check and worksheet are tidy", "[html][cli][browser][slow]") {
     const TempDir dir;
-    const std::string homework = qkv::test::source_dir() + "/examples/homework/three-words/";
+    // a long path without a hyphen to break at, which check's page quotes in full and a phone must wrap
+    const std::string homework = dir.path() + "/ACourseFolderWithALongName/ThreeWordsHomework/";
+    std::filesystem::create_directories(homework);
+    const std::string source = qkv::test::source_dir() + "/examples/homework/three-words/";
+    for (const std::string file : {"model.yaml", "mistake-no-scaling.yaml"}) {
+        std::filesystem::copy_file(source + file, homework + file);
+    }
     // each command, and a line its page shows
     const std::vector<std::pair<std::vector<std::string>, std::string>> pages = {
         {{"explain", "masked", "weights[2]", "scores[1,2]", "-f", "html"}, "weights[2] ="},
