@@ -356,9 +356,10 @@ TEST_CASE("rsvg-convert makes a PNG of the SVG with the colours the SVG names", 
         REQUIRE(converted.status == 0);
 
         // a diverging cell (a negative score), a masked weight, and the page
+        const std::vector<Cell> drawn = cells(svg);
         const Cell* negative = nullptr;
         const Cell* masked = nullptr;
-        for (const Cell& cell : cells(svg)) {
+        for (const Cell& cell : drawn) {
             if (negative == nullptr && cell.fill[0] == '#' && channel(cell.fill, 2) > channel(cell.fill, 0) + 40) {
                 negative = &cell;
             }
