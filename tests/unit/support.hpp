@@ -84,6 +84,11 @@ std::string readme_pandoc_command(const std::string& marker);
 // tag [documents].
 bool tool_installed(const std::string& tool, const std::string& package, const std::string& unchecked);
 
+// The whole content of a file, byte for byte ("" when it cannot be read).
+std::string read_file(const std::filesystem::path& path);
+// How many times `part` occurs in `text`, without overlapping.
+std::size_t count_of(const std::string& text, const std::string& part);
+
 // A fresh folder under /tmp, removed at the end of the test.
 class TempDir {
 public:

@@ -22,13 +22,6 @@ namespace {
 
 std::string bad_dir() { return source_dir() + "/tests/bad"; }
 
-std::string read_file(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 std::string trim(std::string text) {
     const auto first = text.find_first_not_of(" \t");
     const auto last = text.find_last_not_of(" \t\r");

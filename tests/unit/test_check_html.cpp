@@ -11,6 +11,7 @@ using qkv::test::require_html_parses;
 using qkv::test::require_self_contained_page;
 using qkv::test::CliRun;
 using qkv::test::run_qkv;
+using qkv::test::count_of;
 
 namespace {
 
@@ -29,14 +30,6 @@ qkv::test::CliResult run_in_repo(const std::vector<std::string>& args) {
     run.args = args;
     run.cwd = qkv::test::source_dir();
     return run_qkv(run);
-}
-
-std::size_t count_of(const std::string& text, const std::string& what) {
-    std::size_t count = 0;
-    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) {
-        ++count;
-    }
-    return count;
 }
 
 std::string trimmed(const std::string& text) {

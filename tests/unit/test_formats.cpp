@@ -22,6 +22,7 @@ using qkv::test::run_ok;
 using qkv::test::run_qkv;
 using qkv::test::shell;
 using qkv::test::TempDir;
+using qkv::test::count_of;
 
 namespace {
 
@@ -352,14 +353,6 @@ std::string compile_tex(const TempDir& dir, const std::string& name, const std::
 std::string fragment_document(const std::string& fragment, const std::string& preamble = "") {
     return "\\documentclass{article}\n" + preamble + "\\usepackage{amsmath}\n\\begin{document}\n" + fragment +
            "\\end{document}\n";
-}
-
-std::size_t count_of(const std::string& text, const std::string& what) {
-    std::size_t count = 0;
-    for (std::size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) {
-        ++count;
-    }
-    return count;
 }
 
 }  // namespace

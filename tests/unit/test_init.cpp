@@ -12,6 +12,7 @@
 using namespace qkv;
 using qkv::test::init_text;
 using qkv::test::run_qkv;
+using qkv::test::read_file;
 
 namespace {
 
@@ -22,13 +23,6 @@ void require_small_whole_numbers(const arma::mat& M, int max_int, const std::str
     CHECK(arma::all(arma::vectorise(M == arma::floor(M))));
     CHECK(M.min() >= 0.0);
     CHECK(M.max() <= double(max_int));
-}
-
-std::string read_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
 }
 
 }  // namespace

@@ -14,16 +14,9 @@ using qkv::test::run_ok;
 using qkv::test::run_qkv;
 using qkv::test::shell;
 using qkv::test::TempDir;
+using qkv::test::count_of;
 
 namespace {
-
-std::size_t count_of(const std::string& text, const std::string& what) {
-    std::size_t count = 0;
-    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) {
-        ++count;
-    }
-    return count;
-}
 
 // The questions a lesson asks, as its file writes them (ask: or predict:).
 std::size_t question_count(const std::string& name) {

@@ -17,6 +17,8 @@
 using qkv::test::run_qkv;
 using qkv::test::shell;
 using qkv::test::TempDir;
+using qkv::test::read_file;
+using qkv::test::count_of;
 
 namespace {
 
@@ -68,13 +70,6 @@ std::vector<Document> every_markdown(bool ascii) {
     return documents;
 }
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 // The part of an HTML page between <body> and </body>.
 std::string body_of(const std::string& page) {
     const std::size_t start = page.find("<body>");
@@ -100,14 +95,6 @@ std::string normalized(const std::string& text) {
 
 // a formula as pandoc writes it for MathJax: <span class="math inline">\(S = Q K^\top\)</span>
 const std::regex k_math_span(R"re(<span class="math (inline|display)">\\[(\[]([^<]*)\\[)\]]</span>)re");
-
-std::size_t count_of(const std::string& text, const std::string& part) {
-    std::size_t count = 0;
-    for (std::size_t at = 0; (at = text.find(part, at)) != std::string::npos; at += part.size()) {
-        ++count;
-    }
-    return count;
-}
 
 }  // namespace
 

@@ -16,6 +16,7 @@
 #include <sstream>
 
 using qkv::test::run_qkv;
+using qkv::test::read_file;
 
 namespace {
 
@@ -51,13 +52,6 @@ std::vector<std::string> dir_names_of(const std::string& path) {
     }
     std::sort(result.begin(), result.end());
     return result;
-}
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
 }
 
 // Runs a bash command line; its standard output (stderr too where the command sends it there).
