@@ -2,6 +2,7 @@
 // --standalone a whole article that compiles with pdflatex. Each step is a
 // starred subsection with its formula in display math and the matrix as a
 // tabular with the row and column labels.
+#include "render/latex.hpp"
 #include "render/render.hpp"
 #include "render/table.hpp"
 #include "render/worksheet.hpp"
@@ -141,6 +142,8 @@ std::string tex_code_point(char32_t code) {
     return "?";
 }
 
+}  // namespace
+
 // Text-mode LaTeX for labels and prose, pure ASCII: the special characters
 // escaped, everything outside ASCII spelled as above, neighbouring math
 // joined into one formula ("$\alpha\beta$").
@@ -209,7 +212,6 @@ std::string tex_escape(const std::string& text) {
     return out;
 }
 
-// A number as the table wrote it, in math mode so that minus signs and −∞ typeset.
 std::string tex_number(const std::string& text) {
     if (text == "…" || text == "...") {
         return "$\\cdots$";
@@ -219,6 +221,8 @@ std::string tex_number(const std::string& text) {
     }
     return "$" + text + "$";
 }
+
+namespace {
 
 class LatexSkin : public TableSkin {
 public:
@@ -561,6 +565,29 @@ private:
 };
 
 }  // namespace
+
+std::string tex_prose(const std::string& text) { return tex_escape(text); }
+
+std::string latex_packages() { return "amsmath, amssymb, booktabs"; }
+
+std::string latex_begin(bool standalone, const std::string& what) {
+    return standalone ? std::string(k_preamble)
+                      : "% qkv: " + what + "; needs \\usepackage{" + latex_packages() + "}\n";
+}
+
+std::string latex_end(bool standalone) { return standalone ? "\n\\end{document}\n" : ""; }
+
+std::string latex_table(const Table& table, const LatexTableStyle&) {
+    return fitted_table(table, LatexSkin(), {k_fragment_width, 0, true, ""});
+}
+
+std::string latex_display(const std::vector<std::string>& alternatives) {
+    return alternatives.empty() ? "" : "\\[ " + alternatives.front() + " \\]\n";
+}
+
+std::string latex_paragraphs(const std::string& text) { return joined_paragraphs(text); }
+
+std::string latex_itemize(const std::vector<std::string>& items) { return itemize(items); }
 
 std::unique_ptr<WorksheetSkin> latex_worksheet_skin(bool standalone) {
     return std::make_unique<LatexWorksheet>(standalone);

@@ -1,0 +1,66 @@
+// LaTeX pieces shared by every command that writes LaTeX (run, explain,
+// check, lessons, worksheets): pure-ASCII escaping, the start and end of a
+// fragment or a whole document, and tables and displays that fit whatever
+// \linewidth the document has (one column, two columns, a minipage).
+//
+// A wide table cannot know the width it will be set in, so it is written in
+// a few layouts (all its columns; the columns cut into 2, 3, … blocks) and
+// TeX sets the first one that fits the line at \normalsize, \small or
+// \footnotesize: the macros that choose come with latex_begin().
+#pragma once
+
+#include "render/table.hpp"
+
+#include <string>
+#include <vector>
+
+namespace qkv {
+
+// Text-mode LaTeX for labels, pure ASCII: special characters escaped,
+// accented letters as accent macros, Greek and symbols as math.
+std::string tex_escape(const std::string& text);
+
+// Prose (explanations, notes, lesson text) as tex_escape writes it, except
+// that the names qkv's prose uses are set as math: d_k and W_Q as $d_k$ and
+// $W_Q$, d_model as $d_{\mathrm{model}}$, √d_k as $\sqrt{d_k}$, Kᵀ as $K^\top$.
+std::string tex_prose(const std::string& text);
+
+// A number as a table writes it, in math: "−0.5" → "$-0.5$", "−∞" → "$-\infty$".
+std::string tex_number(const std::string& text);
+
+// The packages a fragment needs, for its first line: "amsmath, amssymb, booktabs".
+std::string latex_packages();
+
+// The start of the output: with `standalone` a whole article's preamble and
+// \begin{document}; otherwise a comment naming the packages the fragment
+// needs (and what it is: `what`, e.g. "self-attention step by step").
+// Either way followed by the macros that choose a table's layout, written so
+// that \input-ing several fragments into one document is fine.
+std::string latex_begin(bool standalone, const std::string& what);
+// \end{document} with `standalone`, nothing otherwise.
+std::string latex_end(bool standalone);
+
+// How latex_table() sets a table.
+struct LatexTableStyle {
+    bool shade_weights = false;  // cells shaded on the SVG's blue ramp (0 … 1), with \cellcolor when xcolor is loaded
+    bool floating = false;       // in a table float with caption and label
+    std::string caption;         // the float's caption, already LaTeX
+    std::string label;           // the float's \label
+};
+
+// A matrix as booktabs tabulars in a center environment (or a table float),
+// the first layout that fits \linewidth; a tall table is cut into row blocks
+// that each repeat the header, so that it breaks across pages and columns.
+std::string latex_table(const Table& table, const LatexTableStyle& style = {});
+
+// Display math: the first of `alternatives` (each the content of a display,
+// e.g. "Q = XW_Q = \begin{bmatrix}…\end{bmatrix}") whose width fits
+// \linewidth, or the last one when none does. One alternative is a plain \[ … \].
+std::string latex_display(const std::vector<std::string>& alternatives);
+
+// Paragraphs of prose (blank lines between them), each line through tex_prose.
+std::string latex_paragraphs(const std::string& text);
+// A bulleted list of prose items; nothing for none.
+std::string latex_itemize(const std::vector<std::string>& items);
+
+}  // namespace qkv
