@@ -16,6 +16,8 @@
 
 namespace qkv {
 
+struct Model;  // model/model.hpp
+
 // Text-mode LaTeX for labels, pure ASCII: special characters escaped,
 // accented letters as accent macros, Greek and symbols as math.
 std::string tex_escape(const std::string& text);
@@ -57,6 +59,14 @@ std::string latex_table(const Table& table, const LatexTableStyle& style = {});
 // e.g. "Q = XW_Q = \begin{bmatrix}…\end{bmatrix}") whose width fits
 // \linewidth, or the last one when none does. One alternative is a plain \[ … \].
 std::string latex_display(const std::vector<std::string>& alternatives);
+
+// A step's working as equations, the way a textbook writes it: the formula,
+// then the same with the operands as bmatrix, then the result, e.g.
+// "Q = XW_Q = \begin{bmatrix}…\end{bmatrix}\begin{bmatrix}…\end{bmatrix} =
+// \begin{bmatrix}…\end{bmatrix}", as latex_display() alternatives that fit
+// the line. Empty for a step whose operands are too large to write out (or
+// that has no working worth writing: the inputs). render/latex_working.cpp.
+std::string latex_working(const Model& model, const Trace& trace, const Step& step, const RenderOptions& options);
 
 // Paragraphs of prose (blank lines between them), each line through tex_prose.
 std::string latex_paragraphs(const std::string& text);
