@@ -89,14 +89,15 @@ _qkv() {
             return 0
             ;;
         -p | --precision | --head | --max-memory | --block-size | --tolerance | --decimals | --tokens | --d-model | --d-k | \
-            --d-v | --heads | --kv-heads | --window | --seed | --student | --max-int | --repeat | --threads | --page)
+            --d-v | --heads | --kv-heads | --window | --seed | --student | --max-int | --repeat | --threads | --page | \
+            --label-prefix)
             return 0
             ;;
     esac
 
     local options
     case $command in
-        run) options="$_qkv_common_options --standalone --dark --decode --backward" ;;
+        run) options="$_qkv_common_options --standalone --float --label-prefix --dark --decode --backward" ;;
         explain) options="$_qkv_common_options --block-size --backward" ;;
         check) options="$_qkv_common_options --answers --tolerance --decimals --rubric --backward" ;;
         lesson) options="$_qkv_common_options --no-pause --page" ;;

@@ -437,7 +437,7 @@ void describe_output(const StepContext& context, Step& step) {
     const Model& model = context.model();
     const bool several = model.n_heads() > 1;
     const std::string source = several ? concat_formula(static_cast<int>(model.n_heads())) : "Z";
-    const std::string source_latex = several ? "\\mathrm{concat}" : "Z";
+    const std::string source_latex = several ? concat_formula(static_cast<int>(model.n_heads()), true) : "Z";
     if (model.W_O) {
         set_text(step, "", "", "The output projection W_O mixes the heads' results into one vector per token.",
                  model.tokens, dimension_labels(model.d_out()));

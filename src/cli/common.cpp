@@ -204,6 +204,12 @@ void add_common_options(CLI::App& command, CommonOptions& options, const std::ve
     add_loading_options(command, options);
 }
 
+void add_float_options(CLI::App& command, CommonOptions& options) {
+    command.add_flag("--float", options.floats, "LaTeX: each table in a table float with caption and label");
+    command.add_option("--label-prefix", options.label_prefix, "LaTeX: label the floats PREFIX:STEP (default qkv)")
+        ->type_name("PREFIX");
+}
+
 void add_backward_option(CLI::App& command, CommonOptions& options) {
     command.add_flag("--backward", options.backward,
                      "Add the gradients; grad_output: ones unless the file gives it");
@@ -255,6 +261,25 @@ RenderOptions render_options(const CommonOptions& options, const Trace& trace) {
     result.dark = options.dark;
     result.brief = options.brief;
     result.standalone = options.standalone;
+    if (options.floats && result.format != Format::latex) {
+        throw InputError(usage_error("--float is given with -f " + format_name(result.format) +
+                                         "; expected -f latex (only LaTeX has table floats)",
+                                     "add -f latex, or leave out --float"));
+    }
+    const bool label_characters = std::all_of(options.label_prefix.begin(), options.label_prefix.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == ':' || c == '-' || c == '.' || c == '_';
+    });
+    if (!label_characters) {
+        throw InputError(usage_error("--label-prefix is \"" + options.label_prefix +
+                                         "\"; expected letters, digits and : - . _",
+                                     "write e.g. --label-prefix attention:masked"));
+    }
+    if (!options.label_prefix.empty() && !options.floats) {
+        throw InputError(usage_error("--label-prefix is given without --float; expected --float, whose tables it labels",
+                                     "add --float, or leave out --label-prefix"));
+    }
+    result.floats = options.floats;
+    result.label_prefix = options.label_prefix.empty() ? "qkv" : options.label_prefix;
     if (options.color == "always") {
         result.color = true;
     } else if (options.color == "auto") {

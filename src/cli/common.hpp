@@ -30,6 +30,8 @@ struct CommonOptions {
     bool dark = false;           // --dark: an SVG for a dark page (only where svg is a format)
     bool brief = false;
     bool standalone = false;
+    bool floats = false;         // --float: LaTeX tables in table floats with caption and label
+    std::string label_prefix;    // --label-prefix: the floats' labels are PREFIX:STEP[:headN]; empty = qkv
     std::string output;          // -o FILE; empty = stdout
     bool force = false;
     std::string max_memory = "4GiB";
@@ -71,6 +73,8 @@ void add_standalone_option(CLI::App& command, CommonOptions& options);
 void add_output_options(CLI::App& command, CommonOptions& options);
 void add_loading_options(CLI::App& command, CommonOptions& options);
 
+// Adds --float and --label-prefix (run's LaTeX: tables as floats).
+void add_float_options(CLI::App& command, CommonOptions& options);
 // Adds --backward (run, explain, check and worksheet).
 void add_backward_option(CLI::App& command, CommonOptions& options);
 

@@ -85,6 +85,7 @@ CLI::App* setup_run(CLI::App& app, RunOptions& options) {
     command->add_option("file", options.file, "Example file, built-in example name, or - for stdin")
         ->type_name("FILE|NAME|-");
     add_common_options(*command, options.common);
+    add_float_options(*command, options.common);
     add_backward_option(*command, options.common);
     command->add_flag("--decode", options.common.decode, "One new token at a time, from a key/value cache");
     return command;
@@ -98,11 +99,16 @@ int run_run(const RunOptions& options) {
         return run_html(options);
     }
     // only the steps that will be shown keep their matrices; the SVG's
-    // weights read the masked scores to hatch the masked cells
+    // weights read the masked scores to hatch the masked cells, and LaTeX's
+    // working of a step writes out the steps it reads
     ComputeOptions computing = compute_options(options.common);
-    if (parse_format(options.common.format) == Format::svg && !computing.steps.empty() &&
+    const auto format = parse_format(options.common.format);
+    if (format == Format::svg && !computing.steps.empty() &&
         std::find(computing.steps.begin(), computing.steps.end(), StepId::weights) != computing.steps.end()) {
         computing.steps.push_back(StepId::masked_scores);
+    }
+    if (format == Format::latex) {
+        computing.steps.clear();
     }
     const Model model = load(options.file, options.common, computing);
     const Trace trace = compute(model, computing);

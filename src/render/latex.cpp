@@ -3,6 +3,7 @@
 // starred subsection with its formula in display math and the matrix as a
 // tabular with the row and column labels.
 #include "render/latex.hpp"
+#include "render/html.hpp"
 #include "render/render.hpp"
 #include "render/table.hpp"
 #include "render/worksheet.hpp"
@@ -12,8 +13,10 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <string_view>
+#include <type_traits>
 
 namespace qkv {
 
@@ -235,8 +238,9 @@ public:
     }
     std::string number(const std::string& text) const override { return tex_number(text); }
 
+    // booktabs: no vertical rules, and no space outside the first and last columns
     std::string begin(std::size_t n_cols) const override {
-        return "\\begin{tabular}{l|" + std::string(n_cols, 'r') + "}\n";
+        return "\\begin{tabular}{@{}l" + std::string(n_cols, 'r') + "@{}}\n\\toprule\n";
     }
     std::string row(const std::string& label, const std::vector<std::string>& cells, int) const override {
         std::string line = label;
@@ -245,8 +249,14 @@ public:
         }
         return line + " \\\\\n";
     }
-    std::string divider(std::size_t, const std::vector<std::size_t>&) const override { return "\\hline\n"; }
-    std::string end() const override { return "\\end{tabular}\n"; }
+    std::string divider(std::size_t, const std::vector<std::size_t>&) const override { return "\\midrule\n"; }
+    std::string end() const override { return "\\bottomrule\n\\end{tabular}\n"; }
+};
+
+// latex_table()'s skin: its cells are LaTeX already (math, dots, shading).
+class PreparedSkin : public LatexSkin {
+public:
+    std::string number(const std::string& text) const override { return text; }
 };
 
 // ── fitting wide tables to the page ─────────────────────────────────────────
@@ -419,7 +429,7 @@ std::string joined_paragraphs(const std::string& text) {
             continue;
         }
         result += result.empty() ? "" : (blank ? "\n\n" : "\n");
-        result += tex_escape(line.substr(line.find_first_not_of(" \t")));
+        result += tex_prose(line.substr(line.find_first_not_of(" \t")));
         blank = false;
     }
     return result;
@@ -433,7 +443,8 @@ constexpr const char* k_preamble =
     "\\usepackage[utf8]{inputenc}\n"
     "% T1 and Latin Modern when installed; plain Computer Modern otherwise\n"
     "\\IfFileExists{lmodern.sty}{\\usepackage[T1]{fontenc}\\usepackage{lmodern}}{}\n"
-    "\\usepackage{amsmath}\n"
+    "\\usepackage{amsmath, amssymb, booktabs}\n"
+    "\\usepackage[table]{xcolor}\n"
     "\\usepackage[margin=2.5cm]{geometry}\n"
     "\\begin{document}\n\n";
 
@@ -448,8 +459,14 @@ std::string dims_sentence(const Trace& trace) {
 }
 
 std::string step_subsection(const Trace& trace, const Step& step) {
-    return "\n\\subsection*{" + tex_escape(step_heading(trace, step, ": ", ", ")) + " (\\texttt{" +
-           tex_escape(step_text(step.id)) + "})}\n";
+    // the id may break after an underscore: grad_scaled_scores is wider than a narrow column's heading
+    std::string id = tex_escape(step_text(step.id));
+    for (std::size_t at = id.find("\\_"); at != std::string::npos; at = id.find("\\_", at + 1)) {
+        id.insert(at + 2, "\\allowbreak{}");
+    }
+    // and the line may end before it with room to spare: a heading's lines are justified
+    return "\n\\subsection*{" + tex_escape(step_heading(trace, step, ": ", ", ")) + "\\hspace{0pt plus 4em} (\\texttt{" +
+           id + "})}\n";
 }
 
 std::string display_formula(const std::string& latex, arma::uword rows, arma::uword cols) {
@@ -462,7 +479,7 @@ std::string itemize(const std::vector<std::string>& items) {
     }
     std::string out = "\\begin{itemize}\n";
     for (const auto& item : items) {
-        out += "  \\item " + tex_escape(item) + "\n";
+        out += "  \\item " + tex_prose(item) + "\n";
     }
     return out + "\\end{itemize}\n";
 }
@@ -493,6 +510,7 @@ public:
         return LatexSkin::row(label, cells, r) + "\\hline\n";
     }
     std::string divider(std::size_t, const std::vector<std::size_t>&) const override { return ""; }
+    std::string end() const override { return "\\end{tabular}\n"; }
 
 private:
     bool m_blank;
@@ -512,7 +530,7 @@ public:
     explicit LatexWorksheet(bool standalone) : m_standalone(standalone) {}
 
     std::string begin() const override {
-        return m_standalone ? k_preamble : "% qkv worksheet: an exercise to work by hand; needs \\usepackage{amsmath}\n";
+        return latex_begin(m_standalone, "a worksheet, an exercise to work by hand");
     }
     std::string title(const std::string& text) const override { return "\\section*{" + tex_escape(text) + "}\n\n"; }
     std::string paragraphs(const std::string& text) const override { return joined_paragraphs(text) + "\n\n"; }
@@ -566,23 +584,339 @@ private:
 
 }  // namespace
 
-std::string tex_prose(const std::string& text) { return tex_escape(text); }
+namespace {
+
+// ── choosing a layout in TeX ────────────────────────────────────────────────
+// A fragment cannot know its line width, so TeX chooses: \qkvlayout{blocks}
+// measures every \qkvblock{tabular} of one layout at \normalsize, \small and
+// \footnotesize, and sets the blocks at the first size at which the widest
+// fits \linewidth; \qkvlastlayout does the same and, when nothing has fitted,
+// sets them at \footnotesize anyway. \qkvdisplay and \qkvlastdisplay do the
+// same for the alternatives of a display. \qkvfresh starts a choice. The
+// definitions may be read more than once (several fragments \input into one
+// document): \providecommand, and no \newif, whose name would unbalance a
+// skipped conditional. \qkvcell shades a cell when colortbl is loaded.
+constexpr const char* k_layout_macros = R"tex(% qkv's layouts: TeX sets the first one that fits \linewidth
+\ifdefined\qkvbox\else\newsavebox\qkvbox\fi
+\ifdefined\qkvwidest\else\newdimen\qkvwidest\fi
+\providecommand\qkvfresh{\def\qkvdone{0}}
+\providecommand\qkvput[2]{\def\qkvdone{1}\def\qkvsep{}%
+  \def\qkvblock##1{\qkvsep\def\qkvsep{\par\medskip}{#1##1}\par}#2}
+\providecommand\qkvtry[2]{\ifnum\qkvdone=0
+  \qkvwidest=0pt
+  \def\qkvblock##1{\sbox\qkvbox{#1##1}\ifdim\wd\qkvbox>\qkvwidest\qkvwidest=\wd\qkvbox\fi}#2%
+  \ifdim\qkvwidest>\linewidth\else\qkvput{#1}{#2}\fi\fi}
+\providecommand\qkvlayout[1]{\qkvtry{}{#1}\qkvtry{\small\setlength\tabcolsep{4pt}}{#1}%
+  \qkvtry{\footnotesize\setlength\tabcolsep{3pt}}{#1}}
+\providecommand\qkvlastlayout[1]{\qkvlayout{#1}%
+  \ifnum\qkvdone=0 \qkvput{\footnotesize\setlength\tabcolsep{3pt}}{#1}\fi}
+\providecommand\qkvdisplay[1]{\ifnum\qkvdone=0 \sbox\qkvbox{$\displaystyle #1$}%
+  \ifdim\wd\qkvbox>\linewidth\else\def\qkvdone{1}\[#1\]\fi\fi}
+\providecommand\qkvlastdisplay[1]{\ifnum\qkvdone=0 \def\qkvdone{1}\[#1\]\fi}
+\providecommand\qkvcell[3]{\ifdefined\cellcolor\cellcolor[rgb]{#1}\ifnum#2=1 \color{white}\fi\fi#3}
+)tex";
+
+// A table narrower than this (estimated) at \normalsize fits any line qkv
+// expects, and is written as one plain tabular; a wider one gets layouts cut
+// into enough blocks of columns that each fits it at \footnotesize. A column
+// of a two-column paper is 229.5pt (article), 241pt (ACM) or 252pt (IEEEtran).
+constexpr double k_narrowest_line = 220.0;
+// A table of more rows is cut into blocks of this many, each under the
+// header again, so that it can break across pages and columns (longtable
+// would, but refuses two-column documents).
+constexpr std::size_t k_block_rows = 20;
+
+// "#rrggbb" as colortbl's rgb model wants it: "0.871,0.922,0.969".
+std::string tex_rgb(const std::string& hex) {
+    std::string rgb;
+    for (std::size_t at = 1; at + 1 < hex.size(); at += 2) {
+        char part[16];
+        std::snprintf(part, sizeof part, "%.3f", std::stoi(hex.substr(at, 2), nullptr, 16) / 255.0);
+        rgb += (rgb.empty() ? "" : ",") + std::string(part);
+    }
+    return rgb;
+}
+
+// The table with its cells in LaTeX: numbers in math, the gaps of a
+// summarised matrix as \vdots down a left-out row, \cdots along a left-out
+// column and \ddots where they cross, weights shaded, marks escaped.
+Table tex_cells(const Table& table, const LatexTableStyle& style) {
+    Table out = table;
+    const bool placed = table.rows.size() == table.cells.size() && table.cols.size() == table.col_labels.size();
+    for (std::size_t i = 0; i < table.cells.size(); ++i) {
+        for (std::size_t j = 0; j < table.cells[i].size(); ++j) {
+            std::string& cell = out.cells[i][j];
+            const bool gap_row = placed && table.rows[i] == k_gap;
+            const bool gap_col = placed && table.cols[j] == k_gap;
+            if (gap_row || gap_col) {
+                cell = gap_row && gap_col ? "$\\ddots$" : gap_row ? "$\\vdots$" : "$\\cdots$";
+                continue;
+            }
+            cell = tex_number(table.cells[i][j]);
+            const double value = table.values[i][j];
+            const bool blocked = style.blocked_by != nullptr && placed &&
+                                 std::isinf((*style.blocked_by)(table.rows[i], table.cols[j]));
+            if (style.shade_weights && std::isfinite(value) && !blocked) {
+                const std::string colour = ramp_colour(value);
+                cell = "\\qkvcell{" + tex_rgb(colour) + "}{" + (text_colour_on(colour) == "#ffffff" ? "1" : "0") +
+                       "}{" + cell + "}";
+            }
+        }
+    }
+    for (auto& row : out.marks) {
+        for (auto& mark : row) {
+            mark.symbol = tex_escape(mark.symbol);
+            mark.detail = tex_escape(mark.detail);
+            mark.color = nullptr;
+        }
+    }
+    return out;
+}
+
+// The rows [from, to) of a table, with all its columns.
+Table rows_of(const Table& table, std::size_t from, std::size_t to) {
+    const auto cut = [from, to](const auto& all) {
+        using Items = std::decay_t<decltype(all)>;
+        return all.size() < to ? all : Items(all.begin() + static_cast<long>(from), all.begin() + static_cast<long>(to));
+    };
+    Table part = table;
+    part.row_labels = cut(table.row_labels);
+    part.cells = cut(table.cells);
+    part.values = cut(table.values);
+    part.rows = cut(table.rows);
+    part.marks = cut(table.marks);
+    if (table.row_maxima.size() == table.cells.size()) {
+        part.row_maxima = cut(table.row_maxima);
+    }
+    return part;
+}
+
+// [from, to) of `count` items cut into `blocks` parts of near-equal size.
+std::vector<std::pair<std::size_t, std::size_t>> even_blocks(std::size_t count, std::size_t blocks) {
+    std::vector<std::pair<std::size_t, std::size_t>> result;
+    for (std::size_t b = 0, from = 0; b < blocks; ++b) {
+        const std::size_t to = from + count / blocks + (b < count % blocks ? 1 : 0);
+        result.emplace_back(from, to);
+        from = to;
+    }
+    return result;
+}
+
+// A tabular as the argument of \qkvblock: no space after it, which would widen the box.
+std::string block(const std::string& tabular) {
+    std::string body = tabular;
+    while (!body.empty() && body.back() == '\n') {
+        body.pop_back();
+    }
+    return "\\qkvblock{%\n" + body + "}%\n";
+}
+
+// The blocks of one layout: the columns cut into `column_blocks`, each
+// column block's rows in blocks of k_block_rows.
+std::string layout_blocks(const Table& prepared, std::size_t column_blocks) {
+    std::string out;
+    const std::size_t n_rows = prepared.cells.size();
+    const std::size_t row_blocks = std::max<std::size_t>(1, (n_rows + k_block_rows - 1) / k_block_rows);
+    for (const auto& [from, to] : even_blocks(prepared.col_labels.size(), column_blocks)) {
+        const Table columns = column_blocks == 1 ? prepared : columns_of(prepared, from, to);
+        for (const auto& [first, last] : even_blocks(n_rows, row_blocks)) {
+            out += block(draw_table(row_blocks == 1 ? columns : rows_of(columns, first, last), PreparedSkin()));
+        }
+    }
+    return out;
+}
+
+// The fewest blocks of columns that each fit a line of `width` at \footnotesize.
+std::size_t column_blocks_needed(const ColumnWidths& widths, double width) {
+    const std::size_t n = widths.columns.size();
+    for (std::size_t count = 1; count < n; ++count) {
+        bool fits = true;
+        for (const auto& [from, to] : even_blocks(n, count)) {
+            fits = fits && tabular_width(widths, from, to, k_sizes[k_block_size]) <= width;
+        }
+        if (fits) {
+            return count;
+        }
+    }
+    return std::max<std::size_t>(n, 1);
+}
+
+// The widest line qkv writes layouts for: a landscape page. A wider line
+// gets the layout made for this one.
+constexpr double k_widest_line = 700.0;
+
+// The numbers of column blocks of a table's layouts: from what the widest
+// line needs to what the narrowest needs, each a quarter more than the one
+// before (so that --full on a wide matrix does not write it twenty times).
+std::vector<std::size_t> layout_counts(const ColumnWidths& widths) {
+    const std::size_t most = column_blocks_needed(widths, k_narrowest_line);
+    std::vector<std::size_t> counts = {column_blocks_needed(widths, k_widest_line)};
+    for (std::size_t count = counts.front() + 1; count <= most; ++count) {
+        if (count == most || 4 * count >= 5 * counts.back()) {
+            counts.push_back(count);
+        }
+    }
+    return counts;
+}
+
+// Letters, digits and "_", which continue a word.
+bool word_char(char32_t code) {
+    return code < 0x80 && (std::isalnum(static_cast<int>(code)) != 0 || code == '_');
+}
+bool greek_letter(char32_t code) { return code >= 0x391 && code <= 0x3C9; }
+
+// Appends LaTeX to `out`, joining a formula to one just before it ("$a$$b$" is "$ab$").
+void append_tex(std::string& out, const std::string& tex) {
+    const bool math_before = out.size() >= 2 && out.back() == '$' && out[out.size() - 2] != '\\';
+    if (math_before && tex.size() > 2 && tex.front() == '$') {
+        out.pop_back();
+        const bool letters = std::isalpha(static_cast<unsigned char>(out.back())) != 0 &&
+                             std::isalpha(static_cast<unsigned char>(tex[1])) != 0;
+        out += (letters ? " " : "") + tex.substr(1);
+        return;
+    }
+    out += tex;
+}
+
+// The name at text[at] as math, when there is one: a letter (Latin or Greek)
+// at the start of a word, then "_" and a subscript of letters and digits, or
+// "ᵀ", or both: "W_Q" → "W_{Q}", "d_model" → "d_{\mathrm{model}}", "Kᵀ" →
+// "K^\top". Sets `length` to the bytes it takes.
+std::optional<std::string> math_name(const std::string& text, std::size_t at, std::size_t& length) {
+    const auto [letter, letter_length] = decode_code_point(text, at);
+    const bool latin = letter < 0x80 && std::isalpha(static_cast<int>(letter)) != 0;
+    if (!latin && !greek_letter(letter)) {
+        return std::nullopt;
+    }
+    std::string math = latin ? std::string(1, static_cast<char>(letter)) : tex_code_point(letter);
+    if (!latin) {
+        math = math.substr(1, math.size() - 2);  // "$\theta$" → "\theta"
+    }
+    std::size_t end = at + letter_length;
+    bool named = false;
+    if (end + 1 < text.size() && text[end] == '_' && std::isalnum(static_cast<unsigned char>(text[end + 1])) != 0) {
+        std::size_t sub_end = end + 1;
+        while (sub_end < text.size() && std::isalnum(static_cast<unsigned char>(text[sub_end])) != 0) {
+            ++sub_end;
+        }
+        if (sub_end < text.size() && text[sub_end] == '_') {
+            return std::nullopt;  // a_b_c: an identifier, not a name with a subscript
+        }
+        const std::string sub = text.substr(end + 1, sub_end - end - 1);
+        const bool word = sub.size() > 1 && std::all_of(sub.begin(), sub.end(), [](char c) {
+                              return std::isalpha(static_cast<unsigned char>(c)) != 0;
+                          });
+        math += "_{" + (word ? "\\mathrm{" + sub + "}" : sub) + "}";
+        end = sub_end;
+        named = true;
+    }
+    if (end < text.size() && decode_code_point(text, end).first == 0x1D40) {  // ᵀ
+        math += "^\\top";
+        end += decode_code_point(text, end).second;
+        named = true;
+    }
+    if (!named || (end < text.size() && word_char(decode_code_point(text, end).first))) {
+        return std::nullopt;
+    }
+    length = end - at;
+    return math;
+}
+
+}  // namespace
+
+std::string tex_prose(const std::string& text) {
+    std::string out;
+    std::string plain;  // text not yet escaped
+    const auto flush = [&] {
+        if (!plain.empty()) {
+            append_tex(out, tex_escape(plain));
+            plain.clear();
+        }
+    };
+    bool word_start = true;
+    for (std::size_t i = 0; i < text.size();) {
+        const auto [code, length] = decode_code_point(text, i);
+        std::size_t name_length = 0;
+        if (word_start && code == 0x221A) {  // √ and what it takes the root of
+            const std::size_t at = i + length;
+            if (const auto name = at < text.size() ? math_name(text, at, name_length) : std::nullopt) {
+                flush();
+                append_tex(out, "$\\sqrt{" + *name + "}$");
+                i = at + name_length;
+                word_start = false;
+                continue;
+            }
+        }
+        if (word_start) {
+            if (const auto name = math_name(text, i, name_length)) {
+                flush();
+                append_tex(out, "$" + *name + "$");
+                i += name_length;
+                word_start = false;
+                continue;
+            }
+        }
+        plain += text.substr(i, length);
+        word_start = !word_char(code) && !greek_letter(code);
+        i += length;
+    }
+    flush();
+    return out;
+}
 
 std::string latex_packages() { return "amsmath, amssymb, booktabs"; }
 
 std::string latex_begin(bool standalone, const std::string& what) {
-    return standalone ? std::string(k_preamble)
-                      : "% qkv: " + what + "; needs \\usepackage{" + latex_packages() + "}\n";
+    if (standalone) {
+        return std::string(k_preamble) + k_layout_macros + "\n";
+    }
+    return "% qkv: " + what + "\n% needs \\usepackage{" + latex_packages() +
+           "}; weights are shaded when colortbl (or xcolor with [table]) is loaded\n" + k_layout_macros + "\n";
 }
 
 std::string latex_end(bool standalone) { return standalone ? "\n\\end{document}\n" : ""; }
 
-std::string latex_table(const Table& table, const LatexTableStyle&) {
-    return fitted_table(table, LatexSkin(), {k_fragment_width, 0, true, ""});
+std::string latex_table(const Table& table, const LatexTableStyle& style) {
+    const Table prepared = tex_cells(table, style);
+    const ColumnWidths widths = column_widths(table);
+    const std::size_t n = widths.columns.size();
+    const bool tall = table.cells.size() > k_block_rows;
+    const bool plain = !tall && tabular_width(widths, 0, n, k_sizes[0]) <= k_narrowest_line;
+    std::string body;
+    if (plain) {
+        body = draw_table(prepared, PreparedSkin());
+    } else {
+        body = "\\qkvfresh\n";
+        const std::vector<std::size_t> counts = layout_counts(widths);
+        for (const std::size_t count : counts) {
+            body += std::string(count == counts.back() ? "\\qkvlastlayout" : "\\qkvlayout") + "{%\n" +
+                    layout_blocks(prepared, count) + "}\n";
+        }
+    }
+    if (style.floating && !tall) {
+        const std::string short_caption = style.short_caption.empty() ? "" : "[" + style.short_caption + "]";
+        return "\\begin{table}[htbp]\n\\centering\n\\caption" + short_caption + "{" + style.caption + "}\\label{" + style.label +
+               "}\n\\medskip\n" + body + "\\end{table}\n";
+    }
+    std::string caption;
+    if (style.floating) {
+        // too tall for a float, which cannot break: in place, numbered and captioned as a float would be
+        caption = "\\refstepcounter{table}\\label{" + style.label + "}%\n\\tablename~\\thetable: " + style.caption +
+                  "\\par\\medskip\n";
+    }
+    return "\\begin{center}\n" + caption + body + "\\end{center}\n";
 }
 
 std::string latex_display(const std::vector<std::string>& alternatives) {
-    return alternatives.empty() ? "" : "\\[ " + alternatives.front() + " \\]\n";
+    if (alternatives.size() <= 1) {
+        return alternatives.empty() ? "" : "\\[ " + alternatives.front() + " \\]\n";
+    }
+    std::string out = "\\qkvfresh\n";
+    for (std::size_t k = 0; k < alternatives.size(); ++k) {
+        out += std::string(k + 1 == alternatives.size() ? "\\qkvlastdisplay" : "\\qkvdisplay") + "{" +
+               alternatives[k] + "}%\n";
+    }
+    return out;
 }
 
 std::string latex_paragraphs(const std::string& text) { return joined_paragraphs(text); }
@@ -595,13 +929,9 @@ std::unique_ptr<WorksheetSkin> latex_worksheet_skin(bool standalone) {
     return std::make_unique<LatexWorksheet>(standalone);
 }
 
-void render_latex(const Trace& trace, const RenderOptions& options, std::ostream& out) {
+void render_latex(const Trace& trace, const RenderOptions& options, std::ostream& out, const Model* model) {
     const std::string title = trace.title.empty() ? "Self-attention, step by step" : trace.title;
-    if (options.standalone) {
-        out << k_preamble;
-    } else {
-        out << "% qkv: self-attention step by step; needs \\usepackage{amsmath}\n";
-    }
+    out << latex_begin(options.standalone, "self-attention step by step");
     out << "\\section*{" << tex_escape(title) << "}\n\n";
     if (!options.brief && !trace.description.empty()) {
         out << joined_paragraphs(trace.description) << "\n\n";
@@ -613,14 +943,34 @@ void render_latex(const Trace& trace, const RenderOptions& options, std::ostream
         const Table table = build_table(*step, options);
         out << display_formula(step->latex, step->values.n_rows, step->values.n_cols);
         if (!options.brief) {
-            out << tex_escape(step->explanation) << "\n";
+            out << tex_prose(step->explanation) << "\n";
+            if (model != nullptr) {
+                out << latex_working(*model, trace, *step, options);
+            }
         }
-        out << fitted_table(table, LatexSkin(), {options.standalone ? k_standalone_width : k_fragment_width, 0, true, ""});
+        LatexTableStyle style;
+        if (step->id == StepId::weights) {
+            style.shade_weights = true;
+            const auto masked = std::find_if(trace.steps.begin(), trace.steps.end(), [step](const Step& other) {
+                return other.id == StepId::masked_scores && other.head == step->head;
+            });
+            const bool found = masked != trace.steps.end() && masked->values.n_rows == step->values.n_rows &&
+                               masked->values.n_cols == step->values.n_cols;
+            style.blocked_by = found ? &masked->values : nullptr;
+        }
+        if (options.floats) {
+            const bool several = step->head > 0 && trace.dims.heads > 1;
+            const std::string name = tex_escape(step->title + (several ? ", head " + std::to_string(step->head) : ""));
+            style.floating = true;
+            style.caption = name + ": $" + step->latex + "$";
+            style.short_caption = name;
+            style.label = options.label_prefix + ":" + step_text(step->id) +
+                          (several ? ":head" + std::to_string(step->head) : "");
+        }
+        out << latex_table(table, style);
         out << itemize(step->notes);
     }
-    if (options.standalone) {
-        out << "\n\\end{document}\n";
-    }
+    out << latex_end(options.standalone);
 }
 
 }  // namespace qkv

@@ -133,7 +133,7 @@ void render(const Trace& trace, const RenderOptions& options, std::ostream& out,
             render_markdown(trace, options, out);
             return;
         case Format::latex:
-            render_latex(trace, options, out);
+            render_latex(trace, options, out, model);
             return;
         case Format::csv:
             render_csv(trace, options, out);

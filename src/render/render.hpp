@@ -38,6 +38,8 @@ struct RenderOptions {
     bool dark = false;                // SVG: for a dark page (dark background, light labels)
     bool brief = false;               // no prose: formulas, tables and notes only
     bool standalone = false;          // LaTeX: a whole document
+    bool floats = false;              // LaTeX: each table in a table float with caption and label
+    std::string label_prefix = "qkv"; // LaTeX: the floats' labels are PREFIX:STEP[:headN]
     int width = 0;                    // text: the columns a table may take (0: any); a wider one is drawn in blocks of columns
 };
 
@@ -58,7 +60,8 @@ void render_json(const Trace& trace, const Model* model, const RenderOptions& op
 void write_json_rows(std::ostream& out, const arma::mat& M);
 void write_json_row(std::ostream& out, const arma::rowvec& row);
 void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out);
-void render_latex(const Trace& trace, const RenderOptions& options, std::ostream& out);
+// `model`, when given, adds each step's working as equations (latex_working).
+void render_latex(const Trace& trace, const RenderOptions& options, std::ostream& out, const Model* model = nullptr);
 void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& out);
 // Throws InputError when a panel is too large to draw.
 void render_svg(const Trace& trace, const RenderOptions& options, std::ostream& out);

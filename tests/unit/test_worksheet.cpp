@@ -335,6 +335,6 @@ TEST_CASE("LaTeX worksheets compile with pdflatex, standalone and as a fragment,
     compile("wide", run_ok({"worksheet", "-", "-f", "latex", "--standalone", "-s", "scores,concat"}, wide));
     const std::string fragment = run_ok({"worksheet", "gqa", "-f", "latex"});
     CHECK(fragment.find("\\documentclass") == std::string::npos);
-    compile("fragment", "\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n" + fragment +
+    compile("fragment", "\\documentclass{article}\n\\usepackage{amsmath, amssymb, booktabs}\n\\begin{document}\n" + fragment +
                             "\\end{document}\n");
 }
