@@ -587,8 +587,6 @@ std::string latex_display(const std::vector<std::string>& alternatives) {
 
 std::string latex_paragraphs(const std::string& text) { return joined_paragraphs(text); }
 
-std::string latex_working(const Model&, const Trace&, const Step&, const RenderOptions&) { return ""; }
-
 std::string latex_itemize(const std::vector<std::string>& items) { return itemize(items); }
 
 std::unique_ptr<WorksheetSkin> latex_worksheet_skin(bool standalone) {
