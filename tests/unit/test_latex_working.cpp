@@ -238,6 +238,19 @@ TEST_CASE("scaling writes the divisor, and masking adds 0 or minus infinity", "[
           std::string::npos);
 }
 
+TEST_CASE("hand rounding makes the result approximate even when every number is written exactly",
+          "[latex][unit]") {
+    // round: 2 carries the masked example's scores rounded to 2 decimals into the softmax: "0.71" is
+    // written exactly as 0.7100, but softmax of the rounded scores is not exactly the rounded weights
+    const Example example = from_yaml(std::string(find_builtin_example("masked")->text) + "round: 2\n");
+    const std::string weights = one_line(example, "weights");
+    CHECK(weights.starts_with("A = \\operatorname{softmax}(S') = \\operatorname{softmax}\\left("
+                              "\\begin{bmatrix}0.7100&-\\infty&-\\infty&-\\infty\\\\"));
+    CHECK(relation_before_last_matrix(weights) == "\\approx");
+    // the projections stay whole numbers, which rounding leaves as they are
+    CHECK(relation_before_last_matrix(one_line(example, "queries")) == "=");
+}
+
 TEST_CASE("a whole-number divisor is written as it is, with an equals sign", "[latex][unit]") {
     // d_k = 4: S' = S/√4 = S/2, and 2/2, 4/2 are exact
     const Example example = from_yaml(R"(
