@@ -310,7 +310,8 @@ std::optional<Working> working_of(const Model& model, const Trace& trace, const 
         case StepId::weights: {
             Working working(options, step.latex);
             if (model.sinks) {
-                const arma::mat scores = arma::join_rows(*in[0], arma::mat(in[0]->n_rows, 1).fill(per_head(model.sinks)));
+                const arma::mat sink = arma::mat(in[0]->n_rows, 1).fill(per_head(model.sinks));
+                const arma::mat scores = arma::join_rows(*in[0], sink);
                 working.operands({{"", "\\operatorname{softmax}\\left(" + working.blocks(scores, {in[0]->n_cols, 1}) +
                                            "\\right)_{:, 1..m}"}});
             } else {
