@@ -907,21 +907,19 @@ std::string latex_table(const Table& table, const LatexTableStyle& style) {
     return "\\begin{center}\n" + caption + body + "\\end{center}\n";
 }
 
-std::string latex_display(const std::vector<std::string>& alternatives) {
-    if (alternatives.size() <= 1) {
+std::string latex_display(const std::vector<std::string>& alternatives, bool optional) {
+    if (alternatives.size() <= 1 && !optional) {
         return alternatives.empty() ? "" : "\\[ " + alternatives.front() + " \\]\n";
     }
     std::string out = "\\qkvfresh\n";
     for (std::size_t k = 0; k < alternatives.size(); ++k) {
-        out += std::string(k + 1 == alternatives.size() ? "\\qkvlastdisplay" : "\\qkvdisplay") + "{" +
+        out += std::string(k + 1 == alternatives.size() && !optional ? "\\qkvlastdisplay" : "\\qkvdisplay") + "{" +
                alternatives[k] + "}%\n";
     }
     return out;
 }
 
 std::string latex_paragraphs(const std::string& text) { return joined_paragraphs(text); }
-
-std::string latex_working(const Model&, const Trace&, const Step&, const RenderOptions&) { return ""; }
 
 std::string latex_itemize(const std::vector<std::string>& items) { return itemize(items); }
 

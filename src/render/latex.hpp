@@ -60,13 +60,15 @@ std::string latex_table(const Table& table, const LatexTableStyle& style = {});
 // Display math: the first of `alternatives` (each the content of a display,
 // e.g. "Q = XW_Q = \begin{bmatrix}…\end{bmatrix}") whose width fits
 // \linewidth, or the last one when none does. One alternative is a plain \[ … \].
-std::string latex_display(const std::vector<std::string>& alternatives);
+// With `optional`, nothing is set when none fits (a working that the table
+// beside it shows anyway).
+std::string latex_display(const std::vector<std::string>& alternatives, bool optional = false);
 
 // A step's working as equations, the way a textbook writes it: the formula,
 // then the same with the operands as bmatrix, then the result, e.g.
 // "Q = XW_Q = \begin{bmatrix}…\end{bmatrix}\begin{bmatrix}…\end{bmatrix} =
 // \begin{bmatrix}…\end{bmatrix}", as latex_display() alternatives that fit
-// the line. Empty for a step whose operands are too large to write out (or
+// the line, and nothing when none fits. Empty for a step whose operands are too large to write out (or
 // that has no working worth writing: the inputs). render/latex_working.cpp.
 std::string latex_working(const Model& model, const Trace& trace, const Step& step, const RenderOptions& options);
 
