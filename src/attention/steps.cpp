@@ -7,6 +7,7 @@
 #include "attention/engine.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -794,6 +795,159 @@ arma::uword StepContext::blocked_cells() const {
     return *m_blocked;
 }
 
+namespace {
+
+// ── head indices in the formulas ────────────────────────────────────────────
+// With several heads, a per-head step's formulas name the head of each
+// symbol: "S_2 = Q_2·K_1ᵀ" (query head 2 reads key/value head 1), and a
+// symbol that has a subscript already takes the head as a superscript:
+// "Q_2 = X·W_Q^(2)", in LaTeX Q_{2} = X W_{Q}^{(2)}. Entry formulas
+// (S'[i,j], B_{ij}) keep theirs.
+
+// The symbols of a query head, and those of a key/value head ("d" before a
+// symbol, its gradient, is the same head's).
+constexpr std::string_view k_query_symbols[] = {"Q", "S", "S'", "A", "Z", "B", "s", "W_Q", "b_Q", "Q_rot"};
+constexpr std::string_view k_key_value_symbols[] = {"K", "V", "W_K", "W_V", "b_K", "b_V", "K_rot"};
+
+// The head a symbol belongs to: query head h, its key/value head g, or 0 for none.
+int symbol_head(std::string_view symbol, int h, int g) {
+    if (symbol.size() > 1 && symbol.front() == 'd' && symbol_head(symbol.substr(1), h, g) != 0) {
+        return symbol_head(symbol.substr(1), h, g);
+    }
+    for (const auto query : k_query_symbols) {
+        if (symbol == query) {
+            return h;
+        }
+    }
+    for (const auto key_value : k_key_value_symbols) {
+        if (symbol == key_value) {
+            return g;
+        }
+    }
+    return 0;
+}
+
+bool is_letter(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
+bool is_letter_or_digit(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+// "Q·Kᵀ" → "Q_2·K_1ᵀ": each symbol (letters, a prime, "_" and a subscript)
+// that belongs to a head, unless an entry's [i,j] follows it.
+std::string index_text(const std::string& formula, int h, int g) {
+    std::string out;
+    std::size_t i = 0;
+    while (i < formula.size()) {
+        if (!is_letter(formula[i]) || (i > 0 && is_letter_or_digit(formula[i - 1]))) {
+            out += formula[i++];
+            continue;
+        }
+        std::size_t end = i;
+        while (end < formula.size() && is_letter(formula[end])) {
+            ++end;
+        }
+        std::string base = formula.substr(i, end - i);
+        std::string subscript;
+        if (end + 1 < formula.size() && formula[end] == '_' && is_letter_or_digit(formula[end + 1])) {
+            std::size_t sub_end = end + 1;
+            while (sub_end < formula.size() && is_letter_or_digit(formula[sub_end])) {
+                ++sub_end;
+            }
+            subscript = formula.substr(end + 1, sub_end - end - 1);
+            end = sub_end;
+        }
+        const bool prime = end < formula.size() && formula[end] == '\'';
+        end += prime ? 1 : 0;
+        const std::string symbol = base + (prime ? "'" : "") + (subscript.empty() ? "" : "_" + subscript);
+        const int head = symbol_head(symbol, h, g);
+        const bool entry = end < formula.size() && formula[end] == '[';
+        out += symbol;
+        if (head != 0 && !entry) {
+            out += subscript.empty() ? "_" + std::to_string(head) : "^(" + std::to_string(head) + ")";
+        }
+        i = end;
+    }
+    return out;
+}
+
+// The same for LaTeX: "Q K^\top" → "Q_{2} K_{1}^\top", "W_{Q}" → "W_{Q}^{(2)}",
+// "K_{\mathrm{rot}}^\top" → "K_{\mathrm{rot}}^{(1)\top}". Command names
+// (\frac, \mathrm{…}, \text{…}) are left alone.
+std::string index_latex(const std::string& formula, int h, int g) {
+    std::string out;
+    std::size_t i = 0;
+    while (i < formula.size()) {
+        if (formula[i] == '\\') {  // a command and, for \mathrm, \text and \operatorname, its argument
+            std::size_t end = i + 1;
+            while (end < formula.size() && is_letter(formula[end])) {
+                ++end;
+            }
+            const std::string command = formula.substr(i, end - i);
+            if ((command == "\\mathrm" || command == "\\text" || command == "\\operatorname") && end < formula.size() &&
+                formula[end] == '{') {
+                end = formula.find('}', end);
+                end = end == std::string::npos ? formula.size() : end + 1;
+            }
+            out += formula.substr(i, std::max<std::size_t>(end - i, 1));
+            i = std::max(end, i + 1);
+            continue;
+        }
+        if (!is_letter(formula[i]) || (i > 0 && is_letter_or_digit(formula[i - 1]))) {
+            out += formula[i++];
+            continue;
+        }
+        std::size_t end = i;
+        while (end < formula.size() && is_letter(formula[end])) {
+            ++end;
+        }
+        const std::string base = formula.substr(i, end - i);
+        const bool prime = end < formula.size() && formula[end] == '\'';
+        end += prime ? 1 : 0;
+        std::string subscript;       // as written: "_{Q}"
+        std::string subscript_name;  // as a symbol names it: "Q", "rot"
+        if (end + 1 < formula.size() && formula[end] == '_') {
+            if (formula[end + 1] == '{') {
+                std::size_t depth = 0;
+                std::size_t at = end + 1;
+                for (; at < formula.size(); ++at) {
+                    depth += formula[at] == '{' ? 1 : 0;
+                    if (formula[at] == '}' && --depth == 0) {
+                        break;
+                    }
+                }
+                subscript = formula.substr(end, at + 1 - end);
+                subscript_name = formula.substr(end + 2, at - end - 2);
+                if (subscript_name.rfind("\\mathrm{", 0) == 0 && subscript_name.back() == '}') {
+                    subscript_name = subscript_name.substr(8, subscript_name.size() - 9);
+                }
+                end = at + 1;
+            } else if (is_letter_or_digit(formula[end + 1])) {
+                subscript = formula.substr(end, 2);
+                subscript_name = formula.substr(end + 1, 1);
+                end += 2;
+            }
+        }
+        const std::string symbol =
+            base + (prime ? "'" : "") + (subscript_name.empty() ? "" : "_" + subscript_name);
+        const int head = symbol_head(symbol, h, g);
+        out += base + (prime ? "'" : "") + subscript;
+        i = end;
+        if (head == 0) {
+            continue;
+        }
+        const std::string index = std::to_string(head);
+        if (subscript.empty()) {
+            out += "_{" + index + "}";
+        } else if (formula.compare(i, 6, "^\\top") == 0) {
+            out += "^{(" + index + ")\\top}";
+            i += 5;
+        } else {
+            out += "^{(" + index + ")}";
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
 Step StepContext::describe(const StepKey& key) const {
     const StepRow& row = step_row(key.id);
     Step step;
@@ -801,6 +955,13 @@ Step StepContext::describe(const StepKey& key) const {
     step.head = key.head;
     step.title = std::string(row.title);
     row.describe(*this, step);
+    if (key.head > 0 && m_model.n_heads() > 1) {
+        // a key/value step's head is its key/value head; a query step's reads that of its group
+        const int kv_head = row.heads == HeadKind::key_value ? key.head : static_cast<int>(m_model.kv_head_of(key.head));
+        const int query_head = row.heads == HeadKind::key_value ? 0 : key.head;
+        step.formula = index_text(step.formula, query_head, kv_head);
+        step.latex = index_latex(step.latex, query_head, kv_head);
+    }
     return step;
 }
 

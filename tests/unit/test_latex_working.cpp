@@ -306,10 +306,10 @@ TEST_CASE("each head's working uses that head's weights", "[latex][unit]") {
     // heads: 2 splits W_Q by columns: head 1 has columns 1–2, head 2 columns 3–4;
     // by hand, X·W_Q of head 2: [1,0,1,0] → [0,1], [0,1,0,1] → [2,1], [1,1,0,0] → [1,1]
     CHECK(one_line(example, "queries", 1) ==
-          "Q = X W_{Q} = " + X + "\\begin{bmatrix}1&0\\\\0&1\\\\1&0\\\\0&0\\end{bmatrix} = "
+          "Q_{1} = X W_{Q}^{(1)} = " + X + "\\begin{bmatrix}1&0\\\\0&1\\\\1&0\\\\0&0\\end{bmatrix} = "
                                  "\\begin{bmatrix}2&0\\\\0&1\\\\1&1\\end{bmatrix}");
     CHECK(one_line(example, "queries", 2) ==
-          "Q = X W_{Q} = " + X + "\\begin{bmatrix}0&1\\\\1&0\\\\0&0\\\\1&1\\end{bmatrix} = "
+          "Q_{2} = X W_{Q}^{(2)} = " + X + "\\begin{bmatrix}0&1\\\\1&0\\\\0&0\\\\1&1\\end{bmatrix} = "
                                  "\\begin{bmatrix}0&1\\\\2&1\\\\1&1\\end{bmatrix}");
     // the concatenation: head 1's columns, a rule, head 2's
     const std::string concat = one_line(example, "concat");
@@ -320,7 +320,7 @@ TEST_CASE("each head's working uses that head's weights", "[latex][unit]") {
     require_same(blocks[0], example.trace.find(test::step("concat"))->values, 0.5e-4, "concat");
     // the output projection: concat·W_O with W_O as the file gives it (4 × 3)
     const std::string output = one_line(example, "output");
-    CHECK(output.starts_with("O = \\mathrm{concat} W_{O} \\approx \\begin{bmatrix}"));
+    CHECK(output.starts_with("O = \\begin{bmatrix} Z_{1} & Z_{2} \\end{bmatrix} W_{O} \\approx \\begin{bmatrix}"));
     CHECK(output.find("\\begin{bmatrix}1&0&0\\\\0&1&0\\\\0&0&1\\\\1&1&1\\end{bmatrix} \\approx ") !=
           std::string::npos);
 }
@@ -330,12 +330,12 @@ TEST_CASE("with grouped-query heads a query head's working reads its key/value h
     // kv_heads: 2 of 4 heads: key/value head 2 has W_K's columns 3–4; by hand K = X·W_K of head 2
     const std::string K = "\\begin{bmatrix}0&1\\\\2&1\\\\1&1\\end{bmatrix}";
     CHECK(one_line(example, "keys", 2) ==
-          "K = X W_{K} = \\begin{bmatrix}1&0&1&0\\\\0&1&0&1\\\\1&1&0&0\\end{bmatrix}"
+          "K_{2} = X W_{K}^{(2)} = \\begin{bmatrix}1&0&1&0\\\\0&1&0&1\\\\1&1&0&0\\end{bmatrix}"
           "\\begin{bmatrix}0&1\\\\1&0\\\\0&0\\\\1&1\\end{bmatrix} = " + K);
     // query head 3 reads key/value head ⌈3·2/4⌉ = 2: Q of head 3 (W_Q's columns 5–6) = [[1,1],[1,0],[1,0]],
     // S = Q·Kᵀ = [[1,3,2],[0,2,1],[0,2,1]]
     CHECK(one_line(example, "scores", 3) ==
-          "S = Q K^\\top = \\begin{bmatrix}1&1\\\\1&0\\\\1&0\\end{bmatrix}\\begin{bmatrix}0&2&1\\\\1&1&1\\end{bmatrix} = "
+          "S_{3} = Q_{3} K_{2}^\\top = \\begin{bmatrix}1&1\\\\1&0\\\\1&0\\end{bmatrix}\\begin{bmatrix}0&2&1\\\\1&1&1\\end{bmatrix} = "
           "\\begin{bmatrix}1&3&2\\\\0&2&1\\\\0&2&1\\end{bmatrix}");
     // query head 4's weighted sum reads the values of key/value head 2, head 2's those of head 1
     for (const int head : {1, 2, 3, 4}) {
@@ -351,7 +351,7 @@ TEST_CASE("sinks and ALiBi are written into the working", "[latex][unit]") {
     // a sink joins each row's softmax as one more column: head 2's sink is 3
     const Example sinks = builtin("sinks");
     const std::string weights = one_line(sinks, "weights", 2);
-    CHECK(weights.starts_with("A = \\operatorname{softmax}\\left(\\begin{bmatrix} S' & s \\end{bmatrix}\\right)_{:, "
+    CHECK(weights.starts_with("A_{2} = \\operatorname{softmax}\\left(\\begin{bmatrix} S'_{2} & s_{2} \\end{bmatrix}\\right)_{:, "
                               "1..m} \\approx \\operatorname{softmax}\\left(\\left[\\begin{array}{@{}ccc|c@{}}"));
     const auto found = matrices_of(weights);
     REQUIRE(found.size() == 2);
@@ -368,7 +368,7 @@ TEST_CASE("sinks and ALiBi are written into the working", "[latex][unit]") {
                                                           "\\\\"));
     // 2^-8 = 0.00390625 is written 0.0039: approximately
     CHECK(one_line(alibi, "position_bias", 2).starts_with("B = -m \\lvert i - j \\rvert \\approx -0.0039" + distance));
-    CHECK(one_line(alibi, "biased_scores", 1).starts_with("S' + B \\approx \\begin{bmatrix}"));
+    CHECK(one_line(alibi, "biased_scores", 1).starts_with("S'_{1} + B_{1} \\approx \\begin{bmatrix}"));
     CHECK(one_line(alibi, "masked_scores", 1).starts_with("(S' + B) + M \\approx \\begin{bmatrix}"));
 }
 

@@ -207,3 +207,35 @@ weights: {query: [[1, 4], [2, 5], [3, 6]], key: [[0, 1], [1, 0], [0, 1]], value:
     }
     CHECK(b.find("queries", 1)->formula == "Q = X·W_Qᵀ");
 }
+
+TEST_CASE("with several heads each per-head formula names the heads it reads", "[attention]") {
+    // one head: no index
+    const Trace one = test::compute_text(k_illustrated);
+    CHECK(one.find("scores", 1)->formula == "S = Q·Kᵀ");
+    CHECK(one.find("queries", 1)->latex == "Q = X W_{Q}");
+
+    // four query heads sharing two key/value heads, with RoPE: query head 3 reads key/value head 2
+    const Trace gqa = test::compute_text(R"(
+inputs: [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]]
+heads: 4
+kv_heads: 2
+rope: true
+weights:
+  query: [[1, 0, 1, 0, 0, 1, 1, 0], [0, 1, 0, 1, 1, 0, 0, 1], [1, 0, 0, 1, 1, 0, 1, 0], [0, 1, 1, 0, 0, 1, 0, 1]]
+  key:   [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]]
+  value: [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1]]
+mask: causal
+)");
+    CHECK(gqa.find("queries", 3)->formula == "Q_3 = X·W_Q^(3)");
+    CHECK(gqa.find("queries", 3)->latex == "Q_{3} = X W_{Q}^{(3)}");
+    CHECK(gqa.find("keys", 2)->formula == "K_2 = X·W_K^(2)");
+    CHECK(gqa.find("rotated_keys", 2)->latex == "K_{\\mathrm{rot}}^{(2)} = \\operatorname{RoPE}(K_{2})");
+    CHECK(gqa.find("scores", 3)->formula == "S_3 = Q_rot^(3)·K_rot^(2)ᵀ");
+    CHECK(gqa.find("scores", 3)->latex == "S_{3} = Q_{\\mathrm{rot}}^{(3)} K_{\\mathrm{rot}}^{(2)\\top}");
+    CHECK(gqa.find("weights", 4)->latex == "A_{4} = \\operatorname{softmax}(S'_{4})");
+    CHECK(gqa.find("head_output", 4)->formula == "Z_4 = A_4·V_2");
+    // an entry's formula keeps its own subscripts; d_k and the heads' concatenation are no head's
+    CHECK(gqa.find("masked_scores", 1)->formula == "S'[i,j] = −∞ where blocked");
+    CHECK(gqa.find("scaled_scores", 2)->formula == "S'_2 = S_2 / √d_k = S_2 / √2");
+    CHECK(gqa.find("concat")->latex == "\\begin{bmatrix} Z_{1} & \\cdots & Z_{4} \\end{bmatrix}");
+}
