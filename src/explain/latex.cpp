@@ -35,17 +35,19 @@ std::string minus_signs(const std::string& text) {
     return out;
 }
 
-// The text with each run of two or more spaces (the text format's gap before
-// a remark) as a \quad; every part escaped.
+// The text with each run of two or more spaces as the text format means it:
+// before a remark in parentheses a \quad, elsewhere (padding that lines up
+// the "=" of a sum) one space; every part escaped.
 std::string spaced(const std::string& text) {
     std::string out;
     std::size_t from = 0;
     for (std::size_t gap = text.find("  "); gap != std::string::npos; gap = text.find("  ", from)) {
-        out += tex_escape_all(minus_signs(text.substr(from, gap - from))) + "\\quad ";
+        out += tex_escape_all(minus_signs(text.substr(from, gap - from)));
         from = text.find_first_not_of(' ', gap);
         if (from == std::string::npos) {
             return out;
         }
+        out += text[from] == '(' ? "\\quad " : " ";
     }
     return out + tex_escape_all(minus_signs(text.substr(from)));
 }

@@ -114,8 +114,9 @@ public:
         while (!text.empty() && text.front() == '\n') {
             text.erase(0, 1);
         }
+        // a step id in a heading (grad_scaled_scores) may end a line of a narrow column
         if (!text.empty()) {
-            m_out << '\n' << text;
+            m_out << '\n' << tex_break_underscores(text);
         }
     }
 

@@ -180,6 +180,6 @@ TEST_CASE("the zsh completion parses and fish's completes subcommands and option
     CHECK(fish.out.find("explain\t") != std::string::npos);
     CHECK(fish.out.find("--decode\t") != std::string::npos);
     CHECK(fish.out.find("json\t") != std::string::npos);
-    CHECK(fish.out.find("latex") == std::string::npos);
+    CHECK(fish.out.find("latex\t") == std::string::npos);
     CHECK(fish.out.find("scores,weights\t") != std::string::npos);
 }
