@@ -51,11 +51,11 @@ _qkv() {
             if [[ $command == bench ]]; then
                 mapfile -t COMPREPLY < <(compgen -W 'text json' -- "$cur")
             elif [[ $command == check ]]; then
-                mapfile -t COMPREPLY < <(compgen -W 'text markdown html json csv gradescope' -- "$cur")
+                mapfile -t COMPREPLY < <(compgen -W 'text markdown latex html json csv gradescope' -- "$cur")
             elif [[ $command == explain ]]; then
-                mapfile -t COMPREPLY < <(compgen -W 'text markdown json html' -- "$cur")
+                mapfile -t COMPREPLY < <(compgen -W 'text markdown latex json html' -- "$cur")
             elif [[ $command == lesson ]]; then
-                mapfile -t COMPREPLY < <(compgen -W 'text markdown html' -- "$cur")
+                mapfile -t COMPREPLY < <(compgen -W 'text markdown latex html' -- "$cur")
             elif [[ $command == worksheet ]]; then
                 mapfile -t COMPREPLY < <(compgen -W 'markdown latex html yaml' -- "$cur")
             else
@@ -98,9 +98,9 @@ _qkv() {
     local options
     case $command in
         run) options="$_qkv_common_options --standalone --float --label-prefix --dark --decode --backward" ;;
-        explain) options="$_qkv_common_options --block-size --backward" ;;
-        check) options="$_qkv_common_options --answers --tolerance --decimals --rubric --backward" ;;
-        lesson) options="$_qkv_common_options --no-pause --page" ;;
+        explain) options="$_qkv_common_options --standalone --block-size --backward" ;;
+        check) options="$_qkv_common_options --standalone --answers --tolerance --decimals --rubric --backward" ;;
+        lesson) options="$_qkv_common_options --standalone --no-pause --page" ;;
         worksheet) options='-f --format -p --precision -s --steps --head --key --backward --ascii --standalone -o --output --force
             --max-memory --allow-any-path -h --help' ;;
         init) options='--tokens --d-model --d-k --d-v --heads --seed --student --max-int --negative --mask --bias --scale

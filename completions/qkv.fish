@@ -43,11 +43,11 @@ complete -c qkv -n "not __fish_seen_subcommand_from $commands" -a bench -d 'Time
 # run, explain, check and lesson share these; worksheet takes some of them
 set -l common "__fish_seen_subcommand_from run explain check lesson"
 set -l with_worksheet "__fish_seen_subcommand_from run explain check lesson worksheet"
-set -l with_latex "__fish_seen_subcommand_from run worksheet"
+set -l with_latex "__fish_seen_subcommand_from run explain check lesson worksheet"
 complete -c qkv -n "__fish_seen_subcommand_from run" -s f -l format -x -a 'text markdown latex csv json svg html' -d 'Output format'
-complete -c qkv -n "__fish_seen_subcommand_from explain" -s f -l format -x -a 'text markdown json html' -d 'Output format'
-complete -c qkv -n "__fish_seen_subcommand_from check" -s f -l format -x -a 'text markdown html json csv gradescope' -d 'Output format'
-complete -c qkv -n "__fish_seen_subcommand_from lesson" -s f -l format -x -a 'text markdown html' -d 'Output format'
+complete -c qkv -n "__fish_seen_subcommand_from explain" -s f -l format -x -a 'text markdown latex json html' -d 'Output format'
+complete -c qkv -n "__fish_seen_subcommand_from check" -s f -l format -x -a 'text markdown latex html json csv gradescope' -d 'Output format'
+complete -c qkv -n "__fish_seen_subcommand_from lesson" -s f -l format -x -a 'text markdown latex html' -d 'Output format'
 complete -c qkv -n "__fish_seen_subcommand_from worksheet" -s f -l format -x -a 'markdown latex html yaml' -d 'Output format'
 complete -c qkv -n $with_worksheet -s p -l precision -x -d 'Digits after the decimal point (0-17)'
 complete -c qkv -n $with_worksheet -s s -l steps -x -a "(__qkv_steps $steps)" -d 'Only these steps (comma-separated ids)'

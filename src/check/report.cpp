@@ -1,11 +1,12 @@
-// The check report in text, Markdown, HTML and JSON. Text, Markdown and HTML
+// The check report in text, Markdown, LaTeX, HTML and JSON. Text, Markdown, LaTeX and HTML
 // show each answered step as a table of the learner's numbers, each marked right (✓),
-// wrong (✗, with the true value in brackets, in parentheses in Markdown and HTML) or
+// wrong (✗, with the true value in brackets, in parentheses in Markdown, LaTeX and HTML) or
 // following from their earlier answers (→); JSON is the auto-grading contract
 // of the check command in man/qkv.1.
 #include "check/report.hpp"
 
 #include "render/html.hpp"
+#include "render/latex.hpp"
 #include "render/palette.hpp"
 #include "render/render.hpp"
 #include "render/table.hpp"
@@ -546,6 +547,72 @@ void render_check_markdown(const Trace& trace, const CheckReport& report, const 
     out << "\n**Summary:** " << symbols(summary_sentence(trace, report)) << '\n';
 }
 
+void render_check_latex(const Trace& trace, const CheckReport& report, const RenderOptions& options,
+                        const std::string& example, std::ostream& out) {
+    // LaTeX is ASCII whatever --ascii says: the marks are ✓ ✗ →, spelled as math
+    RenderOptions plain = options;
+    plain.color = false;
+    plain.ascii = false;
+    const auto mark = [](Verdict verdict) { return tex_escape(verdict_symbol(verdict, false)); };
+    // a path breaks after its slashes
+    const auto path = [](const std::string& text) {
+        std::string tex = tex_escape(text);
+        for (std::size_t at = tex.find('/'); at != std::string::npos; at = tex.find('/', at + 1)) {
+            tex.insert(at + 1, "\\allowbreak{}");
+        }
+        return "\\texttt{" + tex + "}";
+    };
+    const std::string title = trace.title.empty() ? example : trace.title;
+    out << latex_begin(options.standalone, to_ascii("checking answers: " + one_line(title)));
+    out << "\\section*{\\raggedright " << tex_escape("Checking answers: " + title) << "}\n\n";
+    // ragged right: a long path breaks only at its slashes
+    out << "{\\raggedright Answers from " << path(report.answers_source) << ". " << tex_prose(rule_sentence(report))
+        << "\\par}\n\n";
+    out << "\\noindent " << mark(Verdict::right) << " right\\quad " << mark(Verdict::wrong)
+        << " wrong, the true value in parentheses\\quad " << mark(Verdict::consistent)
+        << " follows from your earlier answers\\quad \\textasciitilde{} not answered\n";
+    for (const auto& step : report.steps) {
+        if (options.brief && !step.has_mistake()) {
+            continue;
+        }
+        const Step& trace_step = *step.step;
+        out << "\n\\subsection*{\\raggedright " << tex_escape(step_heading(trace, trace_step, ": ", ", ")) << " (\\texttt{"
+            << tex_escape(step_text(trace_step.id)) << "})}\n";
+        out << latex_display({trace_step.latex + " \\qquad (" + std::to_string(trace_step.values.n_rows) +
+                              " \\times " + std::to_string(trace_step.values.n_cols) + ")",
+                              trace_step.latex});
+        if (step.shape_ok) {
+            // latex_table spells the marks; what it leaves as it is is spelled here
+            out << latex_table(answer_table(report, step, plain, "(", ")"));
+            out << tex_break_underscores(tex_prose(counts_sentence(step))) << "\n";
+            const WrongCells wrong = wrong_cells(trace, report, step, plain);
+            if (!wrong.sentences.empty() || !wrong.more.empty()) {
+                out << "\\begin{itemize}\n";
+                for (const auto& sentence : wrong.sentences) {
+                    out << "  \\item[" << mark(Verdict::wrong) << "] " << tex_break_underscores(tex_escape(sentence)) << "\n";
+                }
+                if (!wrong.more.empty()) {
+                    out << "  \\item[] " << tex_escape(wrong.more) << "\n";
+                }
+                out << "\\end{itemize}\n";
+            }
+        } else {
+            out << tex_prose(shape_sentence(step)) << "\n";
+        }
+        if (step.diagnosis) {
+            out << "\n\\noindent\\textbf{Mistake:} " << tex_prose(mistake_sentence(report, step)) << "\n\n";
+            out << "\\noindent\\textbf{Correct:} " << tex_prose(correct_sentence(step)) << "\n";
+        }
+    }
+    out << "\n\\bigskip\n\\noindent\\textbf{Summary:} " << tex_prose(summary_sentence(trace, report)) << "\n";
+    const StepCheck* first = nullptr;
+    if (const CellCheck* cell = first_wrong_cell(report, first); cell != nullptr && example != "-") {
+        out << "\n{\\raggedright\\noindent To see how the true value is worked out: \\texttt{qkv explain}~"
+            << path(example) << "~\\texttt{'" << tex_escape(cell_name(trace, *first, *cell)) << "'}\\par}\n";
+    }
+    out << latex_end(options.standalone);
+}
+
 void render_check_html(const Trace& trace, const CheckReport& report, const RenderOptions& options,
                        const std::string& example, std::ostream& out) {
     const auto symbols = [&options](const std::string& text) { return options.ascii ? to_ascii(text) : text; };
@@ -738,6 +805,8 @@ void render_check(const Trace& trace, const CheckReport& report, const RenderOpt
         render_check_markdown(trace, report, options, example, out);
     } else if (options.format == Format::html) {
         render_check_html(trace, report, options, example, out);
+    } else if (options.format == Format::latex) {
+        render_check_latex(trace, report, options, example, out);
     } else {
         render_check_text(trace, report, options, example, out);
     }

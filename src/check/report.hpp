@@ -1,4 +1,4 @@
-// The report of `qkv check`, as annotated text, Markdown, an HTML page, or the JSON of
+// The report of `qkv check`, as annotated text, Markdown, LaTeX, an HTML page, or the JSON of
 // the check command in man/qkv.1 for auto-grading.
 #pragma once
 
@@ -18,6 +18,12 @@ void render_check_text(const Trace& trace, const CheckReport& report, const Rend
                        const std::string& example, std::ostream& out);
 void render_check_markdown(const Trace& trace, const CheckReport& report, const RenderOptions& options,
                            const std::string& example, std::ostream& out);
+// LaTeX, pure ASCII: a fragment, or with options.standalone a whole document
+// (render/latex.hpp); each answered step a starred subsection with its
+// formula, the table of marked answers, the wrong cells in words and the
+// diagnosis; the summary last, as in the text report.
+void render_check_latex(const Trace& trace, const CheckReport& report, const RenderOptions& options,
+                        const std::string& example, std::ostream& out);
 // One self-contained HTML page (SPEC §12): the summary first, then each
 // answered step as a section whose table colours each cell by its verdict.
 void render_check_html(const Trace& trace, const CheckReport& report, const RenderOptions& options,

@@ -18,7 +18,8 @@ namespace qkv::cli {
 namespace {
 
 // the formats of check's report; gradescope is JSON of Gradescope's own shape
-const std::vector<Format> k_check_formats = {Format::text, Format::markdown, Format::html, Format::json, Format::csv};
+const std::vector<Format> k_check_formats = {Format::text, Format::markdown, Format::latex, Format::html,
+                                             Format::json, Format::csv};
 const std::string k_gradescope = "gradescope";
 
 std::vector<std::string> check_format_names() {
@@ -182,8 +183,8 @@ int run_check(const CheckCommandOptions& options) {
         throw InputError(usage_error("-f gradescope writes one learner's results.json",
                                      "give one answers file, or use -f csv or -f json for a class"));
     }
-    if (common.format == format_name(Format::html) && batch) {
-        throw InputError(usage_error("-f html writes one learner's report",
+    if ((common.format == format_name(Format::html) || common.format == format_name(Format::latex)) && batch) {
+        throw InputError(usage_error("-f " + common.format + " writes one learner's report; expected one answers file",
                                      "give one answers file, or use -f text, markdown, json or csv for a class"));
     }
     const Source source = read_source(options.file);

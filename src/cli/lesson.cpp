@@ -68,7 +68,7 @@ extern "C" void leave_on_interrupt(int signal_number) {
 }
 
 // the formats a lesson is played or written in; the first is the default
-const std::vector<Format> k_lesson_formats = {Format::text, Format::markdown, Format::html};
+const std::vector<Format> k_lesson_formats = {Format::text, Format::markdown, Format::latex, Format::html};
 
 // One line a lesson: its number, name and summary (in ASCII with --ascii).
 int list_lessons(bool ascii) {
@@ -124,7 +124,7 @@ int run_lesson(const LessonOptions& options) {
         for (const auto format : k_lesson_formats) {
             choices.push_back("--format " + format_name(format) + (choices.empty() ? " (the default)" : ""));
         }
-        throw InputError(usage_error("a lesson is played as text or written as markdown or html, not " + common.format,
+        throw InputError(usage_error("a lesson is played as text or written as markdown, latex or html, not " + common.format,
                                      "use " + join_list(choices, " or ")));
     }
     const LessonSource found = find_lesson(options.lesson);

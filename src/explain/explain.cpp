@@ -612,6 +612,7 @@ Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& 
     for (auto& line : result.lines) {
         line = symbols(line, options);
     }
+    result.latex = cell_step(trace, cell).latex;
     return result;
 }
 

@@ -1,6 +1,7 @@
-// The four ways `qkv explain` writes its explanations: text (the heading in
-// bold, the working indented), Markdown (a heading and a fenced block per
-// cell), an HTML page (render/html.hpp) and JSON ({"schema_version": 1, "cells": [...]}).
+// The ways `qkv explain` writes its explanations: text (the heading in bold,
+// the working indented), Markdown (a heading and a fenced block per cell), an
+// HTML page (render/html.hpp) and JSON ({"schema_version": 1, "cells": [...]});
+// LaTeX is in latex.cpp.
 #include "explain/explain.hpp"
 
 #include "base/diagnostics.hpp"
@@ -117,7 +118,9 @@ CellWorkings html_workings(const Model& model, const Trace& trace, const RenderO
     };
 }
 
-std::vector<Format> explain_formats() { return {Format::text, Format::markdown, Format::json, Format::html}; }
+std::vector<Format> explain_formats() {
+    return {Format::text, Format::markdown, Format::latex, Format::json, Format::html};
+}
 
 void render_explanations(const std::vector<Explanation>& explanations, const RenderOptions& options,
                          std::ostream& out) {
@@ -127,6 +130,9 @@ void render_explanations(const std::vector<Explanation>& explanations, const Ren
             return;
         case Format::markdown:
             render_markdown(explanations, out);
+            return;
+        case Format::latex:
+            render_explanations_latex(explanations, options, out);
             return;
         case Format::json:
             render_json(explanations, out);

@@ -1,4 +1,4 @@
-// The three skins of the lesson writer and what they share. Internal to lesson/.
+// The skins of the lesson writer and what they share. Internal to lesson/.
 #pragma once
 
 #include "lesson/writer.hpp"
@@ -13,6 +13,7 @@ namespace qkv {
 std::unique_ptr<LessonWriter> make_text_lesson_writer(const RenderOptions& options, std::ostream& out, Screen screen);
 std::unique_ptr<LessonWriter> make_markdown_lesson_writer(const RenderOptions& options, std::ostream& out);
 std::unique_ptr<LessonWriter> make_html_lesson_writer(const RenderOptions& options, std::ostream& out);
+std::unique_ptr<LessonWriter> make_latex_lesson_writer(const RenderOptions& options, std::ostream& out);
 
 // The chosen steps as the renderer of options.format writes them, without the
 // header (title and sizes) it writes before them.

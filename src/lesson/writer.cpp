@@ -103,10 +103,12 @@ std::unique_ptr<LessonWriter> make_lesson_writer(const RenderOptions& options, s
             return make_markdown_lesson_writer(options, out);
         case Format::html:
             return make_html_lesson_writer(options, out);
+        case Format::latex:
+            return make_latex_lesson_writer(options, out);
         default:
             break;
     }
-    throw std::logic_error("a lesson is written as text, markdown or html");
+    throw std::logic_error("a lesson is written as text, markdown, latex or html");
 }
 
 }  // namespace qkv

@@ -1,6 +1,7 @@
 // How a lesson is written: narration, tables, workings and questions all go
 // through one LessonWriter, which has a text skin (for the terminal), a
-// Markdown skin (a document) and an HTML skin (a page). The player decides what to write and when; a
+// Markdown skin (a document), a LaTeX skin (a document for pdflatex) and an
+// HTML skin (a page). The player decides what to write and when; a
 // skin decides only how it looks.
 #pragma once
 
@@ -72,7 +73,7 @@ struct Screen {
     std::function<std::optional<std::string>()> read_line;
 };
 
-// options.format is text, markdown or html; the writer keeps a reference to options.
+// options.format is text, markdown, latex or html; the writer keeps a reference to options.
 std::unique_ptr<LessonWriter> make_lesson_writer(const RenderOptions& options, std::ostream& out, Screen screen = {});
 
 // The narration's text at the given precision, placeholders filled in.

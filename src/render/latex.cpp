@@ -118,8 +118,25 @@ constexpr Spelling k_other[] = {
     {0x2193, "$\\downarrow$"}, {0x2202, "$\\partial$"}, {0x2207, "$\\nabla$"},  {0x2208, "$\\in$"},
     {0x2211, "$\\Sigma$"},    {0x2212, "$-$"},        {0x221A, "$\\surd$"},     {0x221E, "$\\infty$"},
     {0x2248, "$\\approx$"},   {0x2260, "$\\neq$"},    {0x2264, "$\\le$"},       {0x2265, "$\\ge$"},
-    {0x22C5, "$\\cdot$"},
+    {0x22C5, "$\\cdot$"},       {0x2113, "$\\ell$"},    {0x2218, "$\\circ$"},     {0x2308, "$\\lceil$"},
+    {0x2309, "$\\rceil$"},
+    // check's verdicts (amssymb): a ballot box with X, not a multiplication sign, for "wrong"
+    {0x2713, "$\\checkmark$"}, {0x2717, "$\\boxtimes$"},
 };
+
+// A superscript or subscript digit's value ("¹" → '1', "₁" → '1'), or 0 for any other code point.
+char superscript_digit(char32_t code) {
+    switch (code) {
+        case 0x2070: return '0';
+        case 0x00B9: return '1';
+        case 0x00B2: return '2';
+        case 0x00B3: return '3';
+        default: return code >= 0x2074 && code <= 0x2079 ? static_cast<char>('4' + (code - 0x2074)) : 0;
+    }
+}
+char subscript_digit(char32_t code) {
+    return code >= 0x2080 && code <= 0x2089 ? static_cast<char>('0' + (code - 0x2080)) : 0;
+}
 
 // Combining accents after an ASCII letter (decomposed text: e + U+0301).
 constexpr Spelling k_combining[] = {
@@ -203,6 +220,18 @@ std::string tex_escape(const std::string& text) {
             continue;
         }
         const auto [code, length] = decode_code_point(text, i);
+        // a run of superscript or subscript digits as one exponent or index: e¹⁰ is e$^{10}$, not two
+        if (superscript_digit(code) != 0 || subscript_digit(code) != 0) {
+            const auto digit = superscript_digit(code) != 0 ? superscript_digit : subscript_digit;
+            std::string digits;
+            while (i < text.size() && digit(decode_code_point(text, i).first) != 0) {
+                const auto [next, next_length] = decode_code_point(text, i);
+                digits += digit(next);
+                i += next_length;
+            }
+            add(std::string(digit == superscript_digit ? "$^{" : "$_{") + digits + "}$");
+            continue;
+        }
         // "−∞" as one formula, so that the minus is unary
         if (code == 0x2212 && i + length < text.size() && decode_code_point(text, i + length).first == 0x221E) {
             add("$-\\infty$");
@@ -460,10 +489,7 @@ std::string dims_sentence(const Trace& trace) {
 
 std::string step_subsection(const Trace& trace, const Step& step) {
     // the id may break after an underscore: grad_scaled_scores is wider than a narrow column's heading
-    std::string id = tex_escape(step_text(step.id));
-    for (std::size_t at = id.find("\\_"); at != std::string::npos; at = id.find("\\_", at + 1)) {
-        id.insert(at + 2, "\\allowbreak{}");
-    }
+    const std::string id = tex_break_underscores(tex_escape(step_text(step.id)));
     // and the line may end before it with room to spare: a heading's lines are justified
     return "\n\\subsection*{" + tex_escape(step_heading(trace, step, ": ", ", ")) + "\\hspace{0pt plus 4em} (\\texttt{" +
            id + "})}\n";
@@ -823,6 +849,17 @@ std::optional<std::string> math_name(const std::string& text, std::size_t at, st
 }
 
 }  // namespace
+
+std::string tex_break_underscores(const std::string& latex) {
+    std::string out;
+    for (std::size_t at = latex.find("\\_"), from = 0;; at = latex.find("\\_", from)) {
+        if (at == std::string::npos) {
+            return out + latex.substr(from);
+        }
+        out += latex.substr(from, at + 2 - from) + "\\allowbreak{}";
+        from = at + 2;
+    }
+}
 
 std::string tex_prose(const std::string& text) {
     std::string out;

@@ -19,13 +19,19 @@ namespace qkv {
 struct Model;  // model/model.hpp
 
 // Text-mode LaTeX for labels, pure ASCII: special characters escaped,
-// accented letters as accent macros, Greek and symbols as math.
+// accented letters as accent macros, Greek and symbols as math (check's ✓
+// and ✗ as amssymb's \checkmark and \boxtimes), a run of superscript or
+// subscript digits as one exponent or index.
 std::string tex_escape(const std::string& text);
 
 // Prose (explanations, notes, lesson text) as tex_escape writes it, except
 // that the names qkv's prose uses are set as math: d_k and W_Q as $d_k$ and
 // $W_Q$, d_model as $d_{\mathrm{model}}$, √d_k as $\sqrt{d_k}$, Kᵀ as $K^\top$.
 std::string tex_prose(const std::string& text);
+
+// LaTeX with a break allowed after each escaped underscore, so that an id
+// such as grad\_scaled\_scores can end a line of a narrow column.
+std::string tex_break_underscores(const std::string& latex);
 
 // A number as a table writes it, in math: "−0.5" → "$-0.5$", "−∞" → "$-\infty$".
 std::string tex_number(const std::string& text);

@@ -339,8 +339,8 @@ TEST_CASE("bad input to check is exit 2 with the one-line error", "[cli][check][
     require_input_error(run_qkv({"check", "illustrated", "--answers", "no-such-file.yaml"}),
                         "no-such-file.yaml: no such answer file");
     require_input_error(run_qkv({"check", "-", "--answers", "-"}), "cannot both be read from standard input");
-    require_input_error(run_qkv({"check", "illustrated", "--answers", "-", "-f", "latex"}, k_illustrated_answers),
-                        "--format latex is not available for check");
+    require_input_error(run_qkv({"check", "illustrated", "--answers", "-", "-f", "svg"}, k_illustrated_answers),
+                        "--format svg is not available for check");
     require_input_error(run_qkv({"check"}), "file is required");
     require_input_error(run_qkv({"check", "illustrated", "--answers", "-"}, "answers: [[1, 2]\n"), "<stdin>:");
 }

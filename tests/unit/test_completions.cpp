@@ -106,6 +106,14 @@ TEST_CASE("bash completes step ids, formats, example and lesson names", "[comple
     CHECK(bash_complete("qkv run -f la") == std::vector<std::string>{"latex"});
     CHECK(bash_complete("qkv bench --format ") == std::vector<std::string>{"text", "json"});
     CHECK(bash_complete("qkv worksheet masked -f ") == std::vector<std::string>{"markdown", "latex", "html", "yaml"});
+    // explain, check and lesson write LaTeX too, and take --standalone with it
+    CHECK(bash_complete("qkv explain masked -f la") == std::vector<std::string>{"latex"});
+    CHECK(bash_complete("qkv check masked -f la") == std::vector<std::string>{"latex"});
+    CHECK(bash_complete("qkv lesson 1 -f ") == std::vector<std::string>{"text", "markdown", "latex", "html"});
+    for (const std::string command : {"explain", "check", "lesson"}) {
+        CAPTURE(command);
+        CHECK(bash_complete("qkv " + command + " --stand") == std::vector<std::string>{"--standalone"});
+    }
     CHECK(bash_complete("qkv run --dec") == std::vector<std::string>{"--decode"});
     CHECK(bash_complete("qkv init --scale ") == std::vector<std::string>{"sqrt_dk", "none"});
     CHECK(bash_complete("qkv init --mask c") == std::vector<std::string>{"causal"});
@@ -172,6 +180,6 @@ TEST_CASE("the zsh completion parses and fish's completes subcommands and option
     CHECK(fish.out.find("explain\t") != std::string::npos);
     CHECK(fish.out.find("--decode\t") != std::string::npos);
     CHECK(fish.out.find("json\t") != std::string::npos);
-    CHECK(fish.out.find("latex") == std::string::npos);
+    CHECK(fish.out.find("latex\t") == std::string::npos);
     CHECK(fish.out.find("scores,weights\t") != std::string::npos);
 }

@@ -439,12 +439,12 @@ TEST_CASE("qkv explain prints each cell's working and exits 2 on a bad cell", "[
     qkv::test::require_input_error(run_qkv({"explain", "illustrated", "scorez[1,2]"}), "unknown step \"scorez\"");
     qkv::test::require_input_error(run_qkv({"explain", "illustrated"}), "");
     qkv::test::require_input_error(run_qkv({"explain", "illustrated", "scores[1,2]", "-f", "svg"}),
-                                   "explain writes text, markdown, json or html");
-    // its help offers those formats only, and none of the options of the others
+                                   "explain writes text, markdown, latex, json or html");
+    // its help offers those formats only, and none of the options of the others (--standalone is LaTeX's)
     const auto help = run_qkv({"explain", "--help"});
-    CHECK(help.out.find("FORMAT:{text,markdown,json,html}") != std::string::npos);
+    CHECK(help.out.find("FORMAT:{text,markdown,latex,json,html}") != std::string::npos);
     CHECK(help.out.find("--dark") == std::string::npos);
-    CHECK(help.out.find("--standalone") == std::string::npos);
+    CHECK(help.out.find("--standalone") != std::string::npos);
     qkv::test::require_input_error(run_qkv({"explain", "illustrated", "scores[1,2]", "--dark"}), "--dark");
 
     const auto ascii = run_qkv({"explain", "masked", "weights[2]", "--ascii"});

@@ -170,7 +170,7 @@ TEST_CASE("an unknown lesson is a usage error that lists the lessons", "[lesson]
         CHECK(result.err.find("did you mean masking?") != std::string::npos);
     }
     SECTION("a format a lesson cannot be written in") {
-        require_input_error(run_qkv({"lesson", "1", "--format", "csv"}), "a lesson is played as text or written as markdown or html, not csv");
+        require_input_error(run_qkv({"lesson", "1", "--format", "csv"}), "a lesson is played as text or written as markdown, latex or html, not csv");
     }
     SECTION("an unknown step id in --steps") {
         require_input_error(run_qkv({"lesson", "1", "--steps", "scores,wieghts"}), "--steps: unknown step id \"wieghts\"");
