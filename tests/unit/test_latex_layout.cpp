@@ -198,6 +198,7 @@ TEST_CASE("LaTeX tables as floats with --float: a caption, and a label to refer 
                    "\\operatorname{softmax}(S'_{2})$}\\label{ex:two:weights:head2}") != std::string::npos);
     CHECK(out.find("\\label{ex:two:output}") != std::string::npos);
     CHECK(run_ok({"run", "two-heads", "-f", "latex", "--float"}).find("\\label{qkv:inputs}") != std::string::npos);
+    qkv::test::check_golden("two-heads.float.tex", out);
 
     // referred to from the text, listed in a list of tables, with hyperref too, in two columns
     TempDir dir;
