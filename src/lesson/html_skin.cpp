@@ -17,41 +17,9 @@ namespace {
 // Prose with its filled-in values in <strong> and its `code spans` in <code>,
 // everything else escaped. A value's spaces do not break (&#160;, which XML reads too), as on the terminal.
 std::string inline_html(const std::string& marked) {
-    std::string out;
-    std::string run;   // plain text not yet escaped
-    bool in_code = false;
-    const auto flush = [&]() {
-        out += xml_escape(run);
-        run.clear();
-    };
-    for (const char c : marked) {
-        switch (c) {
-            case k_value_start:
-                flush();
-                out += "<strong>";
-                break;
-            case k_value_end:
-                flush();
-                out += "</strong>";
-                break;
-            case k_value_space:
-                flush();
-                out += "&#160;";
-                break;
-            case '`':
-                flush();
-                out += in_code ? "</code>" : "<code>";
-                in_code = !in_code;
-                break;
-            default:
-                run += c;
-        }
-    }
-    flush();
-    if (in_code) {
-        out += "</code>";   // an unclosed span ends with its paragraph
-    }
-    return out;
+    const auto escape = [](const std::string& text) { return xml_escape(text); };
+    return styled_inline(marked, {escape, escape, "<strong>", "</strong>", "<code>", "</code>",
+                                  [](const std::string&) { return std::string("&#160;"); }});
 }
 
 class HtmlLessonWriter : public LessonWriter {

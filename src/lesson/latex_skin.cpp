@@ -30,42 +30,12 @@ std::string code_latex(const std::string& code) {
 // Prose with its filled-in values in bold (their spaces unbreakable but
 // after a comma) and its `code spans` in typewriter, everything else escaped.
 std::string inline_latex(const std::string& marked) {
-    std::string out;
-    std::string run;  // text not yet escaped
-    bool in_code = false;
-    const auto flush = [&]() {
-        out += in_code ? code_latex(run) : tex_break_underscores(tex_prose(run));
-        run.clear();
-    };
-    for (const char c : marked) {
-        switch (c) {
-            case k_value_start:
-                flush();
-                out += "\\textbf{";
-                break;
-            case k_value_end:
-                flush();
-                out += "}";
-                break;
-            case k_value_space:
-                // a vector may break after its commas; "4 × 2" stays whole
-                flush();
-                out += !out.empty() && out.back() == ',' ? " " : "~";
-                break;
-            case '`':
-                flush();
-                out += in_code ? "}" : "\\texttt{";
-                in_code = !in_code;
-                break;
-            default:
-                run += c;
-        }
-    }
-    flush();
-    if (in_code) {
-        out += "}";  // an unclosed span ends with its paragraph
-    }
-    return out;
+    return styled_inline(marked, {[](const std::string& text) { return tex_break_underscores(tex_prose(text)); },
+                                  code_latex, "\\textbf{", "}", "\\texttt{", "}",
+                                  // a vector may break after its commas; "4 × 2" stays whole
+                                  [](const std::string& written) {
+                                      return std::string(!written.empty() && written.back() == ',' ? " " : "~");
+                                  }});
 }
 
 class LatexLessonWriter : public LessonWriter {

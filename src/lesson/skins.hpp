@@ -3,6 +3,7 @@
 
 #include "lesson/writer.hpp"
 
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -27,6 +28,19 @@ inline constexpr char k_value_end = '\x02';
 inline constexpr char k_value_space = '\x03';  // a space inside a value, where no line may break
 std::string marked_text(const std::vector<Piece>& pieces);
 std::string unmarked(const std::string& text);
+
+// How a skin writes marked narration: the runs of plain prose and of `code
+// spans` each through its own escaping, and what stands for the marks. A
+// space inside a value is given what is written so far (LaTeX lets a line
+// break after a comma in a vector).
+struct InlineStyle {
+    std::function<std::string(const std::string&)> prose;
+    std::function<std::string(const std::string&)> code;
+    std::string value_start, value_end, code_start, code_end;
+    std::function<std::string(const std::string& written)> value_space;
+};
+// Marked narration in a skin's style; a code span left open ends with it.
+std::string styled_inline(const std::string& marked, const InlineStyle& style);
 
 // Splits at blank lines, joins the lines of each paragraph with spaces; a line
 // starting with "- " begins a paragraph of its own (a list item).

@@ -69,6 +69,41 @@ std::string unmarked(const std::string& text) {
     return plain;
 }
 
+std::string styled_inline(const std::string& marked, const InlineStyle& style) {
+    std::string out;
+    std::string run;  // text not yet escaped
+    bool in_code = false;
+    const auto flush = [&]() {
+        out += in_code ? style.code(run) : style.prose(run);
+        run.clear();
+    };
+    for (const char c : marked) {
+        switch (c) {
+            case k_value_start:
+                flush();
+                out += style.value_start;
+                break;
+            case k_value_end:
+                flush();
+                out += style.value_end;
+                break;
+            case k_value_space:
+                flush();
+                out += style.value_space(out);
+                break;
+            case '`':
+                flush();
+                out += in_code ? style.code_end : style.code_start;
+                in_code = !in_code;
+                break;
+            default:
+                run += c;
+        }
+    }
+    flush();
+    return in_code ? out + style.code_end : out;
+}
+
 std::vector<std::string> paragraphs_of(const std::string& text) {
     std::vector<std::string> paragraphs;
     std::istringstream lines(text);

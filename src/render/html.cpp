@@ -18,11 +18,17 @@
 
 namespace qkv {
 
-namespace {
+Rgb parse_hex(const std::string& hex) {
+    unsigned r = 0;
+    unsigned g = 0;
+    unsigned b = 0;
+    if (hex.size() != 7 || std::sscanf(hex.c_str(), "#%02x%02x%02x", &r, &g, &b) != 3) {
+        return {0, 0, 0};
+    }
+    return {static_cast<double>(r), static_cast<double>(g), static_cast<double>(b)};
+}
 
-struct Rgb {
-    double r, g, b;
-};
+namespace {
 
 // ColorBrewer's Blues, light to dark.
 constexpr Rgb k_ramp[] = {
@@ -58,16 +64,6 @@ std::string interpolate(const Rgb (&stops)[N], double t) {
 // black or white on a shade: one of the two is at least 4.58:1 on any colour
 constexpr char k_dark_text[] = "#000000";
 constexpr char k_light_text[] = "#ffffff";
-
-Rgb parse_hex(const std::string& hex) {
-    unsigned r = 0;
-    unsigned g = 0;
-    unsigned b = 0;
-    if (hex.size() != 7 || std::sscanf(hex.c_str(), "#%02x%02x%02x", &r, &g, &b) != 3) {
-        return {0, 0, 0};
-    }
-    return {static_cast<double>(r), static_cast<double>(g), static_cast<double>(b)};
-}
 
 // WCAG 2's relative luminance.
 double luminance(const Rgb& c) {

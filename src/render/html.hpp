@@ -23,6 +23,13 @@ namespace qkv {
 // than tab and line break (not allowed in XML 1.0) as spaces.
 std::string xml_escape(std::string_view text);
 
+// A colour's channels, 0 … 255.
+struct Rgb {
+    double r, g, b;
+};
+// The channels of "#rrggbb"; black for anything else.
+Rgb parse_hex(const std::string& hex);
+
 // The sequential blue scale of the SVG heatmaps, light (t = 0) to dark (t = 1),
 // as "#rrggbb"; t is clamped to [0, 1]. The colour-blind-safe ramp of ColorBrewer's Blues.
 std::string ramp_colour(double t);

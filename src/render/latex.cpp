@@ -654,12 +654,9 @@ constexpr std::size_t k_block_rows = 20;
 
 // "#rrggbb" as colortbl's rgb model wants it: "0.871,0.922,0.969".
 std::string tex_rgb(const std::string& hex) {
-    std::string rgb;
-    for (std::size_t at = 1; at + 1 < hex.size(); at += 2) {
-        char part[16];
-        std::snprintf(part, sizeof part, "%.3f", std::stoi(hex.substr(at, 2), nullptr, 16) / 255.0);
-        rgb += (rgb.empty() ? "" : ",") + std::string(part);
-    }
+    const Rgb colour = parse_hex(hex);
+    char rgb[64];
+    std::snprintf(rgb, sizeof rgb, "%.3f,%.3f,%.3f", colour.r / 255.0, colour.g / 255.0, colour.b / 255.0);
     return rgb;
 }
 
@@ -986,10 +983,8 @@ void render_latex(const Trace& trace, const RenderOptions& options, std::ostream
         LatexTableStyle style;
         if (step->id == StepId::weights) {
             style.shade_weights = true;
-            const auto masked = std::find_if(trace.steps.begin(), trace.steps.end(), [step](const Step& other) {
-                return other.id == StepId::masked_scores && other.head == step->head;
-            });
-            const bool found = masked != trace.steps.end() && masked->values.n_rows == step->values.n_rows &&
+            const Step* masked = trace.find(StepId::masked_scores, step->head);
+            const bool found = masked != nullptr && masked->values.n_rows == step->values.n_rows &&
                                masked->values.n_cols == step->values.n_cols;
             style.blocked_by = found ? &masked->values : nullptr;
         }

@@ -167,4 +167,14 @@ private:
     std::filesystem::path m_path;
 };
 
+// The answers of the check command in man/qkv.1, for the illustrated
+// article: keys and scores right, weights[1,1] wrong (0.0634 rounds to 0.1),
+// output row 1 following from the weights (error carried forward).
+inline constexpr const char* k_illustrated_answers = R"(answers:
+  keys:    [[0, 1, 1], [4, 4, 0], [2, 3, 1]]
+  scores:  [[2, 4, 4], [4, 16, 12], [4, 12, 10]]
+  weights: [[0.0, 0.5, 0.5], [0.0, 1.0, 0.0], [0.0, 0.9, 0.1]]   # 0.0634 rounds to 0.1: the first cell is wrong
+  output:  [[2.0, 7.0, 1.5], ~, ~]   # ~ = not answered; row 1 follows from the weights above: consistent
+)";
+
 }  // namespace qkv::test

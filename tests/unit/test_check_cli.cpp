@@ -15,17 +15,10 @@
 using qkv::test::check_golden;
 using qkv::test::CliRun;
 using qkv::test::require_input_error;
+using qkv::test::k_illustrated_answers;
 using qkv::test::run_qkv;
 
 namespace {
-
-// The the check command in man/qkv.1 answers for the illustrated article.
-const char* const k_illustrated_answers = R"(answers:
-  keys:    [[0, 1, 1], [4, 4, 0], [2, 3, 1]]
-  scores:  [[2, 4, 4], [4, 16, 12], [4, 12, 10]]
-  weights: [[0.0, 0.5, 0.5], [0.0, 1.0, 0.0], [0.0, 0.9, 0.1]]   # 0.0634 rounds to 0.1: the first cell is wrong
-  output:  [[2.0, 7.0, 1.5], ~, ~]   # ~ = not answered; row 1 follows from the weights above: consistent
-)";
 
 // Runs qkv from the repository's root, so that paths in reports read as a user types them.
 qkv::test::CliResult run_in_repo(const std::vector<std::string>& args, const std::string& input = "") {

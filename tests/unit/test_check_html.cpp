@@ -10,20 +10,11 @@ using qkv::test::check_golden;
 using qkv::test::require_html_parses;
 using qkv::test::require_self_contained_page;
 using qkv::test::CliRun;
+using qkv::test::k_illustrated_answers;
 using qkv::test::run_qkv;
 using qkv::test::count_of;
 
 namespace {
-
-// The illustrated article's answers of the check command in man/qkv.1 (as in
-// test_check_cli.cpp): weights[1,1] is wrong (0.0634 rounds to 0.1), row 1 of
-// the output follows from it.
-const char* const k_illustrated_answers = R"(answers:
-  keys:    [[0, 1, 1], [4, 4, 0], [2, 3, 1]]
-  scores:  [[2, 4, 4], [4, 16, 12], [4, 12, 10]]
-  weights: [[0.0, 0.5, 0.5], [0.0, 1.0, 0.0], [0.0, 0.9, 0.1]]
-  output:  [[2.0, 7.0, 1.5], ~, ~]
-)";
 
 qkv::test::CliResult run_in_repo(const std::vector<std::string>& args) {
     CliRun run;

@@ -17,6 +17,7 @@
 namespace {
 
 using qkv::test::CliRun;
+using qkv::test::k_illustrated_answers;
 using qkv::test::run_qkv;
 using qkv::test::TempDir;
 
@@ -24,14 +25,6 @@ const char* const k_model = "examples/homework/three-words/model.yaml";
 // scaling forgotten: 9 wrong scaled scores (3 told in words, "… and 6 more"),
 // weights and outputs that follow from them
 const char* const k_no_scaling = "examples/homework/three-words/mistake-no-scaling.yaml";
-
-// The illustrated article's answers: right keys and scores, a wrong weight, an output row that follows from it.
-const char* const k_illustrated_answers = R"(answers:
-  keys:    [[0, 1, 1], [4, 4, 0], [2, 3, 1]]
-  scores:  [[2, 4, 4], [4, 16, 12], [4, 12, 10]]
-  weights: [[0.0, 0.5, 0.5], [0.0, 1.0, 0.0], [0.0, 0.9, 0.1]]
-  output:  [[2.0, 7.0, 1.5], ~, ~]
-)";
 
 // qkv ARGS from the repository's root (paths in reports read as typed),
 // which must exit with `status` and write nothing to stderr: its stdout.
