@@ -242,6 +242,13 @@ std::string html_formula(const std::string& formula) {
             ++end;
         }
         out += xml_escape(formula.substr(at, sub - at)) + "<sub>" + formula.substr(sub + 1, end - sub - 1) + "</sub>";
+        // a head index after the subscript, W_Q^(3), as a superscript
+        const std::size_t close = formula.compare(end, 2, "^(") == 0 ? formula.find(')', end) : std::string::npos;
+        if (close != std::string::npos &&
+            std::all_of(formula.begin() + static_cast<long>(end) + 2, formula.begin() + static_cast<long>(close), is_name)) {
+            out += "<sup>" + formula.substr(end + 1, close - end) + "</sup>";
+            end = close + 1;
+        }
         at = end;
     }
     return out;

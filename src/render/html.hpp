@@ -52,7 +52,8 @@ void html_end(std::ostream& out);
 
 // A formula as qkv writes it in text ("Q = X·W_Q", "S = Q_rot·K_rotᵀ"),
 // escaped, each "_" and the letters and digits after it as a subscript:
-// Q = X·W<sub>Q</sub>.
+// Q = X·W<sub>Q</sub>, and a head index after it as a superscript:
+// W_Q^(3) is W<sub>Q</sub><sup>(3)</sup>.
 std::string html_formula(const std::string& formula);
 
 // Paragraphs of prose (a blank line between them) as <p> elements.

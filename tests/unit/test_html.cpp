@@ -151,6 +151,11 @@ TEST_CASE("a formula's subscripts are written as subscripts", "[html]") {
     CHECK(qkv::html_formula("S' = S / √d_k") == "S&apos; = S / √d<sub>k</sub>");
     CHECK(qkv::html_formula("A_ < B _x") == "A_ &lt; B _x");
     CHECK(qkv::html_formula("dX = dQ·W_Qᵀ") == "dX = dQ·W<sub>Q</sub>ᵀ");
+    // a head index after a subscript is a superscript; a caret elsewhere stays text
+    CHECK(qkv::html_formula("Q_3 = X·W_Q^(3)") == "Q<sub>3</sub> = X·W<sub>Q</sub><sup>(3)</sup>");
+    CHECK(qkv::html_formula("S_3 = Q_rot^(3)·K_rot^(2)ᵀ") ==
+          "S<sub>3</sub> = Q<sub>rot</sub><sup>(3)</sup>·K<sub>rot</sub><sup>(2)</sup>ᵀ");
+    CHECK(qkv::html_formula("W_Q^(x y) and a^(2)") == "W<sub>Q</sub>^(x y) and a^(2)");
 }
 
 TEST_CASE("explain and run --decode write HTML pages too", "[html][cli]") {
