@@ -105,7 +105,7 @@ _qkv() {
             --max-memory --allow-any-path -h --help' ;;
         init) options='--tokens --d-model --d-k --d-v --heads --seed --student --max-int --negative --mask --bias --scale
             -o --output --force -h --help' ;;
-        bench) options='--tokens --d-model --heads --kv-heads --window --rope --backward --repeat --threads -f --format -h --help' ;;
+        bench) options='--tokens --d-model --heads --kv-heads --window --rope --backward --repeat --threads --max-memory -f --format -h --help' ;;
         examples) options='-h --help' ;;
         *) return 0 ;;
     esac

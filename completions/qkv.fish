@@ -102,4 +102,5 @@ complete -c qkv -n "__fish_seen_subcommand_from bench" -l rope -d 'Rotate querie
 complete -c qkv -n "__fish_seen_subcommand_from bench" -l backward -d 'Time the backward pass too'
 complete -c qkv -n "__fish_seen_subcommand_from bench" -l repeat -x -d 'Timed runs, after one warm-up'
 complete -c qkv -n "__fish_seen_subcommand_from bench" -l threads -x -d 'Threads sharing every step'
+complete -c qkv -n "__fish_seen_subcommand_from bench" -l max-memory -x -d 'Memory limit for the benchmark'
 complete -c qkv -n "__fish_seen_subcommand_from bench" -s f -l format -x -a 'text json' -d 'Output format'

@@ -381,6 +381,9 @@ Trace compute(const Model& model, const ComputeOptions& options) {
     // The steps in the order of the step table (attention/steps.hpp); each is
     // computed from the steps it reads and dropped after the last one that reads it.
     const std::vector<StepKey> sequence = step_sequence(model);
+    // room for every step at once: a Step is copied, not moved, when the
+    // vector grows (arma::mat's move may throw), n × m matrices and all
+    trace.steps.reserve(sequence.size());
     std::map<StepKey, std::size_t> last_read;
     for (std::size_t k = 0; k < sequence.size(); ++k) {
         for (const StepKey& input : step_inputs(model, sequence[k])) {

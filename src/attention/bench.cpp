@@ -99,10 +99,22 @@ struct Timings {
 
 }  // namespace
 
-double bench_bytes(const BenchSpec& spec) {
-    const auto n = static_cast<double>(spec.tokens);
-    const auto d_model = static_cast<double>(spec.d_model);
-    return 8.0 * (6.0 * n * d_model + 4.0 * d_model * d_model);
+std::uint64_t bench_bytes(const BenchSpec& spec) {
+    MemoryShape shape;
+    shape.n = spec.tokens;
+    shape.m = spec.tokens;
+    shape.d_model = spec.d_model;
+    shape.heads = spec.heads;
+    shape.kv_heads = spec.kv_head_count();
+    shape.d_k = spec.d_model / std::max<arma::uword>(spec.heads, 1);
+    shape.d_v = shape.d_k;
+    shape.d_out = spec.d_model;
+    shape.rope = spec.rope;
+    shape.window = spec.window;
+    shape.backward = spec.backward;
+    shape.threads = spec.threads;
+    // nothing kept but the output; the backward's dO besides
+    return estimate_memory(shape, 0, 0) + (spec.backward ? 8 * spec.tokens * spec.d_model : 0);
 }
 
 BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int done)>& progress) {

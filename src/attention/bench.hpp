@@ -42,9 +42,9 @@ struct BenchResult {
     std::string softmax_isa;    // the instructions of the softmax's exp: "AVX-512", "AVX2" or "scalar"
 };
 
-// Bytes of the matrices a benchmark of this size holds: X, the weights, Q, K,
-// V, the concatenation and the output, in doubles.
-double bench_bytes(const BenchSpec& spec);
+// Bytes a benchmark of this size is estimated to need (estimate_memory),
+// held against --max-memory.
+std::uint64_t bench_bytes(const BenchSpec& spec);
 
 // One warm-up run, then spec.repeat timed ones. `progress` is called with 0
 // when the timed runs start and with the number done after each one. Throws

@@ -253,7 +253,7 @@ public:
     }
 
     // One key/value head g (0-based).
-    void prepare(arma::uword g, Scratch& scratch) const noexcept {
+    void prepare(arma::uword g, Scratch& scratch) const {
         const arma::uword d_k = m_weights.d_k;
         const arma::uword d_v = m_weights.d_v;
         double* K_g = m_K + g * d_k * m_m;
@@ -269,7 +269,7 @@ public:
     }
 
     // One (query head, block of query rows).
-    void work(arma::uword item, Scratch& scratch) const noexcept {
+    void work(arma::uword item, Scratch& scratch) const {
         run_item(item / m_blocks, item % m_blocks, scratch);
     }
 
@@ -808,15 +808,36 @@ EngineResult run_engine(const EngineRequest& request) {
     return result;
 }
 
+MemoryShape memory_shape(const Model& model) {
+    MemoryShape shape;
+    shape.n = model.n();
+    shape.m = model.m();
+    shape.d_model = model.d_model();
+    shape.heads = model.n_heads();
+    shape.kv_heads = model.n_kv_heads();
+    shape.d_k = model.d_k();
+    shape.d_v = model.d_v();
+    shape.d_out = model.d_out();
+    shape.rope = model.rope.has_value();
+    shape.window = model.mask_kind == MaskKind::window ? model.window : 0;
+    shape.backward = model.backward();
+    return shape;
+}
+
 std::uint64_t estimate_memory(const Model& model, std::uint64_t square_steps, std::uint64_t kept_heads) {
-    const std::uint64_t n = model.n();
-    const std::uint64_t m = model.m();
-    const std::uint64_t d_model = model.d_model();
-    const std::uint64_t heads = model.n_heads();
-    const std::uint64_t kv_heads = model.n_kv_heads();
-    const std::uint64_t d_k = model.d_k();
-    const std::uint64_t d_v = model.d_v();
-    const std::uint64_t rope = model.rope ? 1 : 0;
+    return estimate_memory(memory_shape(model), square_steps, kept_heads);
+}
+
+std::uint64_t estimate_memory(const MemoryShape& shape, std::uint64_t square_steps, std::uint64_t kept_heads) {
+    const std::uint64_t n = shape.n;
+    const std::uint64_t m = shape.m;
+    const std::uint64_t d_model = shape.d_model;
+    const std::uint64_t heads = shape.heads;
+    const std::uint64_t kv_heads = shape.kv_heads;
+    const std::uint64_t d_k = shape.d_k;
+    const std::uint64_t d_v = shape.d_v;
+    const std::uint64_t d_out = shape.d_out;
+    const std::uint64_t rope = shape.rope ? 1 : 0;
     kept_heads = std::min(kept_heads, heads);
     const std::uint64_t kept_kv_heads = std::min(kept_heads, kv_heads);
     // Everything the trace keeps, in doubles: inputs (with positions and context),
@@ -825,26 +846,26 @@ std::uint64_t estimate_memory(const Model& model, std::uint64_t square_steps, st
     // head output and kept n × m matrices, per kept key/value head its K (and
     // rotated K) and V.
     const std::uint64_t inputs = 3 * n * d_model + m * d_model;
-    const std::uint64_t weights = d_model * (heads * d_k + kv_heads * (d_k + d_v)) + heads * d_v * model.d_out();
+    const std::uint64_t weights = d_model * (heads * d_k + kv_heads * (d_k + d_v)) + heads * d_v * d_out;
     const std::uint64_t projections = n * heads * d_k + 2 * m * kv_heads * (d_k + d_v) + rope * std::max(n, m) * d_k;
     const std::uint64_t per_kept_head = n * d_k * (1 + rope) + n * d_v + square_steps * n * m;
     const std::uint64_t per_kept_kv_head = m * d_k * (1 + rope) + m * d_v;
-    // a few blocks of query rows against every key they may see, while the
-    // heads are worked on: with a sliding window, the W keys before a block and
-    // the block's own
-    const std::uint64_t rows = std::min<std::uint64_t>(n, k_max_block_rows);
+    // each worker's block of query rows against every key they may see (with
+    // a sliding window, the W keys before the block and the block's own), and
+    // the block's output and packed queries
+    const std::uint64_t rows = block_rows(n, m);
     const std::uint64_t keys =
-        model.mask_kind == MaskKind::window ? std::min<std::uint64_t>(m, rows + model.window + kernels::k_key_panel)
-                                            : m;
-    const std::uint64_t scratch = 8 * rows * keys;
-    const std::uint64_t outputs = n * heads * d_v + n * model.d_out();
+        shape.window > 0 ? std::min<std::uint64_t>(m, rows + shape.window + kernels::k_key_panel) : m;
+    const auto workers = static_cast<std::uint64_t>(shape.threads > 0 ? shape.threads : default_threads());
+    const std::uint64_t scratch = workers * rows * (keys + d_k + d_v + 3);
+    const std::uint64_t outputs = n * heads * d_v + n * d_out;
     // the backward pass (engine_backward.cpp): dO and dConcat, [dQ dK dV] with
     // each query head's own dK and dV, the weights' gradients, dX and dC, and per
     // thread two more scratch blocks
     const std::uint64_t backward =
-        model.backward() ? n * model.d_out() + n * heads * d_v + n * heads * d_k + 2 * m * heads * (d_k + d_v) +
-                               weights + (n + m) * d_model + 2 * scratch
-                         : 0;
+        shape.backward ? n * d_out + n * heads * d_v + n * heads * d_k + 2 * m * heads * (d_k + d_v) + weights +
+                             (n + m) * d_model + 2 * scratch
+                       : 0;
     return 8 * (inputs + weights + projections + kept_heads * per_kept_head + kept_kv_heads * per_kept_kv_head +
                 scratch + outputs + backward);
 }

@@ -198,6 +198,24 @@ EngineResult run_engine(const EngineRequest& request);
 std::uint64_t estimate_memory(const Model& model, std::uint64_t square_steps = 6,
                               std::uint64_t kept_heads = UINT64_MAX);
 
+// The sizes the estimate reads, for a computation that has no Model (qkv bench).
+struct MemoryShape {
+    std::uint64_t n = 0;        // query rows
+    std::uint64_t m = 0;        // key and value rows
+    std::uint64_t d_model = 0;
+    std::uint64_t heads = 1;
+    std::uint64_t kv_heads = 1;
+    std::uint64_t d_k = 0;
+    std::uint64_t d_v = 0;
+    std::uint64_t d_out = 0;
+    bool rope = false;
+    std::uint64_t window = 0;   // a sliding window of W keys; 0 = none
+    bool backward = false;
+    int threads = 0;            // workers, each with its block; 0 = default_threads()
+};
+MemoryShape memory_shape(const Model& model);
+std::uint64_t estimate_memory(const MemoryShape& shape, std::uint64_t square_steps, std::uint64_t kept_heads);
+
 // ── the BLAS the engine calls (blas.cpp) ────────────────────────────────────
 
 // Its name, as `qkv --version` shows it ("none" without BLAS), with
@@ -207,7 +225,30 @@ std::string blas_name();
 int blas_threads();
 // Sets the threads BLAS uses (no effect without BLAS).
 void set_blas_threads(int threads);
-// The default number of worker threads: BLAS's, or the number of CPUs without BLAS.
+// The default number of worker threads: QKV_THREADS when it is a positive
+// number, else the CPUs qkv may run on.
 int default_threads();
+
+// Called first by main(). OpenBLAS built with its own threads starts one per
+// CPU as it is loaded, each mapping a 128 MiB work buffer; qkv never gives
+// them work (it calls BLAS single-threaded inside its own threads), and under
+// an address-space limit they wait for their buffer forever. So qkv starts
+// itself again (exec) with OPENBLAS_NUM_THREADS=1, keeping the user's value
+// in QKV_THREADS. Without /proc it carries on as it is.
+void use_single_threaded_blas(char** argv);
+
+// Bytes the process may still map before it reaches its address-space or
+// data limit (ulimit -v, ulimit -d); UINT64_MAX when it has neither.
+std::uint64_t memory_room();
+
+// Under such a limit: throws InputError (out of memory) unless BLAS has room
+// for its work buffer, and has BLAS map it now, so that no product later waits
+// forever for one. Does nothing without a limit.
+void reserve_blas_buffer();
+
+// How many of `threads` (at least 1) can run side by side under the memory
+// limit, each beyond the first mapping a BLAS buffer and a stack and using
+// `per_thread` more bytes; `threads` itself without a limit.
+int threads_within_limit(int threads, std::uint64_t per_thread);
 
 }  // namespace qkv

@@ -12,6 +12,9 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <exception>
+#include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -33,23 +36,46 @@ void copy_transposed(const double* src, arma::uword m, arma::uword rows, double*
 
 // Calls work(item, worker) for items 0 … count−1 on `workers` threads (this
 // one and workers − 1 more); each thread takes the next item until none is left.
-// `work` must not throw.
+// Under a memory limit, only as many threads as have room for their stacks
+// and BLAS buffers (threads_within_limit); when no more threads can be
+// started, those that did share the work. The
+// first exception a call of `work` throws stops the others taking new items
+// and is thrown again here once they have finished.
 template <class Work>
 void parallel_for(int workers, arma::uword count, const Work& work) {
     workers = static_cast<int>(std::min<arma::uword>(std::max(workers, 1), std::max<arma::uword>(count, 1)));
+    workers = threads_within_limit(workers, 0);
     std::atomic<arma::uword> next{0};
-    const auto run = [&next, count, &work](int worker) {
-        for (arma::uword item = next++; item < count; item = next++) {
-            work(item, worker);
+    std::mutex failed;
+    std::exception_ptr failure;
+    const auto run = [&](int worker) {
+        try {
+            for (arma::uword item = next++; item < count; item = next++) {
+                work(item, worker);
+            }
+        } catch (...) {
+            const std::lock_guard<std::mutex> lock(failed);
+            if (!failure) {
+                failure = std::current_exception();
+            }
+            next = count;
         }
     };
     std::vector<std::thread> pool;
+    pool.reserve(static_cast<std::size_t>(workers - 1));
     for (int w = 1; w < workers; ++w) {
-        pool.emplace_back(run, w);
+        try {
+            pool.emplace_back(run, w);
+        } catch (const std::system_error&) {
+            break;  // no memory or no thread left for another one
+        }
     }
     run(0);
     for (auto& thread : pool) {
         thread.join();
+    }
+    if (failure) {
+        std::rethrow_exception(failure);
     }
 }
 

@@ -1,6 +1,8 @@
 // qkv bench: times each step of attention on random float64 data of a given
 // size, on the path `qkv run` takes for large inputs (attention/bench.hpp).
 #include "attention/bench.hpp"
+#include "attention/engine.hpp"
+#include "io/yaml_util.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/output.hpp"
@@ -157,9 +159,11 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& options) {
     command->add_option("--repeat", options.repeat, "Timed runs, after one warm-up (default 10)")
         ->check(whole_number(1, 100000))
         ->type_name("R");
-    command->add_option("--threads", options.threads, "Threads sharing every step (default: as many as BLAS uses)")
+    command->add_option("--threads", options.threads, "Threads sharing every step (default: QKV_THREADS, or the CPUs)")
         ->check(whole_number(1, 256))
         ->type_name("T");
+    command->add_option("--max-memory", options.max_memory, "Memory limit for the benchmark (default 4GiB)")
+        ->type_name("SIZE");
     command
         ->add_option("-f,--format", options.format,
                      "Output format: " + join_list(format_names(k_bench_formats), " or "))
@@ -196,11 +200,17 @@ int run_bench(const BenchOptions& options) {
                                          std::to_string(spec.d_model / spec.heads),
                                      "RoPE turns the elements of each query and key in pairs"));
     }
-    const double bytes = bench_bytes(spec);
-    if (bytes > 4.0 * (1ULL << 30)) {
-        throw InputError(usage_error("this size needs about " + fixed(bytes / (1ULL << 30), 1) +
-                                         " GiB; the limit is 4 GiB",
-                                     "use fewer tokens or a smaller --d-model"));
+    const std::uint64_t limit = memory_limit(options.max_memory);
+    const std::uint64_t bytes = bench_bytes(spec);
+    if (bytes > limit) {
+        throw InputError(usage_error("this size needs about " + size_text(bytes) + "; the limit is " +
+                                         size_text(limit),
+                                     "use fewer tokens or a smaller --d-model, or raise the limit with --max-memory"));
+    }
+    if (const std::uint64_t room = memory_room(); bytes > room) {
+        throw InputError(usage_error("this size needs about " + size_text(bytes) +
+                                         "; the memory limit of this process leaves " + size_text(room),
+                                     "use fewer tokens or a smaller --d-model, or raise the limit (ulimit -v)"));
     }
     Progress progress(options.repeat);
     const BenchResult result = run_benchmark(spec, [&progress](int done) { progress.done(done); });

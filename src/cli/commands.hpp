@@ -96,7 +96,8 @@ struct BenchOptions {
     bool rope = false;
     bool backward = false;
     int repeat = 10;
-    int threads = 0;       // 0 = as many as BLAS uses
+    int threads = 0;       // 0 = default_threads()
+    std::string max_memory = "4GiB";
     std::string format = "text";
 };
 CLI::App* setup_bench(CLI::App& app, BenchOptions& options);

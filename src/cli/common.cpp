@@ -215,14 +215,18 @@ void add_backward_option(CLI::App& command, CommonOptions& options) {
                      "Add the gradients; grad_output: ones unless the file gives it");
 }
 
-LoadOptions load_options(const CommonOptions& options) {
-    LoadOptions result;
-    auto bytes = parse_size(options.max_memory);
+std::uint64_t memory_limit(const std::string& max_memory) {
+    const auto bytes = parse_size(max_memory);
     if (!bytes) {
-        throw InputError(usage_error("--max-memory is \"" + options.max_memory + "\"; expected a size",
+        throw InputError(usage_error("--max-memory is \"" + max_memory + "\"; expected a size",
                                      "write e.g. --max-memory 8GiB or 512MiB"));
     }
-    result.max_memory = *bytes;
+    return *bytes;
+}
+
+LoadOptions load_options(const CommonOptions& options) {
+    LoadOptions result;
+    result.max_memory = memory_limit(options.max_memory);
     result.allow_any_path = options.allow_any_path;
     result.backward = options.backward;
     return result;

@@ -78,6 +78,8 @@ void add_float_options(CLI::App& command, CommonOptions& options);
 // Adds --backward (run, explain, check and worksheet).
 void add_backward_option(CLI::App& command, CommonOptions& options);
 
+// --max-memory's SIZE in bytes; a usage error when it is not a size.
+std::uint64_t memory_limit(const std::string& max_memory);
 LoadOptions load_options(const CommonOptions& options);
 
 // Reads FILE|NAME|- and validates it (throws InputError).

@@ -2,6 +2,7 @@
 // problem into the one-line error of the contract (exit 2).
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
+#include "attention/engine.hpp"
 #include "base/diagnostics.hpp"
 
 #include <iostream>
@@ -66,6 +67,8 @@ int main_with_errors(int argc, char** argv) {
         return 2;
     }
 
+    // every command below may call BLAS
+    reserve_blas_buffer();
     if (run->parsed()) {
         return run_run(run_options);
     }
@@ -99,6 +102,7 @@ int main_with_errors(int argc, char** argv) {
 }  // namespace qkv::cli
 
 int main(int argc, char** argv) {
+    qkv::use_single_threaded_blas(argv);
 #ifdef __GLIBC__
     // Keep glibc from raising its mmap threshold after the first large matrix
     // is freed: the n × d_model matrices would then come from the heap, and
@@ -115,7 +119,8 @@ int main(int argc, char** argv) {
         }
         return 2;
     } catch (const std::bad_alloc&) {
-        qkv::cli::print_error({"", 0, 0, "out of memory", "try a smaller example, or lower --max-memory's estimate"});
+        qkv::cli::print_error({"", 0, 0, "out of memory",
+                               "use fewer tokens or narrower weights, or raise the memory limit (ulimit -v)"});
         return 2;
     } catch (const std::exception& error) {
         qkv::cli::print_error({"", 0, 0, std::string("internal error: ") + error.what(),

@@ -259,6 +259,13 @@ void ModelLoader::check_memory(const Model& model) {
         m_yaml.error(root()["inputs"] ? root()["inputs"] : m_root, what,
                      "use fewer tokens or narrower weights, or raise the limit with --max-memory");
     }
+    // the process's own limit (ulimit -v, ulimit -d), with what it has mapped already
+    if (const std::uint64_t room = memory_room(); bytes > room) {
+        const std::string what = "the computation needs about " + size_text(bytes) +
+                                 "; the memory limit of this process leaves " + size_text(room);
+        m_yaml.error(root()["inputs"] ? root()["inputs"] : m_root, what,
+                     "use fewer tokens or narrower weights, or raise the limit (ulimit -v, ulimit -d)");
+    }
 }
 
 }  // namespace qkv::loading

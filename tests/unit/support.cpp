@@ -7,9 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -104,6 +106,9 @@ void exec_qkv(const std::vector<std::string>& args) {
     // not qkv_binary(): a forked child has no test to fail
     std::vector<std::string> storage{QKV_BINARY};
     storage.insert(storage.end(), args.begin(), args.end());
+    if (std::getenv("QKV_THREADS") == nullptr && std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
+        setenv("QKV_THREADS", "2", 1);  // see CliRun
+    }
     std::vector<char*> argv;
     for (auto& arg : storage) {
         argv.push_back(arg.data());
@@ -136,6 +141,12 @@ CliResult run_qkv(const CliRun& run) {
         for (const auto& [name, value] : run.env) {
             setenv(name.c_str(), value.c_str(), 1);
         }
+        if (run.address_limit > 0) {
+            const rlimit limit{run.address_limit, run.address_limit};
+            if (setrlimit(RLIMIT_AS, &limit) != 0) {
+                _exit(127);
+            }
+        }
         exec_qkv(run.args);
     }
     close(in_pipe[0]);
@@ -151,9 +162,14 @@ CliResult run_qkv(const CliRun& run) {
     CliResult result;
     int out_fd = out_pipe[0];
     int err_fd = err_pipe[0];
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(run.seconds);
     while (out_fd >= 0 || err_fd >= 0) {
         pollfd fds[3] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}, {in_pipe[1], POLLOUT, 0}};
-        if (poll(fds, 3, 60000) <= 0) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                                std::chrono::steady_clock::now());
+        if (left.count() <= 0 || poll(fds, 3, static_cast<int>(left.count())) <= 0) {
+            result.timed_out = true;
+            kill(pid, SIGKILL);
             break;
         }
         char buffer[65536];
@@ -185,9 +201,26 @@ CliResult run_qkv(const CliRun& run) {
             close(fd);
         }
     }
+    // it may still be running with its output closed
     int status = 0;
-    waitpid(pid, &status, 0);
+    rusage usage{};
+    while (wait4(pid, &status, WNOHANG, &usage) == 0) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            result.timed_out = true;
+            kill(pid, SIGKILL);
+            wait4(pid, &status, 0, &usage);
+            break;
+        }
+        usleep(2000);
+    }
     result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.peak_kib = static_cast<std::uint64_t>(usage.ru_maxrss);
+    std::string command = "qkv";
+    for (const auto& arg : run.args) {
+        command += " " + arg;
+    }
+    INFO(command << " ran for more than " << run.seconds << " s");
+    CHECK_FALSE(result.timed_out);
     return result;
 }
 

@@ -51,13 +51,20 @@ struct CliResult {
     int status = -1;  // exit status, or 128 + signal
     std::string out;
     std::string err;
+    bool timed_out = false;      // killed after CliRun::seconds
+    std::uint64_t peak_kib = 0;  // the most memory it had resident (ru_maxrss)
 };
 
+// qkv runs with QKV_THREADS=2 unless `env` (or the tests' environment) sets it
+// or OPENBLAS_NUM_THREADS, so that the memory
+// it estimates (which counts each thread's blocks) is the same on every machine.
 struct CliRun {
     std::vector<std::string> args;               // without the program name
     std::string input;                           // standard input
     std::string cwd;                             // empty = current folder
     std::map<std::string, std::string> env;      // set (empty value: set to empty)
+    std::uint64_t address_limit = 0;             // bytes of address space (ulimit -v), 0 = none
+    int seconds = 120;                           // then it is killed, and the test fails
 };
 
 CliResult run_qkv(const CliRun& run);

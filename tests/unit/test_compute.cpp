@@ -281,17 +281,18 @@ TEST_CASE("small examples keep the step functions' exact numbers", "[compute]") 
 }
 
 TEST_CASE("the memory estimate counts only the keys a sliding window lets a block see", "[compute][cli]") {
-    // 4096 tokens of width 8, keeping only the output: the data is under 3 MB, but
-    // blocks of queries against every key would need 8 · 256 · 4096 doubles (64 MiB)
-    // of scratch in the estimate; with a window of 16, 8 · 256 · (256 + 16 + 32) (5 MiB)
-    const std::string model = "inputs: {random: {rows: 4096, cols: 8, seed: 1}}\n"
+    // 16384 tokens of width 8, keeping only the output, on 2 threads (run_qkv):
+    // the data is about 15 MiB, and each thread's block of 60 queries against
+    // every key 60 · 16384 doubles (7.5 MiB); with a window of 16, against
+    // 60 + 16 keys and a panel (under 0.1 MiB)
+    const std::string model = "inputs: {random: {rows: 16384, cols: 8, seed: 1}}\n"
                               "weights:\n"
                               "  query: {random: {rows: 8, cols: 8, seed: 2}}\n"
                               "  key: {random: {rows: 8, cols: 8, seed: 3}}\n"
                               "  value: {random: {rows: 8, cols: 8, seed: 4}}\n";
-    const std::vector<std::string> args = {"run", "-", "-s", "output", "-f", "csv", "--max-memory", "32MiB"};
+    const std::vector<std::string> args = {"run", "-", "-s", "output", "-f", "csv", "--max-memory", "24MiB"};
     const auto windowed = run_qkv(args, model + "mask: {window: 16}\n");
     CHECK(windowed.status == 0);
     CHECK(windowed.err.empty());
-    test::require_input_error(run_qkv(args, model + "mask: causal\n"), "the computation needs about");
+    test::require_input_error(run_qkv(args, model + "mask: causal\n"), "the computation needs about 30 MiB");
 }
