@@ -1,5 +1,6 @@
 # Installs qkv into a scratch prefix and checks that the binary, the man page
-# (with the project's version) and the shell completions are there, that a
+# (gzipped, with the project's version), the licence and changelog and the
+# shell completions are there, that a
 # built-in example runs from another folder, and that the installed bash
 # completion loads and completes a subcommand and an option.
 #   cmake -DBINARY_DIR=... -DPREFIX=... -P install_check.cmake
@@ -9,8 +10,9 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install "${BINARY_DIR}" --prefix "${P
 if(NOT status EQUAL 0)
     message(FATAL_ERROR "cmake --install failed")
 endif()
-foreach(path bin/qkv share/man/man1/qkv.1 share/bash-completion/completions/qkv
-             share/zsh/vendor-completions/_qkv share/fish/vendor_completions.d/qkv.fish share/doc/qkv/LICENSE)
+foreach(path bin/qkv share/man/man1/qkv.1.gz share/bash-completion/completions/qkv
+             share/zsh/vendor-completions/_qkv share/fish/vendor_completions.d/qkv.fish share/doc/qkv/LICENSE
+             share/doc/qkv/copyright share/doc/qkv/changelog.gz)
     if(NOT EXISTS "${PREFIX}/${path}")
         message(FATAL_ERROR "${path} was not installed")
     endif()
@@ -23,7 +25,8 @@ endif()
 
 # the man page's .TH line carries the version `qkv --version` prints
 execute_process(COMMAND "${PREFIX}/bin/qkv" --version OUTPUT_VARIABLE version)
-file(STRINGS "${PREFIX}/share/man/man1/qkv.1" th REGEX "^\\.TH ")
+execute_process(COMMAND gzip -dc "${PREFIX}/share/man/man1/qkv.1.gz" OUTPUT_VARIABLE page COMMAND_ERROR_IS_FATAL ANY)
+string(REGEX MATCH "\n\\.TH [^\n]*" th "${page}")
 if(NOT version MATCHES "^qkv ([0-9.]+) ")
     message(FATAL_ERROR "`qkv --version` printed no version: ${version}")
 endif()
