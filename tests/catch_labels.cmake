@@ -6,12 +6,13 @@
 # and `unit` for a test that is none of cli, documents and browser: it runs
 # in-process and needs nothing but the build. The tests themselves check that
 # a test which starts qkv, pandoc or tmux has the tag (support.hpp, require_tag).
-#   cmake -DTEST_EXECUTABLE=... -DOUTPUT=... -P catch_labels.cmake
+#   cmake -DTEST_EXECUTABLE=... -DOUTPUT=... [-DEMULATOR=...] -P catch_labels.cmake
+# (EMULATOR: what runs a cross-compiled test binary, e.g. qemu-aarch64-static)
 cmake_minimum_required(VERSION 3.25)
 
 # The names of the test cases that match a Catch2 test spec (all without one).
 function(list_tests spec result)
-    execute_process(COMMAND "${TEST_EXECUTABLE}" ${spec} --list-test-names-only
+    execute_process(COMMAND ${EMULATOR} "${TEST_EXECUTABLE}" ${spec} --list-test-names-only
                     OUTPUT_VARIABLE output RESULT_VARIABLE status)
     if(status LESS 0)
         message(FATAL_ERROR "${TEST_EXECUTABLE} --list-test-names-only failed: ${status}")

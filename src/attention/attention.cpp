@@ -1,6 +1,7 @@
 // Scaled dot-product attention, one step at a time, keeping every intermediate.
 // Rows are tokens: X is n × d_model and Q = X·W_Q (see model/model.hpp).
 #include "attention/attention.hpp"
+#include "base/parse.hpp"
 
 #include "attention/engine.hpp"
 #include "attention/steps.hpp"
@@ -331,7 +332,7 @@ double round_as_written(double value, int decimals) {
         }
     }
     double result = 0.0;
-    std::from_chars(digits.data(), digits.data() + digits.size(), result);
+    parse_double(digits.data(), digits.data() + digits.size(), result);
     return std::signbit(value) ? -result : result;
 }
 

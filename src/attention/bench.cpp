@@ -28,7 +28,11 @@ double median(std::vector<double> values) {
 double peak_rss_mb() {
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
+#ifdef __APPLE__
+    return static_cast<double>(usage.ru_maxrss) / (1024.0 * 1024.0);  // macOS reports bytes
+#else
     return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+#endif
 }
 
 // Multiply-adds of the matrix products, counted twice (the usual GEMM

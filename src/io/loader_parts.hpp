@@ -107,7 +107,7 @@ private:
     void read_window(Model& model, const YAML::Node& mask);
 
     // ── loader_variants.cpp ─────────────────────────────────────────────────
-    std::optional<long> read_kv_heads(long n_heads);
+    std::optional<std::int64_t> read_kv_heads(std::int64_t n_heads);
     void check_kv_heads_alone();
     void read_rope(Model& model);
     void read_alibi(Model& model);

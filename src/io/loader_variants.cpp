@@ -32,7 +32,7 @@ std::string divisors_text(long heads) {
 }  // namespace
 
 // kv_heads: G beside heads: H (a number) and one weights: block; G divides H.
-std::optional<long> ModelLoader::read_kv_heads(long n_heads) {
+std::optional<std::int64_t> ModelLoader::read_kv_heads(std::int64_t n_heads) {
     const YAML::Node node = root()["kv_heads"];
     if (!node) {
         return std::nullopt;

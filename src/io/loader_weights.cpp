@@ -210,7 +210,7 @@ void ModelLoader::read_split_weights(Model& model, const YAML::Node& heads_node)
         }
         n_heads = *count;
     }
-    const std::optional<long> kv_heads = read_kv_heads(n_heads);
+    const std::optional<std::int64_t> kv_heads = read_kv_heads(n_heads);
     if (root()["kv_heads"] && !kv_heads) {
         return;
     }

@@ -256,9 +256,9 @@ std::optional<arma::mat> from_random(YamlReader& yaml, const YAML::Node& node, c
         }
         return std::nullopt;
     }
-    auto rows = yaml.integer(spec["rows"], path + ".random.rows", 1, 1L << 40);
-    auto cols = yaml.integer(spec["cols"], path + ".random.cols", 1, 1L << 40);
-    auto seed = spec["seed"] ? yaml.integer(spec["seed"], path + ".random.seed", 0, 1L << 53) : std::optional<long>(0);
+    auto rows = yaml.integer(spec["rows"], path + ".random.rows", 1, std::int64_t{1} << 40);
+    auto cols = yaml.integer(spec["cols"], path + ".random.cols", 1, std::int64_t{1} << 40);
+    auto seed = spec["seed"] ? yaml.integer(spec["seed"], path + ".random.seed", 0, std::int64_t{1} << 53) : std::optional<std::int64_t>(0);
     auto low = spec["low"] ? yaml.number(spec["low"], path + ".random.low") : std::optional<double>(-1.0);
     auto high = spec["high"] ? yaml.number(spec["high"], path + ".random.high") : std::optional<double>(1.0);
     if (!rows || !cols || !seed || !low || !high) {

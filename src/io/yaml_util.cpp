@@ -1,4 +1,5 @@
 #include "io/yaml_util.hpp"
+#include "base/parse.hpp"
 
 #include <yaml-cpp/eventhandler.h>
 
@@ -189,7 +190,7 @@ std::optional<double> parse_number(const std::string& raw) {
         return std::nullopt;
     }
     double value = 0.0;
-    const auto [end, error] = std::from_chars(body.data(), body.data() + body.size(), value);
+    const auto [end, error] = parse_double(body.data(), body.data() + body.size(), value);
     if (end != body.data() + body.size()) {
         return std::nullopt;
     }
@@ -431,8 +432,8 @@ std::optional<std::vector<std::string>> YamlReader::labels(const YAML::Node& nod
     return ok ? std::optional(result) : std::nullopt;
 }
 
-std::optional<long> YamlReader::integer(const YAML::Node& node, const std::string& path, long min, long max,
-                                        const std::string& hint) {
+std::optional<std::int64_t> YamlReader::integer(const YAML::Node& node, const std::string& path, std::int64_t min,
+                                                std::int64_t max, const std::string& hint) {
     auto value = node.IsScalar() ? parse_number(node.Scalar()) : std::nullopt;
     if (!value || !std::isfinite(*value) || std::floor(*value) != *value || *value < double(min) ||
         *value > double(max)) {
@@ -441,7 +442,7 @@ std::optional<long> YamlReader::integer(const YAML::Node& node, const std::strin
               hint);
         return std::nullopt;
     }
-    return static_cast<long>(*value);
+    return static_cast<std::int64_t>(*value);
 }
 
 std::optional<double> YamlReader::number(const YAML::Node& node, const std::string& path) {

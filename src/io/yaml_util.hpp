@@ -39,8 +39,8 @@ public:
     // Each returns nullopt when the node is absent (no error) or malformed (error recorded).
     std::optional<std::string> string(const YAML::Node& node, const std::string& path);
     std::optional<std::vector<std::string>> labels(const YAML::Node& node, const std::string& path);
-    std::optional<long> integer(const YAML::Node& node, const std::string& path, long min, long max,
-                                const std::string& hint = "");
+    std::optional<std::int64_t> integer(const YAML::Node& node, const std::string& path, std::int64_t min,
+                                        std::int64_t max, const std::string& hint = "");
     std::optional<double> number(const YAML::Node& node, const std::string& path);
     // A flat list of numbers (a single-row nested list is accepted too).
     std::optional<arma::rowvec> vector(const YAML::Node& node, const std::string& path);

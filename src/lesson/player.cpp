@@ -1,4 +1,5 @@
 #include "lesson/player.hpp"
+#include "base/parse.hpp"
 
 #include "check/check.hpp"
 
@@ -324,7 +325,7 @@ Reply read_reply(const std::string& line) {
         ++begin;
     }
     double value = 0.0;
-    const auto [end, error] = std::from_chars(begin, text.data() + text.size(), value);
+    const auto [end, error] = parse_double(begin, text.data() + text.size(), value);
     if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
         reply.kind = Reply::not_a_number;
         return reply;

@@ -36,9 +36,18 @@ const bool k_ignore_sigpipe = (std::signal(SIGPIPE, SIG_IGN), true);
 }  // namespace
 
 std::string source_dir() { return QKV_SOURCE_DIR; }
+namespace {
+// QKV_TEST_BINARY, when set, runs qkv in place of the one built: a wrapper
+// that starts it under an emulator (scripts/arm64-check).
+const char* binary_path() {
+    const char* wrapper = std::getenv("QKV_TEST_BINARY");
+    return wrapper != nullptr && wrapper[0] != '\0' ? wrapper : QKV_BINARY;
+}
+}  // namespace
+
 std::string qkv_binary() {
     require_tag("cli");
-    return QKV_BINARY;
+    return binary_path();
 }
 
 namespace {
@@ -104,7 +113,7 @@ Trace compute_text(const std::string& yaml) { return compute(load_text(yaml)); }
 
 void exec_qkv(const std::vector<std::string>& args) {
     // not qkv_binary(): a forked child has no test to fail
-    std::vector<std::string> storage{QKV_BINARY};
+    std::vector<std::string> storage{binary_path()};
     storage.insert(storage.end(), args.begin(), args.end());
     if (std::getenv("QKV_THREADS") == nullptr && std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
         setenv("QKV_THREADS", "2", 1);  // see CliRun
