@@ -147,6 +147,12 @@ CliResult run_qkv(const CliRun& run) {
         if (!run.cwd.empty() && chdir(run.cwd.c_str()) != 0) {
             _exit(127);
         }
+        // qkv's threads as CliRun says, whatever the tests' own environment holds
+        if (run.env.count("QKV_THREADS") == 0 && run.env.count("OPENBLAS_NUM_THREADS") == 0) {
+            setenv("QKV_THREADS", "2", 1);
+        } else if (run.env.count("QKV_THREADS") == 0) {
+            unsetenv("QKV_THREADS");
+        }
         for (const auto& [name, value] : run.env) {
             setenv(name.c_str(), value.c_str(), 1);
         }

@@ -38,7 +38,8 @@ std::string qkv_binary();
 void require_tag(const std::string& tag);
 // The tags of the running test case, or nullptr outside one (main.cpp's listener).
 const std::vector<std::string>* running_test_tags();
-// In a forked child: replaces the process with qkv ARGS (exits 127 if that fails).
+// In a forked child: replaces the process with qkv ARGS (exits 127 if that
+// fails), with QKV_THREADS=2 unless it or OPENBLAS_NUM_THREADS is set.
 [[noreturn]] void exec_qkv(const std::vector<std::string>& args);
 
 // Reads a file of the repository (path relative to its root).
@@ -55,8 +56,8 @@ struct CliResult {
     std::uint64_t peak_kib = 0;  // the most memory it had resident (ru_maxrss)
 };
 
-// qkv runs with QKV_THREADS=2 unless `env` (or the tests' environment) sets it
-// or OPENBLAS_NUM_THREADS, so that the memory
+// qkv runs with QKV_THREADS=2 unless `env` sets it or OPENBLAS_NUM_THREADS,
+// so that the memory
 // it estimates (which counts each thread's blocks) is the same on every machine.
 struct CliRun {
     std::vector<std::string> args;               // without the program name
