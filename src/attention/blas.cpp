@@ -80,10 +80,11 @@ constexpr std::uint64_t k_mib = std::uint64_t{1} << 20;
 constexpr std::uint64_t k_unlimited = std::numeric_limits<std::uint64_t>::max();
 
 #ifdef ARMA_USE_BLAS
-// OpenBLAS maps a work buffer of BUFFER_SIZE (32 << 22 bytes on x86-64 and
-// arm64) and a page for each thread that calls it at the same time, the
-// first time it needs one, and keeps it. When it cannot map one it tries
-// again, forever.
+// OpenBLAS maps a work buffer of BUFFER_SIZE and a page for each thread that
+// calls it at the same time, the first time it needs one, and keeps it; when
+// it cannot map one it tries again, forever. Debian's OpenBLAS 0.3.21 maps
+// 128 MiB and a page on x86-64 and 32 MiB on arm64; the larger is assumed
+// everywhere.
 constexpr std::uint64_t k_blas_buffer = 128 * k_mib + 4096;
 #else
 constexpr std::uint64_t k_blas_buffer = 0;
