@@ -181,7 +181,7 @@ BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int do
     result.peak_rss_mb = peak_rss_mb();
     result.blas = blas_name();
     result.own_products = kernels::products_supported();
-    result.softmax_isa = std::string(kernels::isa_name(kernels::best_isa()));
+    result.kernels_target = std::string(kernels::target_name(kernels::chosen_target()));
     return result;
 }
 

@@ -38,8 +38,8 @@ struct BenchResult {
     double gflops = 0.0;     // the matrix products' flops (2 per multiply-add) over total_ms
     double peak_rss_mb = 0.0;
     std::string blas;        // as blas_name() gives it
-    bool own_products = false;  // the per-head products are qkv's own (AVX-512), not BLAS's
-    std::string softmax_isa;    // the instructions of the softmax's exp: "AVX-512", "AVX2" or "scalar"
+    bool own_products = false;   // the per-head products are qkv's own, not BLAS's
+    std::string kernels_target;  // the instructions qkv's loops run on: "AVX-512", "AVX2", "NEON", …
 };
 
 // Bytes a benchmark of this size is estimated to need (estimate_memory),

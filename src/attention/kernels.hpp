@@ -1,27 +1,38 @@
 // Vectorised loops for the large-input path of attention (attention/engine.cpp).
 //
-// exp() is qkv's own here: a polynomial on 8 (AVX-512) or 4 (AVX2 with FMA)
-// doubles at a time, written with intrinsics and picked for the CPU when the
-// program starts; other CPUs use std::exp one number at a time. It is within
-// 2 ulp of std::exp on the arguments the softmax gives it, needs no
-// -ffast-math and no table lookups (gathers are slow on many recent CPUs).
+// They are written once with Google Highway and compiled for every
+// instruction set Highway targets on the machine's architecture (AVX-512,
+// AVX2, SSE4, SSSE3 and plain C++ on x86-64; NEON and SVE on arm64); the best
+// one the CPU runs is picked at the first call. exp() is qkv's own: a
+// polynomial within 2 ulp of std::exp on the arguments the softmax gives it,
+// with no -ffast-math and no table lookups (gathers are slow on many CPUs).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <string_view>
+#include <vector>
 
 namespace qkv::kernels {
 
-// The instruction sets exp_columns has a version for.
-enum class Isa { scalar, avx2, avx512 };
+// The target the loops run on (Highway's HWY_* bit), and every target
+// compiled in that this CPU can run.
+std::int64_t chosen_target();
+std::vector<std::int64_t> targets();
+// A target's name, as qkv bench shows it: "AVX-512", "AVX2", "NEON", …
+std::string_view target_name(std::int64_t target);
 
-// The best version this CPU can run.
-Isa best_isa();
-// Its name, as qkv bench shows it: "AVX-512", "AVX2" or "scalar".
-std::string_view isa_name(Isa isa);
-// Whether this CPU can run the version.
-bool supported(Isa isa);
+// While it lives, the loops run on `target` (one of targets()), as on a CPU
+// that had nothing better: for the tests. It changes a process-wide choice,
+// so no other thread may call the loops meanwhile.
+class ScopedTarget {
+public:
+    explicit ScopedTarget(std::int64_t target);
+    ~ScopedTarget();
+    ScopedTarget(const ScopedTarget&) = delete;
+    ScopedTarget& operator=(const ScopedTarget&) = delete;
+};
 
 // The unnormalised softmax of `count` columns of length m stored one after the
 // other (column c starts at S + c·m), in place: each entry x becomes
@@ -36,12 +47,9 @@ bool supported(Isa isa);
 void exp_columns(double* S, std::size_t m, std::size_t count, double* sums,
                  double sink = -std::numeric_limits<double>::infinity());
 
-// The same with a chosen version, which the CPU must support (for the tests).
-void exp_columns(Isa isa, double* S, std::size_t m, std::size_t count, double* sums,
-                 double sink = -std::numeric_limits<double>::infinity());
-
-// The two per-head products of a block of queries, for CPUs with AVX-512
-// (products_supported()); elsewhere the engine calls BLAS. They read packed
+// The two per-head products of a block of queries. The engine uses them where
+// the loops run on AVX-512 (products_supported()), and BLAS's elsewhere; they
+// compute the same numbers on every target. They read packed
 // copies of their operands, laid out in the order their register tiles walk
 // them: K and V packed once per head, the block's queries once per block. With
 // no packing per call, a block of a few dozen queries costs no more per query

@@ -117,8 +117,8 @@ std::string text_report(const BenchSpec& spec, const BenchResult& result) {
     }
     out += ", float64, random data\n";
     out += "BLAS: " + result.blas + "\n";
-    out += "per-head products: " + std::string(result.own_products ? "qkv's own (AVX-512)" : "BLAS") +
-           "; softmax exp: " + result.softmax_isa + "\n";
+    out += "per-head products: " + std::string(result.own_products ? "qkv's own" : "BLAS") +
+           "; qkv's loops: " + result.kernels_target + "\n";
     out += "threads: " + std::to_string(result.threads) + "; median of " + std::to_string(spec.repeat) +
            (spec.repeat == 1 ? " run" : " runs") + " after a warm-up\n\n";
     out += "  step                 median ms   share\n";

@@ -1,19 +1,23 @@
-// The vector loops of the large-input path (attention/kernels.hpp): exp()
-// against std::exp, and the two per-head products against plain loops, on
-// every size at the edges of their tiles; and the engine with qkv's own
+// The vector loops of the large-input path (attention/kernels.hpp), on every
+// target Highway compiled them for that this CPU runs, each forced in turn:
+// exp() against std::exp, and the two per-head products against plain loops,
+// on every size at the edges of their tiles; and the engine with qkv's own
 // products against the engine with BLAS's.
 #include "support.hpp"
 
 #include "attention/engine.hpp"
 #include "attention/kernels.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
+#include <string_view>
 #include <vector>
 
 using namespace qkv;
-using qkv::kernels::Isa;
 
 namespace {
 
@@ -26,15 +30,6 @@ double ulps(double a, double b) {
     return std::abs(a - b) / (std::nextafter(lower, std::numeric_limits<double>::infinity()) - lower);
 }
 
-std::vector<Isa> supported_isas() {
-    std::vector<Isa> isas;
-    for (const Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
-        if (kernels::supported(isa)) {
-            isas.push_back(isa);
-        }
-    }
-    return isas;
-}
 
 std::vector<double> uniform(std::size_t count, double low, double high, unsigned seed) {
     std::mt19937_64 engine(seed);
@@ -46,7 +41,57 @@ std::vector<double> uniform(std::size_t count, double low, double high, unsigned
     return values;
 }
 
+// Runs `check` once on each target compiled in that this CPU runs, forced as
+// the only one.
+template <class Check>
+void on_every_target(const Check& check) {
+    const std::vector<std::int64_t> targets = kernels::targets();
+    REQUIRE(!targets.empty());
+    for (const std::int64_t target : targets) {
+        INFO("target " << kernels::target_name(target));
+        const kernels::ScopedTarget forced(target);
+        REQUIRE(kernels::chosen_target() == target);
+        check();
+    }
+}
+
 }  // namespace
+
+TEST_CASE("qkv's loops are compiled for, and tested on, every instruction set this CPU has", "[kernels]") {
+    const std::vector<std::int64_t> targets = kernels::targets();
+    std::vector<std::string> names;
+    for (const std::int64_t target : targets) {
+        names.emplace_back(kernels::target_name(target));
+    }
+    CAPTURE(names);
+    // the best is the one chosen, when no test forces one
+    REQUIRE(!targets.empty());
+    CHECK(kernels::chosen_target() == targets.front());
+#if defined(__x86_64__)
+    // every x86-64 CPU runs plain C++ (one number at a time, or Highway's
+    // emulated vectors, whichever Highway builds) and SSSE3
+    const auto has = [&](std::string_view name) { return std::find(names.begin(), names.end(), name) != names.end(); };
+    CHECK((has("scalar") || has("EMU128 (plain C++)")));
+    CHECK(has("SSSE3"));
+    // a target is there when the CPU has every extension Highway asks of it,
+    // and only when it has the main one
+    const bool sse4 = __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("pclmul") &&
+                      __builtin_cpu_supports("aes");
+    const bool avx2 = sse4 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+                      __builtin_cpu_supports("f16c");
+    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
+    CHECK((!sse4 || has("SSE4")));
+    CHECK((!avx2 || has("AVX2")));
+    CHECK((!avx512 || has("AVX-512")));
+    CHECK((!has("SSE4") || __builtin_cpu_supports("sse4.2")));
+    CHECK((!has("AVX2") || __builtin_cpu_supports("avx2")));
+    CHECK((!has("AVX-512") || __builtin_cpu_supports("avx512f")));
+    // the engine's own products where the loops run on AVX-512
+    CHECK(kernels::products_supported() == (names.front().rfind("AVX-512", 0) == 0));
+#endif
+}
 
 TEST_CASE("exp() of the softmax is within 2 ulp of std::exp from 0 down to -708", "[kernels]") {
     // one column: 0 first (its maximum), then a fine grid down to −708
@@ -55,11 +100,10 @@ TEST_CASE("exp() of the softmax is within 2 ulp of std::exp from 0 down to -708"
     for (std::size_t j = 0; j < m; ++j) {
         x[j] = -708.0 * static_cast<double>(j) / static_cast<double>(m - 1);
     }
-    for (const Isa isa : supported_isas()) {
-        CAPTURE(kernels::isa_name(isa));
+    on_every_target([&] {
         std::vector<double> e = x;
         double sum = 0.0;
-        kernels::exp_columns(isa, e.data(), m, 1, &sum);
+        kernels::exp_columns(e.data(), m, 1, &sum);
         double worst = 0.0;
         double worst_at = 0.0;
         double exact_sum = 0.0;
@@ -75,20 +119,19 @@ TEST_CASE("exp() of the softmax is within 2 ulp of std::exp from 0 down to -708"
         CHECK(worst <= 2.0);
         CHECK(e[0] == 1.0);  // exp(max − max) is exactly 1
         CHECK(std::abs(sum - exact_sum) <= 1e-13 * exact_sum);
-    }
+    });
 }
 
 TEST_CASE("exp_columns subtracts each column's maximum, at every length", "[kernels]") {
     // lengths around the vector widths (4 and 8) and the unrolled pairs (16)
-    for (const Isa isa : supported_isas()) {
-        CAPTURE(kernels::isa_name(isa));
+    on_every_target([&] {
         for (std::size_t m : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 23, 31, 33, 100}) {
             CAPTURE(m);
             const std::size_t count = 3;
             std::vector<double> S = uniform(m * count, -30.0, 40.0, static_cast<unsigned>(m));
             const std::vector<double> before = S;
             std::vector<double> sums(count);
-            kernels::exp_columns(isa, S.data(), m, count, sums.data());
+            kernels::exp_columns(S.data(), m, count, sums.data());
             for (std::size_t c = 0; c < count; ++c) {
                 double max = before[c * m];
                 for (std::size_t j = 0; j < m; ++j) {
@@ -103,17 +146,16 @@ TEST_CASE("exp_columns subtracts each column's maximum, at every length", "[kern
                 CHECK(std::abs(sums[c] - sum) <= 1e-15 * sum);
             }
         }
-    }
+    });
 }
 
 TEST_CASE("exp_columns turns blocked cells and entries far below the maximum into exact zeros", "[kernels]") {
     const double minus_inf = -std::numeric_limits<double>::infinity();
-    for (const Isa isa : supported_isas()) {
-        CAPTURE(kernels::isa_name(isa));
+    on_every_target([&] {
         // 11 entries: blocked cells, one 708 below the maximum (kept), one 709 below (dropped)
         std::vector<double> S = {minus_inf, 2.0, minus_inf, -706.0, -707.0, 1.0, minus_inf, 0.0, -3.0, minus_inf, 2.0};
         std::vector<double> sums(1);
-        kernels::exp_columns(isa, S.data(), S.size(), 1, sums.data());
+        kernels::exp_columns(S.data(), S.size(), 1, sums.data());
         CHECK(S[0] == 0.0);
         CHECK(S[2] == 0.0);
         CHECK(S[6] == 0.0);
@@ -132,16 +174,15 @@ TEST_CASE("exp_columns turns blocked cells and entries far below the maximum int
         CHECK(std::abs(sums[0] - sum) <= 1e-15 * sum);
         // a NaN score stays visible: the column's sum is NaN
         std::vector<double> with_nan = {1.0, std::nan(""), 0.5, 0.25, 2.0, 1.0, 1.0, 1.0, 1.0};
-        kernels::exp_columns(isa, with_nan.data(), with_nan.size(), 1, sums.data());
+        kernels::exp_columns(with_nan.data(), with_nan.size(), 1, sums.data());
         CHECK(std::isnan(sums[0]));
-    }
+    });
 }
 
 TEST_CASE("exp_columns lets a sink join each column's maximum and sum", "[kernels]") {
     // sinks below, between and above the columns' entries (and −∞, no sink)
     const double minus_inf = -std::numeric_limits<double>::infinity();
-    for (const Isa isa : supported_isas()) {
-        CAPTURE(kernels::isa_name(isa));
+    on_every_target([&] {
         for (const double sink : {minus_inf, -40.0, 0.5, 3.0, 800.0}) {
             for (std::size_t m : {1, 7, 8, 17}) {
                 CAPTURE(sink, m);
@@ -152,7 +193,7 @@ TEST_CASE("exp_columns lets a sink join each column's maximum and sum", "[kernel
                 }
                 const std::vector<double> before = S;
                 std::vector<double> sums(count);
-                kernels::exp_columns(isa, S.data(), m, count, sums.data(), sink);
+                kernels::exp_columns(S.data(), m, count, sums.data(), sink);
                 for (std::size_t c = 0; c < count; ++c) {
                     // the formula of SPEC §9: M = max(max_j x_j, s)
                     double max = sink;
@@ -173,14 +214,11 @@ TEST_CASE("exp_columns lets a sink join each column's maximum and sum", "[kernel
                 }
             }
         }
-    }
+    });
 }
 
 TEST_CASE("the score product matches plain loops at every edge of its tiles", "[kernels]") {
-    if (!kernels::products_supported()) {
-        WARN("this CPU has no AVX-512: qkv's own products are not used here, BLAS's are");
-        return;
-    }
+    on_every_target([&] {
     // keys around the panel of 32, from the first key or from the third panel
     // on, queries around the tile of 6, several depths
     for (std::size_t first : {0, 64}) {
@@ -212,13 +250,11 @@ TEST_CASE("the score product matches plain loops at every edge of its tiles", "[
             }
         }
     }
+    });
 }
 
 TEST_CASE("the weighted sum matches plain loops at every edge of its tiles", "[kernels]") {
-    if (!kernels::products_supported()) {
-        WARN("this CPU has no AVX-512: qkv's own products are not used here, BLAS's are");
-        return;
-    }
+    on_every_target([&] {
     // columns around the vector of 8 and the group of 32, keys around a pass of
     // 64, from the first key or from the fourth on
     for (std::size_t first : {0, 3}) {
@@ -253,6 +289,7 @@ TEST_CASE("the weighted sum matches plain loops at every edge of its tiles", "[k
             }
         }
     }
+    });
 }
 
 TEST_CASE("the engine gives the same numbers with qkv's own products and with BLAS's", "[kernels]") {
