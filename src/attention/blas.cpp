@@ -149,6 +149,9 @@ void use_single_threaded_blas(char** argv) {
     if (openblas_get_parallel() != 1 || (blas != nullptr && std::strcmp(blas, "1") == 0)) {
         return;  // no threads of its own, or one already
     }
+    if (memory_room() == k_unlimited) {
+        return;  // its threads wait for work that never comes, and cost nothing
+    }
     const std::string before = blas != nullptr ? blas : "";
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
     execv("/proc/self/exe", argv);

@@ -232,9 +232,11 @@ int default_threads();
 // Called first by main(). OpenBLAS built with its own threads starts one per
 // CPU as it is loaded, each mapping a 128 MiB work buffer; qkv never gives
 // them work (it calls BLAS single-threaded inside its own threads), and under
-// an address-space limit they wait for their buffer forever. So qkv starts
-// itself again (exec) with OPENBLAS_NUM_THREADS=1, keeping the user's value
-// in QKV_THREADS. Without /proc it carries on as it is.
+// an address-space or data limit they wait for their buffer forever. So
+// under such a limit qkv starts itself again (exec) with
+// OPENBLAS_NUM_THREADS=1; without one the threads only wait, and a second
+// start would cost more than the run. Either way the user's value is kept in
+// QKV_THREADS. Without /proc it carries on as it is.
 void use_single_threaded_blas(char** argv);
 
 // Bytes the process may still map before it reaches its address-space or

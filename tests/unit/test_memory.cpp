@@ -231,10 +231,18 @@ TEST_CASE("qkv's threads: QKV_THREADS, else OPENBLAS_NUM_THREADS, else the CPUs"
     CHECK(threads_of({{"QKV_THREADS", "3"}}) == 3);
     CHECK(threads_of({{"QKV_THREADS", "3"}, {"OPENBLAS_NUM_THREADS", "5"}}) == 3);
     CHECK(threads_of({{"OPENBLAS_NUM_THREADS", "1"}}) == 1);
-    // qkv restarts itself when OpenBLAS would start threads of its own; under
-    // an emulator (scripts/arm64-check) it cannot, and OpenBLAS's threads hang
+    // with OpenBLAS's own threads (under an emulator, scripts/arm64-check,
+    // they hang)
     if (std::getenv("QKV_TEST_BINARY") == nullptr) {
         CHECK(threads_of({{"OPENBLAS_NUM_THREADS", "5"}}) == 5);
+        // and under a limit, where qkv starts again without them
+        test::CliRun limited;
+        limited.args = {"bench", "--tokens", "64", "--d-model", "96", "--repeat", "1", "-f", "json"};
+        limited.env = {{"OPENBLAS_NUM_THREADS", "5"}};
+        limited.address_limit = native_memory() ? 1024ULL << 20 : 0;
+        const auto result = run_qkv(limited);
+        REQUIRE(result.status == 0);
+        CHECK(nlohmann::json::parse(result.out).at("threads").get<int>() == 5);
     }
     CHECK(threads_of({{"QKV_THREADS", "none"}}) >= 1);
 }
