@@ -14,13 +14,26 @@
 #include <atomic>
 #include <cstdint>
 
-#if HWY_ARCH_ARM_A64 && defined(__linux__)
+#if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#elif HWY_ARCH_ARM_A64 && defined(__linux__)
 #include <sys/auxv.h>
 #endif
 
 namespace hwy {
 
 namespace {
+
+#if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
+// F16C, which clang's __builtin_cpu_supports does not name: CPUID leaf 1.
+bool has_f16c() {
+    unsigned eax = 0;
+    unsigned ebx = 0;
+    unsigned ecx = 0;
+    unsigned edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+#endif
 
 // The targets of this CPU, found once.
 std::int64_t detected_targets() {
@@ -31,7 +44,7 @@ std::int64_t detected_targets() {
                       __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("aes");
     const bool avx2 = sse4 && __builtin_cpu_supports("avx") && __builtin_cpu_supports("avx2") &&
                       __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
-                      __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+                      __builtin_cpu_supports("fma") && has_f16c();
     const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
     targets |= (ssse3 ? HWY_SSSE3 : 0) | (sse4 ? HWY_SSE4 : 0) | (avx2 ? HWY_AVX2 : 0) | (avx512 ? HWY_AVX3 : 0);
