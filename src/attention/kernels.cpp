@@ -269,6 +269,13 @@ constexpr std::size_t k_vectors = 2;
 
 // The lanes of v from `first` on, `count` of them at most, to out[first …].
 HWY_INLINE void StorePart(D d, Vec v, std::size_t first, std::size_t count, double* HWY_RESTRICT out) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    // AVX-512 stores the lanes of a mask without touching the others
+    if (first < count) {
+        hn::BlendedStore(v, hn::FirstN(d, count - first), d, out + first);
+    }
+#else
+    // elsewhere a blended store may read and write back the whole vector
     const std::size_t N = hn::Lanes(d);
     if (first + N <= count) {
         hn::StoreU(v, d, out + first);
@@ -277,6 +284,7 @@ HWY_INLINE void StorePart(D d, Vec v, std::size_t first, std::size_t count, doub
         hn::StoreU(v, d, lanes);
         std::copy(lanes, lanes + (count - first), out + first);
     }
+#endif
 }
 
 // St[keys j … j+stored−1, queries i0 … i0+R−1] of the score product, from a
