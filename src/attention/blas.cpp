@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -26,7 +27,6 @@
 #ifdef QKV_BLAS_OPENBLAS
 extern "C" {
 char* openblas_get_config();
-int openblas_get_num_threads();
 void openblas_set_num_threads(int threads);
 int openblas_get_parallel();
 }
@@ -58,19 +58,10 @@ std::string blas_name() {
     return name;
 }
 
-int blas_threads() {
+void single_threaded_blas_calls() {
 #ifdef QKV_BLAS_OPENBLAS
-    return openblas_get_num_threads();
-#else
-    return 1;
-#endif
-}
-
-void set_blas_threads(int threads) {
-#ifdef QKV_BLAS_OPENBLAS
-    openblas_set_num_threads(std::max(threads, 1));
-#else
-    (void)threads;
+    static std::once_flag once;
+    std::call_once(once, [] { openblas_set_num_threads(1); });
 #endif
 }
 

@@ -775,9 +775,8 @@ EngineResult run_engine(const EngineRequest& request) {
     EngineResult result;
     StepTimes times;
 
-    // qkv's own threads share every step; BLAS runs single-threaded inside
-    // them, so that its idle threads never compete with qkv's for the cores
-    ScopedBlasThreads blas(1);
+    // qkv's own threads share every step; BLAS runs single-threaded inside them
+    single_threaded_blas_calls();
 
     const Projections projections = project_heads(request, workspace, threads, times);
     keep_projections(request, projections, false, result);

@@ -221,10 +221,11 @@ std::uint64_t estimate_memory(const MemoryShape& shape, std::uint64_t square_ste
 // Its name, as `qkv --version` shows it ("none" without BLAS), with
 // OPENBLAS_CORETYPE appended when it is set (it pins OpenBLAS's kernels).
 std::string blas_name();
-// Threads BLAS uses for one product (1 without BLAS).
-int blas_threads();
-// Sets the threads BLAS uses (no effect without BLAS).
-void set_blas_threads(int threads);
+// From the first call on, BLAS computes each product in the thread that
+// calls it: qkv's own threads share every step, and BLAS's idle threads would
+// compete with them for the cores. Set once for the whole process and never
+// changed back, so that computations may run side by side.
+void single_threaded_blas_calls();
 // The default number of worker threads: QKV_THREADS when it is a positive
 // number, else the CPUs qkv may run on.
 int default_threads();

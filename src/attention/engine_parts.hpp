@@ -116,17 +116,4 @@ std::array<double, parts> share_wall_time(double wall, const std::vector<Scratch
     return per_part;
 }
 
-// While alive, BLAS uses the given number of threads; the previous number is
-// restored afterwards, also when an exception passes.
-class ScopedBlasThreads {
-public:
-    explicit ScopedBlasThreads(int threads) : m_previous(blas_threads()) { set_blas_threads(threads); }
-    ~ScopedBlasThreads() { set_blas_threads(m_previous); }
-    ScopedBlasThreads(const ScopedBlasThreads&) = delete;
-    ScopedBlasThreads& operator=(const ScopedBlasThreads&) = delete;
-
-private:
-    int m_previous;
-};
-
 }  // namespace qkv::engine_parts
