@@ -3,7 +3,8 @@
 # shell completions are there, that a
 # built-in example runs from another folder, and that the installed bash
 # completion loads and completes a subcommand and an option.
-#   cmake -DBINARY_DIR=... -DPREFIX=... -P install_check.cmake
+#   cmake -DBINARY_DIR=... -DPREFIX=... [-DEMULATOR="qemu-aarch64-static -L ..."] -P install_check.cmake
+separate_arguments(emulator UNIX_COMMAND "${EMULATOR}")
 file(REMOVE_RECURSE "${PREFIX}")
 execute_process(COMMAND ${CMAKE_COMMAND} --install "${BINARY_DIR}" --prefix "${PREFIX}"
                 RESULT_VARIABLE status OUTPUT_QUIET)
@@ -17,14 +18,14 @@ foreach(path bin/qkv share/man/man1/qkv.1.gz share/bash-completion/completions/q
         message(FATAL_ERROR "${path} was not installed")
     endif()
 endforeach()
-execute_process(COMMAND "${PREFIX}/bin/qkv" run illustrated -s scores WORKING_DIRECTORY "${PREFIX}/share"
+execute_process(COMMAND ${emulator} "${PREFIX}/bin/qkv" run illustrated -s scores WORKING_DIRECTORY "${PREFIX}/share"
                 RESULT_VARIABLE status OUTPUT_VARIABLE out)
 if(NOT status EQUAL 0 OR NOT out MATCHES "16")
     message(FATAL_ERROR "the installed qkv did not run the built-in example: ${out}")
 endif()
 
 # the man page's .TH line carries the version `qkv --version` prints
-execute_process(COMMAND "${PREFIX}/bin/qkv" --version OUTPUT_VARIABLE version)
+execute_process(COMMAND ${emulator} "${PREFIX}/bin/qkv" --version OUTPUT_VARIABLE version)
 execute_process(COMMAND gzip -dc "${PREFIX}/share/man/man1/qkv.1.gz" OUTPUT_VARIABLE page COMMAND_ERROR_IS_FATAL ANY)
 string(REGEX MATCH "\n\\.TH [^\n]*" th "${page}")
 if(NOT version MATCHES "^qkv ([0-9.]+) ")

@@ -468,9 +468,8 @@ void WeightedSumBlock(const double* St, std::size_t keys, std::size_t rows, cons
         for (std::size_t j0 = 0; j0 < keys; j0 += k_depth) {
             for (std::size_t h = 0; h < width; h += span) {
                 const std::size_t columns = std::min(span, width - h);
-                const WeightedSumTiles<k_vectors> tiles{
-                    St,      keys,  group + h, j0, std::min(j0 + k_depth, keys), partial.data() + h, columns,
-                    scale,   Z + (c0 + h) * ldz, ldz};
+                const WeightedSumTiles<k_vectors> tiles{St, keys, group + h, j0, std::min(j0 + k_depth, keys),
+                                                        partial.data() + h, columns, scale, Z + (c0 + h) * ldz, ldz};
                 weighted_sum_tiles((columns + N - 1) / N, rows, tiles);
             }
         }

@@ -65,7 +65,7 @@ struct CliRun {
     std::string cwd;                             // empty = current folder
     std::map<std::string, std::string> env;      // set (empty value: set to empty)
     std::uint64_t address_limit = 0;             // bytes of address space (ulimit -v), 0 = none
-    int seconds = 120;                           // then it is killed, and the test fails
+    int seconds = 120;                           // then it is killed, and the test fails (10 × under QKV_TEST_BINARY)
 };
 
 CliResult run_qkv(const CliRun& run);
