@@ -2,30 +2,42 @@
 
 #include "base/diagnostics.hpp"
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <random>
 #include <streambuf>
+#include <string>
 
 namespace qkv::cli {
 
 namespace {
 
-// The temporary file being written, for the signal handler to remove.
+// The temporary file being written, for the signal handler to remove: its
+// name, and whether the name is whole. The handler may run on any thread
+// while the main thread changes the name, so it reads the name only after the
+// flag (lock-free, and so safe in a handler) says it is complete; the flag is
+// cleared before the name changes and set after.
 char g_temporary[4096] = {0};
+std::atomic<bool> g_has_temporary{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
 
 extern "C" void remove_temporary_and_exit(int signal_number) {
-    if (g_temporary[0] != '\0') {
+    if (g_has_temporary.load()) {
         unlink(g_temporary);
     }
     _exit(128 + signal_number);
@@ -185,7 +197,7 @@ public:
                              : link(g_temporary, m_target.c_str()) == 0;
             error_number = errno;
             if (done && m_replace) {
-                g_temporary[0] = '\0';
+                g_has_temporary.store(false);  // the name is the target's now
             }
         }
         remove_temporary();
@@ -208,23 +220,38 @@ private:
     }
 
     void open_temporary() {
-        const std::string temporary_template = m_target + ".qkv-XXXXXX";
-        if (temporary_template.size() >= sizeof g_temporary) {
-            throw InputError(Diagnostic{m_path, 0, 0, "the path is too long", ""});
-        }
-        std::strcpy(g_temporary, temporary_template.c_str());
-        m_fd = mkstemp(g_temporary);
-        if (m_fd < 0) {
+        // The name is whole before the flag says so, and the file is created
+        // after: a signal at any moment finds no name, or the whole name of a
+        // file that is ours or not there yet. mkstemp() would create the file
+        // before the flag could be set. The process number and 64 random
+        // bits make a name no other program has made.
+        std::random_device random;
+        for (int attempt = 0; attempt < 100; ++attempt) {
+            const std::uint64_t bits = (std::uint64_t{random()} << 32) | random();
+            const std::string name = fmt::format("{}.qkv-{}-{:016x}", m_target, getpid(), bits);
+            if (name.size() >= sizeof g_temporary) {
+                throw InputError(Diagnostic{m_path, 0, 0, "the path is too long", ""});
+            }
+            std::memcpy(g_temporary, name.c_str(), name.size() + 1);
+            g_has_temporary.store(true);
+            m_fd = open(g_temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (m_fd >= 0) {
+                return;
+            }
             const int error_number = errno;
-            g_temporary[0] = '\0';
-            throw cannot_write(m_path, error_number, "check that the folder exists and is writable");
+            g_has_temporary.store(false);
+            if (error_number != EEXIST) {
+                throw cannot_write(m_path, error_number, "check that the folder exists and is writable");
+            }
         }
+        throw cannot_write(m_path, EEXIST, "check that the folder exists and is writable");
     }
 
     void remove_temporary() {
-        if (g_temporary[0] != '\0') {
+        // a signal in between unlinks the name again, which does no harm
+        if (g_has_temporary.load()) {
             unlink(g_temporary);
-            g_temporary[0] = '\0';
+            g_has_temporary.store(false);
         }
     }
 
