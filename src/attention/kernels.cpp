@@ -492,14 +492,7 @@ HWY_EXPORT(WeightedSumBlock);
 
 std::int64_t chosen_target() { return HWY_DYNAMIC_DISPATCH(Target)(); }
 
-std::vector<std::int64_t> targets() {
-    // every target compiled here that this CPU runs, with no test's choice in force
-    std::vector<std::int64_t> found;
-    for (std::int64_t bits = hwy::SupportedTargets() & HWY_TARGETS; bits != 0; bits &= bits - 1) {
-        found.push_back(bits & -bits);
-    }
-    return found;
-}
+std::vector<std::int64_t> targets() { return hwy::SupportedAndGeneratedTargets(); }
 
 std::string_view target_name(std::int64_t target) {
     switch (target) {

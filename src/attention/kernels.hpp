@@ -17,7 +17,8 @@
 namespace qkv::kernels {
 
 // The target the loops run on (Highway's HWY_* bit), and every target
-// compiled in that this CPU can run.
+// compiled in that this CPU can run, best first (while a ScopedTarget lives,
+// that target alone).
 std::int64_t chosen_target();
 std::vector<std::int64_t> targets();
 // A target's name, as qkv bench shows it: "AVX-512", "AVX2", "NEON", …
