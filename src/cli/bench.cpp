@@ -23,9 +23,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// the formats of bench's report
-const std::vector<Format> k_bench_formats = {Format::text, Format::json};
-
 std::string fixed(double value, int decimals) {
     char buffer[64];
     std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
@@ -140,36 +137,19 @@ std::string text_report(const BenchSpec& spec, const BenchResult& result) {
 }  // namespace
 
 CLI::App* setup_bench(CLI::App& app, BenchOptions& options) {
-    CLI::App* command = app.add_subcommand("bench", "Time every step on random data of a given size");
-    command->add_option("--tokens", options.tokens, "Tokens n (default 512)")->check(whole_number(1, 65536))->type_name("N");
-    command->add_option("--d-model", options.d_model, "Width d_model (default 768)")
-        ->check(whole_number(1, 65536))
-        ->type_name("D");
-    command->add_option("--heads", options.heads, "Heads H, dividing d_model (default 12)")
-        ->check(whole_number(1, 65536))
-        ->type_name("H");
-    command->add_option("--kv-heads", options.kv_heads, "Key/value heads G, dividing H (default: H)")
-        ->check(whole_number(1, 65536))
-        ->type_name("G");
-    command->add_option("--window", options.window, "Sliding-window causal mask of W keys (default: no mask)")
-        ->check(whole_number(1, 65536))
-        ->type_name("W");
-    command->add_flag("--rope", options.rope, "Rotate queries and keys by RoPE (base 10000, style half)");
-    command->add_flag("--backward", options.backward, "Time the backward pass too (dO = ones)");
-    command->add_option("--repeat", options.repeat, "Timed runs, after one warm-up (default 10)")
-        ->check(whole_number(1, 100000))
-        ->type_name("R");
-    command->add_option("--threads", options.threads, "Threads sharing every step (default: QKV_THREADS, or the CPUs)")
-        ->check(whole_number(1, 256))
-        ->type_name("T");
-    command->add_option("--max-memory", options.max_memory, "Memory limit for the benchmark (default 4GiB)")
-        ->type_name("SIZE");
-    command
-        ->add_option("-f,--format", options.format,
-                     "Output format: " + join_list(format_names(k_bench_formats), " or "))
-        ->check(CLI::IsMember(format_names(k_bench_formats)))
-        ->type_name("FORMAT");
-    return command;
+    Bindings bindings;
+    bindings.bind("--tokens", &options.tokens)
+        .bind("--d-model", &options.d_model)
+        .bind("--heads", &options.heads)
+        .bind("--kv-heads", &options.kv_heads)
+        .bind("--window", &options.window)
+        .bind("--rope", &options.rope)
+        .bind("--backward", &options.backward)
+        .bind("--repeat", &options.repeat)
+        .bind("--threads", &options.threads)
+        .bind("--max-memory", &options.max_memory)
+        .bind("--format", &options.format);
+    return add_command(app, CommandId::bench, bindings);
 }
 
 int run_bench(const BenchOptions& options) {

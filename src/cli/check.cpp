@@ -17,16 +17,8 @@ namespace qkv::cli {
 
 namespace {
 
-// the formats of check's report; gradescope is JSON of Gradescope's own shape
-const std::vector<Format> k_check_formats = {Format::text, Format::markdown, Format::latex, Format::html,
-                                             Format::json, Format::csv};
+// gradescope is JSON of Gradescope's own shape (the formats: format_choices)
 const std::string k_gradescope = "gradescope";
-
-std::vector<std::string> check_format_names() {
-    std::vector<std::string> names = format_names(k_check_formats);
-    names.push_back(k_gradescope);
-    return names;
-}
 
 // The answer files --answers names: each FILE as it is, each folder's *.yaml
 // and *.yml files sorted by name (but the example file, when it lies there).
@@ -99,35 +91,13 @@ GradedFile grade_file(const Model& model, const Trace& trace, const RenderOption
 }  // namespace
 
 CLI::App* setup_check(CLI::App& app, CheckCommandOptions& options) {
-    CLI::App* command = app.add_subcommand("check", "Grade hand-calculated answers; exit 1 on any mistake");
-    command->add_option("file", options.file, "Example file, built-in example name, or - for stdin")
-        ->required()
-        ->type_name("FILE|NAME|-");
-    command
-        ->add_option("--answers", options.answers,
-                     "Read the answers from FILE; a folder, or several, grades a class")
-        ->type_name("FILE|DIR")
-        ->allow_extra_args(false);  // one value each time: --answers a.yaml --answers b.yaml
-    command->add_option("--tolerance", options.tolerance, "Right when within T of the true value (not rounding-aware)")
-        ->check(CLI::Validator(
-            [](std::string& text) {
-                // NonNegativeNumber's own message would quote the largest double
-                char* end = nullptr;
-                const double value = std::strtod(text.c_str(), &end);
-                const bool number = !text.empty() && *end == '\0' && value >= 0 && value <= 1e30;
-                return number ? std::string() : "\"" + text + "\" is not a number from 0 to 1e30";
-            },
-            "T >= 0", "tolerance"))
-        ->type_name("T");
-    command->add_option("--decimals", options.decimals, "The fewest decimals an answer may carry (default: decimals:, else 1)")
-        ->check(whole_number(0, 15))
-        ->type_name("N");
-    command->add_option("--rubric", options.rubric, "Points per step from FILE instead of the example's rubric:")
-        ->type_name("FILE");
-    add_common_options(*command, options.common, check_format_names());
-    command->get_option("--brief")->description("Only the steps with a mistake, and their diagnoses");
-    add_backward_option(*command, options.common);
-    return command;
+    Bindings bindings = common_bindings(options.common);
+    bindings.bind("file", &options.file)
+        .bind("--answers", &options.answers)
+        .bind("--tolerance", &options.tolerance)
+        .bind("--decimals", &options.decimals)
+        .bind("--rubric", &options.rubric);
+    return add_command(app, CommandId::check, bindings);
 }
 
 namespace {
@@ -169,9 +139,9 @@ int run_check(const CheckCommandOptions& options) {
     if (gradescope) {
         common.format = "json";
     }
-    if (!format_is_one_of(common.format, k_check_formats)) {
+    if (!offers_format(CommandId::check, options.common.format)) {
         throw InputError(usage_error("--format " + common.format + " is not available for check",
-                                     "check writes " + join_list(check_format_names(), " or ")));
+                                     "check writes " + join_list(format_choices(CommandId::check), " or ")));
     }
     if (options.file == "-" && std::find(options.answers.begin(), options.answers.end(), "-") != options.answers.end()) {
         throw InputError(usage_error("the example and the answers cannot both be read from standard input",

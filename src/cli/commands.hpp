@@ -103,6 +103,15 @@ struct BenchOptions {
 CLI::App* setup_bench(CLI::App& app, BenchOptions& options);
 int run_bench(const BenchOptions& options);
 
+struct GenerateOptions {
+    std::string what;           // man, bash, zsh or fish
+    std::string page_template;  // man: the page's template
+    std::string output;
+    bool force = false;
+};
+CLI::App* setup_generate(CLI::App& app, GenerateOptions& options);
+int run_generate(const GenerateOptions& options);
+
 // "qkv 0.1.0 (Release build, BLAS: OpenBLAS 0.3.21)"
 std::string version_text();
 

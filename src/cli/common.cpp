@@ -4,7 +4,6 @@
 #include "attention/steps.hpp"
 #include "base/diagnostics.hpp"
 
-#include <charconv>
 #include <iostream>
 #include <unistd.h>
 
@@ -102,117 +101,26 @@ ComputeOptions compute_options(const CommonOptions& options) {
     return result;
 }
 
-CLI::Validator whole_number(std::int64_t low, std::int64_t high) {
-    const std::string range = std::to_string(low) + " to " + std::to_string(high);
-    return CLI::Validator(
-        [low, high, range](std::string& text) {
-            std::int64_t value = 0;
-            const char* first = text.data() + (text.rfind('+', 0) == 0 ? 1 : 0);
-            const char* last = text.data() + text.size();
-            const auto [end, error] = std::from_chars(first, last, value);
-            if (text.empty() || error != std::errc() || end != last) {
-                return "\"" + text + "\" is not a whole number from " + range;
-            }
-            if (value < low || value > high) {
-                return text + " is not in the range " + range;
-            }
-            return std::string();
-        },
-        "INT in [" + range + "]", "whole number");
-}
-
-void add_format_option(CLI::App& command, std::string& format, const std::vector<std::string>& formats) {
-    const std::vector<std::string> listed = formats.empty() ? format_names(all_formats()) : formats;
-    std::vector<std::string> known = format_names(all_formats());
-    known.insert(known.end(), listed.begin(), listed.end());
-    std::string braces;
-    for (const auto& name : listed) {
-        braces += (braces.empty() ? "{" : ",") + name;
-    }
-    command.add_option("-f,--format", format, "Output format")
-        ->check(CLI::Validator(
-            [known, listed](std::string& text) {
-                return std::find(known.begin(), known.end(), text) != known.end()
-                           ? std::string()
-                           : "\"" + text + "\" is not a format; expected " + join_list(listed, ", ");
-            },
-            braces + "}", "format"))
-        ->type_name("FORMAT");
-}
-
-void add_precision_option(CLI::App& command, int& precision) {
-    command.add_option("-p,--precision", precision, "Digits after the decimal point (0-17)")
-        ->check(whole_number(0, 17))
-        ->type_name("N");
-}
-
-void add_selection_options(CLI::App& command, CommonOptions& options) {
-    command.add_option("-s,--steps", options.steps, "Only these steps (comma-separated ids)")
-        ->check(CLI::Validator(
-            [](std::string& text) {
-                return text.find_first_not_of(", \t") == std::string::npos
-                           ? std::string("the list is empty; expected step ids separated by commas")
-                           : std::string();
-            },
-            "LIST", "step list"))
-        ->type_name("LIST");
-    // a range, not PositiveNumber: its message would quote the largest double
-    command.add_option("--head", options.head, "Only head N (1-based)")
-        ->check(whole_number(1, k_max_heads))
-        ->type_name("N");
-}
-
-void add_standalone_option(CLI::App& command, CommonOptions& options) {
-    command.add_flag("--standalone", options.standalone, "LaTeX: a whole document, not a fragment");
-}
-
-void add_ascii_option(CLI::App& command, CommonOptions& options) {
-    command.add_flag("--ascii", options.ascii, "ASCII only, no box-drawing or math symbols");
-}
-
-void add_output_options(CLI::App& command, CommonOptions& options) {
-    command.add_option("-o,--output", options.output, "Write to FILE instead of standard output")->type_name("FILE");
-    command.add_flag("--force", options.force, "Let -o replace an existing file");
-}
-
-void add_loading_options(CLI::App& command, CommonOptions& options) {
-    command.add_option("--max-memory", options.max_memory, "Memory limit for the computation (default 4GiB)")
-        ->type_name("SIZE");
-    command.add_flag("--allow-any-path", options.allow_any_path,
-                     "Let {file: ...} read outside the example's folder");
-}
-
-void add_common_options(CLI::App& command, CommonOptions& options, const std::vector<std::string>& formats) {
-    add_format_option(command, options.format, formats);
-    add_precision_option(command, options.precision);
-    add_selection_options(command, options);
-    command.add_flag("--full", options.full, "Show large matrices whole");
-    command.add_option("--color", options.color, "Colour: auto, always or never")
-        ->check(CLI::IsMember({"auto", "always", "never"}))
-        ->type_name("WHEN");
-    add_ascii_option(command, options);
-    // only where SVG is one of the command's formats
-    if (formats.empty() || std::find(formats.begin(), formats.end(), "svg") != formats.end()) {
-        command.add_flag("--dark", options.dark, "SVG: for a dark page (dark background, light labels)");
-    }
-    command.add_flag("--brief", options.brief, "Formulas, tables and notes; no explanations");
-    // only where LaTeX is one of the command's formats
-    if (formats.empty() || std::find(formats.begin(), formats.end(), "latex") != formats.end()) {
-        add_standalone_option(command, options);
-    }
-    add_output_options(command, options);
-    add_loading_options(command, options);
-}
-
-void add_float_options(CLI::App& command, CommonOptions& options) {
-    command.add_flag("--float", options.floats, "LaTeX: each table in a table float with caption and label");
-    command.add_option("--label-prefix", options.label_prefix, "LaTeX: label the floats PREFIX:STEP (default qkv)")
-        ->type_name("PREFIX");
-}
-
-void add_backward_option(CLI::App& command, CommonOptions& options) {
-    command.add_flag("--backward", options.backward,
-                     "Add the gradients; grad_output: ones unless the file gives it");
+Bindings common_bindings(CommonOptions& options) {
+    Bindings bindings;
+    bindings.bind("--format", &options.format)
+        .bind("--precision", &options.precision)
+        .bind("--steps", &options.steps)
+        .bind("--head", &options.head)
+        .bind("--full", &options.full)
+        .bind("--color", &options.color)
+        .bind("--ascii", &options.ascii)
+        .bind("--dark", &options.dark)
+        .bind("--brief", &options.brief)
+        .bind("--standalone", &options.standalone)
+        .bind("--float", &options.floats)
+        .bind("--label-prefix", &options.label_prefix)
+        .bind("--output", &options.output)
+        .bind("--force", &options.force)
+        .bind("--max-memory", &options.max_memory)
+        .bind("--allow-any-path", &options.allow_any_path)
+        .bind("--backward", &options.backward);
+    return bindings;
 }
 
 std::uint64_t memory_limit(const std::string& max_memory) {

@@ -1,5 +1,5 @@
-// Options shared by run, explain, check and lesson, and the helpers every
-// subcommand uses: load a model, resolve render options, write the result.
+// Options shared by run, explain, check and lesson (their rows in flags.cpp),
+// and the helpers every subcommand uses: load a model, resolve render options, write the result.
 #pragma once
 
 #include "attention/attention.hpp"
@@ -8,6 +8,7 @@
 #include "io/loader.hpp"
 #include "model/model.hpp"
 #include "render/render.hpp"
+#include "cli/flags.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -51,32 +52,9 @@ void print_error(const Diagnostic& diagnostic);
 // The format -f/--format names is one of `formats`.
 bool format_is_one_of(const std::string& name, const std::vector<Format>& formats);
 
-// Accepts a whole number from low to high; anything else is refused with
-// "X is not a whole number from LOW to HIGH" (CLI11's own Range would call
-// "abc" out of range).
-CLI::Validator whole_number(std::int64_t low, std::int64_t high);
-
-// Adds -f, -p, -s, --head, --full, --color, --ascii, --dark, --brief, --standalone,
-// -o, --force, --max-memory, --allow-any-path. `formats` are the names -f
-// takes for this command, as its help lists them (empty = every format); the
-// command refuses a format it does not write with a message of its own.
-void add_common_options(CLI::App& command, CommonOptions& options, const std::vector<std::string>& formats = {});
-
-// The parts of add_common_options, for a command that takes only some of them:
-// -f (with the names as above), -p, -s and --head, --ascii, --standalone, -o
-// and --force, --max-memory and --allow-any-path.
-void add_format_option(CLI::App& command, std::string& format, const std::vector<std::string>& formats);
-void add_precision_option(CLI::App& command, int& precision);
-void add_selection_options(CLI::App& command, CommonOptions& options);
-void add_ascii_option(CLI::App& command, CommonOptions& options);
-void add_standalone_option(CLI::App& command, CommonOptions& options);
-void add_output_options(CLI::App& command, CommonOptions& options);
-void add_loading_options(CLI::App& command, CommonOptions& options);
-
-// Adds --float and --label-prefix (run's LaTeX: tables as floats).
-void add_float_options(CLI::App& command, CommonOptions& options);
-// Adds --backward (run, explain, check and worksheet).
-void add_backward_option(CLI::App& command, CommonOptions& options);
+// Where each shared option is stored (flags.hpp): a command adds its own
+// bindings to these.
+Bindings common_bindings(CommonOptions& options);
 
 // --max-memory's SIZE in bytes; a usage error when it is not a size.
 std::uint64_t memory_limit(const std::string& max_memory);

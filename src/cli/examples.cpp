@@ -7,9 +7,7 @@
 
 namespace qkv::cli {
 
-CLI::App* setup_examples(CLI::App& app) {
-    return app.add_subcommand("examples", "List the built-in examples");
-}
+CLI::App* setup_examples(CLI::App& app) { return add_command(app, CommandId::examples, Bindings()); }
 
 int run_examples() {
     std::size_t width = 0;

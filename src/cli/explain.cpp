@@ -7,20 +7,9 @@
 namespace qkv::cli {
 
 CLI::App* setup_explain(CLI::App& app, ExplainOptions& options) {
-    CLI::App* command = app.add_subcommand("explain", "Show the arithmetic behind cells, e.g. scores[1,2] or output[1]");
-    command->add_option("file", options.file, "Example file, built-in example name, or - for stdin")
-        ->required()
-        ->type_name("FILE|NAME|-");
-    command->add_option("cells", options.cells, "Cells: STEP[ROW,COL] or STEP[ROW], then @HEAD if needed")
-        ->required()
-        ->type_name("CELL");
-    command->add_option("--block-size", options.block_size,
-                        "Also work the row out as FlashAttention does, B keys at a time")
-        ->check(whole_number(1, 65536))
-        ->type_name("B");
-    add_common_options(*command, options.common, format_names(explain_formats()));
-    add_backward_option(*command, options.common);
-    return command;
+    Bindings bindings = common_bindings(options.common);
+    bindings.bind("file", &options.file).bind("cells", &options.cells).bind("--block-size", &options.block_size);
+    return add_command(app, CommandId::explain, bindings);
 }
 
 int run_explain(const ExplainOptions& options) {

@@ -405,48 +405,27 @@ std::string starter_example(const InitOptions& options) {
 }
 
 CLI::App* setup_init(CLI::App& app, InitOptions& options) {
-    CLI::App* command = app.add_subcommand("init", "Write a starter example with small whole-number weights");
-    command->add_option("--tokens", options.tokens, "Number of tokens, the rows of inputs (default 3)")
-        ->check(whole_number(1, 256))
-        ->type_name("N");
-    command->add_option("--d-model", options.d_model, "Width of each input row (default 4)")
-        ->check(whole_number(1, 256))
-        ->type_name("D");
-    command->add_option("--d-k", options.d_k, "Width of queries and keys, per head (default 3)")
-        ->check(whole_number(1, 256))
-        ->type_name("K");
-    command->add_option("--d-v", options.d_v, "Width of values, per head (default: d_k)")
-        ->check(whole_number(1, 256))
-        ->type_name("V");
-    command->add_option("--heads", options.heads, "Number of heads (default 1)")->check(whole_number(1, 16))->type_name("H");
-    command->add_option("--seed", options.seed, "Seed: the same seed gives the same file (default 1)")
-        ->check(whole_number(0, std::int64_t{1} << 53))
-        ->type_name("S")
-        ->each([&options](const std::string&) { options.seed_given = true; });
-    command->add_option_function<std::string>(
-               "--student", [&options](const std::string& id) { options.student = id; },
-               "An exercise for this student: the seed comes from the ID")
-        ->type_name("ID");
-    command->add_option("--max-int", options.max_int, "Largest number drawn, from 1 to 9 (default 1)")
-        ->check(whole_number(1, 9))
-        ->type_name("M");
-    command->add_flag("--negative", options.negative, "Draw numbers from -M to M instead of 0 to M");
-    command->add_option("--mask", options.mask, "causal: token i attends only to tokens 1 ... i")->type_name("MASK");
-    command->add_flag("--bias", options.bias, "Add the biases b_Q, b_K, b_V (and b_O with several heads)");
-    command->add_option("--scale", options.scale, "sqrt_dk: divide the scores by sqrt(d_k) (default); none: do not")
-        ->type_name("SCALE");
-    command->add_option("-o,--output", options.output, "Write to FILE instead of standard output")->type_name("FILE");
-    command->add_flag("--force", options.force, "Let -o replace an existing file");
-    return command;
+    Bindings bindings;
+    bindings.bind("--tokens", &options.tokens)
+        .bind("--d-model", &options.d_model)
+        .bind("--d-k", &options.d_k)
+        .bind("--d-v", &options.d_v)
+        .bind("--heads", &options.heads)
+        .bind("--seed", &options.seed, &options.seed_given)
+        .bind("--student", &options.student)
+        .bind("--max-int", &options.max_int)
+        .bind("--negative", &options.negative)
+        .bind("--mask", &options.mask)
+        .bind("--bias", &options.bias)
+        .bind("--scale", &options.scale)
+        .bind("--output", &options.output)
+        .bind("--force", &options.force);
+    return add_command(app, CommandId::init, bindings);
 }
 
 int run_init(const InitOptions& options) {
     const std::string text = starter_example(options);
-    if (options.output.empty() || options.output == "-") {
-        write_stdout(text);
-    } else {
-        write_file_atomically(options.output, text, options.force);
-    }
+    write_to(options.output, options.force, [&text](std::ostream& out) { out << text; });
     return 0;
 }
 

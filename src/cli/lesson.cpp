@@ -67,9 +67,6 @@ extern "C" void leave_on_interrupt(int signal_number) {
     _exit(128 + signal_number);
 }
 
-// the formats a lesson is played or written in; the first is the default
-const std::vector<Format> k_lesson_formats = {Format::text, Format::markdown, Format::latex, Format::html};
-
 // One line a lesson: its number, name and summary (in ASCII with --ascii).
 int list_lessons(bool ascii) {
     const auto& lessons = builtin_lessons();
@@ -105,13 +102,9 @@ std::string next_step(int number) {
 }  // namespace
 
 CLI::App* setup_lesson(CLI::App& app, LessonOptions& options) {
-    CLI::App* command = app.add_subcommand("lesson", "List the lessons, or play one");
-    command->add_option("lesson", options.lesson, "Lesson number, name, or a lesson file")
-        ->type_name("NUMBER|NAME|FILE");
-    command->add_flag("--no-pause", options.no_pause, "Play straight through, answers shown, without waiting");
-    command->add_option("--page", options.page, "Start at this page (to resume a lesson)")->type_name("N");
-    add_common_options(*command, options.common, format_names(k_lesson_formats));
-    return command;
+    Bindings bindings = common_bindings(options.common);
+    bindings.bind("lesson", &options.lesson).bind("--no-pause", &options.no_pause).bind("--page", &options.page);
+    return add_command(app, CommandId::lesson, bindings);
 }
 
 int run_lesson(const LessonOptions& options) {
@@ -119,10 +112,10 @@ int run_lesson(const LessonOptions& options) {
         return list_lessons(options.common.ascii);
     }
     const CommonOptions& common = options.common;
-    if (!format_is_one_of(common.format, k_lesson_formats)) {
+    if (!offers_format(CommandId::lesson, common.format)) {
         std::vector<std::string> choices;
-        for (const auto format : k_lesson_formats) {
-            choices.push_back("--format " + format_name(format) + (choices.empty() ? " (the default)" : ""));
+        for (const auto& format : format_choices(CommandId::lesson)) {
+            choices.push_back("--format " + format + (choices.empty() ? " (the default)" : ""));
         }
         throw InputError(usage_error("a lesson is played as text or written as markdown, latex or html, not " + common.format,
                                      "use " + join_list(choices, " or ")));

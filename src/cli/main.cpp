@@ -35,8 +35,10 @@ std::string version_text() {
 namespace {
 
 int main_with_errors(int argc, char** argv) {
-    CLI::App app("qkv: self-attention, step by step: compute, explain and check it by hand", "qkv");
-    app.set_version_flag("--version", version_text());
+    CLI::App app("", "qkv");
+    Bindings top;
+    top.version = version_text;
+    add_command(app, CommandId::qkv, top);
     app.require_subcommand(0, 1);
     app.footer("Start with `qkv run` (the built-in example) or `qkv examples`. See `man qkv` for more.");
 
@@ -55,6 +57,8 @@ int main_with_errors(int argc, char** argv) {
     CLI::App* init = setup_init(app, init_options);
     BenchOptions bench_options;
     CLI::App* bench = setup_bench(app, bench_options);
+    GenerateOptions generate_options;
+    CLI::App* generate = setup_generate(app, generate_options);
 
     try {
         app.parse(argc, argv);
@@ -92,6 +96,9 @@ int main_with_errors(int argc, char** argv) {
     }
     if (bench->parsed()) {
         return run_bench(bench_options);
+    }
+    if (generate->parsed()) {
+        return run_generate(generate_options);
     }
     std::cout << app.help();
     return 0;

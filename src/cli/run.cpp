@@ -81,14 +81,9 @@ int run_html(const RunOptions& options) {
 }  // namespace
 
 CLI::App* setup_run(CLI::App& app, RunOptions& options) {
-    CLI::App* command = app.add_subcommand("run", "Compute and print every step of attention");
-    command->add_option("file", options.file, "Example file, built-in example name, or - for stdin")
-        ->type_name("FILE|NAME|-");
-    add_common_options(*command, options.common);
-    add_float_options(*command, options.common);
-    add_backward_option(*command, options.common);
-    command->add_flag("--decode", options.common.decode, "One new token at a time, from a key/value cache");
-    return command;
+    Bindings bindings = common_bindings(options.common);
+    bindings.bind("file", &options.file).bind("--decode", &options.common.decode);
+    return add_command(app, CommandId::run, bindings);
 }
 
 int run_run(const RunOptions& options) {

@@ -30,22 +30,11 @@ std::string check_command(const WorksheetCommandOptions& options) {
 }  // namespace
 
 CLI::App* setup_worksheet(CLI::App& app, WorksheetCommandOptions& options) {
-    CLI::App* command = app.add_subcommand("worksheet", "Write an exercise sheet to work by hand, or its answer key");
-    command->add_option("file", options.file, "Example file, built-in example name, or - for stdin")
-        ->required()
-        ->type_name("FILE|NAME|-");
     options.common.format = "markdown";
     options.common.precision = -1;  // not given: the example's decimals:, else 2
-    add_format_option(*command, options.common.format, worksheet_format_names());
-    add_precision_option(*command, options.common.precision);
-    add_selection_options(*command, options.common);
-    command->add_flag("--key", options.key, "Fill the tables with the true values: the answer key");
-    add_backward_option(*command, options.common);
-    add_ascii_option(*command, options.common);
-    add_standalone_option(*command, options.common);
-    add_output_options(*command, options.common);
-    add_loading_options(*command, options.common);
-    return command;
+    Bindings bindings = common_bindings(options.common);
+    bindings.bind("file", &options.file).bind("--key", &options.key);
+    return add_command(app, CommandId::worksheet, bindings);
 }
 
 int run_worksheet(const WorksheetCommandOptions& options) {

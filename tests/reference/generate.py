@@ -7,7 +7,7 @@ Run from anywhere with Debian's Python (it has torch and numpy):
 
 For every case NAME it writes, next to this script,
 
-    cases/NAME.yaml           a qkv input file (EXAMPLE FILES in man/qkv.1)
+    cases/NAME.yaml           a qkv input file (EXAMPLE FILES in man/qkv.1.in)
     cases/NAME.expected.json  the steps PyTorch computes for it
 
 Where a case can be expressed as a torch.nn.MultiheadAttention (scale sqrt(d_k),
@@ -32,7 +32,7 @@ leaves the files unchanged.
 
 Self-checks (a mapping mistake fails loudly, nothing is written for it):
   * every YAML file is read back with PyYAML and recomputed from the YAML alone
-    by interpret_yaml(), which follows the EXAMPLE FILES in man/qkv.1 rules and
+    by interpret_yaml(), which follows the EXAMPLE FILES in man/qkv.1.in rules and
     SPEC section 9 with direct formulas, one head at a time (RoPE pair by pair,
     key/value head ceil(h * G / H), slopes 2^(-8h/H), the window's
     0 <= i - j < W, the sink's softmax written out); every step must agree
@@ -218,7 +218,7 @@ def from_json_steps(parsed, step_ids):
 
 
 # ---------------------------------------------------------------------------
-# Plain attention (the STEPS section of man/qkv.1) from per-head weights in x_w form
+# Plain attention (the STEPS section of man/qkv.1.in) from per-head weights in x_w form
 # ---------------------------------------------------------------------------
 
 def affine(X, W, b):
@@ -271,7 +271,7 @@ def causal(n):
 
 
 # ---------------------------------------------------------------------------
-# Reading a qkv YAML file back (EXAMPLE FILES in man/qkv.1), independently of the writers
+# Reading a qkv YAML file back (EXAMPLE FILES in man/qkv.1.in), independently of the writers
 # ---------------------------------------------------------------------------
 
 def tensor(value):
@@ -288,7 +288,7 @@ def split_columns(W, b, n_heads, name):
 
 
 def interpret_yaml(doc):
-    """Compute every step from a parsed qkv file, following EXAMPLE FILES in man/qkv.1
+    """Compute every step from a parsed qkv file, following EXAMPLE FILES in man/qkv.1.in
     and SPEC section 9. Returns (steps, divisor, heads, kv_heads); steps holds
     exactly the steps that exist for this file."""
     X = tensor(doc["inputs"])

@@ -97,6 +97,15 @@ std::set<std::string> help_options(const std::string& help) {
     return options;
 }
 
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+        lines.push_back(line);
+    }
+    return lines;
+}
+
 std::string read_repo_file(const std::string& relative) {
     std::ifstream in(source_dir() + "/" + relative, std::ios::binary);
     if (!in) {

@@ -94,6 +94,8 @@ bool tool_installed(const std::string& tool, const std::string& package, const s
 
 // The whole content of a file, byte for byte ("" when it cannot be read).
 std::string read_file(const std::filesystem::path& path);
+// The lines of TEXT, without their newlines.
+std::vector<std::string> lines_of(const std::string& text);
 // How many times `part` occurs in `text`, without overlapping.
 std::size_t count_of(const std::string& text, const std::string& part);
 
@@ -175,7 +177,7 @@ private:
     std::filesystem::path m_path;
 };
 
-// The answers of the check command in man/qkv.1, for the illustrated
+// The answers of the check command in man/qkv.1.in, for the illustrated
 // article: keys and scores right, weights[1,1] wrong (0.0634 rounds to 0.1),
 // output row 1 following from the weights (error carried forward).
 inline constexpr const char* k_illustrated_answers = R"(answers:

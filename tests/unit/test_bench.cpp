@@ -1,4 +1,4 @@
-// qkv bench: the JSON contract of BENCHMARK in man/qkv.1, and results that make sense. Speed
+// qkv bench: the JSON contract of BENCHMARK in man/qkv.1.in, and results that make sense. Speed
 // itself is measured by scripts/bench, never by a test.
 #include "support.hpp"
 
@@ -23,7 +23,7 @@ TEST_CASE("qkv bench --format json follows the contract", "[bench][cli]") {
     REQUIRE(result.status == 0);
     CHECK(result.err.empty());  // progress only for runs longer than a second
     const auto json = nlohmann::ordered_json::parse(result.out);
-    // the keys of BENCHMARK in man/qkv.1, in its order
+    // the keys of BENCHMARK in man/qkv.1.in, in its order
     std::vector<std::string> keys;
     for (const auto& item : json.items()) {
         keys.push_back(item.key());
@@ -48,7 +48,7 @@ TEST_CASE("qkv bench --format json follows the contract", "[bench][cli]") {
     // 3·2·64·32·32 = 393216, scores and weighted sums 2·2·64·64·8·4 = 524288, output
     // 2·64·32·32 = 131072; 2^20 in all
     check_gflops(json, 1048576.0);
-    // the steps that do work, in the order of the STEPS section of man/qkv.1 (the scaling is part of scores,
+    // the steps that do work, in the order of the STEPS section of man/qkv.1.in (the scaling is part of scores,
     // and the heads write their columns of concat in place)
     std::vector<std::string> ids;
     for (const auto& step : json["steps"]) {

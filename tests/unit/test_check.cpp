@@ -428,7 +428,7 @@ TEST_CASE("the decimals of an answer are counted as written, exponent included",
 }
 
 TEST_CASE("the illustrated article's rounded weights: one wrong cell, and an output that follows from them", "[check]") {
-    // the check command in man/qkv.1: 0.0634 written as 0.0 is wrong (it rounds to 0.1); Output 1 [2.0, 7.0, 1.5] is what the
+    // the check command in man/qkv.1.in: 0.0634 written as 0.0 is wrong (it rounds to 0.1); Output 1 [2.0, 7.0, 1.5] is what the
     // article's own weights [0.0, 0.5, 0.5] give: 0.5·[2, 8, 0] + 0.5·[2, 6, 3] (worked by hand).
     const auto checked = check_yaml(illustrated(), R"(
 answers:

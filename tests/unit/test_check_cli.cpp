@@ -1,5 +1,5 @@
 // `qkv check` as a user runs it: the homework examples against golden files,
-// the JSON contract of the check command in man/qkv.1, exit statuses, and input errors.
+// the JSON contract of the check command in man/qkv.1.in, exit statuses, and input errors.
 #include "support.hpp"
 
 #include <nlohmann/json.hpp>

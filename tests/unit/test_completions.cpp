@@ -1,10 +1,12 @@
-// The shell completions of completions/ offer every option that `qkv COMMAND
-// --help` lists, so that they cannot fall behind the command line, and bash's
-// and fish's complete subcommands, options, step ids and example names.
+// The shell completions the build writes (`qkv generate`, from the command
+// line's table) offer every option that `qkv COMMAND --help` lists, and
+// bash's, zsh's and fish's complete subcommands, options, step ids and
+// example names when the shells run them.
 // (tests/install_check.cmake checks that `cmake --install` puts them in place.)
 #include "builtin/builtin.hpp"
 #include "support.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 namespace fs = std::filesystem;
+using qkv::test::lines_of;
 using qkv::test::run_qkv;
 
 namespace {
@@ -44,7 +47,13 @@ bool has_shell(const std::string& shell) {
     return run_script("sh", "command -v " + shell + " >/dev/null").status == 0;
 }
 
-std::string completion(const std::string& file) { return qkv::test::source_dir() + "/completions/" + file; }
+std::string completion(const std::string& file) { return std::string(QKV_COMPLETIONS) + "/" + file; }
+
+std::string read_completion(const std::string& file) {
+    const std::string text = qkv::test::read_file(completion(file));
+    REQUIRE(!text.empty());
+    return text;
+}
 
 // What bash's _qkv offers for LINE (the words so far, the last one being completed), one per line.
 std::vector<std::string> bash_complete(const std::string& line) {
@@ -134,8 +143,8 @@ TEST_CASE("bash completes step ids, formats, example and lesson names", "[comple
 }
 
 TEST_CASE("the zsh and fish completions name every option that --help lists", "[completions][cli]") {
-    const std::string zsh = qkv::test::read_repo_file("completions/_qkv");
-    const std::string fish = qkv::test::read_repo_file("completions/qkv.fish");
+    const std::string zsh = read_completion("_qkv");
+    const std::string fish = read_completion("qkv.fish");
     auto names = qkv::test::subcommands();
     names.push_back("");
     for (const auto& name : names) {
@@ -182,4 +191,92 @@ TEST_CASE("the zsh completion parses and fish's completes subcommands and option
     CHECK(fish.out.find("json\t") != std::string::npos);
     CHECK(fish.out.find("latex\t") == std::string::npos);
     CHECK(fish.out.find("scores,weights\t") != std::string::npos);
+}
+
+namespace {
+
+// What zsh's _qkv hands to _arguments (one spec a line) for the words WORDS,
+// or to _describe for the commands: zsh runs the completion with those
+// functions replaced by ones that print their arguments.
+std::string zsh_offers(const std::string& state, const std::string& words) {
+    const auto result = run_script("zsh", "emulate zsh\n"
+                                          "_arguments() { if [[ $1 == -C ]]; then state=$QKV_STATE; return 0; fi; "
+                                          "print -rl -- \"$@\"; }\n"
+                                          "_describe() { print -rl -- \"${(@P)4}\"; }\n"
+                                          "_values() { shift 3; print -rl -- \"$@\"; }\n"
+                                          "compadd() { print -rl -- \"${(@P)${@[-1]}}\"; }\n"
+                                          "source '" + completion("_qkv") + "' >/dev/null 2>&1\n"
+                                          "QKV_STATE=" + state + "\nwords=(" + words + ")\n"
+                                          "print -- '-- offered'\n_qkv\n");
+    CAPTURE(state, words, result.out);
+    REQUIRE(result.status == 0);
+    const auto start = result.out.find("-- offered\n");
+    REQUIRE(start != std::string::npos);
+    return result.out.substr(start + 11);
+}
+
+}  // namespace
+
+TEST_CASE("zsh's completion offers every command, each command's every option and every step id", "[completions][cli]") {
+    if (!has_shell("zsh")) {
+        WARN("zsh is not installed: the zsh completion is not run");
+        return;
+    }
+    const auto names = qkv::test::subcommands();
+    const auto commands = lines_of(zsh_offers("command", ""));
+    for (const auto& name : names) {
+        CAPTURE(name);
+        CHECK(std::any_of(commands.begin(), commands.end(),
+                          [&name](const std::string& line) { return line.starts_with(name + ":"); }));
+        const auto specs = lines_of(zsh_offers("argument", name));
+        for (const auto& option : qkv::test::help_options(run_qkv({name, "--help"}).out)) {
+            CAPTURE(option);
+            // (-f --format)-f[Output format]:FORMAT:(...), --full[...], *--answers[...]
+            CHECK(std::any_of(specs.begin(), specs.end(), [&option](const std::string& spec) {
+                const auto at = spec.find(option + "[");
+                return at != std::string::npos && (at == 0 || spec[at - 1] == ')' || spec[at - 1] == '*');
+            }));
+        }
+    }
+    const std::string run = zsh_offers("argument", "run");
+    CHECK(run.find("--format[Output format]:FORMAT:(text markdown latex csv json svg html)") != std::string::npos);
+    CHECK(run.find("1::Example file, built-in example name, or - for stdin:_qkv_examples") != std::string::npos);
+    CHECK(zsh_offers("argument", "worksheet").find(":FORMAT:(markdown latex html yaml)") != std::string::npos);
+    CHECK(zsh_offers("argument", "check").find("*--answers[") != std::string::npos);
+    CHECK(zsh_offers("argument", "explain").find("*:Cells") != std::string::npos);
+
+    const auto steps = run_script("zsh", "emulate zsh\n_values() { shift 3; print -rl -- \"$@\"; }\n"
+                                         "compadd() { print -rl -- \"${(@P)${@[-1]}}\"; }\n"
+                                         "_arguments() { :; }\n"
+                                         "source '" + completion("_qkv") + "' >/dev/null 2>&1\n"
+                                         "print -- '-- steps'\n_qkv_steps\nprint -- '-- cells'\n_qkv_cells\n");
+    REQUIRE(steps.status == 0);
+    const auto ids = lines_of(steps.out.substr(steps.out.find("-- steps\n") + 9));
+    for (const auto& id : qkv::step_names()) {
+        CAPTURE(id);
+        CHECK(std::count(ids.begin(), ids.end(), id) == 2);  // in --steps and in explain's cells
+    }
+}
+
+TEST_CASE("fish's completion offers each command's every option", "[completions][cli]") {
+    if (!has_shell("fish")) {
+        WARN("fish is not installed: the fish completion is not run");
+        return;
+    }
+    for (const auto& name : qkv::test::subcommands()) {
+        CAPTURE(name);
+        const auto offered = run_script("fish", "source '" + completion("qkv.fish") + "'\n" +
+                                                    "complete -C 'qkv " + name + " --'\n"
+                                                    "complete -C 'qkv " + name + " -'\n");
+        REQUIRE(offered.status == 0);
+        for (const auto& option : qkv::test::help_options(run_qkv({name, "--help"}).out)) {
+            CAPTURE(option);
+            CHECK(("\n" + offered.out).find("\n" + option + "\t") != std::string::npos);
+        }
+    }
+    const auto steps = run_script("fish", "source '" + completion("qkv.fish") + "'\ncomplete -C 'qkv run -s '\n");
+    for (const auto& id : qkv::step_names()) {
+        CAPTURE(id);
+        CHECK(steps.out.find(id + "\t") != std::string::npos);
+    }
 }

@@ -11,19 +11,10 @@
 #include <sstream>
 
 using qkv::test::check_golden;
+using qkv::test::lines_of;
 using qkv::test::run_qkv;
 
 namespace {
-
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> lines;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-        lines.push_back(line);
-    }
-    return lines;
-}
 
 // The CSV of qkv ends each line with its value, after the last comma.
 void check_csv_golden(const std::string& name, const std::string& actual) {

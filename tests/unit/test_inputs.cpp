@@ -1,4 +1,4 @@
-// The input forms a learner has (EXAMPLE FILES in man/qkv.1): words looked up in an embedding
+// The input forms a learner has (EXAMPLE FILES in man/qkv.1.in): words looked up in an embedding
 // table, positional encodings, hand rounding, matrices from CSV files and from
 // a seeded random generator, and the errors each form reports.
 // CSV and YAML files for these tests are under tests/data/inputs/.

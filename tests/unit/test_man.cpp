@@ -1,4 +1,5 @@
-// The man page documents every subcommand and every option that --help lists.
+// The man page the build writes (from man/qkv.1.in and the command line's
+// table) documents every subcommand and every option that --help lists.
 #include "render/table.hpp"
 #include "support.hpp"
 
@@ -35,10 +36,16 @@ std::string roff(const std::string& option) {
     return escaped;
 }
 
+std::string generated_page() {
+    const std::string page = qkv::test::read_file(QKV_MAN_PAGE);
+    REQUIRE(!page.empty());
+    return page;
+}
+
 }  // namespace
 
 TEST_CASE("the man page documents every subcommand and option", "[man][cli]") {
-    const std::string page = qkv::test::read_repo_file("man/qkv.1");
+    const std::string page = generated_page();
     const auto names = subcommands();
     REQUIRE(names.size() >= 2);
     for (const auto& name : names) {
@@ -70,11 +77,11 @@ TEST_CASE("help output fits a 100-column terminal", "[man][cli]") {
 }
 
 TEST_CASE("qkv --version and the man page's .TH line show project()'s version", "[man][cli]") {
-    // CMakeLists.txt's project(VERSION) is the one version: man/qkv.1 holds a
-    // placeholder that the build fills in for the page it installs
+    // CMakeLists.txt's project(VERSION) is the one version: man/qkv.1.in holds
+    // a placeholder that the build fills in for the page it installs
     const std::string version = QKV_PROJECT_VERSION;
     CHECK(run_qkv({"--version"}).out.starts_with("qkv " + version + " ("));
-    const std::string source = qkv::test::read_repo_file("man/qkv.1");
+    const std::string source = qkv::test::read_repo_file("man/qkv.1.in");
     CHECK(source.find("\n.TH QKV 1 \"") != std::string::npos);
     CHECK(source.find("\"qkv @PROJECT_VERSION@\"") != std::string::npos);
     std::ifstream in(QKV_MAN_PAGE);
@@ -87,7 +94,7 @@ TEST_CASE("qkv --version and the man page's .TH line show project()'s version", 
 }
 
 TEST_CASE("the man page lists every diagnosis id that check can name", "[man]") {
-    const std::string page = qkv::test::read_repo_file("man/qkv.1");
+    const std::string page = qkv::test::read_repo_file("man/qkv.1.in");
     const auto section = page.find(".SH DIAGNOSES");
     REQUIRE(section != std::string::npos);
     const std::string listed = page.substr(section, page.find(".SH ", section + 1) - section);

@@ -22,18 +22,10 @@ using qkv::test::require_input_error;
 using qkv::test::run_ok;
 using qkv::test::run_qkv;
 using qkv::test::shell;
+using qkv::test::lines_of;
 using qkv::test::TempDir;
 
 namespace {
-
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> lines;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) {
-        lines.push_back(line);
-    }
-    return lines;
-}
 
 // Each "## Step …" heading of a Markdown document with the pipe table that
 // follows it (its lines), in order.

@@ -1,0 +1,165 @@
+// The man page's synopsis and options, written from the command line's table
+// into the page's template (man/qkv.1.in) at build time.
+#include "cli/flags.hpp"
+#include "cli/generated.hpp"
+
+#include <bit>
+#include <sstream>
+#include <stdexcept>
+
+#ifndef QKV_VERSION
+#define QKV_VERSION "0.0.0"
+#endif
+
+namespace qkv::cli {
+
+namespace {
+
+// roff writes a hyphen that must stay one (in a flag) as \-
+std::string roff(std::string_view text) {
+    std::string escaped;
+    for (const char c : text) {
+        if (c == '-') {
+            escaped += "\\-";
+        } else {
+            escaped += c;
+        }
+    }
+    return escaped;
+}
+
+// A flag of one command alone is documented with that command; the others,
+// shared, under OPTIONS.
+bool is_shared(const Flag& flag) {
+    return std::popcount(flag.commands) > 1 || flag.takes(CommandId::qkv);
+}
+
+// ".BR \-f ", " \-\-format " \fIFORMAT\fR"", ".BI \-\-page " N"" or ".B \-\-key"
+std::string man_heading(const Flag& flag) {
+    if (!flag.short_name.empty()) {
+        return ".BR " + roff(flag.short_name) + " \", \" " + roff(flag.name) +
+               (flag.value.empty() ? "" : " \" \\fI" + std::string(flag.value) + "\\fR\"");
+    }
+    if (!flag.value.empty()) {
+        return ".BI " + roff(flag.name) + " \" " + std::string(flag.value) + "\"";
+    }
+    return ".B " + roff(flag.name);
+}
+
+// The shared -f lists each command's formats, the first its default.
+std::string formats_by_command() {
+    std::string text = "Each command's formats, the first its default:";
+    bool first = true;
+    for (const CommandDef* command : shown_commands()) {
+        const auto formats = format_choices(command->id);
+        if (formats.empty() || command->id == CommandId::bench) {
+            continue;
+        }
+        text += std::string(first ? "\n" : ";\n") + "\\fB" + std::string(command->name) + "\\fR:";
+        for (std::size_t i = 0; i < formats.size(); ++i) {
+            text += (i == 0 ? " " : ", ") + formats[i];
+        }
+        first = false;
+    }
+    return text + ".";
+}
+
+void write_entry(const Flag& flag, std::ostringstream& out) {
+    out << ".TP\n" << man_heading(flag) << "\n" << flag.man << "\n";
+    if (flag.complete == Complete::format && is_shared(flag)) {
+        out << formats_by_command() << "\n";
+    }
+}
+
+// .B qkv run
+// .RI [ FILE | NAME | \- ]
+// .RI [ options ]
+void write_synopsis(std::ostringstream& out) {
+    for (const CommandDef* command : shown_commands()) {
+        out << ".B qkv " << command->name << "\n";
+        bool options = false;
+        for (const Flag* flag : flags_of(command->id)) {
+            if (!flag->is_argument()) {
+                options = options || flag->name != "--help";
+                continue;
+            }
+            const bool required = (flag->required & command_bit(command->id)) != 0;
+            std::string words;
+            std::string_view rest = flag->value;
+            while (!rest.empty()) {
+                const auto bar = rest.find('|');
+                words += (words.empty() ? "" : " | ") + roff(rest.substr(0, bar));
+                rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
+            }
+            out << (required ? ".IR " + words : ".RI [ " + words + " ]") << (flag->repeatable ? " ...\n" : "\n");
+        }
+        if (options) {
+            out << ".RI [ options ]\n";
+        }
+        out << ".br\n";
+    }
+    for (const Flag* flag : flags_of(CommandId::qkv)) {
+        out << ".B qkv " << roff(flag->name) << "\n.br\n";
+    }
+}
+
+void write_shared_options(std::ostringstream& out) {
+    for (const Flag& flag : flag_table()) {
+        if (!flag.is_argument() && is_shared(flag)) {
+            write_entry(flag, out);
+        }
+    }
+}
+
+void write_command_options(const CommandDef& command, std::ostringstream& out) {
+    std::string shared;
+    for (const Flag* flag : flags_of(command.id)) {
+        if (flag->is_argument() || flag->name == "--help") {
+            continue;  // (every command takes --help)
+        }
+        if (is_shared(*flag)) {
+            shared += (shared.empty() ? "" : ", ") + std::string("\\fB") +
+                      roff(flag->short_name.empty() ? flag->name : flag->short_name) + "\\fR";
+        } else {
+            write_entry(*flag, out);
+        }
+    }
+    if (!shared.empty()) {
+        out << ".PP\n" << "Also " << shared << " (see \\fBOPTIONS\\fR).\n";
+    }
+}
+
+}  // namespace
+
+std::string man_page(const std::string& page_template) {
+    std::istringstream lines(page_template);
+    std::ostringstream out;
+    for (std::string line; std::getline(lines, line);) {
+        for (std::size_t at = line.find("@PROJECT_VERSION@"); at != std::string::npos;
+             at = line.find("@PROJECT_VERSION@")) {
+            line.replace(at, 17, QKV_VERSION);
+        }
+        if (line == "@SYNOPSIS@") {
+            write_synopsis(out);
+        } else if (line == "@OPTIONS@") {
+            write_shared_options(out);
+        } else if (line.starts_with("@OPTIONS ") && line.ends_with("@")) {
+            const std::string name = line.substr(9, line.size() - 10);
+            const CommandDef* found = nullptr;
+            for (const CommandDef* command : shown_commands()) {
+                found = command->name == name ? command : found;
+            }
+            if (found == nullptr) {
+                throw std::invalid_argument("the man page's template names no command " + name + ": " + line);
+            }
+            write_command_options(*found, out);
+        } else if (line.starts_with("@") && line.ends_with("@") && line.size() > 1) {
+            throw std::invalid_argument("the man page's template has a mark qkv does not know: " + line);
+        } else {
+            out << line << "\n";
+        }
+    }
+    return out.str();
+}
+
+}  // namespace qkv::cli
