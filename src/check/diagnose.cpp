@@ -3,6 +3,8 @@
 // carried forward (the catalogue of mistakes is mistakes.cpp).
 #include "check/diagnose.hpp"
 
+#include "check/catalogue.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -142,7 +144,8 @@ std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check, std::size_t
     if (target.id != StepId::scores) {
         const arma::mat spread = check.carried_rounding.t();
         if (auto value = recompute(m_model, target, learner); value && explains(value->t(), check, 0.0, &spread)) {
-            return Diagnosis{"transposed", "Rows and columns are swapped: this is the transpose of the right answer.",
+            return Diagnosis{mistake_id("transposed"),
+                             "Rows and columns are swapped: this is the transpose of the right answer.",
                              "rows are tokens: " + step_text(target.id) + " is " + std::to_string(value->n_rows) + " × " +
                                  std::to_string(value->n_cols),
                              ""};

@@ -4,6 +4,8 @@
 // answer). Rows are tokens throughout: Q = X·W_Q.
 #include "check/diagnose.hpp"
 
+#include "check/catalogue.hpp"
+
 #include "attention/attention.hpp"
 #include "render/table.hpp"
 
@@ -45,7 +47,7 @@ std::string scaled_formula(const Model& model) {
 
 Mistake one(std::string key, std::string mistake, std::string correct, const StepKey& step, arma::mat value,
             double rounding_slack = 0.0) {
-    Mistake result{std::move(key), std::move(mistake), std::move(correct), {}, false, rounding_slack};
+    Mistake result{mistake_id(key), std::move(mistake), std::move(correct), {}, false, rounding_slack};
     result.values.emplace_back(step, std::move(value));
     return result;
 }
@@ -305,7 +307,7 @@ void head_projection_mistakes(const Model& model, const LearnerValues& L, int h,
     const auto source_of = [&](const std::string& letter) -> const arma::mat& {
         return letter == "Q" ? source : kv_source;
     };
-    Mistake w_x{"projection_w_x",
+    Mistake w_x{mistake_id("projection_w_x"),
                 model.layout == Layout::x_w
                     ? "The projections were computed as W·x for each token (the column-vector convention), which is "
                       "X·Wᵀ."
@@ -323,7 +325,7 @@ void head_projection_mistakes(const Model& model, const LearnerValues& L, int h,
     if (w_x.values.size() > 1) {
         out.push_back(std::move(w_x));
     }
-    Mistake swapped{"weights_swapped", "The query and key weights are swapped: Q was computed with W_K and K with W_Q.",
+    Mistake swapped{mistake_id("weights_swapped"), "The query and key weights are swapped: Q was computed with W_K and K with W_Q.",
                     "Q = " + source_name + "·W_Q and K = " + (model.C ? std::string("C") : source_name) + "·W_K",
                     {},
                     true};
@@ -340,7 +342,7 @@ void head_projection_mistakes(const Model& model, const LearnerValues& L, int h,
         out.push_back(std::move(kept));
     }
     if (int(head.b_Q.has_value()) + int(head.b_K.has_value()) + int(head.b_V.has_value()) > 1) {
-        Mistake no_bias{"bias_forgotten", "The biases were not added to the projections.",
+        Mistake no_bias{mistake_id("bias_forgotten"), "The biases were not added to the projections.",
                         "Q = X·W_Q + b_Q, and the same for K and V: each bias is added to every row", {}, true};
         for (const auto& q : k_projections) {
             if (bias_of(head, q.letter)) {
@@ -351,7 +353,7 @@ void head_projection_mistakes(const Model& model, const LearnerValues& L, int h,
         out.push_back(std::move(no_bias));
     }
     if (model.C) {
-        Mistake from_inputs{"cross_source_swapped",
+        Mistake from_inputs{mistake_id("cross_source_swapped"),
                             "The keys and values were computed from the inputs; in cross-attention they come from the "
                             "context C.",
                             "K = C·W_K and V = C·W_V", {}, true};
@@ -365,7 +367,7 @@ void head_projection_mistakes(const Model& model, const LearnerValues& L, int h,
             continue;
         }
         const HeadWeights& other_head = model.heads[static_cast<std::size_t>(other - 1)];
-        Mistake wrong_head{"other_head_weights",
+        Mistake wrong_head{mistake_id("other_head_weights"),
                            "Head " + std::to_string(h) + " was computed with head " + std::to_string(other) + "'s weights.",
                            "each head has its own W_Q, W_K and W_V", {}, true};
         wrong_head.values.emplace_back(StepKey{StepId::queries, h}, project(source, other_head.W_Q, other_head.b_Q));

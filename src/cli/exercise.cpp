@@ -3,21 +3,16 @@
 // cell by cell with the true step and with the step's other mistakes.
 #include "cli/exercise.hpp"
 
+#include "check/catalogue.hpp"
 #include "check/diagnose.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <memory>
 
 namespace qkv::cli {
 
 namespace {
-
-constexpr std::array<std::string_view, 13> k_classic_mistakes = {
-    "scores_no_transpose", "scores_k_qt",        "scaling_forgotten",  "scaled_by_dk",    "scaled_by_sqrt_d_model",
-    "softmax_columns",     "softmax_no_exp",     "output_at_v",        "projection_w_x",  "weights_swapped",
-    "heads_averaged",      "mask_after_softmax", "mask_zero"};
 
 // Two values are clearly apart at two decimals when they differ by more than
 // one and a half hundredths: either one, rounded to two decimals, is then more
@@ -141,7 +136,10 @@ std::optional<ExerciseFlaw> mistakes_flaw(const Model& model, const Trace& trace
 }  // namespace
 
 bool is_classic_mistake(std::string_view diagnosis_id) {
-    return std::find(k_classic_mistakes.begin(), k_classic_mistakes.end(), diagnosis_id) != k_classic_mistakes.end();
+    const auto rows = checking::mistake_table();
+    return std::any_of(rows.begin(), rows.end(), [diagnosis_id](const checking::MistakeRow& row) {
+        return row.classic && row.id == diagnosis_id;
+    });
 }
 
 std::optional<ExerciseFlaw> exercise_flaw(const Model& model, const Trace& trace) {

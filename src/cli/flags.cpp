@@ -393,11 +393,8 @@ number its next output modulo the count of numbers allowed (M+1, or 2M+1 with
 (a row of zeros drawn again), then W_Q, W_K, W_V, W_O and the biases.
 .IP
 init keeps the first draw that makes a good exercise. It makes each classic
-mistake of \fBDIAGNOSES\fR that the example allows \(em scores_no_transpose,
-scores_k_qt, scaling_forgotten, scaled_by_dk, scaled_by_sqrt_d_model,
-softmax_columns, softmax_no_exp, output_at_v, projection_w_x,
-weights_swapped, heads_averaged, mask_after_softmax and mask_zero \(em on the
-true values, with \fBcheck\fR's own catalogue, and requires that each changes
+mistake of \fBDIAGNOSES\fR (those marked \(lqclassic\(rq there) that the
+example allows on the true values, with \fBcheck\fR's own catalogue, and requires that each changes
 at least two cells of its step by more than 0.015 (so that, written to two
 decimals, they are wrong), that each differs as clearly, in at least two
 cells, from every other mistake \fBcheck\fR knows in that step (so that the

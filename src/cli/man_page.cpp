@@ -1,5 +1,7 @@
-// The man page's synopsis and options, written from the command line's table
-// into the page's template (man/qkv.1.in) at build time.
+// The man page's synopsis and options, written from the command line's table,
+// and its list of diagnoses, from check's catalogue of mistakes, into the
+// page's template (man/qkv.1.in) at build time.
+#include "check/catalogue.hpp"
 #include "cli/flags.hpp"
 #include "cli/generated.hpp"
 
@@ -141,6 +143,13 @@ std::string man_page(const std::string& page_template) {
         }
         if (line == "@SYNOPSIS@") {
             write_synopsis(out);
+        } else if (line == "@DIAGNOSES@") {
+            for (const auto& mistake : checking::mistake_table()) {
+                // .B scores_no_transpose, or .BR mask_zero " (classic)"
+                const std::string heading = mistake.classic ? ".BR " + std::string(mistake.id) + " \" (classic)\""
+                                                            : ".B " + std::string(mistake.id);
+                out << ".TP\n" << heading << "\n" << mistake.man << "\n";
+            }
         } else if (line == "@OPTIONS@") {
             write_shared_options(out);
         } else if (line.starts_with("@OPTIONS ") && line.ends_with("@")) {
