@@ -132,9 +132,36 @@ arma::mat engine_gradient(const Model& model, const StepKey& key, const EngineGr
             return grads.X;
         case StepId::grad_context:
             return grads.C;
-        default:
-            throw std::logic_error(step_text(key.id) + " is per head: the engine hands it back itself");
+        // the forward steps, and the gradients the engine hands back head by head itself
+        case StepId::inputs:
+        case StepId::positional:
+        case StepId::encoded:
+        case StepId::context:
+        case StepId::queries:
+        case StepId::rotated_queries:
+        case StepId::keys:
+        case StepId::rotated_keys:
+        case StepId::values:
+        case StepId::scores:
+        case StepId::scaled_scores:
+        case StepId::position_bias:
+        case StepId::biased_scores:
+        case StepId::masked_scores:
+        case StepId::weights:
+        case StepId::head_output:
+        case StepId::concat:
+        case StepId::output:
+        case StepId::grad_head_output:
+        case StepId::grad_weights:
+        case StepId::grad_scaled_scores:
+        case StepId::grad_scores:
+        case StepId::grad_queries:
+        case StepId::grad_keys:
+        case StepId::grad_values:
+            break;
     }
+    throw std::logic_error(step_text(key.id) + " is not one of the engine's whole gradients: it hands back the "
+                           "per-head steps itself");
 }
 
 // Steps `rest` (from the projections on) by the large-input engine, which

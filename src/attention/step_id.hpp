@@ -15,8 +15,10 @@
 namespace qkv {
 
 // In the order the steps are computed, which is the order of the step table
-// and of the STEPS section of man/qkv.1. A `switch` over StepId without a default makes the compiler
-// list every place a new step must be handled.
+// and of the man page's STEPS. The layers above attention/ handle steps
+// through tables that fall back by category (step_handlers.hpp); the switches
+// over StepId inside attention/ have no default, so the compiler lists them
+// when a step is added.
 enum class StepId {
     inputs,
     positional,

@@ -7,6 +7,7 @@
 #include "check/catalogue.hpp"
 
 #include "attention/attention.hpp"
+#include "attention/step_handlers.hpp"
 #include "render/table.hpp"
 
 #include <cmath>
@@ -892,96 +893,66 @@ void grad_inputs_mistakes(const Model& model, const LearnerValues& L, const Step
                       "dX = Σ dQ·W_Qᵀ + Σ (dK·W_Kᵀ + dV·W_Vᵀ): every path from X adds its part", key, queries_only));
 }
 
+// What a step's mistakes are made from: the example, the true trace and the
+// learner's values of the steps before it.
+struct MistakesOf {
+    const Model& model;
+    const Trace& trace;
+    const LearnerValues& L;
+    const Values& learner;
+    const StepKey& key;
+};
+
+using MistakeMaker = void (*)(const MistakesOf&, std::vector<Mistake>&);
+
+// given, not computed; or a product or a sum with no classic way to go wrong that the others do not name
+void no_mistakes(const MistakesOf&, std::vector<Mistake>&) {}
+
+void encoded_mistakes(const MistakesOf& m, std::vector<Mistake>& out) {
+    out.push_back(one("positions_not_added", "The positional encodings were not added: this is X, not X + P.",
+                      "X + P: each token's vector plus its position's vector", m.key, m.L(StepId::inputs)));
+}
+
 }  // namespace
 
 std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const StepKey& key, const Values& learner) {
     const LearnerValues L(model, learner);
     std::vector<Mistake> out;
-    switch (key.id) {
-        case StepId::inputs:
-        case StepId::positional:
-        case StepId::context:
-            break;  // given, not computed
-        case StepId::encoded:
-            out.push_back(one("positions_not_added", "The positional encodings were not added: this is X, not X + P.",
-                              "X + P: each token's vector plus its position's vector", key, L(StepId::inputs)));
-            break;
-        case StepId::queries:
-        case StepId::keys:
-        case StepId::values:
-            projection_mistakes(model, L, key, out);
-            break;
-        case StepId::rotated_queries:
-        case StepId::rotated_keys:
-            rope_mistakes(model, L, key, out);
-            break;
-        case StepId::scores:
-            score_mistakes(model, L, key, out);
-            break;
-        case StepId::scaled_scores:
-            scaling_mistakes(model, L, key, out);
-            break;
-        case StepId::position_bias:
-        case StepId::biased_scores:
-            alibi_mistakes(model, L, key, out);
-            break;
-        case StepId::masked_scores:
-            mask_mistakes(model, L, key, out);
-            break;
-        case StepId::weights:
-            softmax_mistakes(model, L, key, out);
-            break;
-        case StepId::head_output:
-            weighted_sum_mistakes(model, L, key, key.head, out);
-            break;
-        case StepId::concat:
-            head_mistakes(model, trace, L, key, out);
-            break;
-        case StepId::output:
-            output_mistakes(model, trace, L, key, out);
-            break;
-        case StepId::grad_head_output:
-            grad_head_output_mistakes(model, L, key, out);
-            break;
-        case StepId::grad_scaled_scores:
-            softmax_backward_mistakes(L, key, out);
-            break;
-        case StepId::grad_scores:
-            grad_scale_mistakes(model, L, key, out);
-            break;
-        case StepId::grad_queries:
-            grad_queries_mistakes(model, L, key, out);
-            break;
-        case StepId::grad_keys:
-            grad_keys_mistakes(model, L, key, out);
-            break;
-        case StepId::grad_values:
-            grad_values_mistakes(model, L, key, out);
-            break;
-        case StepId::grad_w_query:
-        case StepId::grad_w_key:
-        case StepId::grad_w_value:
-        case StepId::grad_w_output:
-        case StepId::grad_in_proj_weight:
-        case StepId::grad_out_proj_weight:
-            grad_weight_mistakes(model, learner, key, out);
-            break;
-        case StepId::grad_inputs:
-            grad_inputs_mistakes(model, L, key, out);
-            break;
-        case StepId::grad_output:
-            break;  // given, not computed
-        case StepId::grad_concat:
-        case StepId::grad_weights:
-        case StepId::grad_b_query:
-        case StepId::grad_b_key:
-        case StepId::grad_b_value:
-        case StepId::grad_b_output:
-        case StepId::grad_in_proj_bias:
-        case StepId::grad_out_proj_bias:
-        case StepId::grad_context:
-            break;  // a product or a sum with no classic way to go wrong that the others do not name
-    }
+    using M = const MistakesOf&;
+    using Out = std::vector<Mistake>&;
+    static constexpr auto k_makers = step_handlers<MistakeMaker>(
+        {
+            {StepId::encoded, &encoded_mistakes},
+            {StepId::queries, [](M m, Out out) { projection_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::keys, [](M m, Out out) { projection_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::values, [](M m, Out out) { projection_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::rotated_queries, [](M m, Out out) { rope_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::rotated_keys, [](M m, Out out) { rope_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::scores, [](M m, Out out) { score_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::scaled_scores, [](M m, Out out) { scaling_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::position_bias, [](M m, Out out) { alibi_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::biased_scores, [](M m, Out out) { alibi_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::masked_scores, [](M m, Out out) { mask_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::weights, [](M m, Out out) { softmax_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::head_output, [](M m, Out out) { weighted_sum_mistakes(m.model, m.L, m.key, m.key.head, out); }},
+            {StepId::concat, [](M m, Out out) { head_mistakes(m.model, m.trace, m.L, m.key, out); }},
+            {StepId::output, [](M m, Out out) { output_mistakes(m.model, m.trace, m.L, m.key, out); }},
+            {StepId::grad_head_output, [](M m, Out out) { grad_head_output_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::grad_scaled_scores, [](M m, Out out) { softmax_backward_mistakes(m.L, m.key, out); }},
+            {StepId::grad_scores, [](M m, Out out) { grad_scale_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::grad_queries, [](M m, Out out) { grad_queries_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::grad_keys, [](M m, Out out) { grad_keys_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::grad_values, [](M m, Out out) { grad_values_mistakes(m.model, m.L, m.key, out); }},
+            {StepId::grad_w_query, [](M m, Out out) { grad_weight_mistakes(m.model, m.learner, m.key, out); }},
+            {StepId::grad_w_key, [](M m, Out out) { grad_weight_mistakes(m.model, m.learner, m.key, out); }},
+            {StepId::grad_w_value, [](M m, Out out) { grad_weight_mistakes(m.model, m.learner, m.key, out); }},
+            {StepId::grad_w_output, [](M m, Out out) { grad_weight_mistakes(m.model, m.learner, m.key, out); }},
+            {StepId::grad_in_proj_weight, [](M m, Out out) { grad_weight_mistakes(m.model, m.learner, m.key, out); }},
+            {StepId::grad_out_proj_weight, [](M m, Out out) { grad_weight_mistakes(m.model, m.learner, m.key, out); }},
+            {StepId::grad_inputs, [](M m, Out out) { grad_inputs_mistakes(m.model, m.L, m.key, out); }},
+        },
+        {.given = &no_mistakes, .gradient = &no_mistakes});
+    k_makers[step_index(key.id)](MistakesOf{model, trace, L, learner, key}, out);
     return out;
 }
 

@@ -11,6 +11,7 @@
 #include "explain/explain.hpp"
 
 #include "attention/attention.hpp"
+#include "attention/step_handlers.hpp"
 #include "attention/steps.hpp"
 #include "explain/numbers.hpp"
 
@@ -66,80 +67,35 @@ public:
     }
 
     void run() {
-        switch (m_step.id) {
-            case StepId::grad_output:
-                grad_output();
-                break;
-            case StepId::grad_concat:
-                grad_concat();
-                break;
-            case StepId::grad_head_output:
-                grad_head_output();
-                break;
-            case StepId::grad_weights:
-                grad_weights();
-                break;
-            case StepId::grad_scaled_scores:
-                grad_scaled_scores();
-                break;
-            case StepId::grad_scores:
-                grad_scores();
-                break;
-            case StepId::grad_queries:
-                grad_queries();
-                break;
-            case StepId::grad_keys:
-                grad_keys();
-                break;
-            case StepId::grad_values:
-                grad_values();
-                break;
-            case StepId::grad_w_query:
-            case StepId::grad_w_key:
-            case StepId::grad_w_value:
-                grad_w_projection();
-                break;
-            case StepId::grad_w_output:
-            case StepId::grad_out_proj_weight:
-                grad_w_output();
-                break;
-            case StepId::grad_b_query:
-            case StepId::grad_b_key:
-            case StepId::grad_b_value:
-            case StepId::grad_b_output:
-            case StepId::grad_out_proj_bias:
-                grad_bias();
-                break;
-            case StepId::grad_in_proj_weight:
-                grad_in_proj_weight();
-                break;
-            case StepId::grad_in_proj_bias:
-                grad_in_proj_bias();
-                break;
-            case StepId::grad_inputs:
-            case StepId::grad_context:
-                grad_sources();
-                break;
-            case StepId::inputs:
-            case StepId::positional:
-            case StepId::encoded:
-            case StepId::context:
-            case StepId::queries:
-            case StepId::rotated_queries:
-            case StepId::keys:
-            case StepId::rotated_keys:
-            case StepId::values:
-            case StepId::scores:
-            case StepId::scaled_scores:
-            case StepId::position_bias:
-            case StepId::biased_scores:
-            case StepId::masked_scores:
-            case StepId::weights:
-            case StepId::head_output:
-            case StepId::concat:
-            case StepId::output:
-                break;  // the forward steps: explain.cpp
-        }
+        // a forward step's cell is explained by explain.cpp
+        static constexpr auto k_explain = step_handlers<void (GradientWriter::*)()>(
+            {
+                {StepId::grad_output, &GradientWriter::grad_output},
+                {StepId::grad_concat, &GradientWriter::grad_concat},
+                {StepId::grad_head_output, &GradientWriter::grad_head_output},
+                {StepId::grad_weights, &GradientWriter::grad_weights},
+                {StepId::grad_scaled_scores, &GradientWriter::grad_scaled_scores},
+                {StepId::grad_scores, &GradientWriter::grad_scores},
+                {StepId::grad_queries, &GradientWriter::grad_queries},
+                {StepId::grad_keys, &GradientWriter::grad_keys},
+                {StepId::grad_values, &GradientWriter::grad_values},
+                {StepId::grad_w_query, &GradientWriter::grad_w_projection},
+                {StepId::grad_w_key, &GradientWriter::grad_w_projection},
+                {StepId::grad_w_value, &GradientWriter::grad_w_projection},
+                {StepId::grad_w_output, &GradientWriter::grad_w_output},
+                {StepId::grad_out_proj_weight, &GradientWriter::grad_w_output},
+                {StepId::grad_b_query, &GradientWriter::grad_b_query},
+                {StepId::grad_b_key, &GradientWriter::grad_b_key},
+                {StepId::grad_b_value, &GradientWriter::grad_b_value},
+                {StepId::grad_b_output, &GradientWriter::grad_b_output},
+                {StepId::grad_out_proj_bias, &GradientWriter::grad_b_output},
+                {StepId::grad_in_proj_weight, &GradientWriter::grad_in_proj_weight},
+                {StepId::grad_in_proj_bias, &GradientWriter::grad_in_proj_bias},
+                {StepId::grad_inputs, &GradientWriter::grad_sources},
+                {StepId::grad_context, &GradientWriter::grad_sources},
+            },
+            {.given = &GradientWriter::explained_elsewhere, .forward = &GradientWriter::explained_elsewhere});
+        (this->*k_explain[step_index(m_step.id)])();
     }
 
 private:
@@ -175,18 +131,16 @@ private:
     }
     // "X", "X + P", "C", "concat", "Z"
     std::string source_symbol(StepId id) const {
-        switch (id) {
-            case StepId::encoded:
-                return "(X + P)";
-            case StepId::context:
-                return "C";
-            case StepId::concat:
-                return "concat";
-            case StepId::head_output:
-                return "Z";
-            default:
-                return "X";
+        if (id == StepId::encoded) {
+            return "(X + P)";
         }
+        if (id == StepId::context) {
+            return "C";
+        }
+        if (id == StepId::concat) {
+            return "concat";
+        }
+        return id == StepId::head_output ? "Z" : "X";  // the inputs
     }
 
     const Step& step_of(const StepKey& key) const { return *m_trace.find(key.id, key.head); }
@@ -665,27 +619,18 @@ private:
         }
     }
 
-    void grad_bias() {
+    void explained_elsewhere() {}
+
+    void grad_b_query() { grad_bias("Q", m_model.d_k()); }
+    void grad_b_key() { grad_bias("K", m_model.d_k()); }
+    void grad_b_value() { grad_bias("V", m_model.d_v()); }
+    void grad_b_output() { grad_bias("O", m_model.d_out()); }  // grad_b_output, grad_out_proj_bias
+
+    void grad_bias(const std::string& letter, arma::uword width) {
         Projection p;
         p.grads = reads();  // the projections' gradients (dO for the output's bias)
-        switch (m_step.id) {
-            case StepId::grad_b_query:
-                p.letter = "Q";
-                p.width = m_model.d_k();
-                break;
-            case StepId::grad_b_key:
-                p.letter = "K";
-                p.width = m_model.d_k();
-                break;
-            case StepId::grad_b_value:
-                p.letter = "V";
-                p.width = m_model.d_v();
-                break;
-            default:  // grad_b_output, grad_out_proj_bias
-                p.letter = "O";
-                p.width = m_model.d_out();
-                break;
-        }
+        p.letter = letter;
+        p.width = width;
         if (m_step.id == StepId::grad_b_key && !m_model.rope && !m_model.sinks) {
             // Σ_j dS[i,j] = 0 on each row when its weights sum to 1, so Σ_j dK[j,:] = Σ_i Q[i,:]·0
             line("b_K adds the same q·b_K to every score of a row, which the softmax ignores: this gradient is 0 "

@@ -6,6 +6,7 @@
 
 #include "attention/attention.hpp"
 #include "attention/cell.hpp"
+#include "attention/step_handlers.hpp"
 #include "attention/steps.hpp"
 #include "explain/numbers.hpp"
 #include "render/table.hpp"
@@ -46,78 +47,28 @@ public:
         result.heading_markdown =
             heading(result.values, [&](const std::string& label) { return markdown_escape(symbols(label)); });
 
-        switch (step.id) {
-            case StepId::inputs:
-            case StepId::context:
-                given();
-                break;
-            case StepId::positional:
-                positional();
-                break;
-            case StepId::encoded:
-                encoded();
-                break;
-            case StepId::queries:
-            case StepId::keys:
-            case StepId::values:
-                projection();
-                break;
-            case StepId::rotated_queries:
-            case StepId::rotated_keys:
-                rotated();
-                break;
-            case StepId::scores:
-                scores();
-                break;
-            case StepId::scaled_scores:
-                scaled_scores();
-                break;
-            case StepId::position_bias:
-                position_bias();
-                break;
-            case StepId::biased_scores:
-                biased_scores();
-                break;
-            case StepId::masked_scores:
-                masked_scores();
-                break;
-            case StepId::weights:
-                weights();
-                break;
-            case StepId::head_output:
-                head_output(step.head);
-                break;
-            case StepId::concat:
-                concat();
-                break;
-            case StepId::output:
-                output();
-                break;
-            case StepId::grad_output:
-            case StepId::grad_concat:
-            case StepId::grad_head_output:
-            case StepId::grad_weights:
-            case StepId::grad_scaled_scores:
-            case StepId::grad_scores:
-            case StepId::grad_queries:
-            case StepId::grad_keys:
-            case StepId::grad_values:
-            case StepId::grad_w_query:
-            case StepId::grad_w_key:
-            case StepId::grad_w_value:
-            case StepId::grad_w_output:
-            case StepId::grad_b_query:
-            case StepId::grad_b_key:
-            case StepId::grad_b_value:
-            case StepId::grad_b_output:
-            case StepId::grad_in_proj_weight:
-            case StepId::grad_in_proj_bias:
-            case StepId::grad_out_proj_weight:
-            case StepId::grad_out_proj_bias:
-            case StepId::grad_inputs:
-            case StepId::grad_context:
-                break;  // the backward pass: explain_gradient (backward.cpp)
-        }
+        // a gradient's cell is explained by explain_gradient (backward.cpp)
+        static constexpr auto k_explain = step_handlers<void (Explainer::*)()>(
+            {
+                {StepId::positional, &Explainer::positional},
+                {StepId::encoded, &Explainer::encoded},
+                {StepId::queries, &Explainer::projection},
+                {StepId::keys, &Explainer::projection},
+                {StepId::values, &Explainer::projection},
+                {StepId::rotated_queries, &Explainer::rotated},
+                {StepId::rotated_keys, &Explainer::rotated},
+                {StepId::scores, &Explainer::scores},
+                {StepId::scaled_scores, &Explainer::scaled_scores},
+                {StepId::position_bias, &Explainer::position_bias},
+                {StepId::biased_scores, &Explainer::biased_scores},
+                {StepId::masked_scores, &Explainer::masked_scores},
+                {StepId::weights, &Explainer::weights},
+                {StepId::head_output, &Explainer::head_output},
+                {StepId::concat, &Explainer::concat},
+                {StepId::output, &Explainer::output},
+            },
+            {.given = &Explainer::given, .gradient = &Explainer::explained_elsewhere});
+        (this->*k_explain[step_index(step.id)])();
         result.lines = std::move(m_lines);
         return result;
     }
@@ -187,6 +138,8 @@ private:
     void line(std::string text) { m_lines.push_back(std::move(text)); }
 
     // ── the steps ───────────────────────────────────────────────────────────
+    void explained_elsewhere() {}
+
     void given() {
         const bool inputs = m_step->id == StepId::inputs;
         const std::string matrix = inputs ? "X" : "C";
@@ -511,7 +464,9 @@ private:
         }
     }
 
-    void head_output(int h) {
+    void head_output() { head_output_of(m_step->head); }
+
+    void head_output_of(int h) {
         const Step& weights = step_of(StepId::weights, h);
         const Step& values = step_of(StepId::values, m_model.kv_head_of(h));
         const Step& target = step_of(StepId::head_output, h);
@@ -579,7 +534,7 @@ private:
             return;
         }
         line("there is one head and no W_O, so the output is the head's weighted sum of the values");
-        head_output(1);
+        head_output_of(1);
     }
 
     const Model& m_model;

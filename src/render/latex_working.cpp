@@ -9,6 +9,7 @@
 // `layout: pytorch`, so it fits the formula either way.
 #include "render/latex_working.hpp"
 
+#include "attention/step_handlers.hpp"
 #include "attention/steps.hpp"
 #include "model/model.hpp"
 #include "render/latex.hpp"
@@ -233,150 +234,156 @@ std::optional<Working> sum(const Model& model, const Step& step, const RenderOpt
     return working;
 }
 
+// What a step's working reads: the example, the step, and the values of the
+// steps it reads (in[0], in[1], … in the order of the step table's `reads`).
+struct WorkingOf {
+    const Model& model;
+    const Step& step;
+    const RenderOptions& options;
+    const std::vector<const arma::mat*>& in;
+
+    // this head's number of a per-head setting (ALiBi's slope, the sink)
+    double per_head(const std::optional<arma::rowvec>& values) const {
+        return (*values)(static_cast<arma::uword>(step.head - 1));
+    }
+};
+
+// given, or with no working worth writing out: RoPE's rotations and the backward pass
+std::optional<Working> no_working(const WorkingOf&) { return std::nullopt; }
+
+// step: encoded, X + P = [X] + [P]; ALiBi's biased scores, S' + B, likewise
+std::optional<Working> sum_working(const WorkingOf& w) {
+    return sum(w.model, w.step, w.options, w.step.latex, *w.in[0], *w.in[1]);
+}
+
+// the projections, with the head's own weights (a key/value head's for keys and values)
+std::optional<Working> queries_working(const WorkingOf& w) {
+    const HeadWeights& head = w.model.heads.at(static_cast<std::size_t>(w.step.head - 1));
+    return projection(w.model, w.step, w.options, *w.in[0], head.W_Q, head.b_Q);
+}
+
+std::optional<Working> keys_working(const WorkingOf& w) {
+    const HeadWeights& head = w.model.kv_weights(w.step.head);
+    return projection(w.model, w.step, w.options, *w.in[0], head.W_K, head.b_K);
+}
+
+std::optional<Working> values_working(const WorkingOf& w) {
+    const HeadWeights& head = w.model.kv_weights(w.step.head);
+    return projection(w.model, w.step, w.options, *w.in[0], head.W_V, head.b_V);
+}
+
+// scores (n × m) = Q (n × d_k) · Kᵀ (d_k × m): the keys written out as columns
+std::optional<Working> scores_working(const WorkingOf& w) {
+    Working working(w.options, w.step.latex);
+    working.operands({{"", working.matrix(*w.in[0])}, {"", working.matrix(w.in[1]->t())}});
+    add_result(working, w.model, w.step);
+    return working;
+}
+
+// S' = S / divisor = (1/divisor)·[S], with the divisor as a number; scale: none has nothing to work
+std::optional<Working> scaled_scores_working(const WorkingOf& w) {
+    if (w.model.scale_kind == ScaleKind::none) {
+        return std::nullopt;
+    }
+    Working working(w.options, w.step.latex);
+    working.operands({{"", "\\frac{1}{" + working.number(w.model.scale()) + "}" + working.matrix(*w.in[0])}});
+    add_result(working, w.model, w.step);
+    return working;
+}
+
+// ALiBi: B = −m·|i − j| = −m·[distances]
+std::optional<Working> position_bias_working(const WorkingOf& w) {
+    const Model& model = w.model;
+    arma::mat distance(model.n(), model.m());
+    for (arma::uword i = 0; i < model.n(); ++i) {
+        for (arma::uword j = 0; j < model.m(); ++j) {
+            distance(i, j) = i > j ? static_cast<double>(i - j) : static_cast<double>(j - i);
+        }
+    }
+    const double slope = w.per_head(model.alibi);
+    Working working(w.options, "B = -m \\lvert i - j \\rvert");
+    const std::string m = working.number(slope);
+    working.operands({{"", "-" + (slope < 0 ? "(" + m + ")" : m) + working.matrix(distance)}});
+    add_result(working, model, w.step);
+    return working;
+}
+
+// masking as a sum: S' + M, M being 0 where a query may attend and −∞ where it is blocked
+std::optional<Working> masked_scores_working(const WorkingOf& w) {
+    arma::mat M = w.model.allowed();
+    M.transform([](double allowed) { return allowed == 0.0 ? -arma::datum::inf : 0.0; });
+    const bool biased = step_row(w.step.id).reads(w.model, w.step.head).front().id == StepId::biased_scores;
+    return sum(w.model, w.step, w.options, biased ? "(S' + B) + M" : "S' + M", *w.in[0], M);
+}
+
+// A = softmax of each row of S'; with a sink, softmax([S' s]) without the sink's column
+std::optional<Working> weights_working(const WorkingOf& w) {
+    Working working(w.options, w.step.latex);
+    const arma::mat& S = *w.in[0];
+    if (w.model.sinks) {
+        const arma::mat sink = arma::mat(S.n_rows, 1).fill(w.per_head(w.model.sinks));
+        const arma::mat scores = arma::join_rows(S, sink);
+        working.operands({{"", "\\operatorname{softmax}\\left(" + working.blocks(scores, {S.n_cols, 1}) +
+                                   "\\right)_{:, 1..m}"}});
+    } else {
+        working.operands({{"", "\\operatorname{softmax}\\left(" + working.matrix(S) + "\\right)"}});
+    }
+    add_result(working, w.model, w.step);
+    return working;
+}
+
+// Z (n × d_v) = A (n × m) · V (m × d_v), V of the key/value head this query head reads
+std::optional<Working> head_output_working(const WorkingOf& w) {
+    Working working(w.options, w.step.latex);
+    working.operands({{"", working.matrix(*w.in[0])}, {"", working.matrix(*w.in[1])}});
+    add_result(working, w.model, w.step);
+    return working;
+}
+
+// [Z_1 Z_2] = the heads' outputs side by side, a rule between heads
+std::optional<Working> concat_working(const WorkingOf& w) {
+    Working working(w.options, w.step.latex);
+    const std::vector<arma::uword> widths(w.in.size(), w.model.d_v());
+    const bool rounded = step_rounding(w.model, w.step.id).has_value() && !all_whole_numbers(w.step.values);
+    working.result(working.blocks(w.step.values, widths), rounded);
+    return working;
+}
+
+// O = concat W_O + b_O; without W_O the output is the concatenation itself, nothing to work
+std::optional<Working> output_working(const WorkingOf& w) {
+    if (!w.model.W_O) {
+        return std::nullopt;
+    }
+    return projection(w.model, w.step, w.options, *w.in[0], *w.model.W_O, w.model.b_O);
+}
+
 std::optional<Working> working_of(const Model& model, const Trace& trace, const Step& step,
                                   const RenderOptions& options) {
     const std::vector<const arma::mat*> in = read_values(model, trace, step);
     if (in.size() != step_row(step.id).reads(model, step.head).size()) {
         return std::nullopt;
     }
-    const auto per_head = [&](const std::optional<arma::rowvec>& values) -> double {
-        return (*values)(static_cast<arma::uword>(step.head - 1));
-    };
-    switch (step.id) {
-        // step: encoded, X + P = [X] + [P]
-        case StepId::encoded:
-            return sum(model, step, options, step.latex, *in[0], *in[1]);
-
-        // the projections, with the head's own weights (a key/value head's for keys and values)
-        case StepId::queries: {
-            const HeadWeights& head = model.heads.at(static_cast<std::size_t>(step.head - 1));
-            return projection(model, step, options, *in[0], head.W_Q, head.b_Q);
-        }
-        case StepId::keys: {
-            const HeadWeights& head = model.kv_weights(step.head);
-            return projection(model, step, options, *in[0], head.W_K, head.b_K);
-        }
-        case StepId::values: {
-            const HeadWeights& head = model.kv_weights(step.head);
-            return projection(model, step, options, *in[0], head.W_V, head.b_V);
-        }
-
-        // scores (n × m) = Q (n × d_k) · Kᵀ (d_k × m): the keys written out as columns
-        case StepId::scores: {
-            Working working(options, step.latex);
-            working.operands({{"", working.matrix(*in[0])}, {"", working.matrix(in[1]->t())}});
-            add_result(working, model, step);
-            return working;
-        }
-
-        // S' = S / divisor = (1/divisor)·[S], with the divisor as a number; scale: none has nothing to work
-        case StepId::scaled_scores: {
-            if (model.scale_kind == ScaleKind::none) {
-                return std::nullopt;
-            }
-            Working working(options, step.latex);
-            working.operands({{"", "\\frac{1}{" + working.number(model.scale()) + "}" + working.matrix(*in[0])}});
-            add_result(working, model, step);
-            return working;
-        }
-
-        // ALiBi: B = −m·|i − j| = −m·[distances]
-        case StepId::position_bias: {
-            arma::mat distance(model.n(), model.m());
-            for (arma::uword i = 0; i < model.n(); ++i) {
-                for (arma::uword j = 0; j < model.m(); ++j) {
-                    distance(i, j) = i > j ? static_cast<double>(i - j) : static_cast<double>(j - i);
-                }
-            }
-            const double slope = per_head(model.alibi);
-            Working working(options, "B = -m \\lvert i - j \\rvert");
-            const std::string m = working.number(slope);
-            working.operands({{"", "-" + (slope < 0 ? "(" + m + ")" : m) + working.matrix(distance)}});
-            add_result(working, model, step);
-            return working;
-        }
-        case StepId::biased_scores:
-            return sum(model, step, options, step.latex, *in[0], *in[1]);
-
-        // masking as a sum: S' + M, M being 0 where a query may attend and −∞ where it is blocked
-        case StepId::masked_scores: {
-            arma::mat M = model.allowed();
-            M.transform([](double allowed) { return allowed == 0.0 ? -arma::datum::inf : 0.0; });
-            const bool biased = step_row(step.id).reads(model, step.head).front().id == StepId::biased_scores;
-            return sum(model, step, options, biased ? "(S' + B) + M" : "S' + M", *in[0], M);
-        }
-
-        // A = softmax of each row of S'; with a sink, softmax([S' s]) without the sink's column
-        case StepId::weights: {
-            Working working(options, step.latex);
-            if (model.sinks) {
-                const arma::mat sink = arma::mat(in[0]->n_rows, 1).fill(per_head(model.sinks));
-                const arma::mat scores = arma::join_rows(*in[0], sink);
-                working.operands({{"", "\\operatorname{softmax}\\left(" + working.blocks(scores, {in[0]->n_cols, 1}) +
-                                           "\\right)_{:, 1..m}"}});
-            } else {
-                working.operands({{"", "\\operatorname{softmax}\\left(" + working.matrix(*in[0]) + "\\right)"}});
-            }
-            add_result(working, model, step);
-            return working;
-        }
-
-        // Z (n × d_v) = A (n × m) · V (m × d_v), V of the key/value head this query head reads
-        case StepId::head_output: {
-            Working working(options, step.latex);
-            working.operands({{"", working.matrix(*in[0])}, {"", working.matrix(*in[1])}});
-            add_result(working, model, step);
-            return working;
-        }
-
-        // [Z_1 Z_2] = the heads' outputs side by side, a rule between heads
-        case StepId::concat: {
-            Working working(options, step.latex);
-            const std::vector<arma::uword> widths(in.size(), model.d_v());
-            const bool rounded = step_rounding(model, step.id).has_value() && !all_whole_numbers(step.values);
-            working.result(working.blocks(step.values, widths), rounded);
-            return working;
-        }
-
-        // O = concat W_O + b_O; without W_O the output is the concatenation itself, nothing to work
-        case StepId::output:
-            if (!model.W_O) {
-                return std::nullopt;
-            }
-            return projection(model, step, options, *in[0], *model.W_O, model.b_O);
-
-        // given, or with no working worth writing out: RoPE's rotations and the backward pass
-        case StepId::inputs:
-        case StepId::positional:
-        case StepId::context:
-        case StepId::rotated_queries:
-        case StepId::rotated_keys:
-        case StepId::grad_output:
-        case StepId::grad_concat:
-        case StepId::grad_head_output:
-        case StepId::grad_weights:
-        case StepId::grad_scaled_scores:
-        case StepId::grad_scores:
-        case StepId::grad_queries:
-        case StepId::grad_keys:
-        case StepId::grad_values:
-        case StepId::grad_w_query:
-        case StepId::grad_w_key:
-        case StepId::grad_w_value:
-        case StepId::grad_w_output:
-        case StepId::grad_b_query:
-        case StepId::grad_b_key:
-        case StepId::grad_b_value:
-        case StepId::grad_b_output:
-        case StepId::grad_in_proj_weight:
-        case StepId::grad_in_proj_bias:
-        case StepId::grad_out_proj_weight:
-        case StepId::grad_out_proj_bias:
-        case StepId::grad_inputs:
-        case StepId::grad_context:
-            return std::nullopt;
-    }
-    return std::nullopt;
+    using Writer = std::optional<Working> (*)(const WorkingOf&);
+    static constexpr auto k_working = step_handlers<Writer>(
+        {
+            {StepId::encoded, &sum_working},
+            {StepId::queries, &queries_working},
+            {StepId::keys, &keys_working},
+            {StepId::values, &values_working},
+            {StepId::rotated_queries, &no_working},
+            {StepId::rotated_keys, &no_working},
+            {StepId::scores, &scores_working},
+            {StepId::scaled_scores, &scaled_scores_working},
+            {StepId::position_bias, &position_bias_working},
+            {StepId::biased_scores, &sum_working},
+            {StepId::masked_scores, &masked_scores_working},
+            {StepId::weights, &weights_working},
+            {StepId::head_output, &head_output_working},
+            {StepId::concat, &concat_working},
+            {StepId::output, &output_working},
+        },
+        {.given = &no_working, .gradient = &no_working});
+    return k_working[step_index(step.id)](WorkingOf{model, step, options, in});
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // check, explain, the loader and the lessons.
 #include "support.hpp"
 
+#include "attention/step_handlers.hpp"
 #include "check/recompute.hpp"
 
 #include <algorithm>
@@ -187,4 +188,28 @@ TEST_CASE("a lesson numbers each step once across its examples", "[steps][lesson
     CHECK(result.out.find("Step 8 · Attention weights") != std::string::npos);
     CHECK(result.out.find("Step 7 · Masked scores") != std::string::npos);
     CHECK(result.out.find("Step 7 · Attention weights") == std::string::npos);
+}
+
+TEST_CASE("a reader's table of steps takes its entries, and each category's fallback for the rest", "[steps]") {
+    // given: inputs, positional, context; the backward pass from grad_output on; the rest computed forward
+    CHECK(step_category(StepId::inputs) == StepCategory::given);
+    CHECK(step_category(StepId::positional) == StepCategory::given);
+    CHECK(step_category(StepId::context) == StepCategory::given);
+    CHECK(step_category(StepId::encoded) == StepCategory::forward);
+    CHECK(step_category(StepId::output) == StepCategory::forward);
+    CHECK(step_category(StepId::grad_output) == StepCategory::gradient);
+    CHECK(step_category(StepId::grad_context) == StepCategory::gradient);
+
+    static constexpr auto table = step_handlers<int>({{StepId::scores, 7}, {StepId::grad_keys, 8}, {StepId::context, 9}},
+                                                     {.given = 1, .forward = 2, .gradient = 3});
+    for (const StepId id : all_steps()) {
+        CAPTURE(step_name(id));
+        const int expected = id == StepId::scores      ? 7
+                             : id == StepId::grad_keys ? 8
+                             : id == StepId::context   ? 9
+                             : step_category(id) == StepCategory::given   ? 1
+                             : step_category(id) == StepCategory::forward ? 2
+                                                                          : 3;
+        CHECK(table[step_index(id)] == expected);
+    }
 }

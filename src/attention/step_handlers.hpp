@@ -1,0 +1,83 @@
+// A table indexed by step id, for a layer above attention/ that handles each
+// step its own way (explain, the LaTeX working, check's mistakes), as LLVM's
+// InstVisitor does: the layer names the steps it handles one by one, and every
+// other step takes its category's fallback. The table is built at compile
+// time, and does not compile when a step is named twice, or when a step has
+// neither an entry nor a fallback (a category whose fallback is left empty
+// must have an entry for each of its steps). A new step is then handled where
+// its category is, or the build says where it is not.
+#pragma once
+
+#include "attention/step_id.hpp"
+
+#include <array>
+#include <cstddef>
+
+namespace qkv {
+
+// What a step is to a reader: given by the example (inputs, positional,
+// context), computed by the forward pass, or a gradient of the backward pass.
+enum class StepCategory { given, forward, gradient };
+
+constexpr StepCategory step_category(StepId id) {
+    if (id >= StepId::grad_output) {
+        return StepCategory::gradient;
+    }
+    if (id == StepId::inputs || id == StepId::positional || id == StepId::context) {
+        return StepCategory::given;
+    }
+    return StepCategory::forward;
+}
+
+constexpr std::size_t step_index(StepId id) { return static_cast<std::size_t>(id); }
+
+template <typename Handler>
+struct StepHandler {
+    StepId id;
+    Handler handler;
+};
+
+// The handler of each category's steps that have no entry; empty ({}) when
+// every step of the category must have one.
+template <typename Handler>
+struct StepFallbacks {
+    Handler given{};
+    Handler forward{};
+    Handler gradient{};
+};
+
+template <typename Handler, std::size_t N>
+consteval std::array<Handler, k_step_count> step_handlers(const StepHandler<Handler> (&entries)[N],
+                                                          StepFallbacks<Handler> fallbacks) {
+    std::array<Handler, k_step_count> table{};
+    std::array<bool, k_step_count> named{};
+    for (const StepHandler<Handler>& entry : entries) {
+        if (named[step_index(entry.id)]) {
+            throw "a step is named twice";  // not a constant expression: the table does not compile
+        }
+        named[step_index(entry.id)] = true;
+        table[step_index(entry.id)] = entry.handler;
+    }
+    for (std::size_t i = 0; i < k_step_count; ++i) {
+        if (named[i]) {
+            continue;
+        }
+        switch (step_category(static_cast<StepId>(i))) {
+            case StepCategory::given:
+                table[i] = fallbacks.given;
+                break;
+            case StepCategory::forward:
+                table[i] = fallbacks.forward;
+                break;
+            case StepCategory::gradient:
+                table[i] = fallbacks.gradient;
+                break;
+        }
+        if (table[i] == Handler{}) {
+            throw "a step has no handler, and its category no fallback";  // does not compile
+        }
+    }
+    return table;
+}
+
+}  // namespace qkv
