@@ -172,10 +172,8 @@ CellRef parse_cell(const std::string& text, bool keep_zero) {
     const std::string name = compact.substr(0, open);
     const auto step = find_step(name);
     if (!step) {
-        const std::string near = closest_match(name, step_names());
         throw InputError(cell_error("cell \"" + text + "\": unknown step \"" + name + "\"",
-                                    (near.empty() ? "" : "did you mean " + near + "? ") + "valid steps: " +
-                                        step_name_list()));
+                                    did_you_mean(name, step_names()) + "valid steps: " + step_name_list()));
     }
     cell.step = *step;
     const std::string inside = compact.substr(open + 1, close - open - 1);

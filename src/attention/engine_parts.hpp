@@ -116,4 +116,8 @@ std::array<double, parts> share_wall_time(double wall, const std::vector<Scratch
     return per_part;
 }
 
+// Rows of queries per block of the forward pass for n queries and m keys
+// (QKV_BLOCK_ROWS, for measuring, sets it).
+arma::uword block_rows(arma::uword n, arma::uword m);
+
 }  // namespace qkv::engine_parts

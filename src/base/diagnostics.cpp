@@ -167,6 +167,19 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
     return previous[b.size()];
 }
 
+std::string comma_list(const std::vector<std::string>& items) {
+    std::string list;
+    for (const auto& item : items) {
+        list += (list.empty() ? "" : ", ") + item;
+    }
+    return list;
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+    const std::string near = closest_match(word, candidates);
+    return near.empty() ? "" : "did you mean " + near + "? ";
+}
+
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
     std::string best;
     std::size_t best_distance = word.size() / 2 + 2;

@@ -65,6 +65,10 @@ std::string printable_line(const std::string& text, std::size_t max_bytes = 1000
 std::size_t edit_distance(const std::string& a, const std::string& b);
 // The closest candidate within a small distance, or "" when none is close.
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+// "a, b, c": the items of a hint's list.
+std::string comma_list(const std::vector<std::string>& items);
+// "did you mean scores? " when a candidate is close to WORD, else "": the start of a hint.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
 // "1 number", "3 numbers": a count and its noun, plural when it is not 1.
 inline std::string numbers(std::size_t count) {

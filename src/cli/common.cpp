@@ -66,10 +66,8 @@ std::vector<StepId> step_list(const std::string& text) {
         }
         const auto step = find_step(id);
         if (!step) {
-            const std::string near = closest_match(id, step_names());
             throw InputError(usage_error("--steps: unknown step id \"" + id + "\"",
-                                         (near.empty() ? "" : "did you mean " + near + "? ") +
-                                             "valid step ids: " + step_name_list()));
+                                         did_you_mean(id, step_names()) + "valid step ids: " + step_name_list()));
         }
         ids.push_back(*step);
     }

@@ -257,9 +257,8 @@ private:
             }
             const auto step = find_step(id);
             if (!step) {
-                const std::string near = closest_match(id, step_names());
                 m_yaml.error(entry.first, "unknown step id " + entry_path,
-                             (near.empty() ? "" : "did you mean " + near + "? ") + "valid step ids: " + step_name_list() +
+                             did_you_mean(id, step_names()) + "valid step ids: " + step_name_list() +
                                  (head == 0 ? "; per-head answers go under heads" : ""));
                 continue;
             }

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <filesystem>
 #include <stdexcept>
 
 namespace qkv {
@@ -36,19 +35,6 @@ bool is_name(const std::string& text) {
         return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
                c == '-' || c == '_';
     });
-}
-
-std::string join(const std::vector<std::string>& items) {
-    std::string list;
-    for (const auto& item : items) {
-        list += (list.empty() ? "" : ", ") + item;
-    }
-    return list;
-}
-
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
-    const std::string near = closest_match(word, candidates);
-    return near.empty() ? "" : "did you mean " + near + "? ";
 }
 
 class LessonLoader {
@@ -166,7 +152,7 @@ private:
                     names.emplace_back(candidate.name);
                 }
                 m_yaml.error(node, path + " is \"" + node.Scalar() + "\", which is not a built-in example",
-                             did_you_mean(node.Scalar(), names) + "built-in examples: " + join(names) +
+                             did_you_mean(node.Scalar(), names) + "built-in examples: " + comma_list(names) +
                                  "; or write the model inline, as a map");
                 return;
             }
@@ -251,7 +237,7 @@ private:
             page.model = find_model(*name);
             if (page.model < 0) {
                 m_yaml.error(model, path + ".model is \"" + *name + "\", which this lesson does not define",
-                             did_you_mean(*name, model_names()) + "models: " + join(model_names()));
+                             did_you_mean(*name, model_names()) + "models: " + comma_list(model_names()));
                 return;
             }
         }
@@ -330,7 +316,7 @@ private:
             model = find_model(name);
             if (model < 0) {
                 m_yaml.error(node, path + " names the model \"" + name + "\", which this lesson does not define",
-                             did_you_mean(name, model_names()) + "models: " + join(model_names()));
+                             did_you_mean(name, model_names()) + "models: " + comma_list(model_names()));
                 return std::nullopt;
             }
             text = text.substr(colon + 1);
@@ -724,7 +710,7 @@ private:
                                        const std::string& source, int page_model) {
         const std::string syntax_hint =
             "write {CELL} or {MODEL:CELL} with an optional |DECIMALS or |eDIGITS, e.g. {scores[1,2]}, "
-            "{weights[1]|2}, {other:keys[2,1]}; or a size: " + join(lesson_dimension_names());
+            "{weights[1]|2}, {other:keys[2,1]}; or a size: " + comma_list(lesson_dimension_names());
         std::string body = source.substr(1, source.size() - 2);
         Segment segment;
         segment.source = source;
@@ -760,7 +746,7 @@ private:
             if (ref.model < 0) {
                 placeholder_error(node, search_from, source,
                                   path + ": " + source + " names the model \"" + name + "\", which this lesson does not define",
-                                  did_you_mean(name, model_names()) + "models: " + join(model_names()));
+                                  did_you_mean(name, model_names()) + "models: " + comma_list(model_names()));
                 return std::nullopt;
             }
             body = body.substr(colon + 1);
@@ -801,50 +787,6 @@ private:
 LessonFile read_lesson(const Source& source, const std::string& name, const LoadOptions& options) {
     LessonLoader loader(source, options);
     return loader.load(name);
-}
-
-std::string builtin_lesson_list() {
-    std::string list;
-    int number = 0;
-    for (const auto& lesson : builtin_lessons()) {
-        list += (list.empty() ? "" : ", ") + std::to_string(++number) + " " + std::string(lesson.name);
-    }
-    return list;
-}
-
-LessonSource find_lesson(const std::string& argument) {
-    namespace fs = std::filesystem;
-    std::error_code error;
-    if (argument == "-" || fs::exists(fs::path(argument), error)) {
-        LessonSource found;
-        found.source = read_source(argument);
-        found.name = argument == "-" ? "stdin" : fs::path(argument).stem().string();
-        return found;
-    }
-    const auto& lessons = builtin_lessons();
-    const bool numeric = !argument.empty() && argument.size() < 9 &&
-                         std::all_of(argument.begin(), argument.end(),
-                                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    if (numeric) {
-        const int number = std::stoi(argument);
-        if (number >= 1 && static_cast<std::size_t>(number) <= lessons.size()) {
-            const BuiltinFile& lesson = lessons[static_cast<std::size_t>(number - 1)];
-            return {{"lesson:" + std::string(lesson.name), std::string(lesson.text), ""}, std::string(lesson.name), number};
-        }
-        throw InputError(Diagnostic{"", 0, 0,
-                                    "there is no lesson " + argument + "; the lessons are numbered 1 to " +
-                                        std::to_string(lessons.size()),
-                                    "lessons: " + builtin_lesson_list()});
-    }
-    std::vector<std::string> names;
-    for (std::size_t i = 0; i < lessons.size(); ++i) {
-        if (lessons[i].name == argument) {
-            return {{"lesson:" + argument, std::string(lessons[i].text), ""}, argument, static_cast<int>(i + 1)};
-        }
-        names.emplace_back(lessons[i].name);
-    }
-    throw InputError(Diagnostic{argument, 0, 0, "no such lesson file, and no built-in lesson by that name",
-                                did_you_mean(argument, names) + "lessons: " + builtin_lesson_list()});
 }
 
 }  // namespace qkv

@@ -132,13 +132,8 @@ Source read_source(const std::string& file_or_name) {
     for (const auto& example : builtin_examples()) {
         names.emplace_back(example.name);
     }
-    const std::string near = closest_match(file_or_name, names);
-    std::string list;
-    for (const auto& name : names) {
-        list += (list.empty() ? "" : ", ") + name;
-    }
     throw InputError(Diagnostic{file_or_name, 0, 0, "no such file, and no built-in example by that name",
-                                (near.empty() ? "" : "did you mean " + near + "? ") + "built-in examples: " + list});
+                                did_you_mean(file_or_name, names) + "built-in examples: " + comma_list(names)});
 }
 
 }  // namespace qkv

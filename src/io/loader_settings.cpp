@@ -201,9 +201,8 @@ std::optional<StepId> read_step_key(YamlReader& yaml, const YAML::Node& key, con
     const std::string step = key_text(key);
     const auto id = find_step(step);
     if (!id) {
-        const std::string near = closest_match(step, step_names());
         yaml.error(key, path + "." + step + " is not a step id",
-                   (near.empty() ? "" : "did you mean " + near + "? ") + "valid step ids: " + step_name_list());
+                   did_you_mean(step, step_names()) + "valid step ids: " + step_name_list());
         return std::nullopt;
     }
     if (!step_exists(model, *id)) {
