@@ -58,7 +58,7 @@ arma::mat softmax_rows(const arma::mat& S, double sink);
 // step: head output (n × d_v) = A (n × m) · V (m × d_v)
 arma::mat weighted_sum(const arma::mat& A, const arma::mat& V);
 
-// The backward pass (SPEC §10): each the gradient of the loss L with respect
+// The backward pass (STEPS in man/qkv.1.in): each the gradient of the loss L with respect
 // to a forward value, from the gradient of what that value fed.
 
 // step: the softmax's backward, row by row: dS′ = A ∘ (dA − rowsum(dA ∘ A)).

@@ -1,4 +1,4 @@
-// Decoding with a key/value cache (SPEC §9, `qkv run FILE --decode`):
+// Decoding with a key/value cache (`qkv run FILE --decode`):
 // attention computed one new token at a time, as a language model generates.
 //
 // At position t (1-based) only token t is projected: its key and value are

@@ -1,4 +1,4 @@
-// The backward pass on the large-input path (SPEC §10), after engine.cpp's
+// The backward pass on the large-input path (STEPS in man/qkv.1.in), after engine.cpp's
 // forward pass. Layout as there: rows are tokens, matrices are stored column
 // after column, so head h's block of Q_all is one contiguous n × d_k matrix.
 //

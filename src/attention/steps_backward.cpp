@@ -1,4 +1,4 @@
-// The backward pass's rows of the step table (SPEC §10): each step is the
+// The backward pass's rows of the step table (STEPS in man/qkv.1.in): each step is the
 // gradient of a loss L with respect to one forward value, computed from the
 // gradient of what that value fed, back from dO = ∂L/∂O to the weights and
 // the inputs. The arithmetic is autograd's, written out: rows are tokens, a

@@ -1,6 +1,6 @@
 // What the files of the step table share (nothing outside src/attention/
 // includes this): steps.cpp holds the table and the forward steps' functions,
-// steps_backward.cpp the backward pass's (SPEC §10), each row's when, reads,
+// steps_backward.cpp the backward pass's (STEPS in man/qkv.1.in), each row's when, reads,
 // arithmetic and words.
 #pragma once
 

@@ -24,7 +24,7 @@ void render_check_markdown(const Trace& trace, const CheckReport& report, const 
 // diagnosis; the summary last, as in the text report.
 void render_check_latex(const Trace& trace, const CheckReport& report, const RenderOptions& options,
                         const std::string& example, std::ostream& out);
-// One self-contained HTML page (SPEC §12): the summary first, then each
+// One self-contained HTML page (OUTPUT FORMATS in man/qkv.1.in): the summary first, then each
 // answered step as a section whose table colours each cell by its verdict.
 void render_check_html(const Trace& trace, const CheckReport& report, const RenderOptions& options,
                        const std::string& example, std::ostream& out);

@@ -3,8 +3,8 @@
 // from a student's ID.
 //
 // An example is a good exercise when `qkv check` can name every classic
-// mistake (SPEC §5) that it allows from the values a learner writes to two
-// decimals:
+// mistake (those marked classic in check's catalogue) that it allows from the
+// values a learner writes to two decimals:
 //   - each such mistake changes at least two cells of its step, clearly (by
 //     more than 0.015, so that the mistake's value written to two decimals is
 //     wrong whichever way it rounds);
@@ -31,7 +31,7 @@
 
 namespace qkv::cli {
 
-// The classic mistakes of SPEC §5, by diagnosis id.
+// Whether a diagnosis id is one of the classic mistakes (check/catalogue.cpp).
 bool is_classic_mistake(std::string_view diagnosis_id);
 
 // Why an example is not a good exercise.

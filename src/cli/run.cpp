@@ -10,14 +10,15 @@ namespace qkv::cli {
 
 namespace {
 
-// --decode is written as text, Markdown or JSON, and shows its own walk
+// --decode is written in the formats of decode_formats(), and shows its own walk
 // through the positions, which --steps cannot choose from (both checked
 // before the example is read).
 void check_decode_options(const CommonOptions& options) {
     std::vector<Diagnostic> problems;
     if (!format_is_one_of(options.format, decode_formats())) {
         problems.push_back(usage_error(
-            "--decode cannot be written as " + options.format + "; expected -f text, markdown, json or html",
+            "--decode cannot be written as " + options.format + "; expected -f " +
+                join_list(format_names(decode_formats()), " or "),
             "csv, latex and svg show the full computation's steps, and decoding ends in the same weights and "
             "outputs: run without --decode for them"));
     }

@@ -1,4 +1,4 @@
-// `qkv explain` for the backward pass (SPEC §10): one gradient cell's
+// `qkv explain` for the backward pass (STEPS in man/qkv.1.in): one gradient cell's
 // arithmetic with the numbers of the trace, term by term, ending in the cell's
 // value. Every operand is read from the trace (or, for a weight, from the
 // model), as explain.cpp does for the forward steps; the formulas are those of

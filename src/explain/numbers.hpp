@@ -1,6 +1,7 @@
 // How an explanation writes its numbers: as the tables show them (whole
 // numbers without decimals, the others at --precision, −∞ as a symbol), and
-// the vectors and dot products built from them. Used by explain.cpp only.
+// the vectors and dot products built from them. Used by the explanations of
+// explain/ (explain.cpp, online.cpp, backward.cpp).
 #pragma once
 
 #include "attention/trace.hpp"

@@ -1,5 +1,5 @@
 // The HTML skin of the lesson writer: the lesson as one self-contained page
-// (SPEC §12), a handout like the Markdown skin. Each page of the lesson is a
+// (OUTPUT FORMATS in man/qkv.1.in), a handout like the Markdown skin. Each page of the lesson is a
 // <section>; its tables are run's (render_html_steps), every cell a button
 // whose popover holds its working; each question is a box with its answer and
 // working folded away in <details>, which opens without JavaScript.

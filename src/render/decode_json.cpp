@@ -1,5 +1,6 @@
-// `qkv run --decode -f json`: the run document of SPEC §4, whole, plus the
-// two keys of SPEC §9 — "decode", one entry per position t and query head h,
+// `qkv run --decode -f json`: the run document of `run -f json`, whole, plus
+// the two keys the man page gives under run --decode — "decode", one entry per
+// position t and query head h,
 // and "cache", the cache's size after the last token. A consumer of the run
 // JSON reads this document as it is, and finds row t of each head's weights
 // and head_output steps beside the decode entries that equal them.

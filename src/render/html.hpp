@@ -1,4 +1,4 @@
-// HTML pages (SPEC §12): one self-contained HTML5 document per command, its
+// HTML pages (OUTPUT FORMATS in man/qkv.1.in): one self-contained HTML5 document per command, its
 // style inline, nothing fetched from anywhere, readable with JavaScript off
 // (the pages hold no script: a cell's working is a popover its button opens,
 // which the browser does by itself). Every command's page is built from the

@@ -1,4 +1,4 @@
-// A worksheet as one self-contained HTML page (SPEC §12): the page style of
+// A worksheet as one self-contained HTML page (OUTPUT FORMATS in man/qkv.1.in): the page style of
 // render/html.hpp, each given matrix and each step a <section> that a printed
 // page does not split, and each cell to fill in an empty box (td.blank) large
 // enough to write a number in by hand.

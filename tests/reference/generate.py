@@ -15,7 +15,7 @@ W_O present, d_v == d_k, H * d_k == d_model), the attention weights and the
 output come from the module itself. Otherwise they come from plain tensor ops
 (torch.softmax), and the case's provenance says so.
 
-The cases of SPEC section 9 (RoPE, grouped-query attention, ALiBi, sliding
+The cases of EXAMPLE FILES in man/qkv.1.in (RoPE, grouped-query attention, ALiBi, sliding
 windows, attention sinks) are computed the way language-model code computes
 them, on batched (heads, tokens, d) tensors: RoPE style half with Hugging
 Face's rotate_half, style interleaved with Meta's torch.polar complex form,
@@ -33,7 +33,7 @@ leaves the files unchanged.
 Self-checks (a mapping mistake fails loudly, nothing is written for it):
   * every YAML file is read back with PyYAML and recomputed from the YAML alone
     by interpret_yaml(), which follows the EXAMPLE FILES in man/qkv.1.in rules and
-    SPEC section 9 with direct formulas, one head at a time (RoPE pair by pair,
+    EXAMPLE FILES in man/qkv.1.in with direct formulas, one head at a time (RoPE pair by pair,
     key/value head ceil(h * G / H), slopes 2^(-8h/H), the window's
     0 <= i - j < W, the sink's softmax written out); every step must agree
     with the expected values to 1e-12, and a section 9 file must list exactly
@@ -59,10 +59,10 @@ torch.set_default_dtype(torch.float64)
 TOLERANCE = 1e-12
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES_DIR = os.path.join(HERE, "cases")
-# The per-head steps of the cases made before the attention variants of SPEC
-# section 9; their expected files list only these (and `output`).
+# The per-head steps of the cases made before the attention variants of
+# today's models; their expected files list only these (and `output`).
 STEP_IDS = ["queries", "keys", "values", "scores", "weights", "head_output"]
-# Every step an expected file may list, in qkv's order (SPEC sections 3 and 9).
+# Every step an expected file may list, in qkv's order (STEPS and EXAMPLE FILES in man/qkv.1.in).
 # `concat` and `output` are one matrix; the others one matrix per head, and
 # KV_STEPS one per key/value head.
 ALL_STEP_IDS = ["queries", "rotated_queries", "keys", "rotated_keys", "values",
@@ -101,7 +101,7 @@ class Bare(str):
 
 
 class Flow(dict):
-    """A small mapping written on one line, `{window: 3}`, as SPEC section 9 spells it."""
+    """A small mapping written on one line, `{window: 3}`, as EXAMPLE FILES in man/qkv.1.in spells it."""
 
 
 def fmt_number(x):
@@ -289,7 +289,7 @@ def split_columns(W, b, n_heads, name):
 
 def interpret_yaml(doc):
     """Compute every step from a parsed qkv file, following EXAMPLE FILES in man/qkv.1.in
-    and SPEC section 9. Returns (steps, divisor, heads, kv_heads); steps holds
+    and EXAMPLE FILES in man/qkv.1.in. Returns (steps, divisor, heads, kv_heads); steps holds
     exactly the steps that exist for this file."""
     X = tensor(doc["inputs"])
     C = tensor(doc["context"]) if "context" in doc else X
@@ -400,7 +400,7 @@ def window_mask(n, m, W):
 
 
 def alibi_slopes_spec(H):
-    """SPEC section 9: m_h = 2^(-8h/H) for H a power of two; otherwise the
+    """EXAMPLE FILES in man/qkv.1.in: m_h = 2^(-8h/H) for H a power of two; otherwise the
     slopes for P (the largest power of two below H), then those for 2P at
     h = 1, 3, 5, ... until there are H."""
     if H & (H - 1) == 0:
@@ -411,7 +411,7 @@ def alibi_slopes_spec(H):
 
 
 def rotate_pairs(M, base, style):
-    """RoPE written out pair by pair (SPEC section 9): row p (position p,
+    """RoPE written out pair by pair (EXAMPLE FILES in man/qkv.1.in): row p (position p,
     0-based) turns each pair (a, b) of elements by the angle p * base^(-2k/d_k);
     `half` pairs element k with k + d_k/2, `interleaved` 2k with 2k + 1."""
     rows, d_k = M.shape
@@ -429,7 +429,7 @@ def rotate_pairs(M, base, style):
 
 
 def softmax_row_with_sink(x, sink):
-    """SPEC section 9 / section 3: A_j = exp(x_j - M) / (sum_j exp(x_j - M) (+ exp(s - M))),
+    """EXAMPLE FILES / STEPS in man/qkv.1.in: A_j = exp(x_j - M) / (sum_j exp(x_j - M) (+ exp(s - M))),
     M = max(max_j x_j, s); without a sink this is the stable softmax."""
     M = float(x.max()) if sink is None else max(float(x.max()), sink)
     e = torch.exp(x - M)                         # blocked cells: exp(-inf) = 0
@@ -623,7 +623,7 @@ def mha_reference(mha, X, C=None, mask=None, padding=None):
 
 
 # ---------------------------------------------------------------------------
-# Attention as today's language models compute it (SPEC section 9), written the
+# Attention as today's language models compute it (EXAMPLE FILES in man/qkv.1.in), written the
 # way the public implementations write it: batched (heads, tokens, d) tensors.
 # ---------------------------------------------------------------------------
 
@@ -1124,7 +1124,7 @@ def cases_plain():
 
 
 # ---------------------------------------------------------------------------
-# SPEC section 9: RoPE, grouped-query attention, ALiBi, sliding windows, sinks
+# EXAMPLE FILES in man/qkv.1.in: RoPE, grouped-query attention, ALiBi, sliding windows, sinks
 # ---------------------------------------------------------------------------
 
 PROVENANCE_MODERN = {
@@ -1523,7 +1523,7 @@ def write_case(case):
     # read the YAML back and recompute from it alone: checks the layout mapping
     steps, divisor, n_heads, n_kv = interpret_yaml(yaml.safe_load(text))
     if written != STEP_IDS + ["output"]:
-        # the files of SPEC section 9 list every step that exists, and only those
+        # the files of EXAMPLE FILES in man/qkv.1.in list every step that exists, and only those
         assert set(written) == set(steps), (name, set(written) ^ set(steps))
     compare(case["steps"], steps, f"{name}: expected vs YAML recomputed", written)
     assert divisor == case["scale"], name
@@ -1548,7 +1548,7 @@ def main():
     os.makedirs(CASES_DIR, exist_ok=True)
     cases = (cases_illustrated() + cases_x_w() + cases_layout_pytorch() + cases_heads_list()
              + cases_pytorch_block() + cases_cross_attention() + cases_plain())
-    # SPEC section 9: every case of a family writes the key it is about
+    # EXAMPLE FILES in man/qkv.1.in: every case of a family writes the key it is about
     for family, is_about in ((cases_rope(), lambda doc: "rope" in doc),
                              (cases_gqa(), lambda doc: "kv_heads" in doc),
                              (cases_alibi(), lambda doc: "alibi" in doc),

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Independent reference values for qkv's backward pass (SPEC section 10),
+"""Independent reference values for qkv's backward pass (STEPS in man/qkv.1.in),
 computed with torch.autograd in float64.
 
 Run from anywhere with Debian's Python (it has torch and numpy):
@@ -42,7 +42,7 @@ How the gradients are made:
 Self-checks, before anything is written (a failing case stops the script):
   * a second implementation in numpy, reading only the YAML text: the forward
     one head at a time, then the backward with the explicit formulas of
-    SPEC section 10 (dA = dZ V^T, dS' = A o (dA - rowsum(dA o A)), dS = dS' /
+    STEPS in man/qkv.1.in (dA = dZ V^T, dS' = A o (dA - rowsum(dA o A)), dS = dS' /
     scale, dQ = dS K, dK = sum dS^T Q, dV = sum A^T dZ, RoPE's backward as the
     inverse rotation, the key/value heads' sums, the weights' gradients mapped
     back to the file's layout); every backward step must agree with autograd
@@ -477,7 +477,7 @@ def module_parameter_steps(grads, spelling):
 
 # ---------------------------------------------------------------------------
 # The numpy implementation, read from the YAML alone: forward one head at a
-# time, backward with the explicit formulas of SPEC section 10
+# time, backward with the explicit formulas of STEPS in man/qkv.1.in
 # ---------------------------------------------------------------------------
 
 def arr(value):
@@ -485,7 +485,7 @@ def arr(value):
 
 
 def np_sinusoidal(n, d):
-    """SPEC: P[p, 2i] = sin(p / 10000^(2i/d_model)), P[p, 2i+1] = cos(...), p from 0."""
+    """The man page's sinusoidal encoding: P[p, 2i] = sin(p / 10000^(2i/d_model)), P[p, 2i+1] = cos(...), p from 0."""
     P = np.zeros((n, d))
     for p in range(n):
         for c in range(d):
@@ -649,7 +649,7 @@ def np_forward(model, perturb=None):
 
 
 def np_backward(model, f):
-    """SPEC section 10, written out; weights' gradients mapped back to the
+    """STEPS in man/qkv.1.in, written out; weights' gradients mapped back to the
     file's layout and shape."""
     md = model
     H, kv_of, divisor = md["H"], md["kv_of"], md["divisor"]
@@ -1108,7 +1108,7 @@ def cases_heads_list():
 
 
 def cases_modern():
-    """SPEC section 9 with the backward pass."""
+    """EXAMPLE FILES in man/qkv.1.in with the backward pass."""
     out = []
     out.append(modern(
         "backward_rope_half_one_head",

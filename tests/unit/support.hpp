@@ -118,7 +118,7 @@ private:
 // A mismatch fails showing expected and got.
 void check_golden(const std::string& name, const std::string& actual);
 
-// An HTML page of -f html stands alone (SPEC §12): the doctype and charset,
+// An HTML page of -f html stands alone (OUTPUT FORMATS in man/qkv.1.in): the doctype and charset,
 // no script, nothing fetched (no src, href, url() or @import), each id once.
 void require_self_contained_page(const std::string& page);
 // The page is well-formed markup, as qkv writes every page (void elements

@@ -1,4 +1,4 @@
-// The backward pass (SPEC §10), step by step: each gradient step worked by
+// The backward pass (STEPS in man/qkv.1.in), step by step: each gradient step worked by
 // hand on a 2 × 2 example, then the whole pass against central finite
 // differences of L = Σ O ∘ dO on random models of every kind, the order of the
 // steps in the trace, hand rounding, and --steps / --head.

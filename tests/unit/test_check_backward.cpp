@@ -1,4 +1,4 @@
-// `qkv check` on the backward pass (SPEC §10, §11): every named mistake of the
+// `qkv check` on the backward pass (STEPS in man/qkv.1.in, §11): every named mistake of the
 // gradient steps, each with an answer that shows it and a correct answer that
 // must not; error carried forward through the gradients; and the command's exit
 // status for right and wrong gradient answers.
@@ -128,7 +128,7 @@ std::vector<MistakeCase> mistake_cases() {
     const Example rope{"RoPE", k_rope};
     const auto A = [](const Trace& t, int h) { return value(t, "weights", h); };
     return {
-        // the softmax's backward (the first is in the SPEC's contract)
+        // the softmax's backward (the first is in the the check command's contract)
         {"softmax_backward_no_row_term", one, "grad_scaled_scores", 1,
          [=](const Model&, const Trace& t) { return arma::mat(A(t, 1) % value(t, "grad_weights", 1)); }},
         {"softmax_backward_no_row_term", two, "grad_scaled_scores", 2,
@@ -240,8 +240,8 @@ TEST_CASE("every mistake of the backward pass is named, and none fires on a corr
     }
 }
 
-TEST_CASE("the SPEC's four backward mistakes, worked from the learner's numbers", "[check][backward]") {
-    // the contract of SPEC §10 by name, each found in a report of several answers
+TEST_CASE("the the four backward mistakes the man page names, worked from the learner's numbers", "[check][backward]") {
+    // the contract of the man page by name, each found in a report of several answers
     const Model model = test::load_text(k_one_head);
     const Trace trace = compute(model);
     const arma::mat& A = value(trace, "weights", 1);

@@ -1,7 +1,7 @@
 // `qkv check`'s diagnoses in the model of a teacher's trial: four tokens,
 // d_model 4, two heads of d_k 2 split from one 4 × 4 block of weights (or
 // listed head by head, or in a pytorch: block), a causal mask, a query bias b_Q
-// and W_O with a bias. Every diagnosis id of SPEC §11 is shown by an answer
+// and W_O with a bias. Every diagnosis id of the check command in man/qkv.1.in is shown by an answer
 // worked here with Armadillo — the attention computed in this file, the
 // mistake made on purpose, the result rounded to two decimals as a learner
 // writes it — and none is named on a right answer or on a slip.
@@ -531,7 +531,7 @@ struct Made {
     std::function<bool(const Setup&)> possible = [](const Setup&) { return true; };
 };
 
-// The ids SPEC §11 lists, each of which the cases below must make.
+// The ids the man page lists for check, each of which the cases below must make.
 const std::set<std::string> k_spec_ids = {
     "scores_no_transpose", "scores_k_qt", "scaling_forgotten", "scaled_by_dk", "scaled_by_sqrt_d_model",
     "softmax_columns", "softmax_no_exp", "output_at_v", "projection_w_x", "weights_swapped", "heads_averaged",
@@ -617,7 +617,7 @@ std::vector<Made> made_mistakes() {
 
 }  // namespace
 
-TEST_CASE("every diagnosis of SPEC 11 is named in split heads with biases, a causal mask and W_O",
+TEST_CASE("every named diagnosis is found in split heads with biases, a causal mask and W_O",
           "[check][diagnosis]") {
     std::set<std::string> made;
     for (const Setup& setup : {teacher(), teacher(Form::list), teacher(Form::pytorch), wide(), wide(Form::list)}) {

@@ -1,4 +1,4 @@
-// Grading as a marker does (SPEC §11): the exercise's precision, error carried
+// Grading as a marker does (the check command in man/qkv.1.in): the exercise's precision, error carried
 // forward at the learner's precision, points, a class at once, a gradebook,
 // Gradescope's results.json and short feedback. The model is the three-words
 // homework (examples/homework/three-words/model.yaml): 3 tokens, d_k = 3, a

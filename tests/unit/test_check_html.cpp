@@ -1,4 +1,4 @@
-// `qkv check -f html`: one self-contained page (SPEC §12) with the report's
+// `qkv check -f html`: one self-contained page (OUTPUT FORMATS in man/qkv.1.in) with the report's
 // summary, each answered step's table with its cells classed by verdict, the
 // wrong cells in words and the diagnosis; its numbers are the text report's.
 #include "support.hpp"

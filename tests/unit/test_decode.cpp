@@ -1,4 +1,4 @@
-// Decoding with a key/value cache (SPEC §9, `qkv run --decode`): each row,
+// Decoding with a key/value cache (EXAMPLE FILES in man/qkv.1.in, `qkv run --decode`): each row,
 // computed from the new token's projections and the cache alone, against row
 // t of the full computation (every built-in example and PyTorch reference
 // case that is causal self-attention) and against PyTorch itself; the rolling
@@ -350,7 +350,7 @@ TEST_CASE("run --decode writes the run JSON document with two more keys, decode 
     CHECK(decoding.err.empty());
     const auto run = nlohmann::json::parse(plain.out);
     auto document = nlohmann::json::parse(decoding.out);
-    // one entry per position t and query head h, with the keys of SPEC §9 and no others
+    // one entry per position t and query head h, with the keys of EXAMPLE FILES in man/qkv.1.in and no others
     const auto& decode = document.at("decode");
     REQUIRE(decode.size() == 3 * 4);
     for (std::size_t k = 0; k < decode.size(); ++k) {

@@ -1,4 +1,4 @@
-// `qkv explain` on the backward pass's cells (SPEC §10): every gradient cell of
+// `qkv explain` on the backward pass's cells (STEPS in man/qkv.1.in): every gradient cell of
 // a range of examples is written out and ends in the trace's value, the
 // softmax's backward is checked line by line on a case worked by hand, and the
 // command line explains a gradient cell, also in ASCII.

@@ -1,4 +1,4 @@
-// The HTML pages (SPEC §12) read as files: self-contained (no script, style,
+// The HTML pages (OUTPUT FORMATS in man/qkv.1.in) read as files: self-contained (no script, style,
 // font or image from anywhere), well formed, every id once, every cell of
 // run's tables a button whose popover holds `qkv explain`'s lines for it, the
 // same numbers as the text format, weights shaded with readable text, and a

@@ -31,7 +31,7 @@ using qkv::test::run_qkv;
 namespace {
 
 // The classic mistakes, by their diagnosis ids: the rows of check's
-// catalogue marked classic (test_man.cpp holds them to SPEC §5's list).
+// catalogue marked classic (test_man.cpp holds them to the classic mistakes of DIAGNOSES in man/qkv.1.in).
 std::set<std::string> classic_ids() {
     std::set<std::string> ids;
     for (const auto& row : qkv::checking::mistake_table()) {

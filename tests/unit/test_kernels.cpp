@@ -198,7 +198,7 @@ TEST_CASE("exp_columns lets a sink join each column's maximum and sum", "[kernel
                 std::vector<double> sums(count);
                 kernels::exp_columns(S.data(), m, count, sums.data(), sink);
                 for (std::size_t c = 0; c < count; ++c) {
-                    // the formula of SPEC §9: M = max(max_j x_j, s)
+                    // the formula of EXAMPLE FILES in man/qkv.1.in: M = max(max_j x_j, s)
                     double max = sink;
                     for (std::size_t j = 0; j < m; ++j) {
                         max = std::max(max, before[c * m + j]);

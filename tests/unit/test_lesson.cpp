@@ -713,7 +713,7 @@ TEST_CASE("a lesson names the key/value heads and the bytes a key/value cache ho
     const auto& trace = lesson.models[0].trace;
     CHECK(qkv::dimension_value(trace, "heads") == 4);
     CHECK(qkv::dimension_value(trace, "kv_heads") == 2);
-    // (d_k + d_v)·G·8 = (2 + 2)·2·8 = 64, as `qkv run gqa --decode` says (SPEC §9)
+    // (d_k + d_v)·G·8 = (2 + 2)·2·8 = 64, as `qkv run gqa --decode` says (EXAMPLE FILES in man/qkv.1.in)
     CHECK(qkv::dimension_value(trace, "bytes_per_token") == 64);
 }
 

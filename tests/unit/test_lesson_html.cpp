@@ -1,4 +1,4 @@
-// Lessons written as one HTML page (-f html, SPEC §12): every built-in lesson
+// Lessons written as one HTML page (-f html, OUTPUT FORMATS in man/qkv.1.in): every built-in lesson
 // a well-formed page that fetches nothing, with unique ids, its answers folded
 // in <details>, and tables that hold the numbers the text lesson shows. The
 // xmllint test needs xmllint (libxml2-utils), as ./bootstrap installs it.

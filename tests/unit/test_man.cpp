@@ -120,7 +120,7 @@ TEST_CASE("the man page lists every mistake of check's catalogue, the classic on
         CHECK(ids.count(id) == 1);
     }
     CHECK(ids.size() > 40);
-    // the classic mistakes are SPEC §5's, which init --student makes recognisable
+    // the classic mistakes are the classic mistakes, which init --student makes recognisable
     CHECK(classic == std::set<std::string>{"scores_no_transpose", "scores_k_qt", "scaling_forgotten", "scaled_by_dk",
                                            "scaled_by_sqrt_d_model", "softmax_columns", "softmax_no_exp",
                                            "output_at_v", "projection_w_x", "weights_swapped", "heads_averaged",

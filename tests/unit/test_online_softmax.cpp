@@ -1,5 +1,5 @@
 // `qkv explain --block-size B`: a row of attention computed as FlashAttention
-// does, keys in blocks with a running maximum, sum and output (SPEC §9). Each
+// does, keys in blocks with a running maximum, sum and output (EXAMPLE FILES in man/qkv.1.in). Each
 // block is checked against the recurrence, and the end against the trace.
 #include "builtin/builtin.hpp"
 #include "explain/explain.hpp"

@@ -22,7 +22,7 @@ mask: causal
 positional: sinusoidal
 )";
 
-// Four query heads sharing two key/value heads, with every key of SPEC §9.
+// Four query heads sharing two key/value heads, with every key of today's attention (EXAMPLE FILES in man/qkv.1.in).
 const char* const k_grouped = R"(
 inputs: [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0], [0, 0, 1, 1]]
 heads: 4

@@ -1,4 +1,4 @@
-// The attention of today's language models (SPEC §9), step by step, with
+// The attention of today's language models (EXAMPLE FILES in man/qkv.1.in), step by step, with
 // values worked by hand: RoPE's pair rotations in both styles, ALiBi's slopes
 // and bias, the sliding window, attention sinks and grouped-query heads.
 #include "support.hpp"

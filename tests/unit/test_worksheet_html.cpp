@@ -1,4 +1,4 @@
-// `qkv worksheet -f html`: one self-contained page (SPEC §12) with the givens
+// `qkv worksheet -f html`: one self-contained page (OUTPUT FORMATS in man/qkv.1.in) with the givens
 // as tables, each step asked as a section with an empty box per cell, and
 // with --key the values the Markdown key holds.
 #include "builtin/builtin.hpp"
