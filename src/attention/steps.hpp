@@ -48,20 +48,21 @@ class StepContext;
 
 // One row of the step table.
 struct StepRow {
-    StepId id;
-    std::string_view name;         // the id users write: "scaled_scores"
-    std::string_view title;        // the heading: "Scaled scores"
-    HeadKind heads;                // per head, and per which kind
-    std::string_view needs;        // what an example needs for the step to exist; empty: always there
-    bool (*exists)(const Model& model);
-    bool square;                   // an n × m matrix (per head): what dominates memory
-    bool engine;                   // the large-input engine computes it (attention/engine.hpp)
+    StepId id = StepId::inputs;
+    std::string_view name = {};       // the id users write: "scaled_scores"
+    std::string_view title = {};      // the heading: "Scaled scores"
+    std::string_view man = {};        // its line in the man page's STEPS (roff): what it is, and when there is one
+    HeadKind heads = HeadKind::none;  // per head, and per which kind
+    std::string_view needs = {};      // what an example needs for the step to exist; empty: always there
+    bool (*exists)(const Model& model) = nullptr;
+    bool square = false;              // an n × m matrix (per head): what dominates memory
+    bool engine = false;              // the large-input engine computes it (attention/engine.hpp)
     // The steps it reads, for head `head` (0 when not per head).
-    std::vector<StepKey> (*reads)(const Model& model, int head);
+    std::vector<StepKey> (*reads)(const Model& model, int head) = nullptr;
     // Its value from the values of `reads`, in that order: the textbook arithmetic.
-    arma::mat (*compute)(const Model& model, int head, StepInputs inputs);
+    arma::mat (*compute)(const Model& model, int head, StepInputs inputs) = nullptr;
     // Its formulas, explanation, labels and notes (the id, head and title are set already).
-    void (*describe)(const StepContext& context, Step& step);
+    void (*describe)(const StepContext& context, Step& step) = nullptr;
     // For a per-head step that only some heads have (a bias's gradient when a
     // `heads:` list gives the bias to some heads): whether head `head` has it.
     bool (*has_head)(const Model& model, int head) = nullptr;

@@ -753,7 +753,7 @@ std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const S
             {StepId::grad_out_proj_weight, [](M m, Out out) { grad_weight_mistakes(m.model, m.learner, m.key, out); }},
             {StepId::grad_inputs, [](M m, Out out) { grad_inputs_mistakes(m.model, m.L, m.key, out); }},
         },
-        {.given = &no_mistakes, .gradient = &no_mistakes});
+        {.given = &no_mistakes, .forward = &no_mistakes, .gradient = &no_mistakes});
     k_makers[step_index(key.id)](MistakesOf{model, trace, L, learner, key}, out);
     return out;
 }

@@ -1,6 +1,8 @@
 // The man page's synopsis and options, written from the command line's table,
-// and its list of diagnoses, from check's catalogue of mistakes, into the
-// page's template (man/qkv.1.in) at build time.
+// its steps, from the step table, and its list of diagnoses, from check's
+// catalogue of mistakes, into the page's template (man/qkv.1.in) at build time.
+#include "attention/step_handlers.hpp"
+#include "attention/steps.hpp"
 #include "check/catalogue.hpp"
 #include "cli/flags.hpp"
 #include "cli/generated.hpp"
@@ -105,6 +107,25 @@ void write_synopsis(std::ostringstream& out) {
     }
 }
 
+// The step table's ids, marked * per query head, ** per key/value head and
+// *** per weight set, each with its line: those of the forward pass (the
+// given steps with them), or those of the backward pass.
+void write_steps(bool backward, std::ostringstream& out) {
+    out << ".TS\nl l.\n";
+    for (const StepId id : all_steps()) {
+        if ((step_category(id) == StepCategory::gradient) != backward) {
+            continue;
+        }
+        const StepRow& row = step_row(id);
+        const char* marks = row.heads == HeadKind::query        ? " *"
+                            : row.heads == HeadKind::key_value  ? " **"
+                            : row.heads == HeadKind::weight_set ? " ***"
+                                                                : "";
+        out << row.name << marks << "\t" << row.man << "\n";
+    }
+    out << ".TE\n";
+}
+
 void write_shared_options(std::ostringstream& out) {
     for (const Flag& flag : flag_table()) {
         if (!flag.is_argument() && is_shared(flag)) {
@@ -143,6 +164,8 @@ std::string man_page(const std::string& page_template) {
         }
         if (line == "@SYNOPSIS@") {
             write_synopsis(out);
+        } else if (line == "@STEPS forward@" || line == "@STEPS backward@") {
+            write_steps(line == "@STEPS backward@", out);
         } else if (line == "@DIAGNOSES@") {
             for (const auto& mistake : checking::mistake_table()) {
                 // .B scores_no_transpose, or .BR mask_zero " (classic)"

@@ -370,8 +370,6 @@ std::optional<Working> working_of(const Model& model, const Trace& trace, const 
             {StepId::queries, &queries_working},
             {StepId::keys, &keys_working},
             {StepId::values, &values_working},
-            {StepId::rotated_queries, &no_working},
-            {StepId::rotated_keys, &no_working},
             {StepId::scores, &scores_working},
             {StepId::scaled_scores, &scaled_scores_working},
             {StepId::position_bias, &position_bias_working},
@@ -382,7 +380,7 @@ std::optional<Working> working_of(const Model& model, const Trace& trace, const 
             {StepId::concat, &concat_working},
             {StepId::output, &output_working},
         },
-        {.given = &no_working, .gradient = &no_working});
+        {.given = &no_working, .forward = &no_working, .gradient = &no_working});
     return k_working[step_index(step.id)](WorkingOf{model, step, options, in});
 }
 

@@ -1,5 +1,6 @@
 // The man page the build writes (from man/qkv.1.in and the command line's
 // table) documents every subcommand and every option that --help lists.
+#include "attention/steps.hpp"
 #include "check/catalogue.hpp"
 #include "render/table.hpp"
 #include "support.hpp"
@@ -125,4 +126,29 @@ TEST_CASE("the man page lists every mistake of check's catalogue, the classic on
                                            "scaled_by_sqrt_d_model", "softmax_columns", "softmax_no_exp",
                                            "output_at_v", "projection_w_x", "weights_swapped", "heads_averaged",
                                            "mask_after_softmax", "mask_zero"});
+}
+
+TEST_CASE("the man page lists every step of the step table, marked by its heads, in the table's order", "[man]") {
+    const std::string page = generated_page();
+    const auto section = page.find(".SH STEPS");
+    REQUIRE(section != std::string::npos);
+    const std::string listed = page.substr(section, page.find(".SH ", section + 1) - section);
+    std::size_t last = 0;
+    for (const qkv::StepId id : qkv::all_steps()) {
+        const qkv::StepRow& row = qkv::step_row(id);
+        const std::string marks = row.heads == qkv::HeadKind::query        ? " *"
+                                  : row.heads == qkv::HeadKind::key_value  ? " **"
+                                  : row.heads == qkv::HeadKind::weight_set ? " ***"
+                                                                           : "";
+        const std::string line = "\n" + std::string(row.name) + marks + "\t" + std::string(row.man) + "\n";
+        CAPTURE(line);
+        const auto at = listed.find(line);
+        CHECK(at != std::string::npos);
+        CHECK(at > last);
+        last = at == std::string::npos ? last : at;
+        CHECK(!row.man.empty());
+    }
+    // the queries and the keys' gradient, as a reader finds them
+    CHECK(listed.find("\nqueries *\tQ = X\\(pcW_Q + b_Q\n") != std::string::npos);
+    CHECK(listed.find("\ngrad_keys **\t") != std::string::npos);
 }
