@@ -3,7 +3,7 @@
 // InstVisitor does: the layer names the steps it handles one by one, and every
 // other step takes its category's fallback. The table is built at compile
 // time, and does not compile when a step is named twice, or when a step has
-// neither an entry nor a fallback (a category whose fallback is left empty
+// neither an entry nor a fallback (a category whose fallback is left out
 // must have an entry for each of its steps). A new step is then handled where
 // its category is, or the build says where it is not.
 #pragma once
@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstddef>
+#include <optional>
 
 namespace qkv {
 
@@ -37,13 +38,15 @@ struct StepHandler {
     Handler handler;
 };
 
-// The handler of each category's steps that have no entry; empty ({}) when
-// every step of the category must have one.
+// The handler of each category's steps that have no entry; none when every
+// step of the category must have one. (Optional rather than a null handler:
+// GCC cannot compare a member function pointer with null at compile time
+// under UndefinedBehaviorSanitizer.)
 template <typename Handler>
 struct StepFallbacks {
-    Handler given{};
-    Handler forward{};
-    Handler gradient{};
+    std::optional<Handler> given{};
+    std::optional<Handler> forward{};
+    std::optional<Handler> gradient{};
 };
 
 template <typename Handler, std::size_t N>
@@ -62,20 +65,14 @@ consteval std::array<Handler, k_step_count> step_handlers(const StepHandler<Hand
         if (named[i]) {
             continue;
         }
-        switch (step_category(static_cast<StepId>(i))) {
-            case StepCategory::given:
-                table[i] = fallbacks.given;
-                break;
-            case StepCategory::forward:
-                table[i] = fallbacks.forward;
-                break;
-            case StepCategory::gradient:
-                table[i] = fallbacks.gradient;
-                break;
-        }
-        if (table[i] == Handler{}) {
+        const StepCategory category = step_category(static_cast<StepId>(i));
+        const std::optional<Handler>& fallback = category == StepCategory::given     ? fallbacks.given
+                                                 : category == StepCategory::forward ? fallbacks.forward
+                                                                                     : fallbacks.gradient;
+        if (!fallback) {
             throw "a step has no handler, and its category no fallback";  // does not compile
         }
+        table[i] = *fallback;
     }
     return table;
 }
