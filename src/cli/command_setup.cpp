@@ -164,9 +164,14 @@ CLI::App* add_command(CLI::App& app, CommandId id, const Bindings& bindings) {
             command->group("");
         }
     }
+    // --help first, as CLI11 lists it; then the rows in the table's order
     for (const Flag* flag : flags_of(id)) {
         if (flag->name == "--help") {
             command->set_help_flag(cli11_names(*flag), std::string(flag->help));
+        }
+    }
+    for (const Flag* flag : flags_of(id)) {
+        if (flag->name == "--help") {
             continue;
         }
         if (flag->name == "--version") {

@@ -71,138 +71,25 @@ const Flag k_flags[] = {
      .commands = k_lesson,
      .help = "Lesson number, name, or a lesson file",
      .complete = Complete::lesson},
-    {.name = "--format",
-     .short_name = "-f",
-     .value = "FORMAT",
-     .commands = k_shows | k_worksheet,
-     .help = "Output format",
-     .man = R"roff(Output format (see \fBOUTPUT FORMATS\fR).)roff",
-     .complete = Complete::format,
-     .check = Check::format},
-    {.name = "--precision",
-     .short_name = "-p",
-     .value = "N",
-     .commands = k_shows | k_worksheet,
-     .help = "Digits after the decimal point (0-17)",
-     .man = R"roff(Digits after the decimal point in tables (0\(en17, default 4). Matrices whose
-entries are all whole numbers (up to 2\(ha53) print without decimals. JSON
-always carries full precision.)roff",
-     .check = Check::whole,
-     .low = 0,
-     .high = 17},
-    {.name = "--steps",
-     .short_name = "-s",
-     .value = "LIST",
-     .commands = k_shows | k_worksheet,
-     .help = "Only these steps (comma-separated ids)",
-     .man = R"roff(Show only these steps, a comma-separated list of step ids (see \fBSTEPS\fR).
-An unknown id is an error that lists the valid ones. Steps that are not shown
-are not kept in memory, so \fB\-\-steps output\fR on a large input does not
-hold every head's n \(mu m matrices.)roff",
-     .complete = Complete::steps,
-     .check = Check::steps},
-    {.name = "--head",
-     .value = "N",
-     .commands = k_shows | k_worksheet,
-     .help = "Only head N (1-based)",
-     .man = R"roff(Show only head N of the per-head steps (heads are numbered from 1).)roff",
-     .check = Check::whole,
-     .low = 1,
-     .high = k_max_heads},
-    {.name = "--full",
-     .commands = k_shows,
-     .help = "Show large matrices whole",
-     .man = R"roff(Print large matrices and long labels whole. Without it, a matrix with more
-than 12 rows or columns shows its first 6 and last 5, with \(oq\&...\(cq
-between them, and a label over 16 characters (14 in SVG) is cut with
-\(oq\&...\(cq \(em in the middle when two labels would otherwise look the same.)roff"},
-    {.name = "--color",
-     .value = "WHEN",
-     .commands = k_shows,
-     .help = "Colour: auto, always or never",
-     .man = R"roff(\fBauto\fR (default), \fBalways\fR or \fBnever\fR. With colour the attention
-weights are shaded as a heatmap and each row's largest weight is underlined.
-\fBauto\fR colours only when standard output is a terminal, \fBNO_COLOR\fR is
-unset or empty, and \fBTERM\fR is not \fBdumb\fR.)roff",
+    {.name = "what",
+     .value = "WHAT",
+     .commands = k_generate,
+     .help = "man, bash, zsh or fish",
      .complete = Complete::choices,
-     .choices = "auto always never",
-     .check = Check::choice},
-    {.name = "--ascii",
-     .commands = k_shows | k_worksheet,
-     .help = "ASCII only, no box-drawing or math symbols",
-     .man = R"roff(Write only ASCII in the text, Markdown, SVG, HTML and \fBexplain\fR output
-(the Markdown of \fBrun\fR, \fBexplain\fR, \fBcheck\fR, \fBlesson\fR and
-\fBworksheet\fR included): no box-drawing characters, and \-inf, sqrt, *, ^T, e^10, \->, ok, X
-and Z_1 in place of the mathematical symbols; other characters become
-\(lq?\(rq. LaTeX is always
-ASCII; CSV and JSON carry labels, titles and formulas unchanged.)roff"},
+     .choices = "man bash zsh fish",
+     .check = Check::choice,
+     .required = k_generate},
+    {.name = "template",
+     .value = "FILE",
+     .commands = k_generate,
+     .help = "man: the page's template, whose @...@ lines are filled in",
+     .complete = Complete::file},
     {.name = "--dark",
      .commands = k_run,
      .help = "SVG: for a dark page (dark background, light labels)",
      .man = R"roff(With \fB\-\-format svg\fR: a picture for a dark page, with a dark background
 and light labels; the cells keep the colours of the light picture. With any
 other format it is a usage error (status 2).)roff"},
-    {.name = "--brief",
-     .commands = k_run | k_explain | k_lesson,
-     .help = "Formulas, tables and notes; no explanations",
-     .man = R"roff(Leave out the explanations; keep the formulas, tables and notes.)roff"},
-    {.name = "--brief",
-     .commands = k_check,
-     .help = "Only the steps with a mistake, and their diagnoses",
-     .man = R"roff(Show only the steps with a mistake, with their diagnoses, and the summary.)roff"},
-    {.name = "--standalone",
-     .commands = k_shows | k_worksheet,
-     .help = "LaTeX: a whole document, not a fragment",
-     .man = R"roff(With \fB\-\-format latex\fR (\fBrun\fR, \fBexplain\fR, \fBcheck\fR,
-\fBlesson\fR, \fBworksheet\fR): a whole document that compiles with
-\fBpdflatex\fR, instead of a fragment. A fragment's first line is a comment
-naming the packages it needs (\fBamsmath\fR, \fBamssymb\fR, \fBbooktabs\fR).
-With any other format it changes nothing (an HTML page is always whole).)roff"},
-    {.name = "--output",
-     .short_name = "-o",
-     .value = "FILE",
-     .commands = k_shows | k_worksheet | k_init | k_generate,
-     .help = "Write to FILE instead of standard output",
-     .man = R"roff(Write to FILE instead of standard output, streaming as it goes. The output
-goes to a temporary file next to FILE that is renamed into place, so FILE is
-never left half-written. An existing file is not replaced unless
-\fB\-\-force\fR is given: qkv exits with status 2 and leaves it untouched;
-a replaced file keeps its permission bits and owner. A symbolic link is
-followed: the file it points to is replaced in its own folder. A FIFO or a
-character device (such as \fI/dev/null\fR) is written straight into and needs
-no \fB\-\-force\fR, since nothing is replaced; a block device needs
-\fB\-\-force\fR; a folder is an error. No temporary file is left behind, on
-an error or when qkv is interrupted, and a reader that closes a FIFO early
-ends qkv quietly, as a closed pipe does. \fB\-o \-\fR is standard output.
-With \fB\-o\fR, \fB\-\-color auto\fR does not colour.)roff",
-     .complete = Complete::file},
-    {.name = "--force",
-     .commands = k_shows | k_worksheet | k_init | k_generate,
-     .help = "Let -o replace an existing file",
-     .man = R"roff(Let \fB\-o\fR replace an existing file.)roff"},
-    {.name = "--max-memory",
-     .value = "SIZE",
-     .commands = k_shows | k_worksheet,
-     .help = "Memory limit for the computation (default 4GiB)",
-     .man = R"roff(Refuse inputs whose computation is estimated to need more than SIZE
-(default \fB4GiB\fR; units B, KiB, MiB, GiB, TiB), before any of it is
-allocated. For \fBrun\fR the
-estimate counts only the n \(mu m matrices of the steps that \fB\-\-steps\fR
-and \fB\-\-head\fR will show; a mask (causal, a window, padding) costs no
-n \(mu m matrix unless a step that shows it is kept. The estimate is also held
-against what the process's own limit (\fBulimit \-v\fR, \fBulimit \-d\fR)
-leaves.)roff"},
-    {.name = "--allow-any-path",
-     .commands = k_shows | k_worksheet,
-     .help = "Let {file: ...} read outside the example's folder",
-     .man = R"roff(Let \fB{file: ...}\fR matrices be read from outside the example file's folder
-(absolute paths, or paths with \fB..\fR).)roff"},
-    {.name = "--backward",
-     .commands = k_run | k_explain | k_check | k_worksheet,
-     .help = "Add the gradients; grad_output: ones unless the file gives it",
-     .man = R"roff(Add the backward pass: the example's \fBgrad_output\fR, or, without one,
-\fBgrad_output: ones\fR (L is the sum of every output value). Not with
-\fBrun \-\-decode\fR.)roff"},
     {.name = "--float",
      .commands = k_run,
      .help = "LaTeX: each table in a table float with caption and label",
@@ -271,6 +158,10 @@ cell, o for the cell's columns.)roff",
      .check = Check::whole,
      .low = 1,
      .high = 65536},
+    {.name = "--brief",
+     .commands = k_check,
+     .help = "Only the steps with a mistake, and their diagnoses",
+     .man = R"roff(Show only the steps with a mistake, with their diagnoses, and the summary.)roff"},
     {.name = "--answers",
      .value = "FILE|DIR",
      .commands = k_check,
@@ -540,6 +431,128 @@ GFLOP/s counts the backward's products too.)roff"},
     {.name = "--format",
      .short_name = "-f",
      .value = "FORMAT",
+     .commands = k_shows | k_worksheet,
+     .help = "Output format",
+     .man = R"roff(Output format (see \fBOUTPUT FORMATS\fR).)roff",
+     .complete = Complete::format,
+     .check = Check::format},
+    {.name = "--precision",
+     .short_name = "-p",
+     .value = "N",
+     .commands = k_shows | k_worksheet,
+     .help = "Digits after the decimal point (0-17)",
+     .man = R"roff(Digits after the decimal point in tables (0\(en17, default 4). Matrices whose
+entries are all whole numbers (up to 2\(ha53) print without decimals. JSON
+always carries full precision.)roff",
+     .check = Check::whole,
+     .low = 0,
+     .high = 17},
+    {.name = "--steps",
+     .short_name = "-s",
+     .value = "LIST",
+     .commands = k_shows | k_worksheet,
+     .help = "Only these steps (comma-separated ids)",
+     .man = R"roff(Show only these steps, a comma-separated list of step ids (see \fBSTEPS\fR).
+An unknown id is an error that lists the valid ones. Steps that are not shown
+are not kept in memory, so \fB\-\-steps output\fR on a large input does not
+hold every head's n \(mu m matrices.)roff",
+     .complete = Complete::steps,
+     .check = Check::steps},
+    {.name = "--head",
+     .value = "N",
+     .commands = k_shows | k_worksheet,
+     .help = "Only head N (1-based)",
+     .man = R"roff(Show only head N of the per-head steps (heads are numbered from 1).)roff",
+     .check = Check::whole,
+     .low = 1,
+     .high = k_max_heads},
+    {.name = "--full",
+     .commands = k_shows,
+     .help = "Show large matrices whole",
+     .man = R"roff(Print large matrices and long labels whole. Without it, a matrix with more
+than 12 rows or columns shows its first 6 and last 5, with \(oq\&...\(cq
+between them, and a label over 16 characters (14 in SVG) is cut with
+\(oq\&...\(cq \(em in the middle when two labels would otherwise look the same.)roff"},
+    {.name = "--color",
+     .value = "WHEN",
+     .commands = k_shows,
+     .help = "Colour: auto, always or never",
+     .man = R"roff(\fBauto\fR (default), \fBalways\fR or \fBnever\fR. With colour the attention
+weights are shaded as a heatmap and each row's largest weight is underlined.
+\fBauto\fR colours only when standard output is a terminal, \fBNO_COLOR\fR is
+unset or empty, and \fBTERM\fR is not \fBdumb\fR.)roff",
+     .complete = Complete::choices,
+     .choices = "auto always never",
+     .check = Check::choice},
+    {.name = "--ascii",
+     .commands = k_shows | k_worksheet,
+     .help = "ASCII only, no box-drawing or math symbols",
+     .man = R"roff(Write only ASCII in the text, Markdown, SVG, HTML and \fBexplain\fR output
+(the Markdown of \fBrun\fR, \fBexplain\fR, \fBcheck\fR, \fBlesson\fR and
+\fBworksheet\fR included): no box-drawing characters, and \-inf, sqrt, *, ^T, e^10, \->, ok, X
+and Z_1 in place of the mathematical symbols; other characters become
+\(lq?\(rq. LaTeX is always
+ASCII; CSV and JSON carry labels, titles and formulas unchanged.)roff"},
+    {.name = "--brief",
+     .commands = k_run | k_explain | k_lesson,
+     .help = "Formulas, tables and notes; no explanations",
+     .man = R"roff(Leave out the explanations; keep the formulas, tables and notes.)roff"},
+    {.name = "--standalone",
+     .commands = k_shows | k_worksheet,
+     .help = "LaTeX: a whole document, not a fragment",
+     .man = R"roff(With \fB\-\-format latex\fR (\fBrun\fR, \fBexplain\fR, \fBcheck\fR,
+\fBlesson\fR, \fBworksheet\fR): a whole document that compiles with
+\fBpdflatex\fR, instead of a fragment. A fragment's first line is a comment
+naming the packages it needs (\fBamsmath\fR, \fBamssymb\fR, \fBbooktabs\fR).
+With any other format it changes nothing (an HTML page is always whole).)roff"},
+    {.name = "--output",
+     .short_name = "-o",
+     .value = "FILE",
+     .commands = k_shows | k_worksheet | k_init | k_generate,
+     .help = "Write to FILE instead of standard output",
+     .man = R"roff(Write to FILE instead of standard output, streaming as it goes. The output
+goes to a temporary file next to FILE that is renamed into place, so FILE is
+never left half-written. An existing file is not replaced unless
+\fB\-\-force\fR is given: qkv exits with status 2 and leaves it untouched;
+a replaced file keeps its permission bits and owner. A symbolic link is
+followed: the file it points to is replaced in its own folder. A FIFO or a
+character device (such as \fI/dev/null\fR) is written straight into and needs
+no \fB\-\-force\fR, since nothing is replaced; a block device needs
+\fB\-\-force\fR; a folder is an error. No temporary file is left behind, on
+an error or when qkv is interrupted, and a reader that closes a FIFO early
+ends qkv quietly, as a closed pipe does. \fB\-o \-\fR is standard output.
+With \fB\-o\fR, \fB\-\-color auto\fR does not colour.)roff",
+     .complete = Complete::file},
+    {.name = "--force",
+     .commands = k_shows | k_worksheet | k_init | k_generate,
+     .help = "Let -o replace an existing file",
+     .man = R"roff(Let \fB\-o\fR replace an existing file.)roff"},
+    {.name = "--max-memory",
+     .value = "SIZE",
+     .commands = k_shows | k_worksheet,
+     .help = "Memory limit for the computation (default 4GiB)",
+     .man = R"roff(Refuse inputs whose computation is estimated to need more than SIZE
+(default \fB4GiB\fR; units B, KiB, MiB, GiB, TiB), before any of it is
+allocated. For \fBrun\fR the
+estimate counts only the n \(mu m matrices of the steps that \fB\-\-steps\fR
+and \fB\-\-head\fR will show; a mask (causal, a window, padding) costs no
+n \(mu m matrix unless a step that shows it is kept. The estimate is also held
+against what the process's own limit (\fBulimit \-v\fR, \fBulimit \-d\fR)
+leaves.)roff"},
+    {.name = "--allow-any-path",
+     .commands = k_shows | k_worksheet,
+     .help = "Let {file: ...} read outside the example's folder",
+     .man = R"roff(Let \fB{file: ...}\fR matrices be read from outside the example file's folder
+(absolute paths, or paths with \fB..\fR).)roff"},
+    {.name = "--backward",
+     .commands = k_run | k_explain | k_check | k_worksheet,
+     .help = "Add the gradients; grad_output: ones unless the file gives it",
+     .man = R"roff(Add the backward pass: the example's \fBgrad_output\fR, or, without one,
+\fBgrad_output: ones\fR (L is the sum of every output value). Not with
+\fBrun \-\-decode\fR.)roff"},
+    {.name = "--format",
+     .short_name = "-f",
+     .value = "FORMAT",
      .commands = k_bench,
      .help = "Output format: text or json",
      .man = R"roff(\fBtext\fR (default), a table, or \fBjson\fR, one object:
@@ -551,19 +564,6 @@ without \fB\-\-window\fR), \fBrope\fR and \fBbackward\fR (\fBtrue\fR or
 order.)roff",
      .complete = Complete::format,
      .check = Check::format},
-    {.name = "what",
-     .value = "WHAT",
-     .commands = k_generate,
-     .help = "man, bash, zsh or fish",
-     .complete = Complete::choices,
-     .choices = "man bash zsh fish",
-     .check = Check::choice,
-     .required = k_generate},
-    {.name = "template",
-     .value = "FILE",
-     .commands = k_generate,
-     .help = "man: the page's template, whose @...@ lines are filled in",
-     .complete = Complete::file},
     {.name = "--help",
      .short_name = "-h",
      .commands = k_every,
