@@ -8,6 +8,7 @@
 #include <armadillo>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include <sys/resource.h>
@@ -27,12 +29,137 @@
 #ifdef QKV_BLAS_OPENBLAS
 extern "C" {
 char* openblas_get_config();
+char* openblas_get_corename();
 void openblas_set_num_threads(int threads);
 int openblas_get_parallel();
+// OpenBLAS built for several CPUs (DYNAMIC_ARCH): forget the chosen kernels,
+// and choose again (OPENBLAS_CORETYPE first, else the table of CPU models).
+// Weak: an OpenBLAS built for one CPU has neither.
+__attribute__((weak)) void gotoblas_dynamic_quit();
+__attribute__((weak)) void gotoblas_dynamic_init();
 }
 #endif
 
 namespace qkv {
+
+namespace {
+
+// OpenBLAS's x86-64 cores (the names of its driver/others/dynamic.c) and the
+// widest vector instructions of their double-precision kernels.
+struct CoreRow {
+    std::string_view name;
+    VectorLevel level;
+};
+constexpr CoreRow k_cores[] = {
+    {"Katmai", VectorLevel::sse},          {"Coppermine", VectorLevel::sse},  {"Northwood", VectorLevel::sse},
+    {"Prescott", VectorLevel::sse},        {"Banias", VectorLevel::sse},      {"Atom", VectorLevel::sse},
+    {"Core2", VectorLevel::sse},           {"Penryn", VectorLevel::sse},      {"Dunnington", VectorLevel::sse},
+    {"Nehalem", VectorLevel::sse},         {"Athlon", VectorLevel::sse},      {"Opteron", VectorLevel::sse},
+    {"Opteron_SSE3", VectorLevel::sse},    {"Barcelona", VectorLevel::sse},   {"Nano", VectorLevel::sse},
+    {"Bobcat", VectorLevel::sse},          {"Sandybridge", VectorLevel::avx}, {"Bulldozer", VectorLevel::avx},
+    {"Piledriver", VectorLevel::avx},      {"Steamroller", VectorLevel::avx}, {"Excavator", VectorLevel::avx2},
+    {"Haswell", VectorLevel::avx2},        {"Zen", VectorLevel::avx2},        {"SkylakeX", VectorLevel::avx512},
+    {"Cooperlake", VectorLevel::avx512},   {"SapphireRapids", VectorLevel::avx512},
+};
+
+constexpr std::string_view k_level_names[] = {"SSE", "AVX", "AVX2", "AVX-512"};
+
+// The core to ask for on a CPU of each level.
+constexpr std::string_view k_core_for_level[] = {"", "Sandybridge", "Haswell", "SkylakeX"};
+
+bool same_name(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
+const CoreRow* core_row(std::string_view name) {
+    for (const CoreRow& row : k_cores) {
+        if (same_name(row.name, name)) {
+            return &row;
+        }
+    }
+    return nullptr;
+}
+
+// the core OpenBLAS's table chose, when choose_blas_kernels() replaced it
+std::string g_table_core;  // NOLINT: set once by main() before any thread
+
+}  // namespace
+
+VectorLevel cpu_vector_level() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    // the compiler's CPU model also checks that the system saves the registers
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512cd")) {
+        return VectorLevel::avx512;
+    }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        return VectorLevel::avx2;
+    }
+    if (__builtin_cpu_supports("avx")) {
+        return VectorLevel::avx;
+    }
+#endif
+    return VectorLevel::sse;
+}
+
+std::string better_blas_core(std::string_view core, VectorLevel level) {
+    const CoreRow* row = core_row(core);
+    if (row == nullptr || row->level >= level) {
+        return "";
+    }
+    return std::string(k_core_for_level[static_cast<int>(level)]);
+}
+
+std::string blas_core() {
+#ifdef QKV_BLAS_OPENBLAS
+    return openblas_get_corename();
+#else
+    return "";
+#endif
+}
+
+std::string blas_table_core() { return g_table_core; }
+
+bool use_blas_core(const std::string& core) {
+#if defined(QKV_BLAS_OPENBLAS) && defined(__x86_64__)
+    // only names OpenBLAS knows: with another, OpenBLAS 0.3.21 stops the process
+    if (core_row(core) == nullptr || std::strstr(openblas_get_config(), "DYNAMIC_ARCH") == nullptr ||
+        gotoblas_dynamic_quit == nullptr || gotoblas_dynamic_init == nullptr) {
+        return false;
+    }
+    g_table_core.clear();
+    const char* before = std::getenv("OPENBLAS_CORETYPE");
+    const std::string saved = before != nullptr ? before : "";
+    setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+    gotoblas_dynamic_quit();
+    gotoblas_dynamic_init();
+    if (before != nullptr) {
+        setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
+    } else {
+        unsetenv("OPENBLAS_CORETYPE");
+    }
+    return same_name(blas_core(), core);
+#else
+    (void)core;
+    return false;
+#endif
+}
+
+void choose_blas_kernels() {
+#ifdef QKV_BLAS_OPENBLAS
+    if (const char* named = std::getenv("OPENBLAS_CORETYPE"); named != nullptr && named[0] != '\0') {
+        return;  // the user's choice
+    }
+    const std::string table = blas_core();
+    const std::string better = better_blas_core(table, cpu_vector_level());
+    if (!better.empty() && use_blas_core(better)) {
+        g_table_core = table;
+    }
+#endif
+}
 
 std::string blas_name() {
     std::string name = "none";
@@ -53,6 +180,11 @@ std::string blas_name() {
     }
     if (const char* core = std::getenv("OPENBLAS_CORETYPE"); core != nullptr && core[0] != '\0') {
         name += " OPENBLAS_CORETYPE=" + std::string(core);
+    }
+    if (!g_table_core.empty()) {
+        name += ", kernels " + blas_core() + " chosen by qkv for the CPU's " +
+                std::string(k_level_names[static_cast<int>(cpu_vector_level())]) + " (OpenBLAS's table gave " +
+                g_table_core + ")";
     }
 #endif
     return name;

@@ -85,6 +85,23 @@ arma::uword block_rows(arma::uword n, arma::uword m) {
     return std::min(rows, n);
 }
 
+arma::uword block_rows(arma::uword n, arma::uword m, int workers, arma::uword heads) {
+    const arma::uword rows = block_rows(n, m);
+    if (std::getenv("QKV_BLOCK_ROWS") != nullptr || n == 0) {
+        return rows;
+    }
+    // at least three items for each worker where the blocks can be that many:
+    // the workers take them one after the other, and the last round is short
+    const arma::uword blocks = (n + rows - 1) / rows;
+    const arma::uword per_head = std::max<arma::uword>(heads, 1);
+    const arma::uword wanted = (3 * static_cast<arma::uword>(std::max(workers, 1)) + per_head - 1) / per_head;
+    const arma::uword most = std::max<arma::uword>(n / k_min_balanced_rows, 1);
+    const arma::uword chosen = std::max(blocks, std::min(wanted, most));
+    arma::uword balanced = (n + chosen - 1) / chosen;
+    balanced += (6 - balanced % 6) % 6;  // whole tiles of 6
+    return std::min(rows, balanced);
+}
+
 }  // namespace engine_parts
 
 namespace {
@@ -154,12 +171,13 @@ public:
         StepId::rotated_queries, StepId::rotated_keys,  StepId::scores,  StepId::scaled_scores, StepId::position_bias,
         StepId::biased_scores,   StepId::masked_scores, StepId::weights, StepId::head_output};
 
-    HeadSteps(const EngineRequest& request, const Projections& p, arma::mat& concat, EngineResult& result)
+    HeadSteps(const EngineRequest& request, const Projections& p, arma::mat& concat, EngineResult& result,
+              int threads)
         : m_request(request),
           m_weights(*request.weights),
           m_n(p.n),
           m_m(p.m),
-          m_block(block_rows(m_n, m_m)),
+          m_block(block_rows(m_n, m_m, threads, m_weights.heads)),
           m_blocks((m_n + m_block - 1) / m_block),
           m_inv_scale(1.0 / request.scale),
           m_own_products(request.own_products && kernels::products_supported()),
@@ -218,21 +236,34 @@ public:
     // A worker's own memory: one block of scores (keys × rows), the rows' sums,
     // the block's head output (rows × d_v), and with own products the block's
     // packed queries.
+    // A worker's memory for one block at a time, in the workspace's buffer
+    // of that worker: kept from one computation to the next, and written by
+    // each block before it is read, so that neither a computation's start nor
+    // its end touches it on one thread.
     struct Scratch {
-        std::vector<double> scores;
-        std::vector<double> sums;
-        std::vector<double> inverse;
-        std::vector<double> output;
-        std::vector<double> queries;
+        double* scores = nullptr;   // m_max_keys × m_block
+        double* sums = nullptr;     // m_block
+        double* inverse = nullptr;  // m_block
+        double* output = nullptr;   // m_block × d_v
+        double* queries = nullptr;  // the block's packed queries, with qkv's own products
         std::array<double, k_parts> times{};  // milliseconds per step
     };
-    Scratch make_scratch() const {
-        return {std::vector<double>(m_max_keys * m_block),
-                std::vector<double>(m_block),
-                std::vector<double>(m_block),
-                std::vector<double>(m_block * m_weights.d_v),
-                std::vector<double>(m_own_products ? kernels::packed_queries_size(m_block, m_weights.d_k) : 0),
-                {}};
+    Scratch make_scratch(Buffer& memory) const {
+        // each part a whole number of cache lines from the buffer's start, so
+        // that every part is aligned as the buffer is
+        const auto lines = [](arma::uword count) { return (count + 7) / 8 * 8; };
+        const arma::uword scores = lines(m_max_keys * m_block);
+        const arma::uword row = lines(m_block);
+        const arma::uword output = lines(m_block * m_weights.d_v);
+        const arma::uword queries = m_own_products ? kernels::packed_queries_size(m_block, m_weights.d_k) : 0;
+        memory.resize(scores + 2 * row + output + queries);
+        Scratch scratch;
+        scratch.scores = memory.data();
+        scratch.sums = scratch.scores + scores;
+        scratch.inverse = scratch.sums + row;
+        scratch.output = scratch.inverse + row;
+        scratch.queries = scratch.output + output;
+        return scratch;
     }
 
     // step: RoPE's cos(p·θ_k) and sin(p·θ_k) for every position p (of the
@@ -369,12 +400,12 @@ private:
         times[p_scores] += ms_since(start);
         if (exists(p_biased)) {
             start = Clock::now();
-            block_bias(b, scratch.scores.data());
+            block_bias(b, scratch.scores);
             times[p_biased] += ms_since(start);
         }
         if (exists(p_masked)) {
             start = Clock::now();
-            block_mask(b, scratch.scores.data());
+            block_mask(b, scratch.scores);
             times[p_masked] += ms_since(start);
         }
         start = Clock::now();
@@ -389,15 +420,15 @@ private:
     // contiguous: S'ᵀ (keys × rows) = (1/scale) · K_g (keys × d_k) · Q_blockᵀ (d_k × rows),
     // with the keys of the block's range, of the query head's key/value head g
     void block_scores(const Block& b, Scratch& scratch) const {
-        double* St = scratch.scores.data();
+        double* St = scratch.scores;
         const arma::uword n = m_n;
         const arma::uword m = m_m;
         const arma::uword d_k = m_weights.d_k;
         const double* Q_h = m_Q + b.h * d_k * n;  // n × d_k, queries of this block from row r0
         const double* K_g = m_K + b.g * d_k * m;  // m × d_k, keys of this block from row k0
         if (m_own_products) {
-            kernels::pack_queries(Q_h + b.r0, n, b.rows, d_k, scratch.queries.data());
-            kernels::scores_block(packed_keys(b.g), b.k0, b.keys, d_k, scratch.queries.data(), b.rows, m_inv_scale,
+            kernels::pack_queries(Q_h + b.r0, n, b.rows, d_k, scratch.queries);
+            kernels::scores_block(packed_keys(b.g), b.k0, b.keys, d_k, scratch.queries, b.rows, m_inv_scale,
                                   St);
         } else {
             gemm(false, true, b.keys, b.rows, d_k, m_inv_scale, K_g + b.k0, m, Q_h + b.r0, n, St, b.keys);
@@ -480,11 +511,11 @@ private:
     // joining each row's max and sum; the division by the row sum is applied
     // to the head output (block_head_output)
     void block_softmax(const Block& b, Scratch& scratch) const {
-        double* St = scratch.scores.data();
-        double* inverse = scratch.inverse.data();
+        double* St = scratch.scores;
+        double* inverse = scratch.inverse;
         const double sink = m_request.sinks != nullptr ? (*m_request.sinks)(b.h)
                                                        : -std::numeric_limits<double>::infinity();
-        kernels::exp_columns(St, b.keys, b.rows, scratch.sums.data(), sink);
+        kernels::exp_columns(St, b.keys, b.rows, scratch.sums, sink);
         for (arma::uword i = 0; i < b.rows; ++i) {
             inverse[i] = 1.0 / scratch.sums[i];
         }
@@ -501,13 +532,13 @@ private:
     // step: head output of the block, Z_block (rows × d_v) = E_block (rows × keys) · V_g (keys × d_v),
     // then row i divided by its softmax sum
     void block_head_output(const Block& b, Scratch& scratch) const {
-        const double* St = scratch.scores.data();
-        const double* inverse = scratch.inverse.data();
+        const double* St = scratch.scores;
+        const double* inverse = scratch.inverse;
         const arma::uword n = m_n;
         const arma::uword m = m_m;
         const arma::uword d_v = m_weights.d_v;
         const double* V_g = m_V + b.g * d_v * m;  // m × d_v
-        double* Z = scratch.output.data();        // rows × d_v
+        double* Z = scratch.output;        // rows × d_v
         if (m_own_products) {
             kernels::weighted_sum_block(St, b.keys, b.rows, packed_values(b.g), m, b.k0, d_v, inverse, Z, b.rows);
         } else {
@@ -637,12 +668,15 @@ void keep_projections(const EngineRequest& request, const Projections& p, bool r
 // columns of the concatenation (n × H·d_v)
 void run_heads(const EngineRequest& request, const Projections& p, arma::mat& concat, EngineWorkspace& workspace,
                int threads, EngineResult& result, StepTimes& times) {
-    HeadSteps steps(request, p, concat, result);
+    HeadSteps steps(request, p, concat, result, threads);
     const int workers = static_cast<int>(std::min<arma::uword>(threads, steps.items()));
     // allocated here, so that running out of memory is an exception of this thread
+    if (workspace.head_scratch.size() < static_cast<std::size_t>(workers)) {
+        workspace.head_scratch.resize(workers);
+    }
     std::vector<HeadSteps::Scratch> scratch;
     for (int w = 0; w < workers; ++w) {
-        scratch.push_back(steps.make_scratch());
+        scratch.push_back(steps.make_scratch(workspace.head_scratch[w]));
     }
     steps.allocate_packed(workspace.packed_keys, workspace.packed_values);
     const auto start = Clock::now();

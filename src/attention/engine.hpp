@@ -152,6 +152,7 @@ struct EngineWorkspace {
     arma::mat output;       // run_engine moves it into its result; give it back to reuse it
     Buffer packed_keys;     // with qkv's own products (kernels.hpp)
     Buffer packed_values;
+    std::vector<Buffer> head_scratch;  // each worker's blocks of the heads
     // the backward pass
     arma::mat grad_projections;  // [dQ dK dV], or dQ alone in cross-attention
     arma::mat grad_keys_values;  // [dK dV] in cross-attention
@@ -219,8 +220,40 @@ std::uint64_t estimate_memory(const MemoryShape& shape, std::uint64_t square_ste
 // ── the BLAS the engine calls (blas.cpp) ────────────────────────────────────
 
 // Its name, as `qkv --version` shows it ("none" without BLAS), with
-// OPENBLAS_CORETYPE appended when it is set (it pins OpenBLAS's kernels).
+// OPENBLAS_CORETYPE appended when it is set (it pins OpenBLAS's kernels), or
+// what choose_blas_kernels() changed.
 std::string blas_name();
+
+// The widest vector instructions a CPU runs, as far as the choice of BLAS
+// kernels goes.
+enum class VectorLevel { sse, avx, avx2, avx512 };
+// This CPU's (and its operating system's, which must save the registers);
+// sse on CPUs other than x86-64.
+VectorLevel cpu_vector_level();
+// The OpenBLAS core whose kernels suit a CPU of `level` better than those of
+// `core` (a name as openblas_get_corename() gives it), or "" when `core`
+// already uses the CPU's widest instructions, or is a name qkv does not know:
+// a core short of AVX on a CPU with AVX gives Sandybridge, short of AVX2 on a
+// CPU with AVX2 Haswell, short of AVX-512 on a CPU with AVX-512 SkylakeX
+// (whose float64 kernels Cooperlake and SapphireRapids share).
+std::string better_blas_core(std::string_view core, VectorLevel level);
+// Called by main() before any product. OpenBLAS built for every x86-64 CPU
+// (Debian's is) takes its kernels from a table of CPU models; a CPU newer than
+// the table, or a virtual machine that hides its model, gets the oldest
+// (Prescott: SSE3, 3–4 × slower than AVX-512's). When the user has not named
+// a core (OPENBLAS_CORETYPE) and better_blas_core() names one, OpenBLAS
+// chooses again with that name, as if OPENBLAS_CORETYPE had been set; the
+// environment is left as it was. Does nothing with another BLAS or OpenBLAS
+// built for one CPU.
+void choose_blas_kernels();
+// The core OpenBLAS runs ("" without OpenBLAS), and the one its table chose
+// when choose_blas_kernels() replaced it ("" when it did not).
+std::string blas_core();
+std::string blas_table_core();
+// Has OpenBLAS choose its kernels again, as with OPENBLAS_CORETYPE=`core`;
+// false when OpenBLAS was not built for several CPUs or does not know the name
+// (it then keeps its table's choice). Only while no product runs.
+bool use_blas_core(const std::string& core);
 // From the first call on, BLAS computes each product in the thread that
 // calls it: qkv's own threads share every step, and BLAS's idle threads would
 // compete with them for the cores. Set once for the whole process and never

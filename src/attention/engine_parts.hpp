@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -33,6 +34,12 @@ void gemm(bool trans_a, bool trans_b, arma::uword rows, arma::uword cols, arma::
 // dst rows first_row … of an n × m matrix (leading dimension ld) ← the transpose of
 // src (m × rows, stored column after column)
 void copy_transposed(const double* src, arma::uword m, arma::uword rows, double* dst, arma::uword ld);
+
+// Runs task(w) for w = 0 … workers − 1 side by side, w = 0 on this thread,
+// the others on threads kept from one call to the next (worker_pool.cpp);
+// returns how many ran: fewer when no more threads could be started. `task`
+// must not throw.
+int run_on_workers(int workers, const std::function<void(int)>& task);
 
 // Calls work(item, worker) for items 0 … count−1 on `workers` threads (this
 // one and workers − 1 more); each thread takes the next item until none is left.
@@ -61,18 +68,10 @@ void parallel_for(int workers, arma::uword count, const Work& work) {
             next = count;
         }
     };
-    std::vector<std::thread> pool;
-    pool.reserve(static_cast<std::size_t>(workers - 1));
-    for (int w = 1; w < workers; ++w) {
-        try {
-            pool.emplace_back(run, w);
-        } catch (const std::system_error&) {
-            break;  // no memory or no thread left for another one
-        }
-    }
-    run(0);
-    for (auto& thread : pool) {
-        thread.join();
+    if (workers == 1) {
+        run(0);
+    } else {
+        run_on_workers(workers, run);
     }
     if (failure) {
         std::rethrow_exception(failure);
@@ -119,5 +118,10 @@ std::array<double, parts> share_wall_time(double wall, const std::vector<Scratch
 // Rows of queries per block of the forward pass for n queries and m keys
 // (QKV_BLOCK_ROWS, for measuring, sets it).
 arma::uword block_rows(arma::uword n, arma::uword m);
+// The same, made smaller where the heads have fewer blocks than three for
+// each of `workers`, down to k_min_balanced_rows rows (the memory estimate
+// counts the larger).
+arma::uword block_rows(arma::uword n, arma::uword m, int workers, arma::uword heads);
+inline constexpr arma::uword k_min_balanced_rows = 48;
 
 }  // namespace qkv::engine_parts

@@ -18,18 +18,10 @@
 #define QKV_BUILD_TYPE "unknown"
 #endif
 
-#ifdef QKV_BLAS_OPENBLAS
-extern "C" char* openblas_get_config();
-#endif
-
 namespace qkv::cli {
 
 std::string version_text() {
-    std::string blas = "none";
-#ifdef QKV_BLAS_OPENBLAS
-    blas = openblas_get_config();
-#endif
-    return std::string("qkv ") + QKV_VERSION + " (" + QKV_BUILD_TYPE + " build, BLAS: " + blas + ")";
+    return std::string("qkv ") + QKV_VERSION + " (" + QKV_BUILD_TYPE + " build, BLAS: " + blas_name() + ")";
 }
 
 namespace {
@@ -110,6 +102,7 @@ int main_with_errors(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     qkv::use_single_threaded_blas(argv);
+    qkv::choose_blas_kernels();
 #ifdef __GLIBC__
     // Keep glibc from raising its mmap threshold after the first large matrix
     // is freed: the n × d_model matrices would then come from the heap, and

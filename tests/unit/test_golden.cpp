@@ -1,6 +1,7 @@
 // Golden files of the CLI's output for every built-in example: text compared
 // exactly, JSON compared structurally with numbers within 1e-12 (BLAS kernels
 // may differ in the last bits between machines).
+#include "attention/engine.hpp"
 #include "builtin/builtin.hpp"
 #include "support.hpp"
 
@@ -204,6 +205,16 @@ TEST_CASE("qkv --version names the build and the BLAS", "[cli]") {
     CHECK(result.status == 0);
     CHECK(result.out.rfind("qkv 0.", 0) == 0);
     CHECK(result.out.find("BLAS: ") != std::string::npos);
+#ifdef QKV_BLAS_OPENBLAS
+    // the kernels in use, and the user's own choice of them
+    CHECK(result.out.find(qkv::blas_core()) != std::string::npos);
+    if (qkv::blas_name().find("DYNAMIC_ARCH") != std::string::npos) {
+        const auto pinned = run_qkv(qkv::test::CliRun{.args = {"--version"}, .env = {{"OPENBLAS_CORETYPE", "Haswell"}}});
+        CHECK(pinned.out.find(" Haswell ") != std::string::npos);
+        CHECK(pinned.out.find("OPENBLAS_CORETYPE=Haswell") != std::string::npos);
+        CHECK(pinned.out.find("chosen by qkv") == std::string::npos);
+    }
+#endif
 }
 
 TEST_CASE("qkv examples lists every built-in example, name first", "[cli]") {
