@@ -117,7 +117,21 @@ const Step& cell_step(const Trace& trace, const CellRef& cell) {
     if (cell.from_zero) {
         throw InputError(from_zero_error(cell, *trace.find(cell.step, having.front()), heads));
     }
-    // @HEAD must name a head of the example
+    // @HEAD must name a head of the example; keys and values of grouped-query
+    // attention by their key/value head, which says which query heads read them
+    const int query_heads = static_cast<int>(trace.dims.heads);
+    if (heads != query_heads && is_per_kv_head(cell.step) && (cell.head < 1 || cell.head > heads)) {
+        const bool query_head = cell.head >= 1 && cell.head <= query_heads;
+        const int g = query_head ? trace.dims.kv_head_of(cell.head) : 0;
+        throw InputError(cell_error(
+            "cell " + cell.text + ": " + step_id + " are numbered by key/value head, and this example has " +
+                std::to_string(heads) + " for its " + std::to_string(query_heads) + " query heads; expected @1 to @" +
+                std::to_string(heads),
+            query_head ? "query head " + std::to_string(cell.head) + " reads key/value head " + std::to_string(g) +
+                             ": write " + cell.text.substr(0, cell.text.rfind('@')) + "@" + std::to_string(g)
+                       : "query heads 1 to " + std::to_string(query_heads) + " read key/value heads 1 to " +
+                             std::to_string(heads) + ", " + std::to_string(query_heads / heads) + " each"));
+    }
     if (cell.head < 1 || cell.head > heads) {
         throw InputError(cell_error("cell " + cell.text + ": head " + std::to_string(cell.head) +
                                         " does not exist; this example has " + std::to_string(heads) +

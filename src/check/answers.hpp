@@ -35,9 +35,17 @@ struct StepAnswer {
     std::size_t answered() const;
 };
 
+// A step named in the answers with no number given: `scores: ~`, or rows of ~
+// alone (an untouched template of qkv worksheet -f yaml).
+struct BlankStep {
+    StepId id = StepId::inputs;
+    int head = 0;
+};
+
 struct Answers {
     std::string source;             // where they were read from, as shown to the user
     std::vector<StepAnswer> steps;  // in the order of the trace
+    std::vector<BlankStep> blank;   // each cell of these counts as blank
 };
 
 }  // namespace qkv

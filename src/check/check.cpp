@@ -362,6 +362,11 @@ Grading grade(const Model& model, const Trace& trace, const Answers& answers, co
         const double earned = static_cast<double>(check.count(Verdict::right) + check.count(Verdict::consistent));
         check.score = check.shape_ok ? check.max_score * earned / static_cast<double>(check.step->values.n_elem) : 0.0;
     }
+    for (const BlankStep& blank : answers.blank) {
+        if (const Step* step = trace.find(blank.id, blank.head); step != nullptr) {
+            report.blank_cells += step->values.n_elem;
+        }
+    }
     for (const auto& step : trace.steps) {
         if (!options.rubric.empty() && answered.count({step.id, step.head}) == 0 && points_of(step.id) > 0.0) {
             report.unanswered.push_back({step.id, step.head, points_of(step.id)});

@@ -105,6 +105,7 @@ struct CheckReport {
     std::vector<StepCheck> steps;  // the answered steps, in the order of the trace
     std::vector<UnansweredStep> unanswered;  // the rubric's steps left out, in the order of the trace
     std::vector<std::string> not_graded;  // answers left out by --steps and --head, as step_label names them
+    std::size_t blank_cells = 0;  // the cells of the steps named with no number given (Answers::blank)
 
     bool correct() const;  // some answer given, and none with a mistake
     // The earliest step holding a mistake, in the order of the step table (then by head), or nullptr.

@@ -136,7 +136,12 @@ std::string correct_sentence(const StepCheck& step) { return step.diagnosis->cor
 std::string wrong_cell_sentence(const Trace& trace, const CheckReport& report, const StepCheck& step,
                                 const CellCheck& cell, const RenderOptions& options) {
     std::string text = cell_name(trace, step, cell) + ": you wrote " + cell.answer->text;
-    if (cell.decimals > cell.answer->decimals) {
+    // too few decimals is worth a word only when the number, at its own
+    // decimals, rounds right: 1 for 0.6405, not 4 for 2.3094
+    const double own_unit = std::pow(10.0, -std::min(cell.answer->decimals, 300));
+    const bool rounds_right_as_written =
+        std::isfinite(cell.expected) && std::fabs(cell.expected - cell.answer->value) <= 0.5 * own_unit * (1 + 1e-12);
+    if (cell.decimals > cell.answer->decimals && rounds_right_as_written) {
         text += ", but the exercise asks for at least " +
                 plural(static_cast<std::size_t>(cell.decimals), "decimal", "decimals");
     }
@@ -189,6 +194,7 @@ WrongCells wrong_cells(const Trace& trace, const CheckReport& report, const Step
 
 Totals totals_of(const CheckReport& report) {
     Totals t;
+    t.blank = report.blank_cells;
     for (const auto& step : report.steps) {
         ++t.steps;
         t.cells += step.shape_ok ? step.cells.size() : step.answer->answered();

@@ -79,6 +79,11 @@ GradedFile grade_file(const Model& model, const Trace& trace, const RenderOption
         }
         return !graded_here;
     });
+    std::erase_if(answers.blank, [&](const BlankStep& blank) {
+        return std::none_of(chosen.begin(), chosen.end(), [&blank](const Step* step) {
+            return step->id == blank.id && step->head == blank.head;
+        });
+    });
     if (answers.steps.empty() && !left_out.empty()) {
         throw InputError(usage_error("none of the answers is in the steps chosen by --steps and --head",
                                      "leave out --steps and --head to grade every answer"));

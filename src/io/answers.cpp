@@ -38,53 +38,10 @@ std::string where_of(const Source& source, const YAML::Node& node) {
     return where;
 }
 
-// The minus sign of typeset text (U+2212), as copied from slides and PDFs.
-const std::string k_unicode_minus = "\u2212";
-
-// The text with each Unicode minus written as '-': "−0.71" → "-0.71", "−∞" → "-∞".
-std::string with_ascii_minus(std::string text) {
-    for (auto at = text.find(k_unicode_minus); at != std::string::npos; at = text.find(k_unicode_minus, at + 1)) {
-        text.replace(at, k_unicode_minus.size(), "-");
-    }
-    return text;
-}
-
 // "0.5", "~" or 'inf' in quotes: text in YAML, whatever it spells (as is !!str 0.5).
 bool is_quoted(const YAML::Node& node) { return node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str"; }
 
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-
-// The first number of `text` written with a decimal comma ("0,33" in "[0,33, 0,67]"),
-// with its sign; empty when no comma stands between two digits.
-std::string decimal_comma_number(const std::string& text) {
-    for (std::size_t i = 1; i + 1 < text.size(); ++i) {
-        if (text[i] != ',' || !is_digit(text[i - 1]) || !is_digit(text[i + 1])) {
-            continue;
-        }
-        std::size_t start = i;
-        while (start > 0 && (is_digit(text[start - 1]) || text[start - 1] == '.')) {
-            --start;
-        }
-        if (start > 0 && (text[start - 1] == '-' || text[start - 1] == '+')) {
-            --start;
-        } else if (start >= k_unicode_minus.size() &&
-                   text.compare(start - k_unicode_minus.size(), k_unicode_minus.size(), k_unicode_minus) == 0) {
-            start -= k_unicode_minus.size();
-        }
-        std::size_t end = i + 1;
-        while (end < text.size() && is_digit(text[end])) {
-            ++end;
-        }
-        return text.substr(start, end - start);
-    }
-    return "";
-}
-
-// "0,33" → "0.33"
-std::string with_point(std::string text) {
-    std::replace(text.begin(), text.end(), ',', '.');
-    return text;
-}
 
 // The numbers of a row written as [0,33, 0,67], read with each comma between
 // two digits as a decimal point: {"0.33", "0.67"}; empty when the row does not
@@ -199,12 +156,14 @@ public:
     }
 
     std::vector<StepAnswer> take() { return std::move(m_steps); }
+    std::vector<BlankStep> take_blank() { return std::move(m_blank); }
 
 private:
     YamlReader& m_yaml;
     const Source& m_source;
     const Trace& m_trace;
     std::vector<StepAnswer> m_steps;
+    std::vector<BlankStep> m_blank;
     std::size_t m_cells = 0;
 
     int n_heads() const { return static_cast<int>(m_trace.dims.heads); }
@@ -310,7 +269,8 @@ private:
     // A flat list of numbers is read as one row.
     void read_matrix(const YAML::Node& node, StepId id, int head, const std::string& path) {
         if (node.IsNull()) {
-            return;  // `scores: ~`: not answered
+            m_blank.push_back({id, head});  // `scores: ~`: not answered
+            return;
         }
         if (!node.IsSequence()) {
             m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a list of rows",
@@ -340,6 +300,8 @@ private:
         }
         if (ok && answer.answered() > 0) {
             m_steps.push_back(std::move(answer));
+        } else if (ok) {
+            m_blank.push_back({id, head});  // rows of ~ alone
         }
     }
 
@@ -438,7 +400,7 @@ private:
         if (step == nullptr || row.size() <= step->values.n_cols) {
             return false;
         }
-        const std::string inside = row_inside(row);
+        const std::string inside = m_yaml.flow_text(row);
         const std::string written = decimal_comma_number(inside);
         if (written.empty()) {
             return false;
@@ -454,27 +416,6 @@ private:
                          "\" reads as two numbers; expected decimals written with a point",
                      "write " + with_point(written) + ", not " + written);
         return true;
-    }
-
-    // The text between the brackets of a row written [a, b, c], as in the
-    // file; empty for a row written as lines of `- a` or one not found there.
-    std::string row_inside(const YAML::Node& row) const {
-        const std::string& text = m_source.text;
-        const YAML::Mark mark = row.Mark();
-        if (mark.pos < 0) {
-            return "";
-        }
-        // yaml-cpp counts positions after a byte order mark
-        const std::size_t bom = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
-        const std::size_t open = static_cast<std::size_t>(mark.pos) + bom;
-        if (open >= text.size() || text[open] != '[') {
-            return "";
-        }
-        const std::size_t close = text.find_first_of("[]", open + 1);
-        if (close == std::string::npos || text[close] != ']') {
-            return "";
-        }
-        return text.substr(open + 1, close - open - 1);
     }
 
     // Rows of different lengths. A list of rows that all have the same wrong
@@ -665,6 +606,7 @@ Answers read_answers(const Source& source, const Trace& trace, AnswersIn where) 
     Answers result;
     result.source = source.name;
     result.steps = reader.take();  // a template of ~ (qkv worksheet -f yaml) leaves it empty: nothing answered yet
+    result.blank = reader.take_blank();
     // in the order of the trace
     auto position = [&trace](const StepAnswer& answer) {
         const Step* step = trace.find(answer.id, answer.head);

@@ -69,6 +69,7 @@ std::optional<arma::mat> from_rows(YamlReader& yaml, const YAML::Node& node, con
     yaml.matrix_bytes() += rows * cols * 8;
     arma::mat result(rows, cols);
     bool ok = true;
+    bool lengths_known = true;  // false once row 1 holds a decimal comma
     std::uint64_t i = 0;
     for (; i < rows && yaml.diagnostics().size() < Diagnostics::k_max_reported; ++i) {
         const YAML::Node row = node[i];
@@ -80,9 +81,17 @@ std::optional<arma::mat> from_rows(YamlReader& yaml, const YAML::Node& node, con
             ok = false;
             continue;
         }
+        if (yaml.decimal_comma(row, row_path)) {
+            // row 1's length is then no guide to the others'
+            lengths_known = lengths_known && i > 0;
+            ok = false;
+            continue;
+        }
         if (row.size() != cols) {
-            yaml.error(row, row_path + " has " + numbers(row.size()) + "; row 1 has " + std::to_string(cols),
-                       "every row of a matrix must have the same length");
+            if (lengths_known) {
+                yaml.error(row, row_path + " has " + numbers(row.size()) + "; row 1 has " + std::to_string(cols),
+                           "every row of a matrix must have the same length");
+            }
             ok = false;
             continue;
         }

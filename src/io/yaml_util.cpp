@@ -391,6 +391,87 @@ std::optional<std::string> YamlReader::string(const YAML::Node& node, const std:
     return text;
 }
 
+std::string with_ascii_minus(std::string text) {
+    for (auto at = text.find(k_unicode_minus); at != std::string::npos; at = text.find(k_unicode_minus, at + 1)) {
+        text.replace(at, k_unicode_minus.size(), "-");
+    }
+    return text;
+}
+
+namespace {
+bool is_digit_char(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+}  // namespace
+
+std::string decimal_comma_number(const std::string& text) {
+    for (std::size_t i = 1; i + 1 < text.size(); ++i) {
+        if (text[i] != ',' || !is_digit_char(text[i - 1]) || !is_digit_char(text[i + 1])) {
+            continue;
+        }
+        std::size_t start = i;
+        while (start > 0 && (is_digit_char(text[start - 1]) || text[start - 1] == '.')) {
+            --start;
+        }
+        if (start > 0 && (text[start - 1] == '-' || text[start - 1] == '+')) {
+            --start;
+        } else if (start >= k_unicode_minus.size() &&
+                   text.compare(start - k_unicode_minus.size(), k_unicode_minus.size(), k_unicode_minus) == 0) {
+            start -= k_unicode_minus.size();
+        }
+        std::size_t end = i + 1;
+        while (end < text.size() && is_digit_char(text[end])) {
+            ++end;
+        }
+        return text.substr(start, end - start);
+    }
+    return "";
+}
+
+std::string with_point(std::string text) {
+    std::replace(text.begin(), text.end(), ',', '.');
+    return text;
+}
+
+std::string YamlReader::flow_text(const YAML::Node& node) const {
+    const std::string& text = m_source.text;
+    const YAML::Mark mark = node.Mark();
+    if (mark.pos < 0) {
+        return "";
+    }
+    // yaml-cpp counts positions after a byte order mark
+    const std::size_t bom = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
+    const std::size_t open = static_cast<std::size_t>(mark.pos) + bom;
+    if (open >= text.size() || text[open] != '[') {
+        return "";
+    }
+    const std::size_t close = text.find_first_of("[]", open + 1);
+    if (close == std::string::npos || text[close] != ']') {
+        return "";
+    }
+    return text.substr(open + 1, close - open - 1);
+}
+
+bool YamlReader::decimal_comma(const YAML::Node& list, const std::string& path) {
+    const std::string inside = flow_text(list);
+    const std::string written = decimal_comma_number(inside);
+    if (written.empty()) {
+        return false;
+    }
+    // a comma followed by a space somewhere: the numbers are separated that way
+    bool spaced = false;
+    for (std::size_t i = 0; i + 1 < inside.size(); ++i) {
+        spaced = spaced || (inside[i] == ',' && (inside[i + 1] == ' ' || inside[i + 1] == '\t'));
+    }
+    if (!spaced) {
+        return false;
+    }
+    const std::size_t comma = written.find(',');
+    error(list,
+          path + " holds \"" + written + "\", which YAML reads as two numbers, " + written.substr(0, comma) +
+              " and " + written.substr(comma + 1) + "; expected decimals written with a point",
+          "write " + with_point(written) + ", not " + written + " (or, for two numbers, a space after the comma)");
+    return true;
+}
+
 std::optional<std::vector<std::string>> YamlReader::labels(const YAML::Node& node, const std::string& path) {
     if (!node.IsSequence()) {
         error(node, path + " is " + describe(node) + "; expected a list of labels", "write e.g. [sky, is, blue]");
@@ -450,7 +531,8 @@ std::optional<double> YamlReader::number(const YAML::Node& node, const std::stri
         error(node, path + " is " + describe(node) + "; expected a number", "");
         return std::nullopt;
     }
-    auto value = parse_number(node.Scalar());
+    // a typeset minus (−2, as copied from slides and PDFs) is a minus sign
+    auto value = parse_number(with_ascii_minus(node.Scalar()));
     // "3" and !!str 3 are text in YAML, whatever they spell
     const bool quoted = node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str";
     if (!value || quoted) {
@@ -483,6 +565,9 @@ std::optional<arma::rowvec> YamlReader::vector(const YAML::Node& node, const std
     }
     if (items.size() > k_max_dimension) {
         error(node, path + " has " + std::to_string(items.size()) + " numbers; the limit is 65536", "");
+        return std::nullopt;
+    }
+    if (decimal_comma(items, path)) {
         return std::nullopt;
     }
     arma::rowvec result(items.size());

@@ -45,6 +45,15 @@ public:
     // A flat list of numbers (a single-row nested list is accepted too).
     std::optional<arma::rowvec> vector(const YAML::Node& node, const std::string& path);
 
+    // The text between the brackets of a list written [a, b, c], as in the
+    // file; empty for a list written as lines of `- a`, or one not found there.
+    std::string flow_text(const YAML::Node& node) const;
+    // A list written [a, b, c] whose numbers are separated by a comma and a
+    // space but which also holds a comma between two digits ("[0,5, 2]", which
+    // YAML reads as 0, 5, 2): records an error naming "0,5" and returns true.
+    // A list with no space after any comma ([0,1,1]) is three numbers.
+    bool decimal_comma(const YAML::Node& list, const std::string& path);
+
     // True when map holds an unknown key (one not in known) that is a misspelling
     // of key: its "unknown key" error then says all, and "KEY is missing" would
     // only repeat it.
@@ -64,6 +73,17 @@ private:
     Diagnostics& m_diagnostics;
     std::uint64_t m_matrix_bytes = 0;
 };
+
+// The minus sign of typeset text (U+2212), as copied from slides and PDFs:
+// example files and answer files read it as '-'.
+inline const std::string k_unicode_minus = "\u2212";
+// The text with each Unicode minus written as '-': "−0.71" → "-0.71", "−∞" → "-∞".
+std::string with_ascii_minus(std::string text);
+// The first number of `text` written with a decimal comma ("0,33" in "[0,33, 0,67]"),
+// with its sign; empty when no comma stands between two digits.
+std::string decimal_comma_number(const std::string& text);
+// "0,33" → "0.33"
+std::string with_point(std::string text);
 
 // "512 KiB", "3.5 MiB", "4 GiB": a size for messages.
 std::string size_text(std::uint64_t bytes);

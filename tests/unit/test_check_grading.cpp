@@ -72,6 +72,18 @@ TEST_CASE("whole numbers count only where the true value is whole", "[cli][check
     CHECK_THAT(text.out, Contains("weights[2,1]: you wrote 1, but the exercise asks for at least 1 decimal; the true "
                                   "value 0.6405 rounds to 0.6."));
     CHECK_THAT(text.out, Contains("write at least 1 decimal unless the value is exact"));
+    // a step named with nothing given counts each of its cells blank, as ~ in a row does
+    const auto blank = nlohmann::json::parse(
+        run_in_repo({"check", k_model, "--answers", "-", "-f", "json"},
+                    "answers:\n  scores: ~\n  weights: [[1, 0, 0], [0.6, 0.4, 0], ~]\n")
+            .out);
+    CHECK(blank["counts"]["blank"] == 9 + 3);
+    CHECK(blank["counts"]["right"] == 6);
+    // a number that is wrong at its own decimals too is simply wrong: 3 for 0.6405
+    const auto wrong = run_in_repo({"check", k_model, "--answers", "-"},
+                                   "answers:\n  weights: [[1, 0, 0], [3, 0, 0], [0, 0, 1]]\n");
+    CHECK_THAT(wrong.out, Contains("weights[2,1]: you wrote 3; the true value 0.6405 rounds to 0.6."));
+    CHECK_THAT(wrong.out, !Contains("weights[2,1]: you wrote 3, but"));
 
     // --decimals 0 lets a whole number stand for the value rounded to it: 0.6405 rounds to 1, 0.3230 to 0
     const auto whole = run_in_repo({"check", k_model, "--answers", "-", "--decimals", "0", "-f", "json"}, answers);

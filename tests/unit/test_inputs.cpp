@@ -16,6 +16,7 @@ using namespace qkv;
 using qkv::test::require_near;
 using qkv::test::rows;
 using qkv::test::run_qkv;
+using qkv::test::run_qkv;
 
 namespace {
 
@@ -433,4 +434,40 @@ TEST_CASE("bad random specs are errors with their positions", "[inputs][cli]") {
                       "<stdin>:1:37: unknown key inputs.random.sed");
     require_one_error(run_stdin("inputs: {random: {rows: 2, cols: 0}}" + rest),
                       "<stdin>:1:34: inputs.random.cols is \"0\"; expected a whole number from 1 to");
+}
+
+// ── numbers as people type them ──────────────────────────────────────────
+
+TEST_CASE("a typeset minus (U+2212) in an example file is a minus sign, as in answer files", "[inputs]") {
+    const Model typed = test::load_text(
+        "inputs: [[1, \u22120.5], [\u22122, 3]]\n"
+        "weights: {query: [[1, 0], [0, \u22121]], key: [[1, 0], [0, 1]], value: [[\u22121e\u22121, 0], [0, 1]]}\n");
+    const Model ascii = test::load_text(
+        "inputs: [[1, -0.5], [-2, 3]]\n"
+        "weights: {query: [[1, 0], [0, -1]], key: [[1, 0], [0, 1]], value: [[-1e-1, 0], [0, 1]]}\n");
+    require_near(typed.X, ascii.X, 0, "X");
+    require_near(typed.X, rows({{1, -0.5}, {-2, 3}}), 0, "X as written");
+    require_near(typed.heads[0].W_Q, ascii.heads[0].W_Q, 0, "W_Q");
+    require_near(typed.heads[0].W_V, rows({{-0.1, 0}, {0, 1}}), 0, "W_V");
+}
+
+TEST_CASE("commas between digits are separators in a row written without spaces, and an error beside spaced ones",
+          "[inputs][cli]") {
+    // [0,1,1] is three numbers: nothing says otherwise
+    const Model model = test::load_text(
+        "inputs: [[0,1,1], [1,0,2]]\n"
+        "weights: {query: [[1,0],[0,1],[1,1]], key: [[1, 0], [0, 1], [1, 1]], value: [[1, 0], [0, 1], [1, 1]]}\n");
+    require_near(model.X, rows({{0, 1, 1}, {1, 0, 2}}), 0, "X");
+    // [0,5, 2] mixes both: "0,5" is a decimal written with a comma
+    const auto result = run_qkv({"run", "-"}, "inputs: [[1, 0], [0, 1]]\n"
+                                              "weights:\n"
+                                              "  query: [[1, 0], [0, 1]]\n"
+                                              "  key: [[1, 0], [0, 1]]\n"
+                                              "  value: [[0,5, 2], [3, 0,5]]\n");
+    CHECK(result.status == 2);
+    CHECK(result.out.empty());
+    CHECK(result.err.find("<stdin>:5:11: weights.value row 1 holds \"0,5\", which YAML reads as two numbers, 0 and 5; "
+                          "expected decimals written with a point") != std::string::npos);
+    CHECK(result.err.find("<stdin>:5:21: weights.value row 2 holds \"0,5\"") != std::string::npos);
+    CHECK(result.err.find("hint: write 0.5, not 0,5") != std::string::npos);
 }

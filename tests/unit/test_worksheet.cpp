@@ -7,6 +7,8 @@
 #include "render/worksheet.hpp"
 #include "support.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -182,6 +184,7 @@ TEST_CASE("the answers template has each step asked in its shape, where qkv chec
         REQUIRE(answers.IsMap());
         const bool several = trace.dims.heads > 1;
         std::size_t entries = 0;
+        std::size_t cells = 0;
         for (const qkv::Step* step : default_steps(trace)) {
             const std::string id(qkv::step_name(step->id));
             CAPTURE(id, step->head);
@@ -198,6 +201,7 @@ TEST_CASE("the answers template has each step asked in its shape, where qkv chec
                 }
             }
             ++entries;
+            cells += step->values.n_elem;
         }
         // nothing else: the top-level ids, and each head's
         std::size_t written = 0;
@@ -216,6 +220,11 @@ TEST_CASE("the answers template has each step asked in its shape, where qkv chec
         INFO(checked.err);
         CHECK(checked.status == 1);
         CHECK(checked.err.find("error") == std::string::npos);
+        // with every cell of the template counted blank
+        const auto counted = nlohmann::json::parse(run_qkv({"check", name, "--answers", blank_file, "-f", "json"}).out);
+        CHECK(counted["counts"]["blank"] == cells);
+        CHECK(counted["counts"]["right"] == 0);
+        CHECK(counted["steps"].empty());
         // and grades every value of the key right
         const std::string key_file = dir.write(name + ".key.yaml", run_ok({"worksheet", name, "-f", "yaml", "--key"}));
         const std::string report = run_ok({"check", name, "--answers", key_file});
