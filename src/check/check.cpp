@@ -312,6 +312,11 @@ Grading grade(const Model& model, const Trace& trace, const Answers& answers, co
             check.answer = &answer;
             check.step = &step;
             check.shape_ok = answer.n_rows == expected.n_rows && answer.n_cols == expected.n_cols;
+            // rows labelled as the inputs' (or the context's) rows are tokens
+            const Step* inputs = trace.find(StepId::inputs, 0);
+            const Step* context = trace.find(StepId::context, 0);
+            check.token_rows = (inputs != nullptr && step.row_labels == inputs->row_labels) ||
+                               (context != nullptr && step.row_labels == context->row_labels);
             check.carried_rounding = rounding;
             answered.insert(key);
             if (check.shape_ok) {

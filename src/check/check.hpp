@@ -79,6 +79,7 @@ struct StepCheck {
     const StepAnswer* answer = nullptr;
     const Step* step = nullptr;            // the true values, in the trace
     bool shape_ok = true;                  // false: cells is empty, both shapes are reported
+    bool token_rows = true;                // its rows are tokens (a weight's gradient has the weight's rows)
     std::vector<CellCheck> cells;          // the answered cells, row by row
     std::vector<std::string> follows_from; // earlier answers the consistent cells follow from, as step_label names them
     bool follows_rounding_only = false;    // those answers were right, only rounded: no error is carried

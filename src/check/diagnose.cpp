@@ -144,10 +144,13 @@ std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check, std::size_t
     if (target.id != StepId::scores) {
         const arma::mat spread = check.carried_rounding.t();
         if (auto value = recompute(m_model, target, learner); value && explains(value->t(), check, 0.0, &spread)) {
+            // the rows of most steps are tokens; a weight's gradient has the weight's rows
+            const bool token_rows = check.token_rows;
+            const std::string shape = step_text(target.id) + " is " + std::to_string(value->n_rows) + " × " +
+                                      std::to_string(value->n_cols);
             return Diagnosis{mistake_id("transposed"),
                              "Rows and columns are swapped: this is the transpose of the right answer.",
-                             "rows are tokens: " + step_text(target.id) + " is " + std::to_string(value->n_rows) + " × " +
-                                 std::to_string(value->n_cols),
+                             token_rows ? "rows are tokens: " + shape : "it has the weight's own shape: " + shape,
                              ""};
         }
     }

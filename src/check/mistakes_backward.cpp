@@ -166,11 +166,9 @@ void grad_head_output_mistakes(const Model& model, const LearnerValues& L, const
 }
 
 void grad_weight_mistakes(const Model& model, const Values& learner, const StepKey& key, std::vector<Mistake>& out) {
-    // the gradient in the other layout, worked from the learner's own gradients: square weights only
+    // the gradient in the other layout, worked from the learner's own gradients
+    // (of the other shape, unless the weight is square)
     const arma::mat right = compute_step(model, key, learner);
-    if (right.n_rows != right.n_cols) {
-        return;
-    }
     out.push_back(one("grad_weight_layout",
                       model.layout == Layout::pytorch
                           ? "The gradient is transposed: this file writes weights out × in (layout: pytorch), so dW "

@@ -110,7 +110,8 @@ std::string shape_sentence(const StepCheck& step) {
                        shape_text(step.step->values.n_rows, step.step->values.n_cols) + ".";
     const arma::mat& truth = step.step->values;
     if (answer.n_rows == truth.n_cols && answer.n_cols == truth.n_rows) {
-        text += " Rows are tokens: write one row per token.";
+        text += step.token_rows ? " Rows are tokens: write one row per token."
+                                : " Its rows are not tokens: write it in the weight's own shape.";
     } else if (answer.n_rows < truth.n_rows && answer.n_cols == truth.n_cols) {
         text += " Write ~ for a row you leave out.";
     }

@@ -408,3 +408,29 @@ TEST_CASE("the weights' gradients of a heads: list can be answered per head", "[
     INFO(right.err);
     CHECK(right.status == 0);
 }
+
+TEST_CASE("a weight's gradient written transposed is named as such, whatever the weight's shape", "[check][backward][cli]") {
+    // W_Q is 4 × 2: dW_Q written 2 × 4 is the layout mistake, and its rows are not tokens
+    const std::string example = R"(
+tokens: [the, cat, sat]
+inputs: [[1, 0, 2, 0], [0, 1, 0, 2], [1, 1, 0, 1]]
+weights:
+  query: [[1, 0], [0, 1], [1, 0], [0, 1]]
+  key: [[0, 1], [1, 0], [1, 1], [0, 0]]
+  value: [[1, 2], [3, 0], [0, 1], [2, 0]]
+grad_output: [[1, 0], [0, 1], [2, -1]]
+)";
+    const Trace trace = compute(test::load_text(example));
+    const arma::mat& dW = value(trace, "grad_w_query", 0);
+    REQUIRE(dW.n_rows == 4);
+    REQUIRE(arma::abs(dW).max() > 0.1);
+    const auto result = test::run_qkv({"check", "-"}, example + "answers:\n  " + answer_yaml("grad_w_query", 0, 1, dW.t()));
+    CHECK(result.status == 1);
+    CHECK_THAT(result.out, Contains("Your answer is 2 × 4; grad_w_query is 4 × 2. Its rows are not tokens"));
+    CHECK_THAT(result.out, Contains("Mistake: The gradient is transposed: weights are in × out here"));
+    CHECK_THAT(result.out, !Contains("Rows are tokens"));
+    // the rows of a token step stay tokens
+    const arma::mat& Q = value(trace, "queries", 1);
+    const auto tokens = test::run_qkv({"check", "-"}, example + "answers:\n  " + answer_yaml("queries", 1, 1, Q.t()));
+    CHECK_THAT(tokens.out, Contains("Rows are tokens: write one row per token."));
+}
