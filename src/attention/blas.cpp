@@ -2,6 +2,7 @@
 // the threads it uses (declared in engine.hpp, which sets them around its own
 // threads), and the room its work buffers need under a memory limit.
 #include "attention/engine.hpp"
+#include "attention/engine_parts.hpp"
 
 #include "base/diagnostics.hpp"
 
@@ -289,10 +290,7 @@ void use_single_threaded_blas(char** argv) {
 #endif
 }
 
-int default_threads() {
-    if (const int threads = thread_count(std::getenv("QKV_THREADS")); threads > 0) {
-        return threads;
-    }
+int engine_parts::usable_cpus() {
 #ifdef __linux__
     cpu_set_t cpus;
     CPU_ZERO(&cpus);
@@ -301,6 +299,13 @@ int default_threads() {
     }
 #endif
     return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1U, 256U));
+}
+
+int default_threads() {
+    if (const int threads = thread_count(std::getenv("QKV_THREADS")); threads > 0) {
+        return threads;
+    }
+    return engine_parts::usable_cpus();
 }
 
 std::uint64_t memory_room() {

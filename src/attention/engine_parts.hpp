@@ -35,6 +35,9 @@ void gemm(bool trans_a, bool trans_b, arma::uword rows, arma::uword cols, arma::
 // src (m × rows, stored column after column)
 void copy_transposed(const double* src, arma::uword m, arma::uword rows, double* dst, arma::uword ld);
 
+// The CPUs this process may run on (its affinity mask), 1 to 256.
+int usable_cpus();
+
 // Runs task(w) for w = 0 … workers − 1 side by side, w = 0 on this thread,
 // the others on threads kept from one call to the next (worker_pool.cpp);
 // returns how many ran: fewer when no more threads could be started. `task`

@@ -14,9 +14,6 @@
 #include <thread>
 #include <vector>
 
-#ifdef __linux__
-#include <sched.h>
-#endif
 
 namespace qkv::engine_parts {
 
@@ -34,18 +31,6 @@ inline void cpu_relax() {
 #elif defined(__aarch64__)
     asm volatile("yield");
 #endif
-}
-
-// The CPUs this process may run on.
-int default_cpus() {
-#ifdef __linux__
-    cpu_set_t cpus;
-    CPU_ZERO(&cpus);
-    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) {
-        return CPU_COUNT(&cpus);
-    }
-#endif
-    return static_cast<int>(std::max(std::thread::hardware_concurrency(), 1U));
 }
 
 // Threads 1, 2, … of the pool; the caller is worker 0.
@@ -121,7 +106,7 @@ private:
     std::atomic<std::uint64_t> generation_{0};
     std::atomic<int> remaining_{0};
     std::atomic<bool> spin_{false};
-    const int cpus_ = default_cpus();
+    const int cpus_ = usable_cpus();
     const std::function<void(int)>* task_ = nullptr;  // under mutex_
     int active_ = 0;                                  // under mutex_
 };
