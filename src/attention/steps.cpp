@@ -408,6 +408,18 @@ void describe_weights(const StepContext& context, Step& step) {
         step.explanation = "The sink logit s joins each row's softmax as one more key with no value, and its weight "
                            "is dropped: each row of weights sums to less than 1, and what is missing went to the sink.";
         step.notes.push_back("sink s = " + fmt_number(sink) + " for this head; the rest of each row went to the sink");
+        // a row whose keys are all blocked (gpt-oss): the sink takes all of it
+        for (arma::uword i = 0; model.masked() && i < model.X.n_rows; ++i) {
+            bool blocked = true;
+            for (arma::uword j = 0; blocked && j < model.m(); ++j) {
+                blocked = !model.allows(i, j);
+            }
+            if (blocked) {
+                const std::string token = i < model.tokens.size() ? " (" + model.tokens[i] + ")" : "";
+                step.notes.push_back("row " + std::to_string(i + 1) + token +
+                                     " may attend to no key: all of its weight went to the sink, and its output row is 0");
+            }
+        }
         return;
     }
     // rounded weights need not add up to 1: 0.0634, 0.4683, 0.4683 round to 0.1, 0.5, 0.5
@@ -502,10 +514,10 @@ constexpr StepRow k_steps[] = {
      .needs = "a mask or padding", .exists = with_mask, .square = true, .engine = true,
      .reads = reads_unmasked_scores, .compute = mask, .describe = describe_masked_scores},
     {.id = StepId::weights, .name = "weights", .title = "Attention weights", .man = "A = softmax of each row",
-     .heads = HeadKind::query, .exists = always, .square = true, .engine = true, .reads = reads_softmax_input,
-     .compute = softmax, .describe = describe_weights},
+     .heads = HeadKind::query, .exists = always, .square = true, .engine = true, .online = true,
+     .reads = reads_softmax_input, .compute = softmax, .describe = describe_weights},
     {.id = StepId::head_output, .name = "head_output", .title = "Weighted sum of values", .man = R"(Z = A\(pcV)",
-     .heads = HeadKind::query, .exists = always, .engine = true, .reads = reads_weights_and_values,
+     .heads = HeadKind::query, .exists = always, .engine = true, .online = true, .reads = reads_weights_and_values,
      .compute = weigh_values, .describe = describe_head_output},
     {.id = StepId::concat, .name = "concat", .title = "Concatenated heads",
      .man = "[Z_1 Z_2], [Z_1 Z_2 Z_3], [Z_1 ... Z_H] (more than one head)", .heads = HeadKind::none,

@@ -57,6 +57,7 @@ struct StepRow {
     bool (*exists)(const Model& model) = nullptr;
     bool square = false;              // an n × m matrix (per head): what dominates memory
     bool engine = false;              // the large-input engine computes it (attention/engine.hpp)
+    bool online = false;              // has a block-by-block form: explain --block-size, a lesson's block_size
     // The steps it reads, for head `head` (0 when not per head).
     std::vector<StepKey> (*reads)(const Model& model, int head) = nullptr;
     // Its value from the values of `reads`, in that order: the textbook arithmetic.

@@ -230,7 +230,11 @@ std::string index_text(const std::string& formula, int h, int g) {
     std::string out;
     std::size_t i = 0;
     while (i < formula.size()) {
-        if (!is_letter(formula[i]) || (i > 0 && is_letter_or_digit(formula[i - 1]))) {
+        // a letter inside a word ("sink's") is no symbol
+        const bool in_word = i > 0 && (is_letter_or_digit(formula[i - 1]) ||
+                                       (formula[i - 1] == '\'' && i > 1 && is_letter(formula[i - 2]) &&
+                                        i > 2 && is_letter(formula[i - 3])));
+        if (!is_letter(formula[i]) || in_word) {
             out += formula[i++];
             continue;
         }

@@ -621,6 +621,18 @@ void weighted_sum_mistakes(const Model& model, const LearnerValues& L, const Ste
     }
     out.push_back(one("output_scores_v", "V was multiplied by the scores, not by the weights: the softmax was skipped.",
                       correct, key, L(StepId::scaled_scores, h) * V));
+    const int g = model.kv_head_of(h);
+    const int tiled = (h - 1) % static_cast<int>(model.n_kv_heads()) + 1;
+    if (tiled != g) {
+        // the key/value heads taken in turn (torch's repeat), as in the scores
+        out.push_back(one("kv_heads_in_turn",
+                          "Query head " + std::to_string(h) + " weighed the values of key/value head " +
+                              std::to_string(tiled) + ", taking the key/value heads in turn (as torch's repeat "
+                              "does); they are shared by consecutive query heads.",
+                          "Z = A·V with the values of key/value head ⌈h·G/H⌉ (repeat_interleave): here key/value "
+                          "head " + std::to_string(g),
+                          key, A * L(StepId::values, tiled)));
+    }
     const arma::mat& source = L.key_source();
     if (source.n_rows == A.n_cols) {
         out.push_back(one("output_weighted_inputs", "The weights were applied to the inputs instead of the values.",

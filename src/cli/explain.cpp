@@ -20,7 +20,7 @@ int run_explain(const ExplainOptions& options) {
         cells.push_back(parse_cell(text, true));
         if (options.block_size > 0 && !has_online_form(cells.back().step)) {
             throw InputError(usage_error("--block-size explains weights and head_output cells; " + text +
-                                             " is a " + step_text(cells.back().step) + " cell",
+                                             " belongs to step " + step_text(cells.back().step),
                                          "ask for a weights or head_output cell, e.g. head_output[2], or leave out "
                                          "--block-size"));
         }

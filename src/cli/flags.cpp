@@ -154,7 +154,10 @@ joins last. The row ends as o / \(*l, a weight as exp(x_j \- m) / \(*l: the
 same numbers as the direct softmax. In JSON each cell gains \fBblocks\fR,
 \fB[{"keys": [first, last], "max", "sum", "output"}]\fR, the running m and
 \(*l after each block (\-\(if as \fB"\-inf"\fR) and, for a \fBhead_output\fR
-cell, o for the cell's columns.)roff",
+cell, o for the cell's columns. With \fBsinks\fR the list ends with the sink's
+block, \fB{"sink": s_h, "max", "sum", "output"}\fR: o is rescaled and gains
+nothing, so o / \(*l and exp(x_j \- m) / \(*l read from it are the cell's values,
+as for every row.)roff",
      .check = Check::whole,
      .low = 1,
      .high = 65536},

@@ -12,6 +12,7 @@
 
 #include <armadillo>
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@ struct OnlineBlock {
     double max = 0.0;
     double sum = 0.0;
     std::vector<double> output;  // o for the cell's columns; head_output cells only
+    std::optional<double> sink;  // the head's sink logit, joined last as a block of its own
 };
 
 struct Explanation {

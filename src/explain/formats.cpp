@@ -77,7 +77,11 @@ void render_json(const std::vector<Explanation>& explanations, std::ostream& out
             nlohmann::ordered_json blocks = nlohmann::ordered_json::array();
             for (const auto& block : e.blocks) {
                 nlohmann::ordered_json entry;
-                entry["keys"] = {block.first, block.last};
+                if (block.sink) {
+                    entry["sink"] = *block.sink;
+                } else {
+                    entry["keys"] = {block.first, block.last};
+                }
                 entry["max"] = number(block.max);
                 entry["sum"] = block.sum;
                 if (e.cell.step == StepId::head_output) {

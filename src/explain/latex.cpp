@@ -36,19 +36,19 @@ std::string minus_signs(const std::string& text) {
 
 // The text with each run of two or more spaces as the text format means it:
 // before a remark in parentheses a \quad, elsewhere (padding that lines up
-// the "=" of a sum) one space; every part escaped.
+// the "=" of a sum) one space; every part as prose, its names as math.
 std::string spaced(const std::string& text) {
     std::string out;
     std::size_t from = 0;
     for (std::size_t gap = text.find("  "); gap != std::string::npos; gap = text.find("  ", from)) {
-        out += tex_escape(minus_signs(text.substr(from, gap - from)));
+        out += tex_prose(minus_signs(text.substr(from, gap - from)));
         from = text.find_first_not_of(' ', gap);
         if (from == std::string::npos) {
             return out;
         }
         out += text[from] == '(' ? "\\quad " : " ";
     }
-    return out + tex_escape(minus_signs(text.substr(from)));
+    return out + tex_prose(minus_signs(text.substr(from)));
 }
 
 // `"label"` as ``label'': the heading quotes token labels.

@@ -15,7 +15,7 @@
 
 namespace qkv {
 
-bool has_online_form(StepId id) { return id == StepId::weights || id == StepId::head_output; }
+bool has_online_form(StepId id) { return step_row(id).online; }
 
 namespace explaining {
 
@@ -68,7 +68,7 @@ void add_online_softmax(const Model& model, const Trace& trace, Explanation& exp
             // a blocked key adds nothing: the block changes nothing
             lines.push_back(keys + ": blocked, adds nothing; m, ℓ" + std::string(output ? " and o" : "") +
                             " stay as they were");
-            explanation.blocks.push_back({first + 1, last + 1, m, l, o});
+            explanation.blocks.push_back({first + 1, last + 1, m, l, o, std::nullopt});
             continue;
         }
         const double factor = rescale(m, m_new);
@@ -95,7 +95,7 @@ void add_online_softmax(const Model& model, const Trace& trace, Explanation& exp
             o = std::move(o_new);
             lines.push_back("  o = o_old · " + num(factor) + " + Σ exp(x_j − m)·v_j = " + num.vector(o));
         }
-        explanation.blocks.push_back({first + 1, last + 1, m, l, o});
+        explanation.blocks.push_back({first + 1, last + 1, m, l, o, std::nullopt});
     }
     if (model.sinks) {
         // the sink joins last, as one more logit with no value
@@ -111,6 +111,7 @@ void add_online_softmax(const Model& model, const Trace& trace, Explanation& exp
             value *= factor;
         }
         m = m_new;
+        explanation.blocks.push_back({0, 0, m, l, o, sink});
     }
     // the result, equal to the direct computation above
     if (output) {

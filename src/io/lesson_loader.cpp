@@ -392,9 +392,9 @@ private:
             } catch (const InputError&) {
                 continue;
             }
-            if (parsed.step != StepId::weights && parsed.step != StepId::head_output) {
-                m_yaml.error(item, path + ".explain: " + text + " is a " + step_text(parsed.step) +
-                                       " cell; block_size explains weights and head_output cells",
+            if (!step_row(parsed.step).online) {
+                m_yaml.error(item, path + ".explain: " + text + " belongs to step " + step_text(parsed.step) +
+                                       "; block_size explains weights and head_output cells",
                              "explain a weights or head_output cell on this page, e.g. head_output[2], or move " +
                                  text + " to a page without block_size");
                 online = false;

@@ -114,7 +114,9 @@ void ModelLoader::read_mask(Model& model) {
         model.padding.reset();
         return;
     }
-    if (!model.masked()) {
+    if (!model.masked() || model.sinks) {
+        // with a sink, a row whose keys are all blocked is defined (as in
+        // gpt-oss): all of its weight goes to the sink and its output is 0
         return;
     }
     // row by row, without building the n × m mask: a query's own position
@@ -136,7 +138,8 @@ void ModelLoader::read_mask(Model& model) {
             const std::string label = i < model.tokens.size() ? " (" + model.tokens[i] + ")" : "";
             m_yaml.error(where, "query " + std::to_string(i + 1) + label +
                                     " may attend to no key: the mask and padding block its whole row",
-                         "softmax of a row of −∞ is 0/0; let every query attend to at least one key");
+                         "softmax of a row of −∞ is 0/0; let every query attend to at least one key, or give each head a "
+                         "sink (sinks:), which then takes the whole row");
         }
     }
 }

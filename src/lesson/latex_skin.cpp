@@ -83,9 +83,9 @@ public:
         while (!text.empty() && text.front() == '\n') {
             text.erase(0, 1);
         }
-        // a step id in a heading (grad_scaled_scores) may end a line of a narrow column
+        // (step_subsection lets a step id in a heading break after its underscores)
         if (!text.empty()) {
-            m_out << '\n' << tex_break_underscores(text);
+            m_out << '\n' << text;
         }
     }
 

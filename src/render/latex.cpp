@@ -257,7 +257,7 @@ std::string step_subsection(const Trace& trace, const Step& step) {
     // the id may break after an underscore: grad_scaled_scores is wider than a narrow column's heading
     const std::string id = tex_break_underscores(tex_escape(step_text(step.id)));
     // and the line may end before it with room to spare: a heading's lines are justified
-    return "\n\\subsection*{" + tex_escape(step_heading(trace, step, ": ", ", ")) + "\\hspace{0pt plus 4em} (\\texttt{" +
+    return "\n\\subsection*{" + tex_prose(step_heading(trace, step, ": ", ", ")) + "\\hspace{0pt plus 4em} (\\texttt{" +
            id + "})}\n";
 }
 

@@ -311,6 +311,71 @@ std::optional<std::string> math_name(const std::string& text, std::size_t at, st
     return math;
 }
 
+// An exponent as math: "−2k/d_k" → "-2k/d_{k}"; nothing when it holds
+// anything but letters, digits, names with subscripts and arithmetic.
+std::optional<std::string> exponent_math(const std::string& text) {
+    std::string math;
+    for (std::size_t i = 0; i < text.size();) {
+        const auto [code, length] = decode_code_point(text, i);
+        if (code == 0x2212 || code == '-') {
+            math += '-';
+        } else if (code == 0xB7) {  // ·
+            math += "\\cdot ";
+        } else if (greek_letter(code)) {
+            const std::string greek = tex_code_point(code);  // "$\theta$"
+            math += greek.substr(1, greek.size() - 2) + " ";
+        } else if (code == '_' && i + 1 < text.size() && std::isalnum(static_cast<unsigned char>(text[i + 1])) != 0) {
+            std::size_t end = i + 1;
+            while (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end])) != 0) {
+                ++end;
+            }
+            const std::string sub = text.substr(i + 1, end - i - 1);
+            math += "_{" + (sub.size() > 1 && std::isalpha(static_cast<unsigned char>(sub[0])) != 0 ? "\\mathrm{" + sub + "}" : sub) + "}";
+            i = end;
+            continue;
+        } else if (code < 0x80 && (std::isalnum(static_cast<int>(code)) != 0 || std::string_view("/+() .").find(static_cast<char>(code)) != std::string_view::npos)) {
+            math += static_cast<char>(code);
+        } else {
+            return std::nullopt;
+        }
+        i += length;
+    }
+    return math;
+}
+
+// The exponent after a "^" at text[at]: "(…)" up to its closing parenthesis,
+// or a signed run of letters and digits ("-4"). Sets `length` to the bytes it
+// takes, the "^" included.
+std::optional<std::string> exponent_at(const std::string& text, std::size_t at, std::size_t& length) {
+    std::size_t from = at + 1;
+    std::size_t end = from;
+    std::string exponent;
+    if (from < text.size() && text[from] == '(') {
+        end = text.find(')', from);
+        if (end == std::string::npos || end == from + 1) {
+            return std::nullopt;
+        }
+        exponent = text.substr(from + 1, end - from - 1);
+        ++end;
+    } else {
+        if (text.compare(end, 3, "−") == 0) {
+            end += 3;
+        } else if (end < text.size() && text[end] == '-') {
+            ++end;
+        }
+        const std::size_t digits = end;
+        while (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end])) != 0) {
+            ++end;
+        }
+        if (end == digits) {
+            return std::nullopt;
+        }
+        exponent = text.substr(from, end - from);
+    }
+    length = end - at;
+    return exponent_math(exponent);
+}
+
 }  // namespace
 
 std::string tex_break_underscores(const std::string& latex) {
@@ -343,6 +408,55 @@ std::string tex_prose(const std::string& text) {
                 flush();
                 append_tex(out, "$\\sqrt{" + *name + "}$");
                 i = at + name_length;
+                word_start = false;
+                continue;
+            }
+        }
+        if (word_start && code == 0x221A) {  // √2
+            std::size_t end = i + length;
+            while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) != 0 ||
+                                         (text[end] == '.' && end + 1 < text.size() &&
+                                          std::isdigit(static_cast<unsigned char>(text[end + 1])) != 0))) {
+                ++end;
+            }
+            if (end > i + length && (end == text.size() || !word_char(decode_code_point(text, end).first))) {
+                flush();
+                append_tex(out, "$\\sqrt{" + text.substr(i + length, end - i - length) + "}$");
+                i = end;
+                word_start = false;
+                continue;
+            }
+        }
+        if (code == '^') {  // 10000^(−2k/d_k), 2^-4: the word before it is the base
+            std::size_t base = plain.size();
+            while (base > 0 && std::isalnum(static_cast<unsigned char>(plain[base - 1])) != 0) {
+                --base;
+            }
+            std::size_t exponent_length = 0;
+            const auto exponent = base < plain.size() ? exponent_at(text, i, exponent_length) : std::nullopt;
+            if (exponent) {
+                const std::string base_text = plain.substr(base);
+                plain.erase(base);
+                flush();
+                append_tex(out, "$" + base_text + "^{" + *exponent + "}$");
+                i += exponent_length;
+                word_start = false;
+                continue;
+            }
+        }
+        // a gradient's name, "d" before a capital: dQ, dX, dW_Q
+        if (word_start && code == 'd' && i + 1 < text.size() && std::isupper(static_cast<unsigned char>(text[i + 1])) != 0) {
+            std::string name;
+            if (const auto subscripted = math_name(text, i + 1, name_length)) {
+                name = *subscripted;
+            } else if (i + 2 == text.size() || !word_char(decode_code_point(text, i + 2).first)) {
+                name = std::string(1, text[i + 1]);
+                name_length = 1;
+            }
+            if (!name.empty()) {
+                flush();
+                append_tex(out, "$d" + name + "$");
+                i += 1 + name_length;
                 word_start = false;
                 continue;
             }

@@ -327,7 +327,10 @@ std::string formula_text(const std::string& formula, bool ascii) {
             }
             continue;
         }
-        if (!ascii && formula[i] == '_' && i > 0 && is_letter(formula[i - 1]) && i + 1 < formula.size() &&
+        // after a letter or a primed letter: Z_2, S'_2
+        const bool after_symbol =
+            i > 0 && (is_letter(formula[i - 1]) || (formula[i - 1] == '\'' && i > 1 && is_letter(formula[i - 2])));
+        if (!ascii && formula[i] == '_' && after_symbol && i + 1 < formula.size() &&
             std::isdigit(static_cast<unsigned char>(formula[i + 1])) != 0) {
             std::size_t end = i + 1;
             while (end < formula.size() && std::isdigit(static_cast<unsigned char>(formula[end])) != 0) {

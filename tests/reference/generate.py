@@ -250,8 +250,9 @@ def plain_attention(X, C, heads, W_O, b_O, divisor, keep):
     return steps
 
 
-def combine_keep(n, m, mask, padding):
-    """mask (n x m, 1 = may attend) and padding (m, 1 = real) -> boolean keep."""
+def combine_keep(n, m, mask, padding, sinks=None):
+    """mask (n x m, 1 = may attend) and padding (m, 1 = real) -> boolean keep; a row that
+    keeps no key only with sinks."""
     keep = None
     if mask is not None:
         keep = torch.as_tensor(mask) != 0
@@ -260,7 +261,7 @@ def combine_keep(n, m, mask, padding):
         keep = real if keep is None else keep & real
     if keep is not None:
         assert keep.shape == (n, m), keep.shape
-        for i in range(n):
+        for i in range(n if sinks is None else 0):
             assert bool(keep[i].any()), f"query {i + 1} may attend to no key"
     return keep
 
@@ -388,7 +389,7 @@ def interpret_yaml(doc):
         mask = causal(n)
     elif isinstance(mask, dict):
         mask = window_mask(n, m, mask["window"])
-    keep = combine_keep(n, m, mask, doc.get("padding"))
+    keep = combine_keep(n, m, mask, doc.get("padding"), sinks)
     steps = direct_attention(X, C, heads, kv_sets, kv_of, W_O, b_O, divisor, keep,
                              rope, slopes, sinks)
     return steps, divisor, H, G
@@ -1163,8 +1164,10 @@ def uniform(*shape, bound):
     return (torch.rand(*shape) * 2.0 - 1.0) * bound
 
 
-def blocked_cells(n, m, mask, padding):
-    """n x m boolean, True = blocked, built as the libraries build it (None: nothing blocked)."""
+def blocked_cells(n, m, mask, padding, sinks=None):
+    """n x m boolean, True = blocked, built as the libraries build it (None: nothing blocked).
+    A row blocked whole is refused without sinks; with them it is gpt-oss's: all weight to
+    the sink."""
     blocked = None
     if isinstance(mask, str):
         assert mask == "causal" and n == m
@@ -1176,7 +1179,7 @@ def blocked_cells(n, m, mask, padding):
     if padding is not None:
         key_padding_mask = (torch.as_tensor(padding) == 0)[None, :].expand(n, m)
         blocked = key_padding_mask if blocked is None else blocked | key_padding_mask
-    if blocked is not None:
+    if blocked is not None and sinks is None:
         for i in range(n):
             assert not bool(blocked[i].all()), f"query {i + 1} may attend to no key"
     return blocked
@@ -1258,7 +1261,7 @@ def modern_case(name, title, seed, *, n, d_model, H, d_k, G=None, d_v=None, m=No
         doc["sinks"] = list(sinks)
 
     rows = n if C is None else C.shape[0]
-    blocked = blocked_cells(n, rows, mask, padding)
+    blocked = blocked_cells(n, rows, mask, padding, sinks)
     steps = modern_reference(X, X if C is None else C, W, b, H, kv, W_O, b_O, divisor,
                              rope_ref, slopes, blocked, sinks)
     ops = [PROVENANCE_MODERN["base"].format(G=kv)]
@@ -1466,6 +1469,18 @@ def cases_sinks():
     compare(case["steps"], oss, "gpt-oss arrangement vs batched ops", list(oss))
     case["steps"].update(oss)
     out.append(case)
+    case = modern_case(
+        "sinks_blocked_rows",
+        "Sinks [0.7, -0.2] with rows blocked whole: the mask blocks query 1's every key, the mask "
+        "and padding together query 3's; all their weight goes to the sink, their output rows are 0",
+        1104, n=4, d_model=4, H=2, d_k=2, output=False, sinks=[0.7, -0.2],
+        mask=[[0, 0, 0, 0], [1, 1, 0, 1], [0, 0, 1, 0], [1, 1, 1, 1]], padding=[1, 1, 0, 1])
+    for h in range(2):
+        for i in (0, 2):
+            assert bool((case["steps"]["weights"][h][i] == 0).all())
+            assert bool((case["steps"]["head_output"][h][i] == 0).all())
+        assert bool((case["steps"]["weights"][h][1].sum() > 0.1))
+    out.append(case)
     return out
 
 
@@ -1544,7 +1559,58 @@ def write_case(case):
     return kept
 
 
+def convention_checks():
+    """The conventions README.md and man/qkv.1.in state where qkv and upstream code
+    differ, measured on random scores (nothing is written): ALiBi's symmetric
+    -m|i - j| against the key-only m*j of Press et al. and BLOOM, cross-attention
+    lined up top-left against flash-attn's bottom-right, RoPE in float32."""
+    seeded(4242)
+    H, n = 4, 6
+    slopes = press_get_slopes(H)
+    x = randn(H, n, n)                                           # scaled scores
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    symmetric = torch.stack([-m * (i - j).abs().to(torch.float64) for m in slopes])
+    key_only = torch.stack([m * j.expand(n, n).to(torch.float64) for m in slopes])
+    causal_blocked = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+
+    def weights(bias, blocked=None, sinks=None):
+        s = x + bias if blocked is None else (x + bias).masked_fill(blocked, NEG_INF)
+        if sinks is None:
+            return torch.softmax(s, dim=-1)
+        column = tensor(sinks).reshape(H, 1, 1).expand(H, n, 1)
+        return torch.softmax(torch.cat([s, column], dim=-1), dim=-1)[..., :-1]
+
+    causal = float((weights(symmetric, causal_blocked) - weights(key_only, causal_blocked)).abs().max())
+    unmasked = float((weights(symmetric) - weights(key_only)).abs().max())
+    sinks = [0.5, -1.0, 0.0, 2.0]
+    with_sinks = float((weights(symmetric, causal_blocked, sinks)
+                        - weights(key_only, causal_blocked, sinks)).abs().max())
+    assert causal < 1e-14 and unmasked > 0.05 and with_sinks > 0.01, (causal, unmasked, with_sinks)
+    # cross-attention, 3 queries over 7 keys: flash-attn puts query i at key i + m - n
+    n_q, m = 3, 7
+    iq, jk = torch.arange(n_q)[:, None], torch.arange(m)[None, :]
+    top_left = -(iq - jk).abs().to(torch.float64)
+    bottom_right = -(iq + m - n_q - jk).abs().to(torch.float64)
+    aligned = float((top_left - bottom_right).abs().max())
+    assert aligned == m - n_q, aligned
+    # RoPE computed in float32, as transformers and Meta's code do, against float64
+    q = randn(2, 64, 8) * 3
+    rotated64 = rope_half_hf(q, 10000.0)
+    d = q.shape[-1]
+    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+    freqs = torch.outer(torch.arange(q.shape[-2], dtype=torch.float32), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    q32 = q.float()
+    rotated32 = (q32 * emb.cos()[None] + rotate_half(q32) * emb.sin()[None]).double()
+    rope32 = float((rotated32 - rotated64).abs().max() / q.abs().max())
+    assert 1e-9 < rope32 < 1e-5, rope32
+    print(f"conventions: ALiBi key-only vs symmetric, causal {causal:.1e}, without a mask {unmasked:.2f}, "
+          f"causal with sinks {with_sinks:.3f}; cross-attention top-left vs bottom-right bias "
+          f"{aligned:g}·m; RoPE in float32 {rope32:.1e} relative")
+
+
 def main():
+    convention_checks()
     os.makedirs(CASES_DIR, exist_ok=True)
     cases = (cases_illustrated() + cases_x_w() + cases_layout_pytorch() + cases_heads_list()
              + cases_pytorch_block() + cases_cross_attention() + cases_plain())

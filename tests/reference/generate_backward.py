@@ -305,8 +305,8 @@ def settings_from_doc(doc, H, d_k):
               else None if alibi is None else [float(s) for s in alibi])
     n = len(doc["inputs"])
     m = len(doc["context"]) if "context" in doc else n
-    blocked = gen.blocked_cells(n, m, doc.get("mask"), doc.get("padding"))
     sinks = doc.get("sinks")
+    blocked = gen.blocked_cells(n, m, doc.get("mask"), doc.get("padding"), sinks)
     return divisor, rope, slopes, blocked, sinks
 
 
@@ -590,7 +590,8 @@ def np_model(doc):
         keep &= arr(mask) != 0
     if "padding" in doc:
         keep &= (arr(doc["padding"]) != 0)[None, :]
-    assert keep.any(axis=1).all()
+    # a row that keeps no key only with sinks (all its weight goes to the sink)
+    assert keep.any(axis=1).all() or "sinks" in doc
     model["keep"] = keep
     model["sinks"] = None if "sinks" not in doc else [float(s) for s in doc["sinks"]]
     model["grad_output"] = doc["grad_output"]
@@ -1144,6 +1145,12 @@ def cases_modern():
         "Backward: attention sinks [0.5, -1] with a causal mask, two heads (the sink's column "
         "has no gradient)",
         2407, n=4, d_model=4, H=2, d_k=2, mask="causal", sinks=[0.5, -1.0]))
+    out.append(modern(
+        "backward_sinks_blocked_rows",
+        "Backward: sinks [0.7, -0.2] with rows blocked whole by the mask and by mask and "
+        "padding together: those rows pass no gradient to the scores",
+        2409, n=4, d_model=4, H=2, d_k=2, sinks=[0.7, -0.2],
+        mask=[[0, 0, 0, 0], [1, 1, 0, 1], [0, 0, 1, 0], [1, 1, 1, 1]], padding=[1, 1, 0, 1]))
     out.append(gpt_oss_case())
     return out
 

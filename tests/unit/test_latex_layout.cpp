@@ -96,6 +96,16 @@ TEST_CASE("prose sets qkv's names as math and leaves identifiers as text", "[lat
     CHECK(qkv::tex_prose("rotate_half and a_b_c") == "rotate\\_half and a\\_b\\_c");
     CHECK(qkv::tex_prose("x_1 and x_12b") == "$x_{1}$ and $x_{12b}$");
     CHECK(qkv::tex_prose("50% of $5") == "50\\% of \\$5");
+    // exponents, a possessive after a name, gradients, roots of numbers
+    CHECK(qkv::tex_prose("θ_k = 10000^(−2k/d_k), d_k = 4") == "$\\theta_{k}$ = $10000^{-2k/d_{k}}$, $d_{k}$ = 4");
+    CHECK(qkv::tex_prose("sin(p / 10000^(2i/d_model))") == "sin(p / $10000^{2i/d_{\\mathrm{model}}}$)");
+    CHECK(qkv::tex_prose("head 1 of 2: 2^-4)") == "head 1 of 2: $2^{-4}$)");
+    CHECK(qkv::tex_prose("permuting W_Q's columns") == "permuting $W_{Q}$'s columns");
+    CHECK(qkv::tex_prose("dW_Q = Xᵀ·dQ, so dX adds") == "$dW_{Q}$ = $X^\\top\\cdot dQ$, so $dX$ adds");
+    CHECK(qkv::tex_prose("divisor = 1.4142 (√2), √0.5") == "divisor = 1.4142 ($\\sqrt{2}$), $\\sqrt{0.5}$");
+    // a caret with nothing to raise, or no exponent, stays a caret; words starting with d stay words
+    CHECK(qkv::tex_prose("a ^ b and x^") == "a \\^{} b and x\\^{}");
+    CHECK(qkv::tex_prose("do Dogs dX2") == "do Dogs dX2");
 }
 
 TEST_CASE("a small table is one booktabs tabular with no vertical rules", "[latex][cli]") {

@@ -30,30 +30,40 @@ TEST_CASE("the online softmax follows its recurrence block by block and ends at 
                         cell = parse_cell("head_output[" + std::to_string(i + 1) + "]");
                     }
                     const Explanation e = explain_cell(model, trace, cell, options, B);
-                    REQUIRE(e.blocks.size() == (model.m() + B - 1) / B);
+                    // the blocks of keys, then (SPEC §9a) the sink as a block of its own
+                    REQUIRE(e.blocks.size() == (model.m() + B - 1) / B + (model.sinks ? 1 : 0));
                     // the recurrence, from m = −∞, ℓ = 0, o = 0
                     double m = -arma::datum::inf;
                     double l = 0.0;
                     arma::rowvec o(V.n_cols, arma::fill::zeros);
                     for (const OnlineBlock& block : e.blocks) {
-                        const arma::rowvec x = X.row(i).subvec(block.first - 1, block.last - 1);
-                        const double m_new = std::max(m, x.max());
-                        if (!std::isinf(x.max())) {
+                        if (block.sink) {
+                            // a logit with no value: o is rescaled and gains nothing
+                            CHECK(&block == &e.blocks.back());
+                            CHECK(*block.sink == sink);
+                            const double m_new = std::max(m, sink);
                             const double factor = std::isinf(m) ? 0.0 : std::exp(m - m_new);
-                            const arma::rowvec e_x = arma::exp(x - m_new);
-                            l = l * factor + arma::accu(e_x);
-                            o = o * factor + e_x * V.rows(block.first - 1, block.last - 1);
+                            l = l * factor + std::exp(sink - m_new);
+                            o = o * factor;
                             m = m_new;
+                        } else {
+                            const arma::rowvec x = X.row(i).subvec(block.first - 1, block.last - 1);
+                            const double m_new = std::max(m, x.max());
+                            if (!std::isinf(x.max())) {
+                                const double factor = std::isinf(m) ? 0.0 : std::exp(m - m_new);
+                                const arma::rowvec e_x = arma::exp(x - m_new);
+                                l = l * factor + arma::accu(e_x);
+                                o = o * factor + e_x * V.rows(block.first - 1, block.last - 1);
+                                m = m_new;
+                            }
                         }
                         CHECK(block.max == m);
                         CHECK(block.sum == Approx(l).epsilon(1e-13));
                         test::require_near(arma::rowvec(block.output), o, 1e-13, "o");
                     }
-                    // o_last / ℓ_last (with the sink joining last) is the head's output row
-                    const double m_final = model.sinks ? std::max(m, sink) : m;
-                    const double factor = std::exp(m - m_final);
-                    const double l_final = l * factor + (model.sinks ? std::exp(sink - m_final) : 0.0);
-                    test::require_near(arma::rowvec(o * factor / l_final),
+                    CHECK(e.blocks.back().sink.has_value() == model.sinks.has_value());
+                    // o_last / ℓ_last is the head's output row
+                    test::require_near(arma::rowvec(o / l),
                                        arma::rowvec(trace.find(StepId::head_output, h)->values.row(i)), 1e-12,
                                        "o / ℓ");
                     const std::string last = e.lines.back();
@@ -86,11 +96,43 @@ TEST_CASE("explain --block-size writes the blocks in JSON, −∞ as \"-inf\"", 
     CHECK(out_doc.at("cells").at(0).at("blocks").at(0).at("output").size() == 1);
 }
 
+TEST_CASE("explain --block-size ends the JSON blocks with the sink's, whose max and sum give the weight",
+          "[explain][online][cli]") {
+    // head 2's sink (3) joins after keys 1, 2 and 3 (blocked): max 3, sum 2·exp(√2 − 3) + 1
+    const auto result = run_qkv({"explain", "sinks", "weights[2,1]@2", "--block-size", "1", "-f", "json"});
+    REQUIRE(result.status == 0);
+    const auto cell = nlohmann::json::parse(result.out).at("cells").at(0);
+    const auto& blocks = cell.at("blocks");
+    REQUIRE(blocks.size() == 4);
+    CHECK(blocks[1].at("max") == Approx(std::sqrt(2.0)).epsilon(1e-15));
+    CHECK(blocks[1].at("sum") == 2.0);
+    const auto& sink = blocks[3];
+    CHECK(sink.at("sink") == 3.0);
+    CHECK_FALSE(sink.contains("keys"));
+    CHECK(sink.at("max") == 3.0);
+    const double sum = 2.0 * std::exp(std::sqrt(2.0) - 3.0) + 1.0;
+    CHECK(sink.at("sum").get<double>() == Approx(sum).epsilon(1e-14));
+    // the reported weight is exp(x_1 − m_last) / ℓ_last, as for every other row
+    const double weight = cell.at("values").at(0).get<double>();
+    CHECK(weight == Approx(std::exp(std::sqrt(2.0) - 3.0) / sum).epsilon(1e-14));
+    CHECK(weight == Approx(0.14528).margin(1e-5));
+    // for an output cell the sink's block carries o, rescaled and gaining nothing: o / ℓ is the output
+    const auto output = run_qkv({"explain", "sinks", "head_output[2]@2", "--block-size", "2", "-f", "json"});
+    REQUIRE(output.status == 0);
+    const auto out_cell = nlohmann::json::parse(output.out).at("cells").at(0);
+    const auto& last = out_cell.at("blocks").back();
+    REQUIRE(last.at("output").size() == 2);
+    for (std::size_t k = 0; k < 2; ++k) {
+        CHECK(last.at("output").at(k).get<double>() / last.at("sum").get<double>() ==
+              Approx(out_cell.at("values").at(k).get<double>()).epsilon(1e-14));
+    }
+}
+
 TEST_CASE("explain --block-size takes weights and head_output cells and a block of at least 1", "[explain][online][cli]") {
     const auto scores = run_qkv({"explain", "masked", "scores[2,1]", "--block-size", "2"});
     CHECK(scores.status == 2);
-    CHECK(scores.err.find("qkv: error: --block-size explains weights and head_output cells; scores[2,1] is a scores "
-                          "cell") != std::string::npos);
+    CHECK(scores.err.find("qkv: error: --block-size explains weights and head_output cells; scores[2,1] belongs to "
+                          "step scores") != std::string::npos);
     CHECK(scores.err.find("hint: ") != std::string::npos);
     const auto zero = run_qkv({"explain", "masked", "weights[2]", "--block-size", "0"});
     CHECK(zero.status == 2);

@@ -82,6 +82,43 @@ TEST_CASE("a sink joins each row's softmax and is dropped, so rows sum to less t
                        "blocked");
 }
 
+TEST_CASE("with a sink, a row whose keys are all blocked gives all its weight to the sink (gpt-oss)",
+          "[steps][sinks][cli]") {
+    // a row of −∞: the maximum is the sink's, every weight 0
+    const double inf = arma::datum::inf;
+    test::require_near(softmax_rows(test::rows({{-inf, -inf}}), 0.5), test::rows({{0, 0}}), 0, "blocked row");
+    // the mask blocks query 1's every key, mask and padding together query 3's
+    const std::string example = std::string("inputs: [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]\n"
+                                            "tokens: [a, b, c]\n"
+                                            "mask: [[0, 0, 0], [1, 1, 0], [0, 1, 0]]\n"
+                                            "padding: [1, 0, 1]\n") +
+                                k_weights_4;
+    const Model model = test::load_text(example + "sinks: [0.25]\n");
+    const Trace trace = compute(model);
+    // query 2 sees key 1 only (padding blocks key 2), with a score of 0: e^0 / (e^0 + e^0.25)
+    const double share = 1.0 / (1.0 + std::exp(0.25));
+    test::require_near(trace.find(StepId::weights, 1)->values,
+                       test::rows({{0, 0, 0}, {share, 0, 0}, {0, 0, 0}}), 1e-15, "weights");
+    test::require_near(trace.find(StepId::head_output, 1)->values,
+                       test::rows({{0, 0, 0, 0}, {share, 0, 0, 0}, {0, 0, 0, 0}}), 1e-15, "head_output");
+    // the fast path as the step functions
+    ComputeOptions fast;
+    fast.kernels = Kernels::fast;
+    test::require_near(compute(model, fast).find(StepId::weights, 1)->values,
+                       trace.find(StepId::weights, 1)->values, 1e-15, "fast path");
+    // the run says which rows went to the sink
+    const test::CliResult run = test::run_qkv({"run", "-", "-s", "weights"}, example + "sinks: [0.25]\n");
+    CHECK(run.status == 0);
+    CHECK(run.out.find("row 1 (a) may attend to no key: all of its weight went to the sink") != std::string::npos);
+    CHECK(run.out.find("row 3 (c) may attend to no key") != std::string::npos);
+    CHECK(run.out.find("row 2 (b) may attend") == std::string::npos);
+    // without sinks the same rows are an input error, whose hint names sinks
+    const test::CliResult refused = test::run_qkv({"run", "-"}, example);
+    CHECK(refused.status == 2);
+    CHECK(refused.err.find("query 1 (a) may attend to no key") != std::string::npos);
+    CHECK(refused.err.find("sinks:") != std::string::npos);
+}
+
 TEST_CASE("a sliding window of W lets query i see keys i − W + 1 … i", "[steps][window]") {
     const Model model = test::load_text(std::string("inputs: [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], "
                                                     "[1, 1, 1, 1]]\nmask: {window: 2}\n") +
@@ -255,4 +292,35 @@ rope: true
     }
     CHECK(named);
     CHECK(carried);
+
+    // the same mistake in the weighted sum: query head 3 weighs key/value head 1's values, with its
+    // weights right (and, for head 2, with the weights that follow from the wrong scores)
+    const auto diagnosis_of = [&](const std::string& head_answers, int head) {
+        const test::CliResult graded = test::run_qkv({"check", "-", "-f", "json"}, std::string(example) + head_answers);
+        INFO(graded.out << graded.err);
+        REQUIRE(graded.status == 1);
+        const auto doc = nlohmann::json::parse(graded.out);
+        for (const auto& step : doc.at("steps")) {
+            if (step.at("id") == "head_output" && step.at("head") == head && step.at("diagnosis").is_string()) {
+                return step.at("diagnosis").get<std::string>();
+            }
+        }
+        FAIL_CHECK("no diagnosis of head_output@" << head << " in " << graded.out);
+        return std::string();
+    };
+    const arma::mat& A3 = trace.find(StepId::weights, 3)->values;
+    const std::string third = "answers:\n  heads:\n    - {}\n    - {}\n    - head_output:\n" +
+                              matrix_text(A3 * trace.find(StepId::values, 1)->values) + "    - {}\n";
+    CHECK(diagnosis_of(third, 3).find("Query head 3 weighed the values of key/value head 1, taking the key/value "
+                                      "heads in turn") != std::string::npos);
+    // the softmax of the wrong scaled scores, row by row
+    arma::mat A2(wrong.n_rows, wrong.n_cols);
+    for (arma::uword i = 0; i < A2.n_rows; ++i) {
+        A2.row(i) = arma::exp(wrong.row(i) / std::sqrt(2.0) - (wrong.row(i) / std::sqrt(2.0)).max());
+        A2.row(i) /= arma::accu(A2.row(i));
+    }
+    const std::string second = "answers:\n  heads:\n    - {}\n    - scores:\n" + matrix_text(wrong) +
+                               "      weights:\n" + matrix_text(A2) + "      head_output:\n" +
+                               matrix_text(A2 * trace.find(StepId::values, 2)->values) + "    - {}\n    - {}\n";
+    CHECK(diagnosis_of(second, 2).find("Query head 2 weighed the values of key/value head 2") != std::string::npos);
 }
