@@ -17,9 +17,6 @@ namespace qkv::cli {
 
 namespace {
 
-// gradescope is JSON of Gradescope's own shape (the formats: format_choices)
-const std::string k_gradescope = "gradescope";
-
 // The answer files --answers names: each FILE as it is, each folder's *.yaml
 // and *.yml files sorted by name (but the example file, when it lies there).
 // `batch` is set when there may be several.
@@ -139,15 +136,11 @@ std::string unreadable_results(const InputError& error) {
 }  // namespace
 
 int run_check(const CheckCommandOptions& options) {
-    CommonOptions common = options.common;
-    const bool gradescope = common.format == k_gradescope;
-    if (gradescope) {
-        common.format = "json";
+    const CommonOptions& common = options.common;
+    if (!writes_format(Writer::check, common.format)) {
+        throw InputError(format_refused(common.format, "check", Writer::check));
     }
-    if (!offers_format(CommandId::check, options.common.format)) {
-        throw InputError(usage_error("--format " + common.format + " is not available for check",
-                                     "check writes " + join_list(format_choices(CommandId::check), " or ")));
-    }
+    const bool gradescope = parse_format(common.format) == Format::gradescope;
     if (options.file == "-" && std::find(options.answers.begin(), options.answers.end(), "-") != options.answers.end()) {
         throw InputError(usage_error("the example and the answers cannot both be read from standard input",
                                      "give one of them as a file"));

@@ -87,9 +87,14 @@ void print_error(const Diagnostic& diagnostic) {
     }
 }
 
-bool format_is_one_of(const std::string& name, const std::vector<Format>& formats) {
+bool writes_format(Writer writer, const std::string& name) {
     const auto format = parse_format(name);
-    return format && std::find(formats.begin(), formats.end(), *format) != formats.end();
+    return format && writes(writer, *format);
+}
+
+Diagnostic format_refused(const std::string& name, const std::string& command, Writer writer) {
+    return usage_error("--format " + name + " is not available for " + command,
+                       command + " writes " + format_list(writer));
 }
 
 ComputeOptions compute_options(const CommonOptions& options) {

@@ -49,8 +49,11 @@ std::string error_line(const Diagnostic& diagnostic);
 // Writes the error line, and its hint on a line of its own, to standard error.
 void print_error(const Diagnostic& diagnostic);
 
-// The format -f/--format names is one of `formats`.
-bool format_is_one_of(const std::string& name, const std::vector<Format>& formats);
+// True when `writer` writes the format -f/--format names.
+bool writes_format(Writer writer, const std::string& name);
+// "--format svg is not available for check", with the formats it writes as
+// the hint: a usage error for a format `command` does not write.
+Diagnostic format_refused(const std::string& name, const std::string& command, Writer writer);
 
 // Where each shared option is stored (flags.hpp): a command adds its own
 // bindings to these.

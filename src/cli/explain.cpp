@@ -13,6 +13,9 @@ CLI::App* setup_explain(CLI::App& app, ExplainOptions& options) {
 }
 
 int run_explain(const ExplainOptions& options) {
+    if (!writes_format(Writer::explain, options.common.format)) {
+        throw InputError(format_refused(options.common.format, "explain", Writer::explain));
+    }
     // parse every cell first, so that a typo is reported before any work
     std::vector<CellRef> cells;
     for (const auto& text : options.cells) {

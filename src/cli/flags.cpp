@@ -36,16 +36,22 @@ constexpr Commands k_every = k_qkv | k_run | k_explain | k_init | k_check | k_wo
 const CommandDef k_commands[] = {
     {.id = CommandId::qkv, .name = "qkv",
      .help = "qkv: self-attention, step by step: compute, explain and check it by hand"},
-    {.id = CommandId::run, .name = "run", .help = "Compute and print every step of attention"},
+    {.id = CommandId::run, .name = "run", .help = "Compute and print every step of attention",
+     .writes = Writer::run},
     {.id = CommandId::explain, .name = "explain",
-     .help = "Show the arithmetic behind cells, e.g. scores[1,2] or output[1]"},
+     .help = "Show the arithmetic behind cells, e.g. scores[1,2] or output[1]",
+     .writes = Writer::explain},
     {.id = CommandId::init, .name = "init", .help = "Write a starter example with small whole-number weights"},
-    {.id = CommandId::check, .name = "check", .help = "Grade hand-calculated answers; exit 1 on any mistake"},
+    {.id = CommandId::check, .name = "check", .help = "Grade hand-calculated answers; exit 1 on any mistake",
+     .writes = Writer::check},
     {.id = CommandId::worksheet, .name = "worksheet",
-     .help = "Write an exercise sheet to work by hand, or its answer key"},
+     .help = "Write an exercise sheet to work by hand, or its answer key",
+     .writes = Writer::worksheet},
     {.id = CommandId::examples, .name = "examples", .help = "List the built-in examples"},
-    {.id = CommandId::lesson, .name = "lesson", .help = "List the lessons, or play one"},
-    {.id = CommandId::bench, .name = "bench", .help = "Time every step on random data of a given size"},
+    {.id = CommandId::lesson, .name = "lesson", .help = "List the lessons, or play one",
+     .writes = Writer::lesson},
+    {.id = CommandId::bench, .name = "bench", .help = "Time every step on random data of a given size",
+     .writes = Writer::bench},
     {.id = CommandId::generate, .name = "generate",
      .help = "Write the man page or a shell's completions from these definitions (for the build)", .hidden = true},
 };
@@ -623,32 +629,8 @@ std::vector<std::string> choices_of(const Flag& flag) {
 }
 
 std::vector<std::string> format_choices(CommandId id) {
-    switch (id) {
-    case CommandId::run:
-        return format_names(all_formats());
-    case CommandId::explain:
-        return format_names(explain_formats());
-    case CommandId::check:
-        // gradescope is JSON of Gradescope's own shape
-        return {"text", "markdown", "latex", "html", "json", "csv", "gradescope"};
-    case CommandId::lesson:
-        return format_names({Format::text, Format::markdown, Format::latex, Format::html});
-    case CommandId::worksheet:
-        return worksheet_format_names();
-    case CommandId::bench:
-        return format_names({Format::text, Format::json});
-    case CommandId::qkv:
-    case CommandId::init:
-    case CommandId::examples:
-    case CommandId::generate:
-        break;
-    }
-    return {};
-}
-
-bool offers_format(CommandId id, const std::string& name) {
-    const auto formats = format_choices(id);
-    return std::find(formats.begin(), formats.end(), name) != formats.end();
+    const CommandDef& command = command_def(id);
+    return command.writes ? format_names(formats_of(*command.writes)) : std::vector<std::string>{};
 }
 
 }  // namespace qkv::cli

@@ -6,6 +6,8 @@
 // (Bindings), and a row that no command stores fails at once, in every run.
 #pragma once
 
+#include "render/formats.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -31,6 +33,7 @@ struct CommandDef {
     std::string_view name = {};  // as typed: "run" ("qkv" for qkv itself)
     std::string_view help = {};  // the one line of `qkv --help`
     bool hidden = false;    // left out of --help, the man page and the completions
+    std::optional<Writer> writes = std::nullopt;  // its -f formats: the rows of render/formats.cpp
 };
 
 // What a value is, for the completions: what the shells offer after the flag
@@ -87,10 +90,9 @@ std::vector<const CommandDef*> shown_commands();
 std::vector<const Flag*> flags_of(CommandId id);
 // The values of a Complete::choices or Check::choice row.
 std::vector<std::string> choices_of(const Flag& flag);
-// The names -f takes for this command, in the order its help lists them.
+// The names -f takes for this command, in the order its help lists them
+// (the formats its row's Writer writes; none for a command without -f).
 std::vector<std::string> format_choices(CommandId id);
-// NAME is one of them.
-bool offers_format(CommandId id, const std::string& name);
 
 // Where a command stores each value it takes, by the flag's long name (or
 // the argument's name). Stored values keep their defaults until given.

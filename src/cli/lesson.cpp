@@ -112,12 +112,15 @@ int run_lesson(const LessonOptions& options) {
         return list_lessons(options.common.ascii);
     }
     const CommonOptions& common = options.common;
-    if (!offers_format(CommandId::lesson, common.format)) {
+    if (!writes_format(Writer::lesson, common.format)) {
+        // the first is played on the terminal; the others are handouts
+        const std::vector<std::string> names = format_choices(CommandId::lesson);
         std::vector<std::string> choices;
-        for (const auto& format : format_choices(CommandId::lesson)) {
+        for (const auto& format : names) {
             choices.push_back("--format " + format + (choices.empty() ? " (the default)" : ""));
         }
-        throw InputError(usage_error("a lesson is played as text or written as markdown, latex or html, not " + common.format,
+        throw InputError(usage_error("a lesson is played as " + names.front() + " or written as " +
+                                         join_list({names.begin() + 1, names.end()}, " or ") + ", not " + common.format,
                                      "use " + join_list(choices, " or ")));
     }
     const LessonSource found = find_lesson(options.lesson);

@@ -10,15 +10,14 @@ namespace qkv::cli {
 
 namespace {
 
-// --decode is written in the formats of decode_formats(), and shows its own walk
+// --decode is written in the formats of formats_of(Writer::decode), and shows its own walk
 // through the positions, which --steps cannot choose from (both checked
 // before the example is read).
 void check_decode_options(const CommonOptions& options) {
     std::vector<Diagnostic> problems;
-    if (!format_is_one_of(options.format, decode_formats())) {
+    if (!writes_format(Writer::decode, options.format)) {
         problems.push_back(usage_error(
-            "--decode cannot be written as " + options.format + "; expected -f " +
-                join_list(format_names(decode_formats()), " or "),
+            "--decode cannot be written as " + options.format + "; expected -f " + format_list(Writer::decode),
             "csv, latex and svg show the full computation's steps, and decoding ends in the same weights and "
             "outputs: run without --decode for them"));
     }
@@ -90,6 +89,9 @@ CLI::App* setup_run(CLI::App& app, RunOptions& options) {
 int run_run(const RunOptions& options) {
     if (options.common.decode) {
         return run_decode(options);
+    }
+    if (!writes_format(Writer::run, options.common.format)) {
+        throw InputError(format_refused(options.common.format, "run", Writer::run));
     }
     if (parse_format(options.common.format) == Format::html) {
         return run_html(options);

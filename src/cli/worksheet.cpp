@@ -38,12 +38,21 @@ CLI::App* setup_worksheet(CLI::App& app, WorksheetCommandOptions& options) {
 }
 
 int run_worksheet(const WorksheetCommandOptions& options) {
-    const auto format = parse_worksheet_format(options.common.format);
-    if (!format) {
+    const auto format = parse_format(options.common.format);
+    if (!format || !writes(Writer::worksheet, *format)) {
+        std::vector<std::string> sheets;
+        for (const Format sheet : formats_of(Writer::worksheet)) {
+            if (sheet != Format::yaml) {
+                sheets.push_back(format_name(sheet));
+            }
+        }
+        const bool run_writes = format && writes(Writer::run, *format);
         throw InputError(usage_error("a worksheet cannot be written as " + options.common.format +
-                                         "; expected -f markdown, latex, html or yaml",
-                                     "markdown, latex and html are sheets to print; yaml is the answers template for qkv "
-                                     "check. For the worked steps in " + options.common.format + ", use qkv run"));
+                                         "; expected -f " + format_list(Writer::worksheet),
+                                     join_list(sheets, " and ") + " are sheets to print; yaml is the answers template "
+                                     "for qkv check" + (run_writes ? ". For the worked steps in " +
+                                                                         options.common.format + ", use qkv run"
+                                                                   : "")));
     }
     const Model model = load(options.file, options.common);
     const Trace trace = compute(model);

@@ -55,9 +55,6 @@ Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& 
 // lines as explain_cell() writes them at options.precision.
 CellWorkings html_workings(const Model& model, const Trace& trace, const RenderOptions& options);
 
-// The formats explanations are written in: text, markdown, latex, json and html.
-std::vector<Format> explain_formats();
-
 // Writes explanations in options.format (formats.cpp): text (heading, then the
 // working indented), markdown (an escaped heading and a fenced block per cell),
 // latex (a fragment, or with options.standalone a document: latex.cpp),

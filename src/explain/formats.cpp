@@ -122,10 +122,6 @@ CellWorkings html_workings(const Model& model, const Trace& trace, const RenderO
     };
 }
 
-std::vector<Format> explain_formats() {
-    return {Format::text, Format::markdown, Format::latex, Format::json, Format::html};
-}
-
 void render_explanations(const std::vector<Explanation>& explanations, const RenderOptions& options,
                          std::ostream& out) {
     switch (options.format) {
@@ -144,11 +140,13 @@ void render_explanations(const std::vector<Explanation>& explanations, const Ren
         case Format::html:
             render_html(explanations, options, out);
             return;
-        default:
+        case Format::csv:
+        case Format::svg:
+        case Format::yaml:
+        case Format::gradescope:
             break;
     }
-    const std::string names = join_list(format_names(explain_formats()), " or ");
-    throw InputError(Diagnostic{"", 0, 0, "explain writes " + names, "use --format " + names + " with explain"});
+    throw std::logic_error("explain does not write " + format_name(options.format));
 }
 
 }  // namespace qkv

@@ -140,10 +140,14 @@ std::unique_ptr<LessonWriter> make_lesson_writer(const RenderOptions& options, s
             return make_html_lesson_writer(options, out);
         case Format::latex:
             return make_latex_lesson_writer(options, out);
-        default:
+        case Format::csv:
+        case Format::json:
+        case Format::svg:
+        case Format::yaml:
+        case Format::gradescope:
             break;
     }
-    throw std::logic_error("a lesson is written as text, markdown, latex or html");
+    throw std::logic_error("a lesson is written as " + format_list(Writer::lesson));
 }
 
 }  // namespace qkv

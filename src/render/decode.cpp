@@ -427,8 +427,6 @@ void walk(const Trace& trace, const DecodeTrace& decode, const Model& model, con
 
 }  // namespace
 
-std::vector<Format> decode_formats() { return {Format::text, Format::markdown, Format::json, Format::html}; }
-
 void render_decode(const Trace& trace, const DecodeTrace& decode, const Model& model, const RenderOptions& options,
                    std::ostream& out) {
     switch (options.format) {
@@ -462,10 +460,12 @@ void render_decode(const Trace& trace, const DecodeTrace& decode, const Model& m
         case Format::latex:
         case Format::csv:
         case Format::svg:
+        case Format::yaml:
+        case Format::gradescope:
             break;
     }
     throw std::logic_error("decoding is written as " + format_name(options.format) +
-                           ", which is not one of decode_formats()");
+                           ", which is not one of formats_of(Writer::decode)");
 }
 
 }  // namespace qkv

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "attention/trace.hpp"
+#include "render/formats.hpp"
 
 #include <functional>
 #include <optional>
@@ -15,17 +16,6 @@ namespace qkv {
 
 struct DecodeTrace;  // attention/decode.hpp
 struct Model;        // model/model.hpp
-
-enum class Format { text, markdown, latex, csv, json, svg, html };
-
-// Every format, in the order -f/--format lists them.
-std::vector<Format> all_formats();
-// The name -f/--format gives a format: "text", "markdown", …
-std::string format_name(Format format);
-// The format of a name, or none when no format has it.
-std::optional<Format> parse_format(std::string_view name);
-// The names of `formats`, in their order.
-std::vector<std::string> format_names(const std::vector<Format>& formats);
 
 struct RenderOptions {
     Format format = Format::text;
@@ -70,8 +60,7 @@ void render_svg(const Trace& trace, const RenderOptions& options, std::ostream& 
 // walk through each position's cache, query, scores, weights and output row
 // (the model gives their formulas); JSON is the run document of `trace` plus
 // "decode" and "cache". --head chooses the heads shown. The formats it is
-// written in are decode_formats(); any other throws std::logic_error.
-std::vector<Format> decode_formats();
+// written in are formats_of(Writer::decode); any other throws std::logic_error.
 void render_decode(const Trace& trace, const DecodeTrace& decode, const Model& model, const RenderOptions& options,
                    std::ostream& out);
 void render_decode_json(const Trace& trace, const DecodeTrace& decode, const Model& model, const RenderOptions& options,

@@ -12,22 +12,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 
 namespace qkv {
 
 namespace {
-
-struct FormatRow {
-    WorksheetFormat format;
-    std::string_view name;
-};
-
-constexpr FormatRow k_worksheet_formats[] = {
-    {WorksheetFormat::markdown, "markdown"},
-    {WorksheetFormat::latex, "latex"},
-    {WorksheetFormat::html, "html"},
-    {WorksheetFormat::yaml, "yaml"},
-};
 
 // Given numbers are shown as they are, with up to this many decimals.
 constexpr int k_given_decimals = 4;
@@ -282,35 +271,24 @@ void check_size(const std::string& what, const arma::mat& M) {
 // The skin that draws a sheet in a document format (not yaml: that is no sheet).
 std::unique_ptr<WorksheetSkin> sheet_skin(const WorksheetOptions& options) {
     switch (options.format) {
-        case WorksheetFormat::latex:
+        case Format::latex:
             return latex_worksheet_skin(options.standalone);
-        case WorksheetFormat::html:
+        case Format::html:
             return html_worksheet_skin(options.ascii);
-        case WorksheetFormat::markdown:
-        case WorksheetFormat::yaml:
+        case Format::markdown:
+            return markdown_worksheet_skin(options.ascii);
+        case Format::text:
+        case Format::csv:
+        case Format::json:
+        case Format::svg:
+        case Format::yaml:
+        case Format::gradescope:
             break;
     }
-    return markdown_worksheet_skin(options.ascii);
+    throw std::logic_error("a worksheet is not drawn as " + format_name(options.format));
 }
 
 }  // namespace
-
-std::vector<std::string> worksheet_format_names() {
-    std::vector<std::string> names;
-    for (const auto& row : k_worksheet_formats) {
-        names.emplace_back(row.name);
-    }
-    return names;
-}
-
-std::optional<WorksheetFormat> parse_worksheet_format(std::string_view name) {
-    for (const auto& row : k_worksheet_formats) {
-        if (row.name == name) {
-            return row.format;
-        }
-    }
-    return std::nullopt;
-}
 
 std::vector<std::string> worksheet_notes(const Model& model, const Step& step) {
     std::vector<std::string> notes = step.notes;
@@ -367,7 +345,7 @@ void render_worksheet(const Model& model, const Trace& trace, const WorksheetOpt
     for (const GivenMatrix& matrix : given.matrices) {
         check_size(matrix.name, matrix.matrix.values);
     }
-    if (options.format == WorksheetFormat::yaml) {
+    if (options.format == Format::yaml) {
         render_answers_template(model, trace, steps, options, out);
         return;
     }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "attention/trace.hpp"
+#include "render/formats.hpp"
 #include "render/table.hpp"
 
 #include <memory>
@@ -26,17 +27,11 @@ namespace qkv {
 
 struct Model;  // model/model.hpp
 
-enum class WorksheetFormat { markdown, latex, html, yaml };
-
-// The names -f takes for a worksheet, in order: "markdown", "latex", "html", "yaml".
-std::vector<std::string> worksheet_format_names();
-std::optional<WorksheetFormat> parse_worksheet_format(std::string_view name);
-
 // A sheet is for pencil and paper: no table on it has more rows or columns.
 inline constexpr arma::uword k_worksheet_limit = 32;
 
 struct WorksheetOptions {
-    WorksheetFormat format = WorksheetFormat::markdown;
+    Format format = Format::markdown;  // one of formats_of(Writer::worksheet); yaml is the answers template
     std::vector<StepId> steps;   // the steps asked; empty = the steps a learner works out (worksheet_steps)
     int head = 0;                // 1-based head; 0 = every head
     bool backward = false;       // by default, the backward pass's steps too

@@ -328,7 +328,7 @@ TEST_CASE("brief feedback shows only the steps with a mistake", "[cli][check][gr
 
 TEST_CASE("check --help lists the formats check writes", "[cli][check][grading]") {
     const auto help = qkv::test::run_qkv({"check", "--help"});
-    CHECK_THAT(help.out, Contains("{text,markdown,latex,html,json,csv,gradescope}"));
+    CHECK_THAT(help.out, Contains("{text,markdown,latex,csv,json,html,gradescope}"));
     CHECK(help.out.find("svg") == std::string::npos);
     const auto lesson = qkv::test::run_qkv({"lesson", "--help"});
     CHECK_THAT(lesson.out, Contains("{text,markdown,latex,html}"));

@@ -39,7 +39,8 @@ qkv::Table marked_table(bool color) {
 }  // namespace
 
 TEST_CASE("every format name reads back as its format, in the order -f lists them", "[render]") {
-    const std::vector<std::string> expected = {"text", "markdown", "latex", "csv", "json", "svg", "html"};
+    const std::vector<std::string> expected = {"text", "markdown", "latex", "csv",  "json",
+                                               "svg",  "html",     "yaml",  "gradescope"};
     CHECK(qkv::format_names(qkv::all_formats()) == expected);
     for (const auto format : qkv::all_formats()) {
         CAPTURE(qkv::format_name(format));
@@ -47,6 +48,42 @@ TEST_CASE("every format name reads back as its format, in the order -f lists the
     }
     CHECK_FALSE(qkv::parse_format("pdf").has_value());
     CHECK_FALSE(qkv::parse_format("Text").has_value());
+}
+
+TEST_CASE("the table of formats says which command writes which, the first its default", "[render]") {
+    using qkv::Writer;
+    const auto names = [](Writer writer) { return qkv::format_names(qkv::formats_of(writer)); };
+    using List = std::vector<std::string>;
+    CHECK(names(Writer::run) == List{"text", "markdown", "latex", "csv", "json", "svg", "html"});
+    CHECK(names(Writer::decode) == List{"text", "markdown", "json", "html"});
+    CHECK(names(Writer::explain) == List{"text", "markdown", "latex", "json", "html"});
+    CHECK(names(Writer::check) == List{"text", "markdown", "latex", "csv", "json", "html", "gradescope"});
+    CHECK(names(Writer::lesson) == List{"text", "markdown", "latex", "html"});
+    CHECK(names(Writer::worksheet) == List{"markdown", "latex", "html", "yaml"});
+    CHECK(names(Writer::bench) == List{"text", "json"});
+    CHECK(qkv::writes(Writer::check, qkv::Format::gradescope));
+    CHECK_FALSE(qkv::writes(Writer::run, qkv::Format::yaml));
+    CHECK(qkv::format_list(Writer::decode) == "text, markdown, json or html");
+}
+
+TEST_CASE("each command refuses a format it does not write, naming those it writes", "[render][cli]") {
+    // the lists in the messages are the table's
+    const auto refused = [](const std::vector<std::string>& args) {
+        const auto result = qkv::test::run_qkv(args);
+        CHECK(result.status == 2);
+        return result.err;
+    };
+    CHECK(refused({"run", "illustrated", "-f", "yaml"}) ==
+          "qkv: error: --format yaml is not available for run\n"
+          "  hint: run writes text, markdown, latex, csv, json, svg or html\n");
+    CHECK(refused({"explain", "illustrated", "scores[1,1]", "-f", "gradescope"}) ==
+          "qkv: error: --format gradescope is not available for explain\n"
+          "  hint: explain writes text, markdown, latex, json or html\n");
+    CHECK(refused({"worksheet", "illustrated", "-f", "gradescope"}).find(
+              "expected -f markdown, latex, html or yaml\n  hint: markdown, latex and html are sheets to print; yaml "
+              "is the answers template for qkv check\n") != std::string::npos);
+    CHECK(refused({"lesson", "1", "-f", "svg"}).find("a lesson is played as text or written as markdown, latex or "
+                                                     "html, not svg") != std::string::npos);
 }
 
 TEST_CASE("the step heading names the head only when the trace has several", "[render]") {
