@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 namespace qkv {
@@ -114,6 +116,16 @@ std::string step_absence(StepId id) {
     }
     return "this step exists only when the example sets " + std::string(row.needs) +
            (is_gradient(id) ? " (--backward stands for grad_output: ones)" : "");
+}
+
+std::string root_text(arma::uword d) {
+    const auto root = static_cast<arma::uword>(std::llround(std::sqrt(static_cast<double>(d))));
+    if (root * root == d) {
+        return "√" + std::to_string(d) + " = " + std::to_string(root);
+    }
+    char digits[32];
+    std::snprintf(digits, sizeof digits, "%.4f", std::sqrt(static_cast<double>(d)));
+    return "√" + std::to_string(d) + " ≈ " + digits;
 }
 
 std::string concat_formula(int heads, bool latex) {

@@ -484,9 +484,8 @@ void scaling_mistakes(const Model& model, const LearnerValues& L, const StepKey&
         }
         return;
     }
-    const std::string correct = scaled_formula(model) + (model.scale_kind == ScaleKind::sqrt_dk
-                                                             ? " (√" + dk + " ≈ " + number_text(model.scale()) + ")"
-                                                             : "");
+    const std::string correct =
+        scaled_formula(model) + (model.scale_kind == ScaleKind::sqrt_dk ? " (" + root_text(model.d_k()) + ")" : "");
     if (model.scale() != 1.0) {
         out.push_back(one("scaling_forgotten", "Scaling forgotten: the scores were not divided by " + divisor_text(model) + ".",
                           correct, key, S));

@@ -15,6 +15,8 @@
 #include <csignal>
 #include <iostream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace qkv::cli {
 
@@ -67,23 +69,92 @@ extern "C" void leave_on_interrupt(int signal_number) {
     _exit(128 + signal_number);
 }
 
-// One line a lesson: its number, name and summary (in ASCII with --ascii).
+// `text`'s words in lines of at most `width` columns (a longer word has a line to itself).
+std::vector<std::string> wrapped(const std::string& text, std::size_t width) {
+    std::vector<std::string> lines;
+    std::istringstream words(text);
+    std::string line;
+    for (std::string word; words >> word;) {
+        if (!line.empty() && display_width(line) + 1 + display_width(word) > width) {
+            lines.push_back(line);
+            line.clear();
+        }
+        line += (line.empty() ? "" : " ") + word;
+    }
+    if (!line.empty()) {
+        lines.push_back(line);
+    }
+    return lines;
+}
+
+// The list of lessons: each one's number, name and summary (in ASCII with
+// --ascii), the summaries wrapped to the terminal's width under one another
+// (below the name when the terminal is too narrow for a column of them),
+// then where to start. At a terminal a list taller than it pauses.
 int list_lessons(bool ascii) {
     const auto& lessons = builtin_lessons();
     std::size_t width = 0;
     for (const auto& lesson : lessons) {
         width = std::max(width, lesson.name.size());
     }
-    std::string listing;
+    const bool interactive = isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1;
+    Screen screen = terminal_screen(interactive);
+    const std::size_t columns = static_cast<std::size_t>(std::max(screen.width, 20)) - 1;
+    const std::size_t indent = 4 + width + 2;                   // " 1  walkthrough  "
+    const bool beside = columns >= indent + 30;                // room for a column of summaries
+    const std::string margin(beside ? indent : 4, ' ');
+    std::vector<std::string> lines;
     int number = 0;
     for (const auto& lesson : lessons) {
         const std::string name(lesson.name);
         const Lesson loaded = prepare_lesson(read_lesson({"lesson:" + name, std::string(lesson.text), ""}, name));
         const std::string index = std::to_string(++number);
-        listing += std::string(index.size() < 2 ? 1 : 0, ' ') + index + "  " + name +
-                   std::string(width - name.size() + 2, ' ') + (ascii ? to_ascii(loaded.summary) : loaded.summary) + "\n";
+        const std::string head = std::string(index.size() < 2 ? 1 : 0, ' ') + index + "  " + name;
+        const std::vector<std::string> summary =
+            wrapped(ascii ? to_ascii(loaded.summary) : loaded.summary, columns - margin.size());
+        if (beside) {
+            for (std::size_t i = 0; i < summary.size(); ++i) {
+                lines.push_back((i == 0 ? head + std::string(indent - head.size(), ' ') : margin) + summary[i]);
+            }
+        } else {
+            lines.push_back(head);
+            for (const auto& line : summary) {
+                lines.push_back(margin + line);
+            }
+        }
     }
-    write_stdout(listing);
+    lines.emplace_back();
+    for (const auto& line : wrapped("Start with qkv lesson 1. A lesson is played by its number or its name: qkv "
+                                    "lesson 10 and qkv lesson rope are the same.",
+                                    columns)) {
+        lines.push_back(line);
+    }
+    if (!interactive || screen.height < 2 || static_cast<int>(lines.size()) < screen.height) {
+        std::string listing;
+        for (const auto& line : lines) {
+            listing += line + "\n";
+        }
+        write_stdout(listing);
+        return 0;
+    }
+    // a screenful at a time, as a lesson's pages are shown
+    TerminalLearner learner;
+    int shown = 0;
+    for (const auto& line : lines) {
+        if (shown == screen.height - 1) {
+            std::cout << (ascii ? "-- more: Enter, or q to leave --" : "── more: Enter, or q to leave ──") << std::flush;
+            const auto reply = learner.read_line();
+            const auto first = reply ? reply->find_first_not_of(" \t\r") : std::string::npos;
+            if (!reply || (first != std::string::npos && (*reply)[first] == 'q')) {
+                std::cout << (reply ? "" : "\n") << std::flush;
+                return 0;
+            }
+            shown = 0;
+        }
+        std::cout << line << '\n';
+        ++shown;
+    }
+    std::cout << std::flush;
     return 0;
 }
 

@@ -245,11 +245,11 @@ private:
         const bool half = rope.style == RopeStyle::half;
         // the convention first: the last line is the cell's value
         if (half) {
-            line("style half (Hugging Face's rotate_half): element k pairs with element k + d_k/2");
-            line("interleaved (RoFormer, Meta's Llama code) would pair 2k with 2k + 1 instead;");
+            line("style half (Hugging Face's rotate_half): element j pairs with element j + d_k/2");
+            line("interleaved (RoFormer, Meta's Llama code) would pair 2j − 1 with 2j instead;");
         } else {
-            line("style interleaved (RoFormer, Meta's Llama code): element 2k pairs with element 2k + 1");
-            line("half (Hugging Face's rotate_half) would pair k with k + d_k/2 instead;");
+            line("style interleaved (RoFormer, Meta's Llama code): element 2j − 1 pairs with element 2j");
+            line("half (Hugging Face's rotate_half) would pair j with j + d_k/2 instead;");
         }
         line("permuting W_Q's and W_K's output columns turns one style into the other");
         line("position p = " + m_num(p) + " (row " + std::to_string(m_row + 1) + ", counted from 0); θ_k = " +

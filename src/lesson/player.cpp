@@ -141,7 +141,8 @@ private:
                 return leave();
             }
             if (m_learner != nullptr && p + 1 < pages) {
-                m_page = p + 2;   // leaving here, the next page is where to go on
+                m_writer.flush();  // the page's end on the screen: leaving before it, this page is where to go on
+                m_page = p + 2;    // leaving here, the next page is where to go on
                 if (!next_page(p + 2, pages)) {
                     return PlayEnd::left;
                 }

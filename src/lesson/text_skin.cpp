@@ -378,13 +378,15 @@ private:
         m_out << styled(m_options.ascii ? "-- more: Enter, or q to leave --" : "── more: Enter, or q to leave ──", k_dim);
         m_out.flush();
         const auto line = m_screen.read_line ? m_screen.read_line() : std::nullopt;
-        if (!line) {
-            m_out << '\n';
-            throw LessonLeft{true};
-        }
-        const auto first = line->find_first_not_of(" \t\r");
-        if (first != std::string::npos && (line->substr(first, 1) == "q" || line->substr(first, 1) == "Q")) {
-            throw LessonLeft{false};
+        const auto first = line ? line->find_first_not_of(" \t\r") : std::string::npos;
+        const bool quit = first != std::string::npos && (line->substr(first, 1) == "q" || line->substr(first, 1) == "Q");
+        if (!line || quit) {
+            // leaving: what is still written (where to go on from) is not paged, so no prompt follows
+            m_screen.height = 0;
+            if (!line) {
+                m_out << '\n';
+            }
+            throw LessonLeft{!line};
         }
         m_rows = 1;
     }

@@ -50,13 +50,6 @@ std::string number_text(double value) {
     return text;
 }
 
-// "1.7321": four decimals, for a number a learner divides by.
-std::string four_decimals(double value) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.4f", value);
-    return buffer;
-}
-
 // The fewest decimals (up to k_given_decimals) that show every entry as it is.
 int exact_decimals(const arma::mat& M) {
     int decimals = 0;
@@ -121,8 +114,7 @@ std::vector<std::string> settings(const Model& model, const Trace& trace, const 
     }
     switch (model.scale_kind) {
         case ScaleKind::sqrt_dk:
-            lines.push_back("Scale: divide the scores by √d_k = √" + std::to_string(model.d_k()) + " ≈ " +
-                            four_decimals(model.scale()) + ".");
+            lines.push_back("Scale: divide the scores by √d_k = " + root_text(model.d_k()) + ".");
             break;
         case ScaleKind::none:
             lines.push_back("Scale: none; the scaled scores equal the scores.");

@@ -506,6 +506,16 @@ weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]], value: [[1, 0], [0, 1]
     CHECK(out.find("\n  ab       │ ") != std::string::npos);
 }
 
+TEST_CASE("a divisor √d_k is written exactly when its root is whole, to four decimals otherwise", "[formats]") {
+    CHECK(qkv::root_text(4) == "√4 = 2");
+    CHECK(qkv::root_text(64) == "√64 = 8");
+    CHECK(qkv::root_text(3) == "√3 ≈ 1.7321");
+    CHECK(qkv::root_text(2) == "√2 ≈ 1.4142");
+    // and a primed symbol takes its head's subscript in text, as the others do
+    CHECK(qkv::formula_text("softmax(S'_2)", false) == "softmax(S'₂)");
+    CHECK(qkv::formula_text("the sink's column", false) == "the sink's column");
+}
+
 TEST_CASE("the concat formula writes its subscripts one way, every head of up to three", "[formats][text][cli]") {
     const std::string text = run_ok({"run", "two-heads", "-s", "concat,output"});
     CHECK(text.find("[Z₁ Z₂]") != std::string::npos);

@@ -55,6 +55,21 @@ std::vector<std::string> lines_of(const std::string& text) {
     return lines;
 }
 
+// The words of `lines`, each followed by one space: text wrapped at any
+// width reads the same.
+std::string words_of(const std::vector<std::string>& lines) {
+    std::string joined;
+    for (const auto& line : lines) {
+        joined += line + " ";
+    }
+    std::istringstream split(joined);
+    std::string words;
+    for (std::string word; split >> word;) {
+        words += word + " ";
+    }
+    return words;
+}
+
 // qkv in a tmux window of its own server, of the given size.
 class Tmux {
 public:
@@ -208,16 +223,8 @@ TEST_CASE("in tmux a wrong number is diagnosed, tried again and counted in the s
         window.type("");
     }
     CHECK(window.ended());
-    std::string played;
-    for (const auto& line : window.history()) {
-        played += line + " ";
-    }
     // the window is 60 columns wide: the sentences are compared word by word
-    std::istringstream split(played);
-    std::string words;
-    for (std::string word; split >> word;) {
-        words += word + " ";
-    }
+    const std::string words = words_of(window.history());
     CHECK(words.find("Question: What weight will query 1 give key 1? (at least 2 decimals)") != std::string::npos);
     CHECK(words.find("Not quite: you wrote 0.20. That is the number this mistake gives: ") != std::string::npos);
     CHECK(words.find("without exponentiating") != std::string::npos);
@@ -225,4 +232,47 @@ TEST_CASE("in tmux a wrong number is diagnosed, tried again and counted in the s
     CHECK(words.find("Try once more.") != std::string::npos);
     CHECK(words.find("Right. weights[1,1] = 0.0634") != std::string::npos);
     CHECK(words.find("Score: 1 of 3 questions right, none of them at the first try.") != std::string::npos);
+}
+
+TEST_CASE("in tmux q at a full screen's pause leaves the lesson at once, saying where to go on",
+          "[lesson][terminal][cli][browser]") {
+    // lesson 2's first page overflows 60 × 12: the first pause is the screen's, not a page's
+    Tmux window(60, 12, {"lesson", "2"});
+    REQUIRE(window.wait_for_prompt() == "── more: Enter, or q to leave ──");
+    window.type("q");
+    // no other prompt follows: the lesson has ended
+    CHECK(window.wait_for_prompt().empty());
+    CHECK(window.ended());
+    const auto history = window.history();
+    REQUIRE(!history.empty());
+    bool told = false;
+    for (const auto& line : history) {
+        told = told || line == "To go on from here later: qkv lesson 2 --page 1";
+        const bool pause = line.find("more: Enter") != std::string::npos;
+        CHECK((!pause || line.ends_with("q to leave ──q")));
+    }
+    CHECK(told);
+}
+
+TEST_CASE("in tmux the list of lessons fits the window's width and pauses when it is taller",
+          "[lesson][terminal][cli][browser]") {
+    for (const int cols : {60, 80}) {
+        CAPTURE(cols);
+        Tmux window(cols, 24, {"lesson"});
+        // 14 lessons with wrapped summaries and the line on where to start are more than 24 rows
+        REQUIRE(window.wait_for_prompt() == "── more: Enter, or q to leave ──");
+        window.type("");
+        CHECK(window.wait_for_prompt().empty());
+        std::string listed;
+        for (const auto& line : window.rows_written()) {
+            CHECK(qkv::display_width(line) <= static_cast<std::size_t>(cols));
+            listed += line + "\n";
+        }
+        // no word broken at the window's edge: each summary's words are whole in the joined history
+        CHECK(listed.find("14  backward") != std::string::npos);
+        CHECK(listed.find("Start with qkv lesson 1.") != std::string::npos);
+        const std::string words = words_of(window.history());
+        CHECK(words.find("Large scores make the softmax pick one key; dividing by √d_k keeps them in range") !=
+              std::string::npos);
+    }
 }
