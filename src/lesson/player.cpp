@@ -36,6 +36,37 @@ std::string number_text(double value, const RenderOptions& options) {
     return format_value({value}, NumberStyle{}, options.precision, options.ascii);
 }
 
+// The words of a reply or an option, to match one against the other: lower
+// case, apostrophes dropped ("model's" reads "models"), other punctuation a space.
+std::vector<std::string> match_words(const std::string& text) {
+    std::string plain;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c == '\'') {
+            continue;
+        }
+        if (text.compare(i, 3, "’") == 0) {
+            i += 2;
+            continue;
+        }
+        plain += c >= 0x80 || std::isalnum(c) != 0 ? static_cast<char>(std::tolower(c)) : ' ';
+    }
+    std::vector<std::string> words;
+    std::istringstream split(plain);
+    for (std::string word; split >> word;) {
+        words.push_back(word);
+    }
+    return words;
+}
+
+std::string joined_words(const std::vector<std::string>& words) {
+    std::string text;
+    for (const auto& word : words) {
+        text += (text.empty() ? "" : " ") + word;
+    }
+    return text;
+}
+
 // "1 cat, 2 sat or 3 mat" for the keys of a row; "grows or shrinks" for named options.
 std::string option_list(const Question& question) {
     std::string list;
@@ -52,21 +83,55 @@ std::string option_list(const Question& question) {
 // "dog" in "dog bites dog" does) or its number.
 std::optional<std::size_t> chosen_option(const Question& question, const std::string& reply) {
     const std::string text = lowered(trimmed(reply));
-    std::vector<std::size_t> named;
-    for (std::size_t i = 0; i < question.options.size(); ++i) {
-        if (lowered(question.options[i].label) == text) {
-            named.push_back(i);
+    // the one option `fits`, if exactly one does
+    const auto only = [&](const auto& fits) -> std::optional<std::size_t> {
+        std::vector<std::size_t> fitting;
+        for (std::size_t i = 0; i < question.options.size(); ++i) {
+            if (fits(question.options[i].label)) {
+                fitting.push_back(i);
+            }
         }
-    }
-    if (named.size() == 1) {
-        return named.front();
+        return fitting.size() == 1 ? std::optional<std::size_t>(fitting.front()) : std::nullopt;
+    };
+    if (const auto named = only([&](const std::string& label) { return lowered(label) == text; })) {
+        return named;
     }
     std::size_t number = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
     if (error == std::errc() && end == text.data() + text.size() && number >= 1 && number <= question.options.size()) {
         return number - 1;
     }
-    return std::nullopt;
+    // without its punctuation ("the first models"), the start of one option ("it g"),
+    // or its key words ("grows", "stays the same", "first")
+    const std::vector<std::string> said = match_words(text);
+    if (said.empty()) {
+        return std::nullopt;
+    }
+    const std::string said_text = joined_words(said);
+    if (const auto same = only([&](const std::string& label) { return match_words(label) == said; })) {
+        return same;
+    }
+    if (const auto start = only([&](const std::string& label) {
+            return joined_words(match_words(label)).rfind(said_text, 0) == 0;
+        })) {
+        return start;
+    }
+    return only([&](const std::string& label) {
+        const std::vector<std::string> words = match_words(label);
+        bool any = false;
+        for (const auto& word : said) {
+            if (word == "a" || word == "an" || word == "the" || word == "it" || word == "its") {
+                continue;
+            }
+            any = true;
+            const bool found = std::any_of(words.begin(), words.end(),
+                                           [&](const std::string& w) { return w.rfind(word, 0) == 0; });
+            if (!found) {
+                return false;
+            }
+        }
+        return any;
+    });
 }
 
 // The mistake, among `qkv check`'s, that a wrong number shows: the learner's
@@ -293,7 +358,9 @@ private:
                 m_writer.right(working);
                 return true;
             }
-            if (tries == 1) {
+            // a second try between two options would give the answer away
+            const bool either_or = question.kind == Question::Kind::choice && question.options.size() == 2;
+            if (tries == 1 && !either_or) {
                 m_writer.wrong(reply, graded.why, nullptr);
                 ask_again = "Your second try (Enter shows the answer, q leaves): ";
                 continue;
@@ -463,24 +530,37 @@ Explanation question_working(const Lesson& lesson, const Question& question, con
             return working;
         }
         case Question::Kind::choice: {
+            // a sentence, then the number behind each option; the right one
+            // is the option whose number is the largest (or the smallest)
             const std::size_t best = right_option(lesson, question);
             Explanation working;
             const Option& right = question.options[best];
-            working.heading = right.label + (question.row.is_cell && right.label != std::to_string(best + 1)
-                                                 ? " (" + std::to_string(best + 1) + ")"
-                                                 : std::string()) +
-                              ": its value is the " + (question.smallest ? "smallest" : "largest");
-            // options from several models name their model: doubled:weights[1,3]
+            const bool numbered = question.row.is_cell && right.label != std::to_string(best + 1);
+            // a key of a row by its token and number; a named option as a sentence: "It grows."
+            std::string sentence = right.label;
+            if (!question.row.is_cell && !sentence.empty() && sentence.front() >= 'a' && sentence.front() <= 'z') {
+                sentence.front() = static_cast<char>(sentence.front() - 'a' + 'A');
+            }
+            working.heading = question.row.is_cell
+                                  ? right.label + (numbered ? " (" + std::to_string(best + 1) + ")" : std::string())
+                                  : sentence + ".";
+            // options from several models say which model each number comes from
             bool one_model = true;
             for (const auto& option : question.options) {
                 one_model = one_model && option.value.model == question.options.front().value.model;
             }
             for (const auto& option : question.options) {
                 const double value = resolve(lesson, option.value).front();
-                const std::string model =
-                    one_model ? std::string() : lesson.models.at(static_cast<std::size_t>(option.value.model)).name + ":";
-                working.lines.push_back(option.label + ": " + model + option.value.cell.text + " = " +
-                                        number_text(value, options));
+                const LessonModel& owner = lesson.models.at(static_cast<std::size_t>(option.value.model));
+                const std::string title = owner.trace.title.empty() ? "the model " + owner.name : owner.trace.title;
+                working.lines.push_back(option.label + ": " + option.value.cell.text + " = " + number_text(value, options) +
+                                        (one_model ? std::string() : "    (" + title + ")"));
+            }
+            if (question.row.is_cell) {
+                const bool two = question.options.size() == 2;
+                working.lines.push_back(right.label + " has the " +
+                                        (question.smallest ? (two ? "smaller" : "smallest") : (two ? "larger" : "largest")) +
+                                        " value");
             }
             return working;
         }

@@ -543,7 +543,8 @@ TEST_CASE("the player says right or wrong, allows a second try, shows the workin
         CHECK(out.find("  Not quite: you wrote 3 by 2.\n  Answer: scores is 3 × 3") != std::string::npos);
         CHECK(out.find("Please type 1 Input 1, 2 Input 2 or 3 Input 3") != std::string::npos);
         CHECK(out.find("  Not quite: you wrote 3.\n    Try once more.") != std::string::npos);
-        CHECK(out.find("  Right. Input 2 (2): its value is the largest") != std::string::npos);
+        CHECK(out.find("  Right. Input 2 (2)\n") != std::string::npos);
+        CHECK(out.find("Input 2 has the largest value") != std::string::npos);
         CHECK(out.find("Score: 3 of 4 questions right, 1 of them at the first try.") != std::string::npos);
         CHECK(out.find("Try it with qkv run illustrated.") != std::string::npos);
         CHECK(out.find("End of the lesson.") != std::string::npos);
@@ -721,6 +722,52 @@ TEST_CASE("shapes and choices are read the ways a learner writes them", "[lesson
     CHECK_FALSE(qkv::grade_reply(lesson, key, "4").valid);
 }
 
+TEST_CASE("a choice is read by its number, its start or its key words, without its punctuation",
+          "[lesson][player]") {
+    const auto lesson = builtin_lesson("scaling");
+    // the questions of lesson 2 whose options are "it grows towards 1" / "it stays the same", and
+    // "the first model's" / "the ten-times model's"
+    const qkv::Question* grows = nullptr;
+    const qkv::Question* first = nullptr;
+    for (const auto& page : lesson.pages) {
+        if (page.ask && page.ask->kind == qkv::Question::Kind::choice) {
+            const std::string label = page.ask->options.front().label;
+            grows = label == "it grows towards 1" ? &*page.ask : grows;
+            first = label == "the first model's" ? &*page.ask : first;
+        }
+    }
+    REQUIRE(grows != nullptr);
+    REQUIRE(first != nullptr);
+    // the right option of each, by the numbers of its models
+    const std::size_t grows_right = qkv::right_option(lesson, *grows);
+    for (const std::string reply : {"it grows towards 1", "1", "grows", "it grows", "GROWS", "it g", "towards"}) {
+        CAPTURE(reply);
+        const auto graded = qkv::grade_reply(lesson, *grows, reply);
+        CHECK(graded.valid);
+        CHECK(graded.right == (grows_right == 0));
+    }
+    for (const std::string reply : {"stays the same", "it stays", "same", "2", "  It Stays The Same. "}) {
+        CAPTURE(reply);
+        const auto graded = qkv::grade_reply(lesson, *grows, reply);
+        CHECK(graded.valid);
+        CHECK(graded.right == (grows_right == 1));
+    }
+    const std::size_t first_right = qkv::right_option(lesson, *first);
+    for (const std::string reply : {"the first model's", "the first models", "the first model’s", "first", "the f"}) {
+        CAPTURE(reply);
+        const auto graded = qkv::grade_reply(lesson, *first, reply);
+        CHECK(graded.valid);
+        CHECK(graded.right == (first_right == 0));
+    }
+    CHECK(qkv::grade_reply(lesson, *first, "ten-times").valid);
+    // what fits both options, or neither, is no answer: the learner is asked again
+    for (const std::string reply : {"it", "model", "the", "3", "shrinks", "?"}) {
+        CAPTURE(reply);
+        CHECK_FALSE(qkv::grade_reply(lesson, *first, reply).valid);
+    }
+    CHECK_FALSE(qkv::grade_reply(lesson, *grows, "it").valid);
+}
+
 TEST_CASE("a lesson names the key/value heads and the bytes a key/value cache holds per token", "[lesson]") {
     const auto lesson = qkv::prepare_lesson(qkv::read_lesson(
         {"cache.yaml", "title: Cache\nsummary: sizes\nmodel: gqa\nscript:\n  - say: \"{kv_heads} {bytes_per_token}\"\n", ""},
@@ -784,7 +831,8 @@ TEST_CASE("each lesson on today's attention plays through and asks what its page
     const std::regex answer_line("Answer: ([a-z_]+)\\[[0-9,]+\\](@[0-9]+)? = (\\S+)");
     // a shape question's answer, and a choice's
     const std::regex shape_line("Answer: [a-z_]+ (\\(head [0-9]+\\) )?is ([0-9]+ × [0-9]+)");
-    const std::regex choice_line("Answer: .+: its value is the (largest|smallest)");
+    // (a named option as a sentence, "It grows."; a key of a row by token and number, "sky (1)")
+    const std::regex choice_line("Answer: ([A-Z][^\n=]*\\.|[^\n=]+ \\([0-9]+\\))\n");
     for (const auto& name : names) {
         CAPTURE(name);
         const auto found = qkv::find_lesson(name);

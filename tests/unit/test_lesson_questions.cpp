@@ -99,10 +99,12 @@ script:
     CHECK(qkv::grade_reply(lesson, choice, "1").right);
     CHECK_FALSE(qkv::grade_reply(lesson, choice, "IT SHRINKS").right);
     const auto working = qkv::question_working(lesson, choice, qkv::RenderOptions{});
-    CHECK(working.heading == "it grows: its value is the largest");
+    // a sentence, and each option's number with the model it comes from, by its title
+    CHECK(working.heading == "It grows.");
     REQUIRE(working.lines.size() == 2);
-    CHECK(working.lines[0].rfind("it grows: doubled:weights[3,2] = ", 0) == 0);
-    CHECK(working.lines[1] == "it shrinks: main:weights[3,2] = 0.8805");
+    CHECK(working.lines[0].rfind("it grows: weights[3,2] = ", 0) == 0);
+    CHECK(working.lines[0].find("(the model doubled)") != std::string::npos);
+    CHECK(working.lines[1] == "it shrinks: weights[3,2] = 0.8805    (Three inputs, step by step)");
 }
 
 TEST_CASE("a key whose token another key shares is chosen by its number", "[lesson][player]") {
