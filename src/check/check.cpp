@@ -45,6 +45,13 @@ const char* verdict_name(Verdict verdict) {
     return "wrong";
 }
 
+double shown_slack(const CheckOptions& options, int decimals) {
+    if (options.shown_decimals < 0 || decimals >= options.shown_decimals || options.shown_decimals > 17) {
+        return 0.0;
+    }
+    return 0.5 * std::pow(10.0, -options.shown_decimals);
+}
+
 bool matches(double given, int decimals, double target, const CheckOptions& options, double slack) {
     if (std::isnan(given) || std::isnan(target)) {
         return false;

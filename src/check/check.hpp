@@ -42,7 +42,16 @@ struct CheckOptions {
     // mistake or other by chance, so a report wants two; a lesson's question,
     // which asks for one cell it has chosen, names a mistake on one.
     std::size_t min_evidence = checking::k_min_evidence;
+    // A lesson's: the decimals of the numbers on the learner's screen (-1:
+    // none shown). An answer rounded to fewer decimals from a shown number is
+    // rounded twice (0.864955 shows as 0.8650, written 0.87), so it may be half
+    // a unit of the shown precision further off: shown_slack.
+    int shown_decimals = -1;
 };
+
+// The extra room an answer written with `decimals` digits has when it may have
+// been rounded from a number shown with options.shown_decimals (0 otherwise).
+double shown_slack(const CheckOptions& options, int decimals);
 
 // True when a number written with `decimals` digits after the point counts as
 // `target`: |given − target| ≤ half a unit in its last place (both roundings of

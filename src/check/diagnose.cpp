@@ -38,7 +38,8 @@ bool Diagnoser::explains(const arma::mat& candidate, const StepCheck& check, dou
                 const double unit = std::pow(10.0, -cell.decimals);
                 options.tolerance = (m_options.tolerance ? *m_options.tolerance : 0.5 * unit) + rounding_slack * unit;
             }
-            if (!matches(cell.value, cell.decimals, candidate(i, j), options, has_carried ? (*spread)(i, j) : 0.0)) {
+            if (!matches(cell.value, cell.decimals, candidate(i, j), options,
+                         (has_carried ? (*spread)(i, j) : 0.0) + shown_slack(m_options, cell.decimals))) {
                 return false;
             }
         }

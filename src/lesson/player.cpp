@@ -166,10 +166,12 @@ std::string diagnose_number(const Lesson& lesson, const Question& question, cons
     return "That is the number this mistake gives: " + diagnosis->mistake + " Correct: " + diagnosis->correct + ".";
 }
 
-CheckOptions grading_options(const Lesson& lesson, const Question& question) {
+CheckOptions grading_options(const Lesson& lesson, const Question& question, int shown_decimals) {
     CheckOptions options;
     options.tolerance = question.tolerance;
     options.decimals = question_decimals(lesson, question);
+    // the tables show numbers rounded: 0.8650 on the screen is 0.864955, and rounds to 0.87
+    options.shown_decimals = shown_decimals;
     return options;
 }
 
@@ -346,7 +348,7 @@ private:
                 m_writer.answer(working);
                 return true;
             }
-            const Graded graded = grade_reply(m_lesson, question, reply);
+            const Graded graded = grade_reply(m_lesson, question, reply, m_options.render.precision);
             if (!graded.valid) {
                 ask_again = graded.again;
                 continue;
@@ -464,7 +466,7 @@ std::string answer_form(const Lesson& lesson, const Question& question) {
     return "";
 }
 
-Graded grade_reply(const Lesson& lesson, const Question& question, const std::string& text) {
+Graded grade_reply(const Lesson& lesson, const Question& question, const std::string& text, int shown_decimals) {
     Graded graded;
     switch (question.kind) {
         case Question::Kind::number: {
@@ -475,8 +477,8 @@ Graded grade_reply(const Lesson& lesson, const Question& question, const std::st
             }
             graded.valid = true;
             const double expected = resolve(lesson, question.answer).front();
-            const CheckOptions options = grading_options(lesson, question);
-            graded.right = matches(reply.value, reply.decimals, expected, options);
+            const CheckOptions options = grading_options(lesson, question, shown_decimals);
+            graded.right = matches(reply.value, reply.decimals, expected, options, shown_slack(options, reply.decimals));
             if (!graded.right) {
                 graded.why = diagnose_number(lesson, question, reply, options);
             }
@@ -493,6 +495,18 @@ Graded grade_reply(const Lesson& lesson, const Question& question, const std::st
             graded.right = shape->first == step.values.n_rows && shape->second == step.values.n_cols;
             if (!graded.right && shape->first == step.values.n_cols && shape->second == step.values.n_rows) {
                 graded.why = "That is the shape turned round: rows come first.";
+            }
+            // the heads side by side, counted as key/value heads
+            const Model& model = model_of(lesson, question.answer).model;
+            const arma::uword heads = model.n_heads();
+            const arma::uword kv_heads = model.n_kv_heads();
+            const arma::uword d_v = model.d_v();
+            if (!graded.right && kv_heads != heads && step.values.n_cols == heads * d_v &&
+                shape->first == step.values.n_rows && shape->second == kv_heads * d_v) {
+                graded.why = "That counts the " + std::to_string(kv_heads) + " key/value heads: each of the " +
+                             std::to_string(heads) + " query heads writes its own " + std::to_string(d_v) +
+                             " columns, so there are " + std::to_string(heads) + " · " + std::to_string(d_v) + " = " +
+                             std::to_string(heads * d_v) + ".";
             }
             return graded;
         }

@@ -60,7 +60,9 @@ struct Graded {
     std::string why;
     std::string again;
 };
-Graded grade_reply(const Lesson& lesson, const Question& question, const std::string& reply);
+// `shown_decimals`: the precision of the numbers on the screen, which an
+// answer may have been worked from (their rounding is allowed for).
+Graded grade_reply(const Lesson& lesson, const Question& question, const std::string& reply, int shown_decimals = 4);
 
 // The answer of a question with its working: a number's is the cell's
 // arithmetic, as `qkv explain` writes it.

@@ -768,6 +768,47 @@ TEST_CASE("a choice is read by its number, its start or its key words, without i
     CHECK_FALSE(qkv::grade_reply(lesson, *grows, "it").valid);
 }
 
+TEST_CASE("a lesson's question allows for the rounding of the numbers on the screen", "[lesson][player]") {
+    // lesson 2's last question: a's weight for itself after scaling, 0.6439. Forgetting the scaling
+    // gives softmax([4, 2, 0, -2])[1] = 0.864955, shown as 0.8650 a page before: 0.87 from the screen
+    const auto lesson = builtin_lesson("scaling");
+    const qkv::Question& last = *lesson.pages.back().ask;
+    REQUIRE(last.answer.cell.text == "weights[1,1]");
+    const auto from_screen = qkv::grade_reply(lesson, last, "0.87");
+    CHECK(from_screen.valid);
+    CHECK_FALSE(from_screen.right);
+    CHECK(from_screen.why.find("not divided by √d_k") != std::string::npos);
+    CHECK(from_screen.why.find("(√4 = 2)") != std::string::npos);
+    CHECK(qkv::grade_reply(lesson, last, "0.86").why.find("not divided by √d_k") != std::string::npos);
+    CHECK(qkv::grade_reply(lesson, last, "0.64").right);
+    // only an answer rounded to fewer decimals than the screen shows: 0.6440 is no rounding of 0.6439
+    CHECK_FALSE(qkv::grade_reply(lesson, last, "0.6440").right);
+    CHECK(qkv::grade_reply(lesson, last, "0.644", 4).right);
+}
+
+TEST_CASE("a shape that counts the key/value heads instead of the query heads is named", "[lesson][player]") {
+    // lesson 11: 4 query heads over 2 key/value heads of d_v 2, no W_O: the output is 3 × 8
+    const auto lesson = builtin_lesson("grouped-query");
+    const qkv::Question* output = nullptr;
+    for (const auto& page : lesson.pages) {
+        if (page.ask && page.ask->kind == qkv::Question::Kind::shape && page.ask->answer.cell.step == qkv::StepId::output) {
+            output = &*page.ask;
+        }
+    }
+    REQUIRE(output != nullptr);
+    const auto& step = qkv::shape_step(lesson, *output);
+    REQUIRE(step.values.n_rows == 3);
+    REQUIRE(step.values.n_cols == 8);
+    CHECK(qkv::grade_reply(lesson, *output, "3 x 8").right);
+    const auto counted = qkv::grade_reply(lesson, *output, "3 x 4");
+    CHECK(counted.valid);
+    CHECK_FALSE(counted.right);
+    CHECK(counted.why == "That counts the 2 key/value heads: each of the 4 query heads writes its own 2 columns, so "
+                         "there are 4 · 2 = 8.");
+    CHECK(qkv::grade_reply(lesson, *output, "8 x 3").why == "That is the shape turned round: rows come first.");
+    CHECK(qkv::grade_reply(lesson, *output, "3 x 6").why.empty());
+}
+
 TEST_CASE("a lesson names the key/value heads and the bytes a key/value cache holds per token", "[lesson]") {
     const auto lesson = qkv::prepare_lesson(qkv::read_lesson(
         {"cache.yaml", "title: Cache\nsummary: sizes\nmodel: gqa\nscript:\n  - say: \"{kv_heads} {bytes_per_token}\"\n", ""},
