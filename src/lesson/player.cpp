@@ -1,6 +1,8 @@
 #include "lesson/player.hpp"
 #include "base/parse.hpp"
 
+#include "attention/attention.hpp"
+#include "attention/steps.hpp"
 #include "check/check.hpp"
 
 #include <algorithm>
@@ -134,6 +136,9 @@ std::optional<std::size_t> chosen_option(const Question& question, const std::st
     });
 }
 
+std::string rounded_inputs(const LessonModel& entry, const Step& step, const CellRef& cell, const Reply& reply,
+                           const CheckOptions& options);
+
 // The mistake, among `qkv check`'s, that a wrong number shows: the learner's
 // number is the cell as that mistake makes it, and not the true value.
 std::string diagnose_number(const Lesson& lesson, const Question& question, const Reply& reply,
@@ -160,10 +165,52 @@ std::string diagnose_number(const Lesson& lesson, const Question& question, cons
     CheckOptions one_cell = options;
     one_cell.min_evidence = 1;
     const auto diagnosis = diagnose_answer(entry.model, entry.trace, answers, step.id, step.head, one_cell);
-    if (!diagnosis) {
+    if (diagnosis) {
+        return "That is the number this mistake gives: " + diagnosis->mistake + " Correct: " + diagnosis->correct + ".";
+    }
+    return rounded_inputs(entry, step, cell, reply, options);
+}
+
+// A wrong number that the step's own arithmetic gives from its inputs rounded
+// to fewer decimals than the screen shows (output 1 from weights rounded to 2
+// decimals): the rounding is named, not a mistake of method.
+std::string rounded_inputs(const LessonModel& entry, const Step& step, const CellRef& cell, const Reply& reply,
+                           const CheckOptions& options) {
+    const StepRow& row = step_row(step.id);
+    if (row.compute == nullptr) {
         return "";
     }
-    return "That is the number this mistake gives: " + diagnosis->mistake + " Correct: " + diagnosis->correct + ".";
+    const std::vector<StepKey> reads = step_inputs(entry.model, {step.id, step.head});
+    for (int decimals = 0; decimals < std::min(options.shown_decimals, 4); ++decimals) {
+        std::vector<arma::mat> rounded;
+        std::vector<std::string> changed;
+        for (const StepKey& read : reads) {
+            const Step* input = entry.trace.find(read.id, read.head);
+            if (input == nullptr) {
+                return "";
+            }
+            const arma::mat& values = input->values;
+            rounded.push_back(round_to(values, decimals));
+            if (!arma::approx_equal(rounded.back(), values, "absdiff", 0.0)) {
+                changed.push_back(step_text(read.id));
+            }
+        }
+        if (changed.empty()) {
+            continue;
+        }
+        std::vector<const arma::mat*> inputs;
+        for (const auto& matrix : rounded) {
+            inputs.push_back(&matrix);
+        }
+        const arma::mat result = row.compute(entry.model, step.head, inputs);
+        const double value = result(static_cast<arma::uword>(cell.row - 1), static_cast<arma::uword>(cell.col - 1));
+        if (matches(reply.value, reply.decimals, value, options)) {
+            return "That is what the " + join_list(changed, " and ") + " give rounded to " + std::to_string(decimals) +
+                   (decimals == 1 ? " decimal" : " decimals") + ". Carry the numbers as the tables show them, and round "
+                   "only the answer.";
+        }
+    }
+    return "";
 }
 
 CheckOptions grading_options(const Lesson& lesson, const Question& question, int shown_decimals) {

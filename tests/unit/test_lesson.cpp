@@ -786,6 +786,29 @@ TEST_CASE("a lesson's question allows for the rounding of the numbers on the scr
     CHECK(qkv::grade_reply(lesson, last, "0.644", 4).right);
 }
 
+TEST_CASE("a lesson names an answer worked from inputs rounded too early", "[lesson][player]") {
+    // lesson 1, output 1's third number: 0.0634·3 + 0.4683·0 + 0.4683·3 = 1.5951, or 1.60; from
+    // the weights rounded to 2 decimals, 0.06·3 + 0.47·3 = 1.59. (To 1 decimal, 0.1·3 + 0.5·3 = 1.8, which
+    // is also what dividing the scores by their sum gives: check's mistake is named first.)
+    const auto lesson = builtin_lesson("walkthrough");
+    const qkv::Question* output = nullptr;
+    for (const auto& page : lesson.pages) {
+        if (page.ask && page.ask->kind == qkv::Question::Kind::number &&
+            page.ask->answer.cell.text == "head_output[1,3]") {
+            output = &*page.ask;
+        }
+    }
+    REQUIRE(output != nullptr);
+    CHECK(qkv::grade_reply(lesson, *output, "1.60").right);
+    const auto graded = qkv::grade_reply(lesson, *output, "1.59");
+    CHECK_FALSE(graded.right);
+    CHECK(graded.why == "That is what the weights give rounded to 2 decimals. Carry the numbers as the tables show "
+                        "them, and round only the answer.");
+    CHECK(qkv::grade_reply(lesson, *output, "1.80").why.find("without exponentiating") != std::string::npos);
+    // a slip is not put down to rounding
+    CHECK(qkv::grade_reply(lesson, *output, "1.52").why.empty());
+}
+
 TEST_CASE("a shape that counts the key/value heads instead of the query heads is named", "[lesson][player]") {
     // lesson 11: 4 query heads over 2 key/value heads of d_v 2, no W_O: the output is 3 × 8
     const auto lesson = builtin_lesson("grouped-query");
