@@ -138,6 +138,8 @@ std::optional<std::size_t> chosen_option(const Question& question, const std::st
 
 std::string rounded_inputs(const LessonModel& entry, const Step& step, const CellRef& cell, const Reply& reply,
                            const CheckOptions& options);
+std::string online_mistake(const Lesson& lesson, const Question& question, const Reply& reply,
+                           const CheckOptions& options);
 
 // The mistake, among `qkv check`'s, that a wrong number shows: the learner's
 // number is the cell as that mistake makes it, and not the true value.
@@ -168,7 +170,82 @@ std::string diagnose_number(const Lesson& lesson, const Question& question, cons
     if (diagnosis) {
         return "That is the number this mistake gives: " + diagnosis->mistake + " Correct: " + diagnosis->correct + ".";
     }
+    if (auto online = online_mistake(lesson, question, reply, options); !online.empty()) {
+        return online;
+    }
     return rounded_inputs(entry, step, cell, reply, options);
+}
+
+// On a page that reads the keys in blocks (block_size), the online softmax's
+// own mistakes: ℓ (and o) not rescaled when the maximum grows, or o not
+// divided by ℓ at the end.
+std::string online_mistake(const Lesson& lesson, const Question& question, const Reply& reply,
+                           const CheckOptions& options) {
+    int block = 0;
+    for (const auto& page : lesson.pages) {
+        block = page.ask && &*page.ask == &question ? page.block_size : block;
+    }
+    const LessonModel& entry = model_of(lesson, question.answer);
+    const CellRef& cell = question.answer.cell;
+    if (block <= 0 || !step_row(cell.step).online || entry.model.sinks || cell.col < 1) {
+        return "";
+    }
+    const int h = std::max(cell.head, 1);
+    const StepKey read = step_inputs(entry.model, {StepId::weights, h}).front();
+    const Step* source = entry.trace.find(read.id, read.head);
+    const Step* values = entry.trace.find(StepId::values, entry.model.kv_head_of(h));
+    if (source == nullptr || values == nullptr) {
+        return "";
+    }
+    const arma::rowvec x = source->values.row(static_cast<arma::uword>(cell.row - 1));
+    const auto col = static_cast<arma::uword>(cell.col - 1);
+    // the recurrence, rescaling (right) or not (the mistake) when m grows
+    struct Running {
+        double m = -arma::datum::inf;
+        double l = 0.0;
+        arma::rowvec o;
+    };
+    const auto run = [&](bool rescale) {
+        Running r{-arma::datum::inf, 0.0, arma::rowvec(values->values.n_cols, arma::fill::zeros)};
+        const auto size = static_cast<arma::uword>(block);
+        for (arma::uword first = 0; first < x.n_elem; first += size) {
+            const arma::uword last = std::min<arma::uword>(first + size, x.n_elem) - 1;
+            const double block_max = x.subvec(first, last).max();
+            if (std::isinf(block_max) && block_max < 0) {
+                continue;
+            }
+            const double m_new = std::max(r.m, block_max);
+            const double factor = !rescale || std::isinf(r.m) ? 1.0 : std::exp(r.m - m_new);
+            r.l *= factor;
+            r.o *= factor;
+            for (arma::uword j = first; j <= last; ++j) {
+                const double e = std::exp(x(j) - m_new);
+                r.l += e;
+                r.o += e * values->values.row(j);
+            }
+            r.m = m_new;
+        }
+        return r;
+    };
+    const auto fits = [&](double value) {
+        return matches(reply.value, reply.decimals, value, options, shown_slack(options, reply.decimals));
+    };
+    const Running kept = run(false);
+    const std::string not_rescaled = " was not rescaled when m grew: what was summed with the old maximum must "
+                                     "be multiplied by exp(m_old − m_new) before the block's own terms are added.";
+    if (cell.step == StepId::weights && fits(std::exp(x(col) - kept.m) / kept.l)) {
+        return "ℓ" + not_rescaled;
+    }
+    if (cell.step == StepId::head_output) {
+        if (fits(kept.o(col) / kept.l)) {
+            return "ℓ and o were" + not_rescaled.substr(std::string(" was").size());
+        }
+        const Running right = run(true);
+        if (fits(right.o(col))) {
+            return "That is o before the division: the output is o / ℓ, with the last block's ℓ.";
+        }
+    }
+    return "";
 }
 
 // A wrong number that the step's own arithmetic gives from its inputs rounded

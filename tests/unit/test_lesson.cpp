@@ -809,6 +809,37 @@ TEST_CASE("a lesson names an answer worked from inputs rounded too early", "[les
     CHECK(qkv::grade_reply(lesson, *output, "1.52").why.empty());
 }
 
+TEST_CASE("the online softmax's own mistakes are named in its lesson", "[lesson][player]") {
+    // lesson 12. Query 3's scores [2, 1, 5, 3] in blocks of 2: m = 2, ℓ = 1 + e^−1; then m = 5 and
+    // ℓ = (1 + e^−1)·e^−3 + 1 + e^−2 = 1.2034, weights[3,1] = e^−3 / 1.2034 = 0.0414. Without the
+    // rescaling ℓ = 1 + e^−1 + 1 + e^−2 = 2.5032, and e^−3 / 2.5032 = 0.0199
+    const auto lesson = builtin_lesson("online-softmax");
+    const auto question = [&](const std::string& cell) -> const qkv::Question& {
+        for (const auto& page : lesson.pages) {
+            if (page.ask && page.ask->answer.cell.text == cell) {
+                return *page.ask;
+            }
+        }
+        FAIL("no question on " << cell);
+        throw std::logic_error("unreachable");
+    };
+    const qkv::Question& weight = question("weights[3,1]");
+    CHECK(qkv::grade_reply(lesson, weight, "0.04").right);
+    const auto kept = qkv::grade_reply(lesson, weight, "0.02");
+    CHECK_FALSE(kept.right);
+    CHECK(kept.why.rfind("ℓ was not rescaled when m grew", 0) == 0);
+    // query 4's output: scores [1, 1, 3, 2], values' first column [1, 0, 2, 1]: o = 2.5032,
+    // ℓ = 1.6386, o / ℓ = 1.5277; 2.50 is o itself
+    const qkv::Question& output = question("head_output[4,1]");
+    CHECK(qkv::grade_reply(lesson, output, "1.53").right);
+    const auto undivided = qkv::grade_reply(lesson, output, "2.50");
+    CHECK_FALSE(undivided.right);
+    CHECK(undivided.why == "That is o before the division: the output is o / ℓ, with the last block's ℓ.");
+    // neither rescaled: o = 1 + 2 + e^−1 = 3.3679 over ℓ = 2 + 1 + e^−1 = 3.3679: 1
+    CHECK(qkv::grade_reply(lesson, output, "1.00").why.rfind("ℓ and o were not rescaled", 0) == 0);
+    CHECK(qkv::grade_reply(lesson, output, "1.31").why.empty());
+}
+
 TEST_CASE("a shape that counts the key/value heads instead of the query heads is named", "[lesson][player]") {
     // lesson 11: 4 query heads over 2 key/value heads of d_v 2, no W_O: the output is 3 × 8
     const auto lesson = builtin_lesson("grouped-query");
