@@ -138,6 +138,16 @@ std::optional<std::size_t> chosen_option(const Question& question, const std::st
 
 std::string rounded_inputs(const LessonModel& entry, const Step& step, const CellRef& cell, const Reply& reply,
                            const CheckOptions& options);
+
+// The block size of the page that asks `question` (0: the page reads its keys whole).
+int block_size_of(const Lesson& lesson, const Question& question) {
+    for (const auto& page : lesson.pages) {
+        if (page.ask && &*page.ask == &question) {
+            return page.block_size;
+        }
+    }
+    return 0;
+}
 std::string online_mistake(const Lesson& lesson, const Question& question, const Reply& reply,
                            const CheckOptions& options);
 
@@ -181,10 +191,7 @@ std::string diagnose_number(const Lesson& lesson, const Question& question, cons
 // divided by ℓ at the end.
 std::string online_mistake(const Lesson& lesson, const Question& question, const Reply& reply,
                            const CheckOptions& options) {
-    int block = 0;
-    for (const auto& page : lesson.pages) {
-        block = page.ask && &*page.ask == &question ? page.block_size : block;
-    }
+    const int block = block_size_of(lesson, question);
     const LessonModel& entry = model_of(lesson, question.answer);
     const CellRef& cell = question.answer.cell;
     if (block <= 0 || !step_row(cell.step).online || entry.model.sinks || cell.col < 1) {
@@ -651,8 +658,11 @@ Graded grade_reply(const Lesson& lesson, const Question& question, const std::st
 Explanation question_working(const Lesson& lesson, const Question& question, const RenderOptions& options) {
     switch (question.kind) {
         case Question::Kind::number: {
+            // on a page that reads the keys in blocks, the answer is worked block by block too
             const LessonModel& entry = model_of(lesson, question.answer);
-            return explain_cell(entry.model, entry.trace, question.answer.cell, options);
+            const int block = step_row(question.answer.cell.step).online ? block_size_of(lesson, question) : 0;
+            return explain_cell(entry.model, entry.trace, question.answer.cell, options,
+                                static_cast<arma::uword>(std::max(block, 0)));
         }
         case Question::Kind::shape: {
             const Step& step = shape_step(lesson, question);
