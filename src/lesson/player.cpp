@@ -139,14 +139,47 @@ std::optional<std::size_t> chosen_option(const Question& question, const std::st
 std::string rounded_inputs(const LessonModel& entry, const Step& step, const CellRef& cell, const Reply& reply,
                            const CheckOptions& options);
 
-// The block size of the page that asks `question` (0: the page reads its keys whole).
-int block_size_of(const Lesson& lesson, const Question& question) {
+// The page that asks `question`.
+const Page* page_of(const Lesson& lesson, const Question& question) {
     for (const auto& page : lesson.pages) {
         if (page.ask && &*page.ask == &question) {
-            return page.block_size;
+            return &page;
         }
     }
-    return 0;
+    return nullptr;
+}
+
+// The block size of the page that asks `question` (0: the page reads its keys whole).
+int block_size_of(const Lesson& lesson, const Question& question) {
+    const Page* page = page_of(lesson, question);
+    return page == nullptr ? 0 : page->block_size;
+}
+
+// The steps whose tables the learner has in front of them when the question is
+// asked (a question asked after the page's tables), as answers that are
+// right in every cell: no mistake is looked for in a step the lesson gave.
+void add_shown_steps(const Lesson& lesson, const Question& question, const LessonModel& entry, Answers& answers) {
+    const Page* page = page_of(lesson, question);
+    if (page == nullptr || question.predict || page->model != question.answer.model) {
+        return;
+    }
+    for (const Step& step : entry.trace.steps) {
+        const bool shown = std::find(page->show.begin(), page->show.end(), step.id) != page->show.end();
+        const bool asked = step.id == question.answer.cell.step;
+        if (!shown || asked || (page->head != 0 && step.head != 0 && step.head != page->head)) {
+            continue;
+        }
+        StepAnswer given;
+        given.id = step.id;
+        given.head = step.head;
+        given.n_rows = step.values.n_rows;
+        given.n_cols = step.values.n_cols;
+        given.where = "the lesson";
+        for (const double value : arma::mat(step.values.t())) {  // row-major
+            given.cells.push_back({true, value, 17, "shown"});
+        }
+        answers.steps.push_back(std::move(given));
+    }
 }
 std::string online_mistake(const Lesson& lesson, const Question& question, const Reply& reply,
                            const CheckOptions& options);
@@ -174,6 +207,7 @@ std::string diagnose_number(const Lesson& lesson, const Question& question, cons
     Answers answers;
     answers.source = "the lesson";
     answers.steps.push_back(answer);
+    add_shown_steps(lesson, question, entry, answers);
     CheckOptions one_cell = options;
     one_cell.min_evidence = 1;
     const auto diagnosis = diagnose_answer(entry.model, entry.trace, answers, step.id, step.head, one_cell);

@@ -7,6 +7,7 @@
 #include "render/table.hpp"
 #include "support.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -838,6 +839,28 @@ TEST_CASE("the online softmax's own mistakes are named in its lesson", "[lesson]
     // neither rescaled: o = 1 + 2 + e^−1 = 3.3679 over ℓ = 2 + 1 + e^−1 = 3.3679: 1
     CHECK(qkv::grade_reply(lesson, output, "1.00").why.rfind("ℓ and o were not rescaled", 0) == 0);
     CHECK(qkv::grade_reply(lesson, output, "1.31").why.empty());
+}
+
+TEST_CASE("a lesson does not blame a step whose numbers it gave", "[lesson][player]") {
+    // lesson 14's first question: grad_weights[3,2] = dZ[3]·V[2], with V on the screen. The wrong
+    // value row, dZ[3]·V[3], is no mistake in computing V
+    const auto lesson = builtin_lesson("backward");
+    const qkv::Question* question = nullptr;
+    for (const auto& page : lesson.pages) {
+        if (page.ask && page.ask->answer.cell.text == "grad_weights[3,2]") {
+            question = &*page.ask;
+        }
+    }
+    REQUIRE(question != nullptr);
+    const auto& trace = lesson.models.front().trace;
+    const arma::rowvec dZ = trace.find(qkv::StepId::grad_head_output, 1)->values.row(2);
+    const arma::mat& V = trace.find(qkv::StepId::values, 1)->values;
+    CHECK(qkv::grade_reply(lesson, *question, fmt::format("{:.4f}", arma::dot(dZ, V.row(1)))).right);
+    const double wrong_row = arma::dot(dZ, V.row(2));
+    REQUIRE(std::fabs(wrong_row - arma::dot(dZ, V.row(1))) > 0.01);
+    const auto graded = qkv::grade_reply(lesson, *question, fmt::format("{:.4f}", wrong_row));
+    CHECK_FALSE(graded.right);
+    CHECK(graded.why.find("values were computed") == std::string::npos);
 }
 
 TEST_CASE("a shape that counts the key/value heads instead of the query heads is named", "[lesson][player]") {
