@@ -51,7 +51,8 @@ public:
             step.row_labels.clear();
             step.col_labels.clear();
         }
-        if (std::find(m_trace.numbering.begin(), m_trace.numbering.end(), key.id) == m_trace.numbering.end()) {
+        if (!step_row(key.id).parameter &&
+            std::find(m_trace.numbering.begin(), m_trace.numbering.end(), key.id) == m_trace.numbering.end()) {
             m_trace.numbering.push_back(key.id);
         }
         m_trace.steps.push_back(std::move(step));
@@ -137,6 +138,14 @@ arma::mat engine_gradient(const Model& model, const StepKey& key, const EngineGr
         case StepId::positional:
         case StepId::encoded:
         case StepId::context:
+        case StepId::w_query:
+        case StepId::b_query:
+        case StepId::w_key:
+        case StepId::b_key:
+        case StepId::w_value:
+        case StepId::b_value:
+        case StepId::w_output:
+        case StepId::b_output:
         case StepId::queries:
         case StepId::rotated_queries:
         case StepId::keys:
@@ -186,6 +195,10 @@ void add_engine_steps(const Model& model, const ComputeOptions& options, TraceBu
     request.grad_output = model.grad_output ? &*model.grad_output : nullptr;
     EngineResult result = run_engine(request);
     for (const StepKey& key : rest) {
+        if (step_row(key.id).parameter) {
+            builder.add(key, compute_step(model, key, values));  // the example's weights, read from the model
+            continue;
+        }
         if (key.id == StepId::output) {
             builder.add(key, std::move(result.output));
             continue;

@@ -17,14 +17,16 @@
 namespace qkv {
 
 // What a step is to a reader: given by the example (inputs, positional,
-// context), computed by the forward pass, or a gradient of the backward pass.
+// context, the weights and biases), computed by the forward pass, or a gradient of the backward pass.
 enum class StepCategory { given, forward, gradient };
 
 constexpr StepCategory step_category(StepId id) {
     if (id >= StepId::grad_output) {
         return StepCategory::gradient;
     }
-    if (id == StepId::inputs || id == StepId::positional || id == StepId::context) {
+    if (id == StepId::inputs || id == StepId::positional || id == StepId::context || id == StepId::w_query ||
+        id == StepId::b_query || id == StepId::w_key || id == StepId::b_key || id == StepId::w_value ||
+        id == StepId::b_value || id == StepId::w_output || id == StepId::b_output) {
         return StepCategory::given;
     }
     return StepCategory::forward;

@@ -24,10 +24,17 @@ enum class StepId {
     positional,
     encoded,
     context,
+    // the example's weights (w_…, b_…), each shown just before the step that uses it
+    w_query,
+    b_query,
     queries,
     rotated_queries,
+    w_key,
+    b_key,
     keys,
     rotated_keys,
+    w_value,
+    b_value,
     values,
     scores,
     scaled_scores,
@@ -37,6 +44,8 @@ enum class StepId {
     weights,
     head_output,
     concat,
+    w_output,
+    b_output,
     output,
     // the backward pass (grad_output:): each the gradient of the loss with respect to a forward value
     grad_output,
@@ -94,6 +103,9 @@ struct Dims;
 bool is_per_head(StepId id, const Dims& dims);
 // A step of the backward pass: a gradient (grad_output: or --backward).
 bool is_gradient(StepId id);
+// One of the example's weights or biases (w_query … b_output): given, not
+// computed, and shown as a table without a step number.
+bool is_parameter(StepId id);
 // Computed once per key/value head (keys, values, rotated_keys); with
 // grouped-query attention there are fewer of these than query heads.
 bool is_per_kv_head(StepId id);

@@ -55,6 +55,14 @@ std::vector<std::string> dimension_labels(arma::uword count) {
     return labels;
 }
 
+std::vector<std::string> prefixed_labels(const std::string& prefix, arma::uword count) {
+    std::vector<std::string> labels;
+    for (arma::uword j = 1; j <= count; ++j) {
+        labels.push_back(prefix + std::to_string(j));
+    }
+    return labels;
+}
+
 void set_text(Step& step, std::string formula, std::string latex, std::string explanation,
               std::vector<std::string> rows, std::vector<std::string> cols) {
     step.formula = std::move(formula);
@@ -478,6 +486,12 @@ constexpr StepRow k_steps[] = {
     {.id = StepId::context, .name = "context", .title = "Context", .man = "C (cross-attention)",
      .heads = HeadKind::none, .needs = "context:", .exists = with_context, .reads = reads_nothing,
      .compute = given_context, .describe = describe_context},
+    {.id = StepId::w_query, .name = "w_query", .title = "Query weights", .man = R"(W_Q, in the file's layout)",
+     .heads = HeadKind::query, .exists = always, .parameter = true,
+     .reads = reads_nothing, .compute = given::w_query, .describe = given::describe_w_query},
+    {.id = StepId::b_query, .name = "b_query", .title = "Query bias", .man = R"(b_Q (with \fBbias.query\fR))",
+     .heads = HeadKind::query, .needs = "bias.query", .exists = given::query_bias_exists, .parameter = true,
+     .reads = reads_nothing, .compute = given::b_query, .describe = given::describe_b_query, .has_head = given::head_has_query_bias},
     {.id = StepId::queries, .name = "queries", .title = "Queries", .man = R"(Q = X\(pcW_Q + b_Q)",
      .heads = HeadKind::query, .exists = always, .engine = true, .reads = reads_query_source,
      .compute = project_queries, .describe = describe_queries},
@@ -485,6 +499,12 @@ constexpr StepRow k_steps[] = {
      .man = R"(Q turned pair by pair (with \fBrope\fR))", .heads = HeadKind::query, .needs = "rope:",
      .exists = with_rope, .engine = true, .reads = reads_queries, .compute = rotate_rows,
      .describe = describe_rotated_queries},
+    {.id = StepId::w_key, .name = "w_key", .title = "Key weights", .man = R"(W_K, in the file's layout)",
+     .heads = HeadKind::key_value, .exists = always, .parameter = true,
+     .reads = reads_nothing, .compute = given::w_key, .describe = given::describe_w_key},
+    {.id = StepId::b_key, .name = "b_key", .title = "Key bias", .man = R"(b_K (with \fBbias.key\fR))",
+     .heads = HeadKind::key_value, .needs = "bias.key", .exists = given::key_bias_exists, .parameter = true,
+     .reads = reads_nothing, .compute = given::b_key, .describe = given::describe_b_key, .has_head = given::kv_head_has_key_bias},
     {.id = StepId::keys, .name = "keys", .title = "Keys",
      .man = R"(K = X\(pcW_K + b_K (C\(pcW_K for cross-attention))", .heads = HeadKind::key_value, .exists = always,
      .engine = true, .reads = reads_key_source, .compute = project_keys, .describe = describe_keys},
@@ -492,6 +512,12 @@ constexpr StepRow k_steps[] = {
      .man = R"(K turned pair by pair (with \fBrope\fR))", .heads = HeadKind::key_value, .needs = "rope:",
      .exists = with_rope, .engine = true, .reads = reads_keys, .compute = rotate_rows,
      .describe = describe_rotated_keys},
+    {.id = StepId::w_value, .name = "w_value", .title = "Value weights", .man = R"(W_V, in the file's layout)",
+     .heads = HeadKind::key_value, .exists = always, .parameter = true,
+     .reads = reads_nothing, .compute = given::w_value, .describe = given::describe_w_value},
+    {.id = StepId::b_value, .name = "b_value", .title = "Value bias", .man = R"(b_V (with \fBbias.value\fR))",
+     .heads = HeadKind::key_value, .needs = "bias.value", .exists = given::value_bias_exists, .parameter = true,
+     .reads = reads_nothing, .compute = given::b_value, .describe = given::describe_b_value, .has_head = given::kv_head_has_value_bias},
     {.id = StepId::values, .name = "values", .title = "Values", .man = R"(V = X\(pcW_V + b_V)",
      .heads = HeadKind::key_value, .exists = always, .engine = true, .reads = reads_key_source,
      .compute = project_values, .describe = describe_values},
@@ -523,6 +549,12 @@ constexpr StepRow k_steps[] = {
      .man = "[Z_1 Z_2], [Z_1 Z_2 Z_3], [Z_1 ... Z_H] (more than one head)", .heads = HeadKind::none,
      .needs = "more than one head", .exists = with_several_heads, .engine = true, .reads = reads_every_head_output,
      .compute = concatenate, .describe = describe_concat},
+    {.id = StepId::w_output, .name = "w_output", .title = "Output weights", .man = R"(W_O (with \fBweights.output\fR))",
+     .heads = HeadKind::none, .needs = "weights.output", .exists = given::output_weight_exists, .parameter = true,
+     .reads = reads_nothing, .compute = given::w_output, .describe = given::describe_w_output},
+    {.id = StepId::b_output, .name = "b_output", .title = "Output bias", .man = R"(b_O (with \fBbias.output\fR))",
+     .heads = HeadKind::none, .needs = "bias.output", .exists = given::output_bias_exists, .parameter = true,
+     .reads = reads_nothing, .compute = given::b_output, .describe = given::describe_b_output},
     {.id = StepId::output, .name = "output", .title = "Output",
      .man = R"(concat\(pcW_O + b_O, or concat without W_O)", .heads = HeadKind::none, .exists = always,
      .engine = true, .reads = reads_concat, .compute = project_output, .describe = describe_output},
@@ -644,6 +676,18 @@ static_assert(rows_in_order(), "the rows are in the order of StepId, so that ste
 // ── names ───────────────────────────────────────────────────────────────────
 const StepRow& step_row(StepId id) { return k_steps[static_cast<std::size_t>(id)]; }
 
+std::vector<StepId> step_parameters(StepId id) {
+    std::vector<StepId> used;
+    const auto k = static_cast<std::size_t>(id);
+    if (k_steps[k].parameter) {
+        return used;
+    }
+    for (std::size_t j = k; j > 0 && k_steps[j - 1].parameter; --j) {
+        used.insert(used.begin(), k_steps[j - 1].id);
+    }
+    return used;
+}
+
 std::vector<StepId> all_steps() {
     std::vector<StepId> ids;
     for (const auto& row : k_steps) {
@@ -693,6 +737,8 @@ bool is_per_head(StepId id, const Dims& dims) {
 }
 
 bool is_gradient(StepId id) { return id >= StepId::grad_output; }
+
+bool is_parameter(StepId id) { return step_row(id).parameter; }
 
 bool is_per_kv_head(StepId id) { return step_row(id).heads == HeadKind::key_value; }
 

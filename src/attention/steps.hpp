@@ -58,6 +58,8 @@ struct StepRow {
     bool square = false;              // an n × m matrix (per head): what dominates memory
     bool engine = false;              // the large-input engine computes it (attention/engine.hpp)
     bool online = false;              // has a block-by-block form: explain --block-size, a lesson's block_size
+    bool parameter = false;           // one of the example's weights or biases: given, shown unnumbered
+                                      // before the step that uses it, and left out of json and csv unless asked for
     // The steps it reads, for head `head` (0 when not per head).
     std::vector<StepKey> (*reads)(const Model& model, int head) = nullptr;
     // Its value from the values of `reads`, in that order: the textbook arithmetic.
@@ -71,6 +73,9 @@ struct StepRow {
 
 // The row of a step.
 const StepRow& step_row(StepId id);
+// The example's weights a step uses: the parameter rows just before its own
+// (w_query and b_query for queries; none for a step that uses no weight).
+std::vector<StepId> step_parameters(StepId id);
 
 // True when this example has the step.
 bool step_exists(const Model& model, StepId id);

@@ -69,14 +69,6 @@ std::string weight_latex(const Model& model, const std::string& name, bool trans
     return "W_{" + name + "}" + (transposed != pytorch_layout(model) ? "^\\top" : "");
 }
 
-std::vector<std::string> prefixed_labels(const std::string& prefix, arma::uword count) {
-    std::vector<std::string> labels;
-    for (arma::uword j = 1; j <= count; ++j) {
-        labels.push_back(prefix + std::to_string(j));
-    }
-    return labels;
-}
-
 }  // namespace
 
 // ── when a step exists ──────────────────────────────────────────────────────

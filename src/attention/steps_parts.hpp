@@ -27,6 +27,43 @@ std::vector<std::string> dimension_labels(arma::uword count);
 void set_text(Step& step, std::string formula, std::string latex, std::string explanation,
               std::vector<std::string> rows, std::vector<std::string> cols);
 
+// "q1", "q2", …: the numbers a weight makes
+std::vector<std::string> prefixed_labels(const std::string& prefix, arma::uword count);
+
+// ── the example's weights and biases (steps_given.cpp) ──────────────────────
+namespace given {
+
+bool output_weight_exists(const Model& model);
+bool query_bias_exists(const Model& model);
+bool key_bias_exists(const Model& model);
+bool value_bias_exists(const Model& model);
+bool output_bias_exists(const Model& model);
+// the query heads (h), or key/value heads (g), whose weight set gives the bias
+bool head_has_query_bias(const Model& model, int h);
+bool kv_head_has_key_bias(const Model& model, int g);
+bool kv_head_has_value_bias(const Model& model, int g);
+
+// each in the file's layout: x·W (in × out), or PyTorch's (out × in)
+arma::mat w_query(const Model& model, int head, StepInputs in);
+arma::mat w_key(const Model& model, int head, StepInputs in);
+arma::mat w_value(const Model& model, int head, StepInputs in);
+arma::mat w_output(const Model& model, int head, StepInputs in);
+arma::mat b_query(const Model& model, int head, StepInputs in);
+arma::mat b_key(const Model& model, int head, StepInputs in);
+arma::mat b_value(const Model& model, int head, StepInputs in);
+arma::mat b_output(const Model& model, int head, StepInputs in);
+
+void describe_w_query(const StepContext& context, Step& step);
+void describe_w_key(const StepContext& context, Step& step);
+void describe_w_value(const StepContext& context, Step& step);
+void describe_w_output(const StepContext& context, Step& step);
+void describe_b_query(const StepContext& context, Step& step);
+void describe_b_key(const StepContext& context, Step& step);
+void describe_b_value(const StepContext& context, Step& step);
+void describe_b_output(const StepContext& context, Step& step);
+
+}  // namespace given
+
 // ── the backward pass (steps_backward.cpp), in the order of the table ────────
 namespace backward {
 

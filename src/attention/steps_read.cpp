@@ -53,7 +53,7 @@ std::vector<StepKey> step_sequence(const Model& model) {
                     // gradient, which sums over all of them, with the last
                     const int g = model.kv_head_of(h);
                     const int with = is_gradient(id) ? model.first_query_head(g + 1) - 1 : model.first_query_head(g);
-                    if (with == h) {
+                    if (with == h && (row.has_head == nullptr || row.has_head(model, g))) {
                         sequence.push_back({id, g});
                     }
                 } else if (h <= step_heads(model, id) && (row.has_head == nullptr || row.has_head(model, h))) {
@@ -146,6 +146,9 @@ std::string concat_formula(int heads, bool latex) {
 }
 
 std::optional<int> step_rounding(const Model& model, StepId id) {
+    if (step_row(id).parameter) {
+        return std::nullopt;  // the example's own weights, as written
+    }
     if (const auto found = model.round.find(step_text(id)); found != model.round.end()) {
         return found->second;
     }

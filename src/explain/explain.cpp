@@ -51,6 +51,14 @@ public:
         static constexpr auto k_explain = step_handlers<void (Explainer::*)()>(
             {
                 {StepId::positional, &Explainer::positional},
+                {StepId::w_query, &Explainer::weight},
+                {StepId::w_key, &Explainer::weight},
+                {StepId::w_value, &Explainer::weight},
+                {StepId::w_output, &Explainer::weight},
+                {StepId::b_query, &Explainer::bias},
+                {StepId::b_key, &Explainer::bias},
+                {StepId::b_value, &Explainer::bias},
+                {StepId::b_output, &Explainer::bias},
                 {StepId::encoded, &Explainer::encoded},
                 {StepId::queries, &Explainer::projection},
                 {StepId::keys, &Explainer::projection},
@@ -151,6 +159,46 @@ private:
                  m_step->row_labels[m_row] + "\"'s vector");
         }
         line("nothing is computed for " + matrix + "; every later step starts from it");
+    }
+
+    // What a weight's numbers make: "query" for W_Q and b_Q, and so on.
+    std::string made() const {
+        const StepId id = m_step->id;
+        if (id == StepId::w_query || id == StepId::b_query) {
+            return "query";
+        }
+        if (id == StepId::w_key || id == StepId::b_key) {
+            return "key";
+        }
+        return id == StepId::w_value || id == StepId::b_value ? "value" : "output";
+    }
+
+    // A weight of the example, W[r, c]: from number r of the row it reads to
+    // number c of what it makes (the other way round in PyTorch's layout).
+    void weight() {
+        const std::string name = symbols(m_step->formula);
+        const bool output = m_step->id == StepId::w_output;
+        const std::string source = output ? (m_model.n_heads() > 1 ? "the concatenated heads' row" : "Z's row")
+                                          : "a token's row";
+        const std::string r = std::to_string(m_row + 1);
+        const std::string c = std::to_string(m_col + 1);
+        if (m_whole_row) {
+            line("given by the example: row " + r + " of " + name + ", as the file writes it");
+        } else if (m_model.layout == Layout::pytorch) {
+            line("given by the example, in PyTorch's layout (out × in): the weight from number " + c + " of " + source +
+                 " to number " + r + " of its " + made());
+        } else {
+            line("given by the example: the weight from number " + r + " of " + source + " to number " + c + " of its " +
+                 made());
+        }
+        line("nothing is computed for " + name + "; it is used as written");
+    }
+
+    void bias() {
+        const std::string name = symbols(m_step->formula);
+        line("given by the example: " + name + (m_whole_row ? " is" : "[" + std::to_string(m_col + 1) + "] is") +
+             " added to every token's " + made() + (m_whole_row ? "" : ", to its number " + std::to_string(m_col + 1)));
+        line("nothing is computed for " + name + "; it is used as written");
     }
 
     void positional() {

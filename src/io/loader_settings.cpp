@@ -208,6 +208,12 @@ std::optional<StepId> read_step_key(YamlReader& yaml, const YAML::Node& key, con
                    did_you_mean(step, step_names()) + "valid step ids: " + step_name_list());
         return std::nullopt;
     }
+    if (step_row(*id).parameter) {
+        yaml.error(key, path + "." + step + " is one of the example's weights, given and not worked out; expected a "
+                   "step that is computed",
+                   path + " is for the steps a learner works out, from queries on; the weights are used as written");
+        return std::nullopt;
+    }
     if (!step_exists(model, *id)) {
         yaml.error(key, path + "." + step + ": this example has no " + step + " step", step_absence(*id));
         return std::nullopt;

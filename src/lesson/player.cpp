@@ -9,6 +9,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <set>
 #include <sstream>
 
 namespace qkv {
@@ -362,6 +363,7 @@ private:
     int m_right = 0;
     int m_first_try = 0;
     int m_page = 1;   // the page being played, 1-based
+    std::set<std::pair<int, StepId>> m_weights_shown;  // (model, w_query …): the weights shown so far
 
     PlayEnd play_pages() {
         m_writer.title(m_lesson, m_options.number);
@@ -470,10 +472,22 @@ private:
         }
         RenderOptions options = m_options.render;
         options.steps.clear();
-        for (const auto& id : page.show) {
+        const auto add = [&](StepId id) {
             if (m_options.steps.empty() ||
                 std::find(m_options.steps.begin(), m_options.steps.end(), id) != m_options.steps.end()) {
                 options.steps.push_back(id);
+            }
+        };
+        for (const auto& id : page.show) {
+            // the weights a step uses come before it, the first time the lesson shows that step
+            for (const StepId weight : step_parameters(id)) {
+                if (m_weights_shown.insert({page.model, weight}).second) {
+                    add(weight);
+                }
+            }
+            add(id);
+            if (step_row(id).parameter) {
+                m_weights_shown.insert({page.model, id});
             }
         }
         if (options.steps.empty()) {

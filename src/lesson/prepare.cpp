@@ -3,6 +3,7 @@
 #include "lesson/lesson.hpp"
 
 #include "attention/attention.hpp"
+#include "attention/steps.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,17 +12,21 @@ namespace qkv {
 
 namespace {
 
-// One number per step throughout the lesson: each model's trace numbers the
-// steps that any of the lesson's models has, so that a lesson with a masked
-// and an unmasked example does not call two different steps "Step 7". A
-// lesson with one model numbers its steps as `qkv run` does.
+// One number per step throughout the lesson: the steps its pages show, of
+// any of its models, are numbered 1, 2, … in the order the lesson first shows
+// them, so that the numbers run on without gaps as the learner reads (a
+// lesson that shows the queries and the scores, then the rotated queries,
+// calls them steps 1, 2 and 3) and a step keeps its number on every page. A
+// page shows its steps in the table's order. The example's weights, shown
+// before the steps that use them, have no number.
 void number_steps_alike(Lesson& lesson) {
     std::vector<StepId> numbering;
-    for (const StepId id : all_steps()) {
-        const bool any = std::any_of(lesson.models.begin(), lesson.models.end(),
-                                     [id](const LessonModel& entry) { return entry.trace.number(id) != 0; });
-        if (any) {
-            numbering.push_back(id);
+    for (const Page& page : lesson.pages) {
+        for (const StepId id : all_steps()) {
+            const bool shown = std::find(page.show.begin(), page.show.end(), id) != page.show.end();
+            if (shown && !step_row(id).parameter && std::find(numbering.begin(), numbering.end(), id) == numbering.end()) {
+                numbering.push_back(id);
+            }
         }
     }
     for (auto& entry : lesson.models) {

@@ -14,20 +14,21 @@ struct FormatRow {
     Format format;
     std::string_view name;
     unsigned writers;  // bit(Writer::…) of each writer that writes it
+    bool read = false; // a person reads it: it shows the example's weights unasked
 };
 
 constexpr unsigned k_documents = bit(Writer::run) | bit(Writer::explain) | bit(Writer::check) | bit(Writer::lesson);
 
 // One row per format, in the order -f/--format lists them.
 constexpr FormatRow k_formats[] = {
-    {Format::text, "text", k_documents | bit(Writer::decode) | bit(Writer::bench)},
-    {Format::markdown, "markdown", k_documents | bit(Writer::decode) | bit(Writer::worksheet)},
-    {Format::latex, "latex", k_documents | bit(Writer::worksheet)},
+    {Format::text, "text", k_documents | bit(Writer::decode) | bit(Writer::bench), true},
+    {Format::markdown, "markdown", k_documents | bit(Writer::decode) | bit(Writer::worksheet), true},
+    {Format::latex, "latex", k_documents | bit(Writer::worksheet), true},
     {Format::csv, "csv", bit(Writer::run) | bit(Writer::check)},
     {Format::json, "json", bit(Writer::run) | bit(Writer::decode) | bit(Writer::explain) | bit(Writer::check) |
                                bit(Writer::bench)},
     {Format::svg, "svg", bit(Writer::run)},
-    {Format::html, "html", k_documents | bit(Writer::decode) | bit(Writer::worksheet)},
+    {Format::html, "html", k_documents | bit(Writer::decode) | bit(Writer::worksheet), true},
     {Format::yaml, "yaml", bit(Writer::worksheet)},
     {Format::gradescope, "gradescope", bit(Writer::check)},
 };
@@ -64,6 +65,8 @@ std::vector<Format> formats_of(Writer writer) {
 bool writes(Writer writer, Format format) { return (row_of(format).writers & bit(writer)) != 0; }
 
 std::string format_name(Format format) { return std::string(row_of(format).name); }
+
+bool read_by_people(Format format) { return row_of(format).read; }
 
 std::optional<Format> parse_format(std::string_view name) {
     for (const auto& row : k_formats) {

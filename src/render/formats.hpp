@@ -32,6 +32,11 @@ std::vector<Format> all_formats();
 std::vector<Format> formats_of(Writer writer);
 // True when `writer` writes `format`.
 bool writes(Writer writer, Format format);
+// True for the formats a person reads (text, Markdown, LaTeX, HTML): they show
+// the example's weights and biases before the steps that use them; json and
+// csv, whose readers are programs, carry the steps the spec lists, and the
+// weights only when --steps names them.
+bool read_by_people(Format format);
 // The name -f/--format gives a format: "text", "markdown", …
 std::string format_name(Format format);
 // The format of a name, or none when no format has it.

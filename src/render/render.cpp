@@ -1,5 +1,6 @@
 #include "render/render.hpp"
 #include "render/html.hpp"
+#include "attention/steps.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -13,6 +14,9 @@ std::vector<const Step*> select_steps(const Trace& trace, const RenderOptions& o
     for (const auto& step : trace.steps) {
         if (!options.steps.empty() &&
             std::find(options.steps.begin(), options.steps.end(), step.id) == options.steps.end()) {
+            continue;
+        }
+        if (options.steps.empty() && step_row(step.id).parameter && !read_by_people(options.format)) {
             continue;
         }
         // --head h: query head h's steps, and the key/value head it reads
@@ -66,7 +70,10 @@ std::string dims_line(const Trace& trace) {
 
 std::string step_heading(const Trace& trace, const Step& step, std::string_view separator,
                          std::string_view head_separator) {
-    std::string heading = "Step " + std::to_string(trace.number(step.id)) + std::string(separator) + step.title;
+    // the example's weights are given, not a step of the computation: they have no number
+    const int number = trace.number(step.id);
+    std::string heading = (number == 0 ? std::string("Given") : "Step " + std::to_string(number)) +
+                          std::string(separator) + step.title;
     if (step.head != 0 && trace.dims.heads > 1) {
         // with grouped-query attention, keys and values have heads of their own
         const bool shared = is_per_kv_head(step.id) && trace.dims.kv_heads != trace.dims.heads;

@@ -2,6 +2,7 @@
 // with its heading, formula, shape and a table to fill in (or, in the key,
 // filled in). The document formats only draw it (WorksheetSkin).
 #include "render/worksheet.hpp"
+#include "attention/step_handlers.hpp"
 
 #include "attention/steps.hpp"
 #include "base/diagnostics.hpp"
@@ -290,9 +291,7 @@ std::vector<std::string> worksheet_notes(const Model& model, const Step& step) {
     return notes;
 }
 
-bool is_given(StepId id) {
-    return id == StepId::inputs || id == StepId::positional || id == StepId::context || id == StepId::grad_output;
-}
+bool is_given(StepId id) { return step_category(id) == StepCategory::given || id == StepId::grad_output; }
 
 std::vector<const Step*> worksheet_steps(const Trace& trace, const WorksheetOptions& options) {
     std::vector<StepId> ids = options.steps;

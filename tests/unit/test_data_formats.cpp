@@ -1,6 +1,7 @@
 // CSV and JSON as data for scripts: the README's pandas recipe reads CSV back
 // exactly, and JSON carries the example's parameters and each formula in LaTeX.
 #include "support.hpp"
+#include "attention/steps.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -173,8 +174,14 @@ bias:
 
 TEST_CASE("JSON writes each formula in LaTeX beside its plain text", "[formats][json][cli]") {
     const auto doc = nlohmann::json::parse(run_ok({"run", "masked", "-f", "json"}));
-    const qkv::Trace trace = qkv::test::compute_text(qkv::test::read_repo_file("examples/masked.yaml"));
+    qkv::Trace trace = qkv::test::compute_text(qkv::test::read_repo_file("examples/masked.yaml"));
+    // the example's weights are in "params"; as steps only when --steps names them
+    std::erase_if(trace.steps, [](const qkv::Step& step) { return qkv::step_row(step.id).parameter; });
     REQUIRE(doc["steps"].size() == trace.steps.size());
+    const auto asked = nlohmann::json::parse(run_ok({"run", "masked", "-f", "json", "-s", "w_query"}));
+    REQUIRE(asked["steps"].size() == 1);
+    CHECK(asked["steps"][0]["id"] == "w_query");
+    CHECK(asked["steps"][0]["values"] == doc["params"]["heads"][0]["W_Q"]);
     for (std::size_t s = 0; s < trace.steps.size(); ++s) {
         CAPTURE(s);
         CHECK(doc["steps"][s]["latex"] == trace.steps[s].latex);

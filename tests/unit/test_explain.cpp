@@ -7,6 +7,7 @@
 #include "base/diagnostics.hpp"
 #include "render/table.hpp"
 #include "support.hpp"
+#include "attention/step_handlers.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -307,8 +308,9 @@ TEST_CASE("a step the example lacks is named with the example's steps, each once
         explain(model, "masked_scores[1,1]");
         FAIL("no error");
     } catch (const qkv::InputError& error) {
-        CHECK(error.diagnostics().front().hint == "its steps are inputs, queries, keys, values, scores, scaled_scores, "
-                                                  "weights, head_output, concat, output");
+        CHECK(error.diagnostics().front().hint == "its steps are inputs, w_query, queries, w_key, keys, w_value, "
+                                                  "values, scores, scaled_scores, weights, head_output, concat, "
+                                                  "w_output, output");
     }
 }
 
@@ -316,8 +318,8 @@ TEST_CASE("@HEAD on a step that is not per head is an error naming the per-head 
     const auto model = builtin_model("two-heads");
     const auto error_of = [&](const std::string& cell) { return explain_error(model, cell); };
     CHECK(error_of("inputs[1,1]@2") == "cell inputs[1,1]@2: inputs is not per head, so it takes no @HEAD | leave out "
-                                       "@2; the steps per head are queries, keys, values, scores, scaled_scores, "
-                                       "weights, head_output");
+                                       "@2; the steps per head are w_query, queries, w_key, keys, w_value, "
+                                       "values, scores, scaled_scores, weights, head_output");
     CHECK(error_of("output[1]@1").find("output is not per head") != std::string::npos);
     CHECK(error_of("concat[1]@3").find("concat is not per head") != std::string::npos);
     // without @HEAD, and on the steps per head, nothing changes
@@ -416,7 +418,7 @@ TEST_CASE("every cell of every built-in example is explained and agrees with the
                     const std::string shown = qkv::format_number(value, 4, whole, false);
                     CHECK(e.heading.find(" = " + shown + " ") != std::string::npos);
                     // the working ends in the cell's value, except for given values and masking
-                    if (step.id != "inputs" && step.id != "context" && step.id != "masked_scores") {
+                    if (qkv::step_category(step.id) != qkv::StepCategory::given && step.id != "masked_scores") {
                         const std::string& last = e.lines.back();
                         CHECK(last.substr(last.size() - shown.size() - 3) == " = " + shown);
                     }

@@ -83,9 +83,14 @@ TEST_CASE("CSV is one tidy table that parses back to the trace's numbers", "[for
     const qkv::Trace trace = qkv::test::compute_text(std::string(example->text));
     std::size_t cells = 0;
     for (const auto& step : trace.steps) {
-        cells += step.values.n_elem;
+        // the example's weights only when --steps names them: a program reading the table gets the spec's steps
+        cells += qkv::step_row(step.id).parameter ? 0 : step.values.n_elem;
     }
     REQUIRE(records.size() == cells + 1);
+    const auto weights = parse_csv(run_ok({"run", "masked", "-f", "csv", "-s", "w_query,queries"}));
+    REQUIRE(weights.size() == 1 + 3 * 2 + 4 * 2);  // W_Q is d_model × d_k = 3 × 2, Q is 4 × 2
+    CHECK(weights[1][0] == "w_query");
+    CHECK(weights[7][0] == "queries");
     for (std::size_t r = 1; r < records.size(); ++r) {
         const auto& record = records[r];
         REQUIRE(record.size() == 7);

@@ -255,6 +255,14 @@ TEST_CASE("round: N rounds every step and carries each rounded value forward", "
     const Trace trace = test::compute_text(test::read_repo_file("examples/illustrated.yaml") + "round: 1\n");
     for (const auto& step : trace.steps) {
         CAPTURE(step.id);
+        if (step_row(step.id).parameter) {
+            // the example's weights are used as written
+            CHECK(std::find_if(step.notes.begin(), step.notes.end(), [](const std::string& note) {
+                      return note.find("rounded") != std::string::npos;
+                  }) == step.notes.end());
+            continue;
+        }
+        REQUIRE_FALSE(step.notes.empty());
         CHECK(step.notes.back() == "rounded to 1 decimal by hand (round); later steps use the rounded values");
     }
     // the integer steps are unchanged and the weights round as above, so Output 1 is again
@@ -272,6 +280,11 @@ TEST_CASE("a bad round spec is an error with its position", "[inputs][cli]") {
         const auto result = run_stdin(illustrated + "round: {wieghts: 1}\n");
         require_one_error(result, at + "9: round.wieghts is not a step id");
         CHECK(result.err.find("did you mean weights?") != std::string::npos);
+    }
+    SECTION("one of the example's weights") {
+        const auto result = run_stdin(illustrated + "round: {w_query: 1}\n");
+        require_one_error(result, at + "9: round.w_query is one of the example's weights, given and not worked out; "
+                                  "expected a step that is computed");
     }
     SECTION("decimals out of range") {
         require_one_error(run_stdin(illustrated + "round: 16\n"),

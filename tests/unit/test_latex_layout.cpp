@@ -219,9 +219,9 @@ TEST_CASE("LaTeX tables as floats with --float: a caption, and a label to refer 
     const Compiled compiled = compile(dir, "floats", tex);
     require_fits(compiled);
     CHECK(compiled.log.find("undefined") == std::string::npos);
-    // the 14th table: the inputs, 6 steps of head 1, then head 2's queries to weights
-    CHECK(compiled.text.find("are in Table 14.") != std::string::npos);
-    CHECK(compiled.text.find("Table 14: Attention weights, head 2") != std::string::npos);
+    // the 20th table: the inputs, head 1's three weights and 6 steps, then head 2's weights and queries to weights
+    CHECK(compiled.text.find("are in Table 20.") != std::string::npos);
+    CHECK(compiled.text.find("Table 20: Attention weights, head 2") != std::string::npos);
 
     // a table too tall for a float is set in place, numbered and captioned all the same
     const std::string tall = run_ok({"run", "-", "-f", "latex", "--full", "-s", "inputs", "--float"}, k_tall_yaml);

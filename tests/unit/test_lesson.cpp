@@ -195,7 +195,7 @@ TEST_CASE("an unknown lesson is a usage error that lists the lessons", "[lesson]
 TEST_CASE("the --steps and --head options narrow the tables a lesson shows", "[lesson][cli]") {
     const auto result = run_qkv({"lesson", "multi-head", "--steps", "scores", "--head", "2"});
     REQUIRE(result.status == 0);
-    CHECK(result.out.find("Step 5 · Scores · head 2") != std::string::npos);
+    CHECK(result.out.find("Step 3 · Scores · head 2") != std::string::npos);
     CHECK(result.out.find("Scores · head 1") == std::string::npos);
     CHECK(result.out.find("[weights]") == std::string::npos);
     // narration and questions stay

@@ -59,8 +59,9 @@ TEST_CASE("every step has one row, in the order of its id, and its name reads ba
     }
     CHECK_FALSE(find_step("score").has_value());
     CHECK(step_name_list() ==
-          "inputs, positional, encoded, context, queries, rotated_queries, keys, rotated_keys, values, scores, "
-          "scaled_scores, position_bias, biased_scores, masked_scores, weights, head_output, concat, output, "
+          "inputs, positional, encoded, context, w_query, b_query, queries, rotated_queries, w_key, b_key, keys, "
+          "rotated_keys, w_value, b_value, values, scores, scaled_scores, position_bias, biased_scores, masked_scores, "
+          "weights, head_output, concat, w_output, b_output, output, "
           "grad_output, grad_concat, grad_head_output, grad_weights, grad_scaled_scores, grad_scores, grad_queries, "
           "grad_keys, grad_values, grad_w_query, grad_w_key, grad_w_value, grad_w_output, grad_b_query, grad_b_key, "
           "grad_b_value, grad_b_output, grad_in_proj_weight, grad_in_proj_bias, grad_out_proj_weight, "
@@ -70,9 +71,10 @@ TEST_CASE("every step has one row, in the order of its id, and its name reads ba
 TEST_CASE("the trace's order is the table's, each head's steps together", "[steps]") {
     const Model model = test::load_text(k_two_heads_masked);
     CHECK(names_of(step_sequence(model)) ==
-          std::vector<std::string>{"inputs", "positional", "encoded", "queries@1", "keys@1", "values@1", "scores@1",
-                                   "scaled_scores@1", "masked_scores@1", "weights@1", "head_output@1", "queries@2",
-                                   "keys@2", "values@2", "scores@2", "scaled_scores@2", "masked_scores@2",
+          std::vector<std::string>{"inputs", "positional", "encoded", "w_query@1", "queries@1", "w_key@1", "keys@1",
+                                   "w_value@1", "values@1", "scores@1", "scaled_scores@1", "masked_scores@1",
+                                   "weights@1", "head_output@1", "w_query@2", "queries@2", "w_key@2", "keys@2",
+                                   "w_value@2", "values@2", "scores@2", "scaled_scores@2", "masked_scores@2",
                                    "weights@2", "head_output@2", "concat", "output"});
     const Trace trace = compute(model);
     REQUIRE(trace.steps.size() == step_sequence(model).size());
@@ -80,7 +82,8 @@ TEST_CASE("the trace's order is the table's, each head's steps together", "[step
         CHECK(trace.steps[k].id == step_sequence(model)[k].id);
         CHECK(trace.steps[k].head == step_sequence(model)[k].head);
     }
-    // numbered by the ids the trace holds: no context, so queries is step 4
+    // numbered by the ids the trace holds: no context, so queries is step 4; the weights have no number
+    CHECK(trace.number(StepId::w_query) == 0);
     CHECK(trace.number(StepId::inputs) == 1);
     CHECK(trace.number(StepId::queries) == 4);
     CHECK(trace.number(StepId::output) == 13);
@@ -109,10 +112,19 @@ TEST_CASE("when a step exists and what it reads", "[steps]") {
           std::vector<std::string>{"head_output@1", "head_output@2"});
     CHECK(step_inputs(plain, {StepId::inputs, 0}).empty());
 
+    // the example's weights: W_Q, W_K and W_V always, W_O and the biases when the file gives them
+    CHECK(step_exists(plain, StepId::w_query));
+    CHECK_FALSE(step_exists(plain, StepId::w_output));
+    CHECK_FALSE(step_exists(plain, StepId::b_query));
+    CHECK(step_heads(masked, StepId::w_key) == 2);
+    CHECK(step_inputs(plain, {StepId::w_query, 1}).empty());
+
     CHECK(step_requirements() ==
-          "positional and encoded need positional:, context needs context:, rotated_queries and rotated_keys need "
-          "rope:, position_bias and biased_scores need alibi:, masked_scores needs a mask or padding, concat needs "
-          "more than one head, and the grad_ steps need grad_output: or --backward");
+          "positional and encoded need positional:, context needs context:, b_query needs bias.query, "
+          "rotated_queries and rotated_keys need rope:, b_key needs bias.key, b_value needs bias.value, "
+          "position_bias and biased_scores need alibi:, masked_scores needs a mask or padding, concat needs more "
+          "than one head, w_output needs weights.output, b_output needs bias.output, and the grad_ steps need "
+          "grad_output: or --backward");
     CHECK(step_absence(StepId::masked_scores) == "this step exists only when the example sets a mask or padding");
     CHECK(step_absence(StepId::scores).empty());
 }
@@ -135,9 +147,9 @@ TEST_CASE("grouped-query heads: key/value steps once per shared head, each with 
     CHECK(names_of(step_inputs(model, {StepId::masked_scores, 1})) == std::vector<std::string>{"biased_scores@1"});
     CHECK(names_of(step_inputs(model, {StepId::weights, 1})) == std::vector<std::string>{"masked_scores@1"});
     const std::vector<std::string> sequence = names_of(step_sequence(model));
-    const std::vector<std::string> head_2 = {"queries@2", "rotated_queries@2", "scores@2"};
-    const std::vector<std::string> head_3 = {"queries@3", "rotated_queries@3", "keys@2", "rotated_keys@2", "values@2",
-                                             "scores@3"};
+    const std::vector<std::string> head_2 = {"w_query@2", "queries@2", "rotated_queries@2", "scores@2"};
+    const std::vector<std::string> head_3 = {"w_query@3", "queries@3", "rotated_queries@3", "w_key@2", "keys@2",
+                                             "rotated_keys@2", "w_value@2", "values@2", "scores@3"};
     CHECK(std::search(sequence.begin(), sequence.end(), head_2.begin(), head_2.end()) != sequence.end());
     CHECK(std::search(sequence.begin(), sequence.end(), head_3.begin(), head_3.end()) != sequence.end());
     CHECK(std::count(sequence.begin(), sequence.end(), "keys@1") == 1);
@@ -181,13 +193,23 @@ TEST_CASE("each step recomputed from the trace's own values gives the trace's va
 }
 
 TEST_CASE("a lesson numbers each step once across its examples", "[steps][lesson][cli]") {
-    // lesson 6 shows an unmasked example, then a masked one: weights is the
-    // same step number on both pages, after masked_scores
+    // lesson 6 shows an unmasked example's scores, then a masked one's: the
+    // steps are numbered as the lesson first shows them, weights after masked_scores
     const test::CliResult result = test::run_qkv({"lesson", "masking", "--no-pause"});
     REQUIRE(result.status == 0);
-    CHECK(result.out.find("Step 8 · Attention weights") != std::string::npos);
-    CHECK(result.out.find("Step 7 · Masked scores") != std::string::npos);
-    CHECK(result.out.find("Step 7 · Attention weights") == std::string::npos);
+    CHECK(result.out.find("Step 1 · Scores") != std::string::npos);
+    CHECK(result.out.find("Step 2 · Masked scores") != std::string::npos);
+    CHECK(result.out.find("Step 3 · Attention weights") != std::string::npos);
+    CHECK(result.out.find("Step 2 · Attention weights") == std::string::npos);
+    // lesson 10 shows the queries and the scores, then the rotated queries: 1, 2, 3, with no gap
+    const test::CliResult rope = test::run_qkv({"lesson", "rope", "--no-pause"});
+    REQUIRE(rope.status == 0);
+    const auto first = rope.out.find("Step 1 · Queries");
+    const auto second = rope.out.find("Step 2 · Scores");
+    const auto third = rope.out.find("Step 3 · Rotated queries");
+    CHECK(first < second);
+    CHECK(second < third);
+    CHECK(third != std::string::npos);
 }
 
 TEST_CASE("a reader's table of steps takes its entries, and each category's fallback for the rest", "[steps]") {

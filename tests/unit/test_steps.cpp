@@ -203,9 +203,13 @@ weights: {query: [[1, 4], [2, 5], [3, 6]], key: [[0, 1], [1, 0], [0, 1]], value:
     const Trace a = test::compute_text(x_w);
     const Trace b = test::compute_text(pytorch);
     for (const auto& step : a.steps) {
-        require_near(b.find(step.id, step.head)->values, step.values, 0, step_text(step.id));
+        // the weights themselves are shown as each file writes them: transposed
+        const arma::mat expected = step_row(step.id).parameter ? arma::mat(step.values.t()) : step.values;
+        require_near(b.find(step.id, step.head)->values, expected, 0, step_text(step.id));
     }
     CHECK(b.find("queries", 1)->formula == "Q = X·W_Qᵀ");
+    CHECK(b.find("w_query", 1)->values.n_rows == 3);  // d_k × d_model, out × in
+    CHECK(b.find("w_query", 1)->notes.back() == "in PyTorch's layout, out × in, as the file writes it: queries are X·W_Qᵀ");
 }
 
 TEST_CASE("with several heads each per-head formula names the heads it reads", "[attention]") {
