@@ -53,9 +53,9 @@ struct Trace {
     Dims dims;
     double scale = 1.0;        // the divisor of the scores
     std::vector<Step> steps;   // in the order of the step table, heads ascending
-    // The steps that printed step numbers count, in order: the ones this trace
-    // holds, or, in a lesson, those of all its examples, so that a step has
-    // one number throughout the lesson.
+    // The steps that printed step numbers count, in order: the computed ones
+    // this trace holds (not the example's weights); empty in a lesson, whose
+    // tables are headed by the steps' names alone.
     std::vector<StepId> numbering;
 
     // The step with this id and head (0 for steps that are not per head), or

@@ -111,7 +111,7 @@ void write_synopsis(std::ostringstream& out) {
 // *** per weight set, each with its line: those of the forward pass (the
 // given steps with them), or those of the backward pass.
 void write_steps(bool backward, std::ostringstream& out) {
-    out << ".TS\nl l.\n";
+    out << ".TS\nl lx.\n";  // the second column takes the rest of the line and wraps in it
     for (const StepId id : all_steps()) {
         if ((step_category(id) == StepCategory::gradient) != backward) {
             continue;
@@ -121,7 +121,7 @@ void write_steps(bool backward, std::ostringstream& out) {
                             : row.heads == HeadKind::key_value  ? " **"
                             : row.heads == HeadKind::weight_set ? " ***"
                                                                 : "";
-        out << row.name << marks << "\t" << row.man << "\n";
+        out << row.name << marks << "\tT{\n" << row.man << "\nT}\n";
     }
     out << ".TE\n";
 }

@@ -80,9 +80,18 @@ public:
         }
     }
 
-    void question(const std::vector<Piece>& prompt, const std::string& form) override {
+    void question(const std::vector<Piece>& prompt, const std::string& form,
+                  const std::vector<Given>& given) override {
         m_out << "<div class=\"question\">\n<p><strong>Question.</strong> " << inline_html(marked_text(prompt))
               << (form.empty() ? "" : " <span class=\"note\">" + xml_escape(symbols(form)) + "</span>") << "</p>\n";
+        if (!given.empty()) {
+            m_out << "<p class=\"given\"><em>Given:</em> ";
+            for (std::size_t i = 0; i < given.size(); ++i) {
+                m_out << (i == 0 ? "" : "; ") << "<code>" << xml_escape(symbols(given[i].numbers)) << "</code>"
+                      << (given[i].model.empty() ? "" : " (" + xml_escape(symbols(given[i].model)) + ")");
+            }
+            m_out << "</p>\n";
+        }
         m_question_open = true;
     }
 

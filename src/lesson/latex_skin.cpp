@@ -95,9 +95,18 @@ public:
         }
     }
 
-    void question(const std::vector<Piece>& prompt, const std::string& form) override {
+    void question(const std::vector<Piece>& prompt, const std::string& form,
+                  const std::vector<Given>& given) override {
         m_out << "\n\\medskip\\noindent\\textbf{Question.} " << inline_latex(marked_text(prompt))
               << (form.empty() ? "" : " \\emph{" + tex_prose(form) + "}") << "\n";
+        if (!given.empty()) {
+            std::string list;
+            for (const auto& item : given) {
+                list += (list.empty() ? "" : "; ") + ("`" + item.numbers + "`") +
+                        (item.model.empty() ? "" : " (" + item.model + ")");
+            }
+            m_out << "\n\\noindent\\textit{Given:} " << inline_latex(list) << "\n";
+        }
     }
 
     void answer(const Explanation& working) override {

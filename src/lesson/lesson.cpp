@@ -135,6 +135,15 @@ std::size_t right_option(const Lesson& lesson, const Question& question) {
     return best;
 }
 
+const Page* page_of(const Lesson& lesson, const Question& question) {
+    for (const auto& page : lesson.pages) {
+        if (page.ask && &*page.ask == &question) {
+            return &page;
+        }
+    }
+    return nullptr;
+}
+
 const Step& shape_step(const Lesson& lesson, const Question& question) {
     return step_of(lesson.models.at(static_cast<std::size_t>(question.answer.model)).trace, question.answer.cell);
 }

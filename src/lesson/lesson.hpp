@@ -150,6 +150,8 @@ std::vector<double> resolve(const Lesson& lesson, const ValueRef& ref);
 // question (an index into options), worked out from the trace.
 int question_decimals(const Lesson& lesson, const Question& question);
 std::size_t right_option(const Lesson& lesson, const Question& question);
+// The page that asks `question` (one of the lesson's own), or nullptr.
+const Page* page_of(const Lesson& lesson, const Question& question);
 // The step a shape question names.
 const Step& shape_step(const Lesson& lesson, const Question& question);
 

@@ -94,8 +94,17 @@ public:
         m_out << '\n' << text.str();
     }
 
-    void question(const std::vector<Piece>& prompt, const std::string& form) override {
+    void question(const std::vector<Piece>& prompt, const std::string& form,
+                  const std::vector<Given>& given) override {
         m_out << "\n**Question.** " << prose(marked_text(prompt)) << (form.empty() ? "" : " " + escape(m_options.ascii ? to_ascii(form) : form)) << '\n';
+        if (!given.empty()) {
+            std::string list;
+            for (const auto& item : given) {
+                list += (list.empty() ? "" : "; ") + ("`" + symbols(item.numbers) + "`") +
+                        (item.model.empty() ? "" : " (" + escape(symbols(item.model)) + ")");
+            }
+            m_out << "\n*Given:* " << list << '\n';
+        }
     }
 
     // A handout: the answer folded away until the reader opens it.

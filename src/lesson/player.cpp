@@ -140,16 +140,6 @@ std::optional<std::size_t> chosen_option(const Question& question, const std::st
 std::string rounded_inputs(const LessonModel& entry, const Step& step, const CellRef& cell, const Reply& reply,
                            const CheckOptions& options);
 
-// The page that asks `question`.
-const Page* page_of(const Lesson& lesson, const Question& question) {
-    for (const auto& page : lesson.pages) {
-        if (page.ask && &*page.ask == &question) {
-            return &page;
-        }
-    }
-    return nullptr;
-}
-
 // The block size of the page that asks `question` (0: the page reads its keys whole).
 int block_size_of(const Lesson& lesson, const Question& question) {
     const Page* page = page_of(lesson, question);
@@ -332,6 +322,32 @@ std::string rounded_inputs(const LessonModel& entry, const Step& step, const Cel
     return "";
 }
 
+// Where no mistake is recognised: what was expected and from which numbers.
+// "scores[2,3] is worked as S = Q·Kᵀ, from queries[2] = [2, 2, 2] and keys[3] = [2, 3, 1]."
+std::string expected_from(const Lesson& lesson, const Question& question, int shown_decimals) {
+    RenderOptions options;
+    options.precision = shown_decimals;
+    std::vector<std::string> given;
+    for (const Given& item : question_given(lesson, question, options)) {
+        given.push_back(item.numbers + (item.model.empty() ? "" : " (" + item.model + ")"));
+    }
+    const std::string from = join_list(given, " and ");
+    if (question.kind == Question::Kind::choice) {
+        return from.empty() ? "" : "It is decided by " + from + ".";
+    }
+    const Step& step = question.kind == Question::Kind::shape ? shape_step(lesson, question)
+                                                               : cell_step(model_of(lesson, question.answer).trace,
+                                                                           question.answer.cell);
+    if (question.kind == Question::Kind::shape) {
+        std::string shapes;
+        for (const auto& line : given) {
+            shapes += (shapes.empty() ? "" : "; ") + line;
+        }
+        return shapes.empty() ? "" : "Work it out from the shapes: " + shapes + ".";
+    }
+    return "It is worked as " + step.formula + (from.empty() ? "" : ", from " + from) + ".";
+}
+
 CheckOptions grading_options(const Lesson& lesson, const Question& question, int shown_decimals) {
     CheckOptions options;
     options.tolerance = question.tolerance;
@@ -364,6 +380,17 @@ private:
     int m_first_try = 0;
     int m_page = 1;   // the page being played, 1-based
     std::set<std::pair<int, StepId>> m_weights_shown;  // (model, w_query …): the weights shown so far
+    std::set<std::string> m_workings_shown;            // the cells whose working has been shown
+
+    // Records that the working of `ref` is shown; false when it was already.
+    bool shown_once(const ValueRef& ref) {
+        const CellRef& cell = ref.cell;
+        const int head = cell_step(model_of(m_lesson, ref).trace, cell).head;
+        return m_workings_shown
+            .insert(std::to_string(ref.model) + ":" + step_text(cell.step) + "@" + std::to_string(head) + "[" +
+                    std::to_string(cell.row) + "," + std::to_string(cell.col) + "]")
+            .second;
+    }
 
     PlayEnd play_pages() {
         m_writer.title(m_lesson, m_options.number);
@@ -448,13 +475,17 @@ private:
             return false;
         }
         show(page, entry);
-        if (!page.explain.empty()) {
-            std::vector<Explanation> workings;
-            for (const auto& ref : page.explain) {
-                const LessonModel& owner = model_of(m_lesson, ref);
-                workings.push_back(explain_cell(owner.model, owner.trace, ref.cell, m_options.render,
-                                                static_cast<arma::uword>(page.block_size)));
+        std::vector<Explanation> workings;
+        for (const auto& ref : page.explain) {
+            // a working is shown once: not again after a question's answer showed it
+            if (!shown_once(ref)) {
+                continue;
             }
+            const LessonModel& owner = model_of(m_lesson, ref);
+            workings.push_back(explain_cell(owner.model, owner.trace, ref.cell, m_options.render,
+                                            static_cast<arma::uword>(page.block_size)));
+        }
+        if (!workings.empty()) {
             m_writer.workings(workings);
         }
         if (!page.then.empty()) {
@@ -502,8 +533,12 @@ private:
 
     // Asks a question; a wrong answer may be tried once more. False when the learner leaves.
     bool ask(const Question& question) {
-        m_writer.question(filled(question.prompt), answer_form(m_lesson, question));
+        m_writer.question(filled(question.prompt), answer_form(m_lesson, question),
+                          question_given(m_lesson, question, m_options.render));
         const Explanation working = question_working(m_lesson, question, m_options.render);
+        if (question.kind == Question::Kind::number) {
+            shown_once(question.answer);  // every way through the question below shows its working, or leaves
+        }
         if (m_learner == nullptr) {
             m_writer.answer(working);
             return true;
@@ -541,12 +576,14 @@ private:
             }
             // a second try between two options would give the answer away
             const bool either_or = question.kind == Question::Kind::choice && question.options.size() == 2;
+            // the mistake the answer shows, or else what was expected and from which numbers
+            const std::string& why = graded.why.empty() ? graded.expected : graded.why;
             if (tries == 1 && !either_or) {
-                m_writer.wrong(reply, graded.why, nullptr);
+                m_writer.wrong(reply, why, nullptr);
                 ask_again = "Your second try (Enter shows the answer, q leaves): ";
                 continue;
             }
-            m_writer.wrong(reply, graded.why, &working);
+            m_writer.wrong(reply, why, &working);
             return true;
         }
     }
@@ -661,6 +698,9 @@ Graded grade_reply(const Lesson& lesson, const Question& question, const std::st
             if (!graded.right) {
                 graded.why = diagnose_number(lesson, question, reply, options);
             }
+            if (!graded.right) {
+                graded.expected = expected_from(lesson, question, shown_decimals);
+            }
             return graded;
         }
         case Question::Kind::shape: {
@@ -687,6 +727,9 @@ Graded grade_reply(const Lesson& lesson, const Question& question, const std::st
                              " columns, so there are " + std::to_string(heads) + " · " + std::to_string(d_v) + " = " +
                              std::to_string(heads * d_v) + ".";
             }
+            if (!graded.right) {
+                graded.expected = expected_from(lesson, question, shown_decimals);
+            }
             return graded;
         }
         case Question::Kind::choice: {
@@ -697,6 +740,9 @@ Graded grade_reply(const Lesson& lesson, const Question& question, const std::st
             }
             graded.valid = true;
             graded.right = *chosen == right_option(lesson, question);
+            if (!graded.right) {
+                graded.expected = expected_from(lesson, question, shown_decimals);
+            }
             return graded;
         }
     }

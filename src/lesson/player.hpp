@@ -53,16 +53,22 @@ std::string answer_form(const Lesson& lesson, const Question& question);
 // What the learner's reply to a question makes of it. `valid` is false when
 // the reply is not an answer of the question's kind (nothing is graded then,
 // and `again` says what to type); `why` names the mistake a wrong number shows,
-// as `qkv check` names it.
+// as `qkv check` names it, and `expected` says, for any wrong answer, what was
+// expected and from which numbers ("It is worked as S = Q·Kᵀ, from …").
 struct Graded {
     bool valid = false;
     bool right = false;
     std::string why;
+    std::string expected;
     std::string again;
 };
 // `shown_decimals`: the precision of the numbers on the screen, which an
 // answer may have been worked from (their rounding is allowed for).
 Graded grade_reply(const Lesson& lesson, const Question& question, const std::string& reply, int shown_decimals = 4);
+
+// What a question is worked from, one number or row each ("queries[2] = [2, 2, 2]",
+// "W_Q is 4 × 3"), shown with the question (given.cpp).
+std::vector<Given> question_given(const Lesson& lesson, const Question& question, const RenderOptions& options);
 
 // The answer of a question with its working: a number's is the cell's
 // arithmetic, as `qkv explain` writes it.

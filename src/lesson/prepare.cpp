@@ -12,25 +12,13 @@ namespace qkv {
 
 namespace {
 
-// One number per step throughout the lesson: the steps its pages show, of
-// any of its models, are numbered 1, 2, … in the order the lesson first shows
-// them, so that the numbers run on without gaps as the learner reads (a
-// lesson that shows the queries and the scores, then the rotated queries,
-// calls them steps 1, 2 and 3) and a step keeps its number on every page. A
-// page shows its steps in the table's order. The example's weights, shown
-// before the steps that use them, have no number.
-void number_steps_alike(Lesson& lesson) {
-    std::vector<StepId> numbering;
-    for (const Page& page : lesson.pages) {
-        for (const StepId id : all_steps()) {
-            const bool shown = std::find(page.show.begin(), page.show.end(), id) != page.show.end();
-            if (shown && !step_row(id).parameter && std::find(numbering.begin(), numbering.end(), id) == numbering.end()) {
-                numbering.push_back(id);
-            }
-        }
-    }
+// A lesson heads its tables with the steps' names alone: it shows a few of
+// the steps, in the order its story needs, so `run`'s numbers would skip
+// ("Step 2", then "Step 7") and a story's own would run backwards when a
+// later page goes back to an earlier step.
+void unnumber_steps(Lesson& lesson) {
     for (auto& entry : lesson.models) {
-        entry.trace.numbering = numbering;
+        entry.trace.numbering.clear();
     }
 }
 
@@ -101,7 +89,7 @@ Lesson prepare_lesson(LessonFile file) {
     for (auto& entry : lesson.models) {
         entry.trace = compute(entry.model);
     }
-    number_steps_alike(lesson);
+    unnumber_steps(lesson);
 
     for (const auto& mention : file.mentions) {
         if (auto problem = mention_problem(lesson, mention)) {

@@ -98,13 +98,22 @@ public:
         }
     }
 
-    void question(const std::vector<Piece>& prompt, const std::string& form) override {
+    void question(const std::vector<Piece>& prompt, const std::string& form,
+                  const std::vector<Given>& given) override {
         m_text << '\n';
         std::string text = std::string(1, k_value_start) + "Question:" + k_value_end + " " + marked_text(prompt);
         if (!form.empty()) {
             text += " " + symbols(form);
         }
         wrap(text, "", "  ");
+        if (!given.empty()) {
+            std::string list;
+            for (const auto& item : given) {
+                list += (list.empty() ? "" : "; ") + symbols(item.numbers) +
+                        (item.model.empty() ? "" : " (" + symbols(item.model) + ")");
+            }
+            wrap("Given: " + list, "  ", "    ");
+        }
     }
 
     void answer(const Explanation& working) override {

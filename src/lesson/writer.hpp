@@ -25,6 +25,14 @@ struct Piece {
     bool is_value = false;   // a number from the trace (bold on a colour terminal)
 };
 
+// One of the numbers a question is worked from: "queries[2] = [2, 2, 2]",
+// with the title of its model when that is not the page's own.
+struct Given {
+    std::string numbers;
+    std::string model;
+    bool operator==(const Given&) const = default;
+};
+
 class LessonWriter {
 public:
     virtual ~LessonWriter() = default;
@@ -40,8 +48,10 @@ public:
     // every cell of its tables (HTML).
     virtual void steps(const LessonModel& entry, const RenderOptions& options) = 0;
     virtual void workings(const std::vector<Explanation>& explanations) = 0;
-    // A question, then how to answer it ("Give at least 2 decimals.").
-    virtual void question(const std::vector<Piece>& prompt, const std::string& form) = 0;
+    // A question, then how to answer it ("(at least 2 decimals)"), and the
+    // numbers it is worked from ("queries[2] = [2, 2, 2]"), a line each.
+    virtual void question(const std::vector<Piece>& prompt, const std::string& form,
+                          const std::vector<Given>& given) = 0;
     // Playing straight through, or the learner asked for it: the answer, then its working.
     virtual void answer(const Explanation& working) = 0;
     // The learner's answer is right: the working.

@@ -70,10 +70,12 @@ std::string dims_line(const Trace& trace) {
 
 std::string step_heading(const Trace& trace, const Step& step, std::string_view separator,
                          std::string_view head_separator) {
-    // the example's weights are given, not a step of the computation: they have no number
+    // the example's weights are given, not a step of the computation: they have no number; a
+    // lesson numbers no step
     const int number = trace.number(step.id);
-    std::string heading = (number == 0 ? std::string("Given") : "Step " + std::to_string(number)) +
-                          std::string(separator) + step.title;
+    std::string heading = step_row(step.id).parameter ? "Given" + std::string(separator) + step.title
+                          : number == 0               ? step.title
+                                                      : "Step " + std::to_string(number) + std::string(separator) + step.title;
     if (step.head != 0 && trace.dims.heads > 1) {
         // with grouped-query attention, keys and values have heads of their own
         const bool shared = is_per_kv_head(step.id) && trace.dims.kv_heads != trace.dims.heads;

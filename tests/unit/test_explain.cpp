@@ -4,6 +4,7 @@
 // keys, queries, values and scores) or are worked by hand as noted.
 #include "builtin/builtin.hpp"
 #include "explain/explain.hpp"
+#include "explain/operands.hpp"
 #include "base/diagnostics.hpp"
 #include "render/table.hpp"
 #include "support.hpp"
@@ -479,4 +480,55 @@ TEST_CASE("qkv explain writes Markdown and JSON", "[explain][cli]") {
     CHECK(doc["cells"][1]["col"].is_null());
     CHECK(doc["cells"][1]["values"][3] == "-inf");
     CHECK(doc["cells"][1]["lines"].size() >= 4);
+}
+
+TEST_CASE("the operands of a cell are the rows, columns and numbers its arithmetic takes", "[explain]") {
+    const auto operands_of = [](const std::string& example, const std::string& text) {
+        const qkv::Model model = builtin_model(example);
+        const qkv::Trace trace = qkv::compute(model);
+        return qkv::cell_operands(model, trace, qkv::parse_cell(text));
+    };
+    // queries[2,1] = inputs[2] · column 1 of W_Q = [0, 2, 0, 2] · [1, 1, 0, 0] (the illustrated article)
+    const auto query = operands_of("illustrated", "queries[2,1]");
+    REQUIRE(query.size() == 2);
+    CHECK(query[0].step.id == qkv::StepId::inputs);
+    CHECK(query[0].row == 2);
+    CHECK(arma::approx_equal(query[0].values, arma::mat{{0, 2, 0, 2}}, "absdiff", 0.0));
+    CHECK(query[1].step.id == qkv::StepId::w_query);
+    CHECK(query[1].col == 1);
+    CHECK(arma::approx_equal(query[1].values, arma::mat{{1, 1, 0, 0}}, "absdiff", 0.0));
+    // head_output[1,3]: query 1's weights and the values' third column, [3, 0, 3]
+    const auto output = operands_of("illustrated", "head_output[1,3]");
+    REQUIRE(output.size() == 2);
+    CHECK(output[0].step.id == qkv::StepId::weights);
+    CHECK(output[0].row == 1);
+    CHECK(output[1].step.id == qkv::StepId::values);
+    CHECK(output[1].col == 3);
+    CHECK(arma::approx_equal(output[1].values, arma::mat{{3, 0, 3}}, "absdiff", 0.0));
+    // scores[2,3] reads query 2 and key 3; a whole row reads every key
+    const auto score = operands_of("illustrated", "scores[2,3]");
+    REQUIRE(score.size() == 2);
+    CHECK(score[1].step.id == qkv::StepId::keys);
+    CHECK(score[1].row == 3);
+    const auto scores_row = operands_of("illustrated", "scores[2]");
+    REQUIRE(scores_row.size() == 2);
+    CHECK(scores_row[1].row == 0);
+    CHECK(scores_row[1].values.n_rows == 3);
+    // the scaled scores take the scale: √2 with d_k = 2
+    const auto scaled = operands_of("two-heads", "scaled_scores[1,2]@2");
+    REQUIRE(scaled.size() == 2);
+    CHECK(scaled[0].step == qkv::StepKey{qkv::StepId::scores, 2});
+    CHECK(scaled[1].name == "scale");
+    CHECK(scaled[1].values(0, 0) == std::sqrt(2.0));
+    // a column of the concatenation is one head's cell: column 3 is head 2's first
+    const auto concat = operands_of("two-heads", "concat[1,3]");
+    REQUIRE(concat.size() == 1);
+    CHECK(concat[0].step == qkv::StepKey{qkv::StepId::head_output, 2});
+    CHECK(concat[0].col == 1);
+    // the output projection: concat's row and a column of W_O
+    const auto projected = operands_of("two-heads", "output[2,1]");
+    REQUIRE(projected.size() == 2);
+    CHECK(projected[0].step.id == qkv::StepId::concat);
+    CHECK(projected[1].step.id == qkv::StepId::w_output);
+    CHECK(projected[1].col == 1);
 }

@@ -195,7 +195,7 @@ TEST_CASE("an unknown lesson is a usage error that lists the lessons", "[lesson]
 TEST_CASE("the --steps and --head options narrow the tables a lesson shows", "[lesson][cli]") {
     const auto result = run_qkv({"lesson", "multi-head", "--steps", "scores", "--head", "2"});
     REQUIRE(result.status == 0);
-    CHECK(result.out.find("Step 3 · Scores · head 2") != std::string::npos);
+    CHECK(result.out.find("\nScores · head 2  [scores]") != std::string::npos);
     CHECK(result.out.find("Scores · head 1") == std::string::npos);
     CHECK(result.out.find("[weights]") == std::string::npos);
     // narration and questions stay
@@ -533,17 +533,29 @@ TEST_CASE("the player says right or wrong, allows a second try, shows the workin
         // the precision is stated, and 0.5 has fewer decimals than it asks for
         CHECK(out.find("Question: What weight will query 1 give key 2? (at least 2 decimals)") != std::string::npos);
         CHECK(out.find("Please type a number, Enter to see the answer, or q to leave: ") != std::string::npos);
-        CHECK(out.find("  Not quite: you wrote 0.5.\n    Try once more.") != std::string::npos);
+        // no mistake recognised: what was expected, and from which numbers
+        // (the lines as wrapped, joined again)
+        std::string flat;
+        std::istringstream words(out);
+        for (std::string word; words >> word;) {
+            flat += word + " ";
+        }
+        CHECK(flat.find("Not quite: you wrote 0.5. It is worked as A = softmax(S') along each row, from "
+                        "scaled_scores[1] = [2, 4, 4]. Try once more.") != std::string::npos);
         CHECK(out.find("Your second try (Enter shows the answer, q leaves): ") != std::string::npos);
         CHECK(out.find("  Right. weights[1,2] = 0.4683") != std::string::npos);
         // predicted before the table that answers it
-        CHECK(out.find("What weight will query 1 give key 2?") < out.find("Step 7"));
+        CHECK(out.find("What weight will query 1 give key 2?") < out.find("\nAttention weights  [weights]"));
+        CHECK(out.find("\nAttention weights  [weights]") != std::string::npos);
         CHECK(out.find("Question: What shape will the scores have? (rows × columns)") != std::string::npos);
-        CHECK(out.find("  Not quite: you wrote 2x3.\n    Try once more.") != std::string::npos);
+        CHECK(flat.find("Not quite: you wrote 2x3. Work it out from the shapes: queries is 3 × 3; keys is 3 × 3. "
+                        "Try once more.") != std::string::npos);
         CHECK(out.find("That is the shape turned round") == std::string::npos);
-        CHECK(out.find("  Not quite: you wrote 3 by 2.\n  Answer: scores is 3 × 3") != std::string::npos);
+        CHECK(flat.find("Not quite: you wrote 3 by 2. Work it out from the shapes: queries is 3 × 3; keys is 3 × 3. "
+                        "Answer: scores is 3 × 3") != std::string::npos);
         CHECK(out.find("Please type 1 Input 1, 2 Input 2 or 3 Input 3") != std::string::npos);
-        CHECK(out.find("  Not quite: you wrote 3.\n    Try once more.") != std::string::npos);
+        CHECK(out.find("  Not quite: you wrote 3.\n    It is decided by scaled_scores[2] = [4, 16, 12].\n"
+                       "    Try once more.") != std::string::npos);
         CHECK(out.find("  Right. Input 2 (2)\n") != std::string::npos);
         CHECK(out.find("Input 2 has the largest value") != std::string::npos);
         CHECK(out.find("Score: 3 of 4 questions right, 1 of them at the first try.") != std::string::npos);
@@ -698,8 +710,15 @@ TEST_CASE("a wrong number in a lesson is named with qkv check's diagnosis", "[le
     const auto no_exp = qkv::grade_reply(lesson, weight, "0.40");
     CHECK_FALSE(no_exp.right);
     CHECK(no_exp.why.find("exponentiat") != std::string::npos);
-    // a slip names no mistake
-    CHECK(qkv::grade_reply(lesson, weight, "0.52").why.empty());
+    // a slip names no mistake, but says what was expected and from which numbers
+    const auto slip = qkv::grade_reply(lesson, weight, "0.52");
+    CHECK(slip.why.empty());
+    CHECK(slip.expected == "It is worked as A = softmax(S') along each row, from scaled_scores[1] = [2, 4, 4].");
+    // the numbers a question is worked from, as its "Given:" line shows them
+    CHECK(qkv::question_given(lesson, *lesson.pages[0].ask, qkv::RenderOptions{}) ==
+          std::vector<qkv::Given>{{"queries[1] = [1, 0, 2]", ""}, {"keys[2] = [4, 4, 0]", ""}});
+    CHECK(qkv::question_given(lesson, *lesson.pages[2].ask, qkv::RenderOptions{}) ==
+          std::vector<qkv::Given>{{"queries is 3 × 3", ""}, {"keys is 3 × 3", ""}});
 }
 
 TEST_CASE("shapes and choices are read the ways a learner writes them", "[lesson][player]") {

@@ -8,6 +8,8 @@
 #include "support.hpp"
 
 #include <regex>
+#include <set>
+#include <sstream>
 
 using qkv::test::run_ok;
 
@@ -146,4 +148,31 @@ TEST_CASE("with --ascii every lesson is plain ASCII, as text and as a Markdown h
         }
     }
     CHECK(run_ok({"lesson", "4", "--no-pause", "--ascii"}).rfind("Lesson 4 - ", 0) == 0);
+}
+
+TEST_CASE("a lesson shows each cell's working once, and numbers no step", "[lesson][cli]") {
+    for (const auto& lesson : qkv::builtin_lessons()) {
+        const std::string name(lesson.name);
+        CAPTURE(name);
+        const auto result = qkv::test::run_qkv({"lesson", name, "--no-pause"});
+        REQUIRE(result.status == 0);
+        // a working's heading: "  scores[1,2] = 4 (Scores, …)", or the same after "Answer:"
+        std::set<std::string> headings;
+        std::istringstream lines(result.out);
+        for (std::string line; std::getline(lines, line);) {
+            const std::string answer = "  Answer: ";
+            if (line.rfind(answer, 0) == 0) {
+                line = "  " + line.substr(answer.size());
+            }
+            // the cell and its value, up to the step's title: "  scores[1,2] = 4"
+            static const std::regex heading(R"(^  ([a-z_]+:)?[a-z_]+\[[0-9,]+\](@[0-9]+)? = [^ ]+)");
+            std::smatch found;
+            if (std::regex_search(line, found, heading)) {
+                CAPTURE(line);
+                CHECK(headings.insert(found.str()).second);
+            }
+            // a lesson's tables are headed by their steps' names, with no number to skip
+            CHECK(line.rfind("Step ", 0) == std::string::npos);
+        }
+    }
 }

@@ -1,9 +1,12 @@
-// Lessons in tmux, as a learner sees them: every lesson at 60 × 24 and
-// 120 × 40, paged through with Enter, never shows a line wider than the
-// window (a table that cannot fit excepted) and never lets text scroll away
-// before the learner has pressed Enter; and a wrong answer is diagnosed, tried
+// Lessons in tmux, as a learner sees them: every lesson at 60 × 24, 80 × 24
+// and 120 × 40, paged through with Enter, never shows a line wider than the
+// window (a table that cannot fit excepted), never lets text scroll away
+// before the learner has pressed Enter, and asks each question with the
+// numbers it needs on the screen; and a wrong answer is diagnosed, tried
 // again and counted in the score.
 #include "builtin/builtin.hpp"
+#include "io/lesson_loader.hpp"
+#include "lesson/player.hpp"
 #include "render/table.hpp"
 #include "support.hpp"
 
@@ -162,12 +165,23 @@ bool is_table_line(const std::string& line) {
 
 }  // namespace
 
-TEST_CASE("every lesson fits a 60 × 24 and a 120 × 40 window: no line too wide, nothing scrolled away unread",
+TEST_CASE("every lesson fits a 60 × 24, an 80 × 24 and a 120 × 40 window: no line too wide, nothing scrolled away "
+          "unread, every question's numbers on the screen with it",
           "[lesson][terminal][cli][browser]") {
-    const auto size = GENERATE(std::pair{60, 24}, std::pair{120, 40});
+    const auto size = GENERATE(std::pair{60, 24}, std::pair{80, 24}, std::pair{120, 40});
     const auto& lessons = qkv::builtin_lessons();
     for (std::size_t n = 1; n <= lessons.size(); ++n) {
         CAPTURE(n, size.first, size.second);
+        // the questions in the order they are asked, each with the numbers it is worked from
+        const auto found = qkv::find_lesson(std::to_string(n));
+        const qkv::Lesson lesson = qkv::prepare_lesson(qkv::read_lesson(found.source, found.name));
+        std::vector<std::vector<qkv::Given>> given;
+        for (const auto& page : lesson.pages) {
+            if (page.ask) {
+                given.push_back(qkv::question_given(lesson, *page.ask, qkv::RenderOptions{}));
+            }
+        }
+        std::size_t asked = 0;
         Tmux window(size.first, size.second, {"lesson", std::to_string(n)});
         // the line the learner last answered (first: the lesson's title)
         std::string seen = "Lesson " + std::to_string(n) + " ·";
@@ -192,6 +206,24 @@ TEST_CASE("every lesson fits a 60 × 24 and a 120 × 40 window: no line too wide
             const bool still_there = last_pause >= 0 && static_cast<int>(end) - last_pause <= size.second;
             CAPTURE(seen, prompt);
             CHECK(still_there);
+            if (prompt == "Your answer (Enter shows it, q leaves):") {
+                // the question and every number it is worked from are on the screen as it waits
+                REQUIRE(asked < given.size());
+                const auto screen = window.screen();
+                // the panel lists its numbers with "; " between them
+                const auto plain = [](std::string text) {
+                    std::erase(text, ';');
+                    return text;
+                };
+                const std::string shown = plain(words_of(screen));
+                CHECK(find_start(screen, "Question:", screen.size()) >= 0);
+                CHECK_FALSE(given[asked].empty());
+                for (const auto& item : given[asked]) {
+                    CAPTURE(asked, item.numbers);
+                    CHECK(shown.find(plain(words_of({item.numbers}))) != std::string::npos);
+                }
+                ++asked;
+            }
             if (pauses > 400) {
                 break;
             }
@@ -200,6 +232,7 @@ TEST_CASE("every lesson fits a 60 × 24 and a 120 × 40 window: no line too wide
             window.type("");
         }
         CHECK(pauses > 2);
+        CHECK(asked == given.size());
         for (const auto& line : window.history()) {
             if (!is_table_line(line) && line.find("Pane is dead") == std::string::npos) {
                 CAPTURE(line);
@@ -274,5 +307,47 @@ TEST_CASE("in tmux the list of lessons fits the window's width and pauses when i
         const std::string words = words_of(window.history());
         CHECK(words.find("Large scores make the softmax pick one key; dividing by √d_k keeps them in range") !=
               std::string::npos);
+    }
+}
+
+TEST_CASE("in tmux at 60 × 24 and 80 × 24 a lesson names the mistakes learners make, worked from the screen",
+          "[lesson][terminal][cli][browser]") {
+    struct Case {
+        std::string lesson;
+        std::string page;
+        std::string answer;
+        std::string named;  // the start of the diagnosis
+    };
+    const std::vector<Case> cases = {
+        // ℓ kept when the maximum grew, on the online softmax's block-by-block page
+        {"12", "2", "0.02", "ℓ was not rescaled when m grew"},
+        // o, the very number the page shows, not divided by ℓ
+        {"12", "3", "2.50", "That is o before the division: the output is o / ℓ"},
+        // the output worked from weights rounded to 2 decimals
+        {"1", "5", "1.59", "That is what the weights give rounded to 2 decimals."},
+        // the scaling forgotten, rounded from the 0.8650 on the screen
+        {"2", "7", "0.87", "That is the number this mistake gives: Scaling forgotten: the scores were not divided by √d_k"},
+        // the key/value heads counted for the output's width
+        {"11", "2", "3 x 4", "That counts the 2 key/value heads"},
+        // no catalogued mistake: what was expected, and from which numbers
+        {"1", "3", "10", "It is worked as S = Q·Kᵀ, from queries[2] = [2, 2, 2] and keys[3] = [2, 3, 1]."},
+    };
+    for (const int cols : {60, 80}) {
+        for (const Case& test : cases) {
+            CAPTURE(cols, test.lesson, test.page, test.answer);
+            Tmux window(cols, 24, {"lesson", test.lesson, "--page", test.page});
+            std::string prompt = window.wait_for_prompt();
+            for (int pause = 0; pause < 10 && prompt != "Your answer (Enter shows it, q leaves):"; ++pause) {
+                window.type("");
+                prompt = window.wait_for_prompt();
+            }
+            REQUIRE(prompt == "Your answer (Enter shows it, q leaves):");
+            window.type(test.answer);
+            REQUIRE(window.wait_for_prompt() == "Your second try (Enter shows the answer, q leaves):");
+            const std::string words = words_of(window.history());
+            CHECK(words.find("Not quite: you wrote " + test.answer + ". " + test.named) != std::string::npos);
+            window.type("q");
+            CHECK(window.wait_for_prompt().empty());
+        }
     }
 }

@@ -140,7 +140,8 @@ TEST_CASE("the man page lists every step of the step table, marked by its heads,
                                   : row.heads == qkv::HeadKind::key_value  ? " **"
                                   : row.heads == qkv::HeadKind::weight_set ? " ***"
                                                                            : "";
-        const std::string line = "\n" + std::string(row.name) + marks + "\t" + std::string(row.man) + "\n";
+        // the line as a text block, which wraps in the width the name leaves
+        const std::string line = "\n" + std::string(row.name) + marks + "\tT{\n" + std::string(row.man) + "\nT}\n";
         CAPTURE(line);
         const auto at = listed.find(line);
         CHECK(at != std::string::npos);
@@ -149,6 +150,6 @@ TEST_CASE("the man page lists every step of the step table, marked by its heads,
         CHECK(!row.man.empty());
     }
     // the queries and the keys' gradient, as a reader finds them
-    CHECK(listed.find("\nqueries *\tQ = X\\(pcW_Q + b_Q\n") != std::string::npos);
+    CHECK(listed.find("\nqueries *\tT{\nQ = X\\(pcW_Q + b_Q\nT}\n") != std::string::npos);
     CHECK(listed.find("\ngrad_keys **\t") != std::string::npos);
 }
