@@ -43,6 +43,8 @@ struct Reply {
     int decimals = 0;    // digits after the point as written: "0.50" → 2, "6.03e-06" → 8
 };
 Reply read_reply(const std::string& line);
+// A line as typed, without the spaces around it.
+std::string trimmed(const std::string& text);
 
 // A shape as a learner writes it: "3 × 2", "3x2", "3 by 2" (nullopt otherwise).
 std::optional<std::pair<arma::uword, arma::uword>> read_shape(const std::string& line);
@@ -64,6 +66,7 @@ struct Graded {
 };
 // `shown_decimals`: the precision of the numbers on the screen, which an
 // answer may have been worked from (their rounding is allowed for).
+// (grading.cpp)
 Graded grade_reply(const Lesson& lesson, const Question& question, const std::string& reply, int shown_decimals = 4);
 
 // What a question is worked from, one number or row each ("queries[2] = [2, 2, 2]",
