@@ -42,14 +42,6 @@ Explanation explain(const std::string& example, const std::string& cell, int pre
     return explain(builtin_model(example), cell, precision);
 }
 
-std::string all_lines(const Explanation& e) {
-    std::string text;
-    for (const auto& line : e.lines) {
-        text += line + "\n";
-    }
-    return text;
-}
-
 bool has_line(const Explanation& e, const std::string& fragment) {
     for (const auto& line : e.lines) {
         if (line.find(fragment) != std::string::npos) {
