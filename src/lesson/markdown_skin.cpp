@@ -107,15 +107,21 @@ public:
         }
     }
 
+    // A cell's heading as code ("`weights[1,1] = 0.0634 (…)`"); a shape's or a
+    // choice's, a sentence, as prose.
+    std::string heading(const Explanation& working) const {
+        return working.heading_markdown.empty() ? escape(symbols(working.heading)) : "`" + symbols(working.heading) + "`";
+    }
+
     // A handout: the answer folded away until the reader opens it.
     void answer(const Explanation& working) override {
-        m_out << "\n<details>\n<summary>Answer</summary>\n\n`" << symbols(working.heading) << "`\n";
+        m_out << "\n<details>\n<summary>Answer</summary>\n\n" << heading(working) << "\n";
         working_block(working);
         m_out << "\n</details>\n";
     }
 
     void right(const Explanation& working) override {
-        m_out << "\n**Right.** `" << symbols(working.heading) << "`\n";
+        m_out << "\n**Right.** " << heading(working) << "\n";
         working_block(working);
     }
 
@@ -125,7 +131,7 @@ public:
             m_out << " Try once more.\n";
             return;
         }
-        m_out << "\n\n**Answer:** `" << symbols(working->heading) << "`\n";
+        m_out << "\n\n**Answer:** " << heading(*working) << "\n";
         working_block(*working);
     }
 

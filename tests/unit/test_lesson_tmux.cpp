@@ -351,3 +351,57 @@ TEST_CASE("in tmux at 60 × 24 and 80 × 24 a lesson names the mistakes learners
         }
     }
 }
+
+TEST_CASE("in tmux a choice is taken by its number or a word of it, and q leaves at every prompt",
+          "[lesson][terminal][cli][browser]") {
+    // Enter at every pause until the question asks; returns its prompt
+    const auto to_question = [](Tmux& window) {
+        std::string prompt = window.wait_for_prompt();
+        for (int pause = 0; pause < 10 && prompt.rfind("Your answer", 0) != 0; ++pause) {
+            window.type("");
+            prompt = window.wait_for_prompt();
+        }
+        return prompt;
+    };
+    for (const int cols : {60, 80}) {
+        CAPTURE(cols);
+        {  // the start of an option's word: gro for "it grows towards 1"
+            Tmux window(cols, 24, {"lesson", "2", "--page", "3"});
+            REQUIRE(to_question(window) == "Your answer (Enter shows it, q leaves):");
+            window.type("gro");
+            window.wait_for_prompt();
+            CHECK(words_of(window.history()).find("Right. It grows towards 1.") != std::string::npos);
+        }
+        {  // an option's number: 1 for "larger"
+            Tmux window(cols, 24, {"lesson", "1", "--page", "6"});
+            REQUIRE(to_question(window) == "Your answer (Enter shows it, q leaves):");
+            window.type("1");
+            window.wait_for_prompt();
+            CHECK(words_of(window.history()).find("Right. Larger.") != std::string::npos);
+        }
+        {  // q at the question, at the second try and at the page's end
+            for (const std::string at : {"answer", "second try", "page"}) {
+                CAPTURE(at);
+                Tmux window(cols, 24, {"lesson", "1", "--page", "3"});
+                REQUIRE(to_question(window) == "Your answer (Enter shows it, q leaves):");
+                if (at != "answer") {
+                    // scores[2,3] is 12
+                    window.type(at == "page" ? "12" : "10");
+                    std::string prompt = window.wait_for_prompt();
+                    for (int pause = 0; pause < 5 && prompt.find("more:") != std::string::npos; ++pause) {
+                        window.type("");
+                        prompt = window.wait_for_prompt();
+                    }
+                    REQUIRE(prompt == (at == "page" ? "Press Enter for page 4 of 6, or q to leave:"
+                                                    : "Your second try (Enter shows the answer, q leaves):"));
+                }
+                window.type("q");
+                CHECK(window.wait_for_prompt().empty());
+                CHECK(window.ended());
+                const std::string page = at == "page" ? "4" : "3";
+                CHECK(words_of(window.history()).find("To go on from here later: qkv lesson 1 --page " + page) !=
+                      std::string::npos);
+            }
+        }
+    }
+}
