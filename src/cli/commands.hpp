@@ -83,7 +83,7 @@ struct InitOptions {
 CLI::App* setup_init(CLI::App& app, InitOptions& options);
 int run_init(const InitOptions& options);
 // The commented starter file itself (YAML text); with --student, the first of
-// the ID's draws that makes a good exercise (cli/exercise.hpp). Throws
+// the ID's draws that makes a good exercise (check/exercise.hpp). Throws
 // InputError on options that cannot make one.
 std::string starter_example(const InitOptions& options);
 

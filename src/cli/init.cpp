@@ -3,7 +3,7 @@
 // with --student, an exercise for one student that `qkv check` can grade.
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "cli/exercise.hpp"
+#include "check/exercise.hpp"
 #include "cli/output.hpp"
 
 #include <algorithm>
@@ -16,6 +16,11 @@
 namespace qkv::cli {
 
 namespace {
+
+using checking::exercise_flaw;
+using checking::ExerciseFlaw;
+using checking::FlawKind;
+using checking::student_seed;
 
 // The draws --student tries before giving up: with the default shape, one of
 // the first few almost always makes a good exercise.

@@ -16,7 +16,7 @@
 //   - with the scores divided by √d_k, d_k is not √d_model (dividing by d_k
 //     and by √d_model would give the same numbers).
 // The mistakes are simulated with the check library's catalogue
-// (checking::mistakes_in), made on the true values. A change to the catalogue
+// (mistakes_in), made on the true values. A change to the catalogue
 // can therefore change which draw is an ID's first good one, and so an ID's
 // exercise: the golden files of tests/unit/test_init_student.cpp catch it.
 #pragma once
@@ -29,7 +29,7 @@
 #include <string>
 #include <string_view>
 
-namespace qkv::cli {
+namespace qkv::checking {
 
 // Whether a diagnosis id is one of the classic mistakes (check/catalogue.cpp).
 bool is_classic_mistake(std::string_view diagnosis_id);
@@ -62,4 +62,4 @@ std::uint64_t fnv1a_64(std::string_view bytes);
 // any machine, gets the same exercise.
 std::uint64_t student_seed(std::string_view id, int draw);
 
-}  // namespace qkv::cli
+}  // namespace qkv::checking

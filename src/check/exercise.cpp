@@ -1,7 +1,7 @@
 // The exercise test of `qkv init --student` (see exercise.hpp): each classic
 // mistake simulated with check's catalogue, on the true values, and compared
 // cell by cell with the true step and with the step's other mistakes.
-#include "cli/exercise.hpp"
+#include "check/exercise.hpp"
 
 #include "check/catalogue.hpp"
 #include "check/diagnose.hpp"
@@ -10,7 +10,7 @@
 #include <cmath>
 #include <memory>
 
-namespace qkv::cli {
+namespace qkv::checking {
 
 namespace {
 
@@ -72,13 +72,13 @@ std::optional<ExerciseFlaw> saturated_weight(const Model& model, const Trace& tr
 
 // One mistake's value of the step it is made in.
 struct Simulated {
-    const checking::Mistake* mistake = nullptr;
+    const Mistake* mistake = nullptr;
     const arma::mat* value = nullptr;
 };
 
 // The mistakes of one step that `check` looks for in an answer to it (those of
 // several steps at once are only named from later steps).
-std::vector<Simulated> simulated_in(const std::vector<checking::Mistake>& mistakes, const StepKey& key) {
+std::vector<Simulated> simulated_in(const std::vector<Mistake>& mistakes, const StepKey& key) {
     std::vector<Simulated> result;
     for (const auto& mistake : mistakes) {
         if (mistake.several_steps) {
@@ -95,13 +95,13 @@ std::vector<Simulated> simulated_in(const std::vector<checking::Mistake>& mistak
 
 std::optional<ExerciseFlaw> mistakes_flaw(const Model& model, const Trace& trace) {
     // the learner's values: every step as it truly is
-    checking::Values truth;
+    Values truth;
     for (const Step& step : trace.steps) {
         truth[{step.id, step.head}] = std::make_shared<const arma::mat>(step.values);
     }
     for (const Step& step : trace.steps) {
         const StepKey key{step.id, step.head};
-        const std::vector<checking::Mistake> mistakes = checking::mistakes_in(model, trace, key, truth);
+        const std::vector<Mistake> mistakes = mistakes_in(model, trace, key, truth);
         const std::vector<Simulated> simulated = simulated_in(mistakes, key);
         const std::string where = step_label(trace, step.id, step.head);
         for (const Simulated& classic : simulated) {
@@ -113,7 +113,7 @@ std::optional<ExerciseFlaw> mistakes_flaw(const Model& model, const Trace& trace
                 return ExerciseFlaw{FlawKind::no_value, id + " has no value in some cell of " + where + " (0/0)"};
             }
             const double margin = k_apart + 0.01 * classic.mistake->rounding_slack;
-            if (cells_apart(*classic.value, step.values, margin) < checking::k_min_evidence) {
+            if (cells_apart(*classic.value, step.values, margin) < k_min_evidence) {
                 return ExerciseFlaw{FlawKind::too_few, id + " changes fewer than two cells of " + where};
             }
             for (const Simulated& other : simulated) {
@@ -122,7 +122,7 @@ std::optional<ExerciseFlaw> mistakes_flaw(const Model& model, const Trace& trace
                 }
                 const double both =
                     k_apart + 0.01 * std::max(classic.mistake->rounding_slack, other.mistake->rounding_slack);
-                if (cells_apart(*classic.value, *other.value, both) < checking::k_min_evidence) {
+                if (cells_apart(*classic.value, *other.value, both) < k_min_evidence) {
                     return ExerciseFlaw{FlawKind::same_as, id + " and " + other.mistake->key +
                                                                " give values of " + where +
                                                                " that differ in fewer than two cells"};
@@ -136,8 +136,8 @@ std::optional<ExerciseFlaw> mistakes_flaw(const Model& model, const Trace& trace
 }  // namespace
 
 bool is_classic_mistake(std::string_view diagnosis_id) {
-    const auto rows = checking::mistake_table();
-    return std::any_of(rows.begin(), rows.end(), [diagnosis_id](const checking::MistakeRow& row) {
+    const auto rows = mistake_table();
+    return std::any_of(rows.begin(), rows.end(), [diagnosis_id](const MistakeRow& row) {
         return row.classic && row.id == diagnosis_id;
     });
 }
@@ -167,4 +167,4 @@ std::uint64_t student_seed(std::string_view id, int draw) {
     return fnv1a_64(std::string(id) + "#" + std::to_string(draw));
 }
 
-}  // namespace qkv::cli
+}  // namespace qkv::checking
