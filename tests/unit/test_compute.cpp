@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 using namespace qkv;
 using qkv::test::require_near;
@@ -295,4 +296,39 @@ TEST_CASE("the memory estimate counts only the keys a sliding window lets a bloc
     CHECK(windowed.status == 0);
     CHECK(windowed.err.empty());
     test::require_input_error(run_qkv(args, model + "mask: causal\n"), "the computation needs about 30 MiB");
+}
+
+TEST_CASE("the fast path has every row of the step table that an example has, as the step functions do",
+          "[compute]") {
+    // three large examples whose steps, together, are every row of the table: grouped-query heads with
+    // every forward variant, a cross-attention, and a pytorch: block, each with its backward pass
+    const std::string grad = "grad_output: {random: {rows: 130, cols: 24, seed: 6}}\n";
+    const std::vector<std::string> examples = {
+        grouped_example(130, 2, "positional: sinusoidal\nrope: true\nalibi: true\nmask: causal\n"
+                                "sinks: [0.3, -0.4, 1.2, 0]\n" + grad),
+        large_example(130, "context: {random: {rows: 70, cols: 24, seed: 9}}\n" + grad),
+        "inputs: {random: {rows: 130, cols: 24, seed: 1}}\n"
+        "pytorch:\n"
+        "  num_heads: 3\n"
+        "  in_proj_weight: {random: {rows: 72, cols: 24, seed: 2}}\n"
+        "  in_proj_bias: " + vector_text(72, 0.5) + "\n"
+        "  out_proj_weight: {random: {rows: 24, cols: 24, seed: 3}}\n"
+        "  out_proj_bias: " + vector_text(24, 0.7) + "\n" + grad,
+    };
+    std::set<StepId> seen;
+    for (const std::string& yaml : examples) {
+        const Model model = test::load_text(yaml);
+        REQUIRE(model.n() * model.m() >= k_fast_path_cells);
+        const Trace fast = compute_with(model, Kernels::automatic);
+        require_same_trace(fast, compute_with(model, Kernels::textbook), 1e-12);
+        for (const Step& step : fast.steps) {
+            CAPTURE(step_text(step.id), step.head);
+            CHECK_FALSE(step.values.is_empty());
+            seen.insert(step.id);
+        }
+    }
+    for (const StepId id : all_steps()) {
+        CAPTURE(step_text(id));
+        CHECK(seen.count(id) == 1);
+    }
 }
