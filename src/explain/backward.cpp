@@ -324,25 +324,13 @@ private:
         }
     }
 
-    std::string scale_text() const {
-        switch (m_model.scale_kind) {
-            case ScaleKind::sqrt_dk:
-                return "√d_k = √" + std::to_string(m_model.d_k()) + " = " + m_num(m_trace.scale);
-            case ScaleKind::divisor:
-                return "the example's scale, " + m_num(m_trace.scale);
-            case ScaleKind::none:
-                break;
-        }
-        return "1 (scale: none)";
-    }
-
     void grad_scores() {
         const Step& from = step_of(reads().front());
         const bool none = m_model.scale_kind == ScaleKind::none;
         if (none) {
             line("this example does not scale (scale: none), so the gradient passes unchanged");
         } else {
-            line("S' = S / scale, so the gradient is divided by the same divisor, " + scale_text());
+            line("S' = S / scale, so the gradient is divided by the same divisor, " + divisor_text(m_model, m_num));
         }
         for (const arma::uword j : columns()) {
             const double s = from.values(m_row, j);

@@ -19,6 +19,7 @@ namespace qkv {
 namespace {
 
 using explaining::decimals_text;
+using explaining::divisor_text;
 using explaining::Numbers;
 
 // Works out one explanation: checks the cell, then dispatches on its step.
@@ -351,24 +352,12 @@ private:
         }
     }
 
-    std::string scale_text() const {
-        switch (m_model.scale_kind) {
-            case ScaleKind::sqrt_dk:
-                return "√d_k = √" + std::to_string(m_model.d_k()) + " = " + m_num(m_trace.scale);
-            case ScaleKind::divisor:
-                return "the example's scale, " + m_num(m_trace.scale);
-            case ScaleKind::none:
-                break;
-        }
-        return "1 (scale: none)";
-    }
-
     void scaled_scores() {
         const Step& scores = step_of(StepId::scores, m_step->head);
         if (m_model.scale_kind == ScaleKind::none) {
             line("this example does not scale (scale: none), so the scores pass through unchanged");
         } else {
-            line("the divisor is " + scale_text());
+            line("the divisor is " + divisor_text(m_model, m_num));
         }
         for (const arma::uword j : columns()) {
             const double s = scores.values(m_row, j);

@@ -6,6 +6,18 @@
 
 namespace qkv::explaining {
 
+std::string divisor_text(const Model& model, const Numbers& number) {
+    switch (model.scale_kind) {
+        case ScaleKind::sqrt_dk:
+            return "√d_k = √" + std::to_string(model.d_k()) + " = " + number(model.scale());
+        case ScaleKind::divisor:
+            return "the example's scale, " + number(model.scale());
+        case ScaleKind::none:
+            break;
+    }
+    return "1 (scale: none)";
+}
+
 std::string decimals_text(int decimals) {
     return std::to_string(decimals) + (decimals == 1 ? " decimal" : " decimals");
 }

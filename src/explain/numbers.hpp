@@ -22,6 +22,11 @@ namespace qkv::explaining {
 // "1 decimal", "3 decimals".
 std::string decimals_text(int decimals);
 
+class Numbers;
+// The divisor of the scores in words: "√d_k = √4 = 2", "the example's scale,
+// 2.5", or "1 (scale: none)".
+std::string divisor_text(const Model& model, const Numbers& number);
+
 class Numbers {
 public:
     explicit Numbers(const RenderOptions& options) : m_precision(options.precision) {}
