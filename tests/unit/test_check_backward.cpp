@@ -1,4 +1,4 @@
-// `qkv check` on the backward pass (STEPS in man/qkv.1.in, §11): every named mistake of the
+// `qkv check` on the backward pass (STEPS and DIAGNOSES in man/qkv.1.in): every named mistake of the
 // gradient steps, each with an answer that shows it and a correct answer that
 // must not; error carried forward through the gradients; and the command's exit
 // status for right and wrong gradient answers.

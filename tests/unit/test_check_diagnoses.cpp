@@ -127,7 +127,7 @@ Setup teacher(Form form = Form::split) {
 }
 
 // The same kind of model where d_k ≠ √d_model and n = d_k, so that every
-// mistake of §11 can be told apart, Q·K (without the transpose) included:
+// mistake of the catalogue (DIAGNOSES in the man page) can be told apart, Q·K (without the transpose) included:
 // 3 tokens, d_model 6, two heads of d_k 3.
 Setup wide(Form form = Form::split) {
     Setup s;
@@ -517,7 +517,7 @@ weights:
     }
 }
 
-// ── every diagnosis of §11, made on purpose ─────────────────────────────────
+// ── every diagnosis of the catalogue, made on purpose ──────────────────────
 
 namespace {
 

@@ -112,7 +112,7 @@ TEST_CASE("the man page lists every mistake of check's catalogue, the classic on
         }
     }
     CHECK_THROWS_AS(qkv::checking::mistake_id("scores_upside_down"), std::logic_error);
-    // the ids §11 of the contract names, at the least
+    // the ids that graders' tools and class gradebooks read, at the least
     for (const char* id : {"scores_no_transpose", "scores_k_qt", "scaling_forgotten", "scaled_by_dk",
                            "scaled_by_sqrt_d_model", "softmax_columns", "softmax_no_exp", "output_at_v",
                            "projection_w_x", "weights_swapped", "heads_averaged", "mask_after_softmax", "mask_zero",

@@ -30,7 +30,7 @@ TEST_CASE("the online softmax follows its recurrence block by block and ends at 
                         cell = parse_cell("head_output[" + std::to_string(i + 1) + "]");
                     }
                     const Explanation e = explain_cell(model, trace, cell, options, B);
-                    // the blocks of keys, then (SPEC §9a) the sink as a block of its own
+                    // the blocks of keys, then the sink as a block of its own (man page, --block-size)
                     REQUIRE(e.blocks.size() == (model.m() + B - 1) / B + (model.sinks ? 1 : 0));
                     // the recurrence, from m = −∞, ℓ = 0, o = 0
                     double m = -arma::datum::inf;
