@@ -1,6 +1,7 @@
 // Scaled dot-product attention, one step at a time, keeping every intermediate.
 // Rows are tokens: X is n × d_model and Q = X·W_Q (see model/model.hpp).
 #include "attention/attention.hpp"
+#include "base/numbers.hpp"
 #include "base/parse.hpp"
 
 #include "attention/engine.hpp"
@@ -344,9 +345,7 @@ double round_as_written(double value, int decimals) {
     if (!std::isfinite(value)) {
         return value;
     }
-    char text[512];  // the fixed form of any double, −5e−324 included
-    const auto written = std::to_chars(text, text + sizeof text, std::abs(value), std::chars_format::fixed);
-    std::string digits(text, written.ptr);
+    std::string digits = shortest_fixed(std::abs(value));
     const std::size_t point = digits.find('.');
     if (point == std::string::npos || digits.size() - point - 1 <= static_cast<std::size_t>(decimals)) {
         return value;  // no more decimals than that already

@@ -24,29 +24,6 @@ StepKey key_source(const Model& model) { return model.C ? StepKey{StepId::contex
 
 const HeadWeights& head_weights(const Model& model, int h) { return model.heads.at(static_cast<std::size_t>(h - 1)); }
 
-// The shortest form that reads back as the same number: 10000, 0.25, 2.5e-05.
-std::string fmt_number(double value) {
-    char buffer[64];
-    if (std::abs(value) < 1e15 && std::floor(value) == value) {
-        std::snprintf(buffer, sizeof buffer, "%.0f", value);
-        return buffer;
-    }
-    std::snprintf(buffer, sizeof buffer, "%.17g", value);
-    for (int precision = 1; precision <= 17; ++precision) {
-        std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
-        if (std::strtod(buffer, nullptr) == value) {
-            break;
-        }
-    }
-    return buffer;
-}
-
-std::string fixed(double value, int decimals) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-    return buffer;
-}
-
 std::vector<std::string> dimension_labels(arma::uword count) {
     std::vector<std::string> labels;
     for (arma::uword j = 1; j <= count; ++j) {
@@ -287,7 +264,7 @@ void describe_values(const StepContext& context, Step& step) {
 std::vector<std::string> rope_notes(const Model& model) {
     const Rope& rope = *model.rope;
     const std::string half = std::to_string(model.d_k() / 2);
-    return {"θ_k = " + fmt_number(rope.base) + "^(−2k/d_k), angle p·θ_k, position p from 0",
+    return {"θ_k = " + readable(rope.base) + "^(−2k/d_k), angle p·θ_k, position p from 0",
             rope.style == RopeStyle::half ? "style half: element k pairs with element k + " + half +
                                                 " (Hugging Face's rotate_half)"
                                           : "style interleaved: element 2k pairs with element 2k + 1 (the RoFormer "
@@ -350,7 +327,7 @@ void describe_scaled_scores(const StepContext& context, Step& step) {
                      {}, {});
             break;
         case ScaleKind::divisor:
-            set_text(step, "S' = S / " + fixed(divisor), "S' = S / " + fixed(divisor),
+            set_text(step, "S' = S / " + fixed(divisor, 4), "S' = S / " + fixed(divisor, 4),
                      "The scores are divided by the scale this example sets.", {}, {});
             break;
     }
@@ -358,7 +335,7 @@ void describe_scaled_scores(const StepContext& context, Step& step) {
     step.col_labels = context.key_tokens();
     step.notes.push_back(model.scale_kind == ScaleKind::none
                              ? std::string("not scaled: the divisor is 1")
-                             : "divisor = " + fixed(divisor) +
+                             : "divisor = " + fixed(divisor, 4) +
                                    (model.scale_kind == ScaleKind::sqrt_dk ? " (√" + d_k + ")" : ""));
 }
 
@@ -369,10 +346,10 @@ void describe_position_bias(const StepContext& context, Step& step) {
              "ALiBi: instead of adding positions to the inputs, each head lowers a score in proportion to the "
              "distance between query and key, more steeply for a larger slope m.",
              model.tokens, context.key_tokens());
-    std::string note = "slope m = " + fmt_number(slope);
+    std::string note = "slope m = " + readable(slope);
     if (model.alibi_press) {
         note += " (Press et al.'s slope for head " + std::to_string(step.head) + " of " +
-                std::to_string(model.n_heads()) + ": 2^" + fmt_number(std::log2(slope)) + ")";
+                std::to_string(model.n_heads()) + ": 2^" + readable(std::log2(slope)) + ")";
     }
     step.notes.push_back(note);
 }
@@ -415,7 +392,7 @@ void describe_weights(const StepContext& context, Step& step) {
         step.latex = "A = \\operatorname{softmax}\\left(\\begin{bmatrix} S' & s \\end{bmatrix}\\right)_{:, 1..m}";
         step.explanation = "The sink logit s joins each row's softmax as one more key with no value, and its weight "
                            "is dropped: each row of weights sums to less than 1, and what is missing went to the sink.";
-        step.notes.push_back("sink s = " + fmt_number(sink) + " for this head; the rest of each row went to the sink");
+        step.notes.push_back("sink s = " + readable(sink) + " for this head; the rest of each row went to the sink");
         // a row whose keys are all blocked (gpt-oss): the sink takes all of it
         for (arma::uword i = 0; model.masked() && i < model.X.n_rows; ++i) {
             bool blocked = true;

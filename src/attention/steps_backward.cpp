@@ -390,7 +390,7 @@ void describe_scores(const StepContext& context, Step& step) {
                      {}, {});
             break;
         case ScaleKind::divisor:
-            set_text(step, "dS = dS' / " + fixed(model.scale()), "dS = dS' / " + fixed(model.scale()),
+            set_text(step, "dS = dS' / " + fixed(model.scale(), 4), "dS = dS' / " + fixed(model.scale(), 4),
                      "S' = S divided by the example's scale, so the gradient is divided by it too.", {}, {});
             break;
     }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "attention/steps.hpp"
+#include "base/numbers.hpp"
 
 #include <string>
 #include <vector>
@@ -18,10 +19,6 @@ StepKey key_source(const Model& model);
 
 const HeadWeights& head_weights(const Model& model, int h);
 
-// The shortest form that reads back as the same number: 10000, 0.25, 2.5e-05.
-std::string fmt_number(double value);
-// "1.4142": fixed decimals.
-std::string fixed(double value, int decimals = 4);
 // "d1", "d2", …
 std::vector<std::string> dimension_labels(arma::uword count);
 void set_text(Step& step, std::string formula, std::string latex, std::string explanation,

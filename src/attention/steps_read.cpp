@@ -4,6 +4,7 @@
 // of a step with its heads' indices in its formulas. Rows are tokens
 // throughout: X is n × d_model and Q = X·W_Q.
 #include "attention/steps.hpp"
+#include "base/numbers.hpp"
 
 #include "attention/attention.hpp"
 #include "attention/engine.hpp"
@@ -123,9 +124,7 @@ std::string root_text(arma::uword d) {
     if (root * root == d) {
         return "√" + std::to_string(d) + " = " + std::to_string(root);
     }
-    char digits[32];
-    std::snprintf(digits, sizeof digits, "%.4f", std::sqrt(static_cast<double>(d)));
-    return "√" + std::to_string(d) + " ≈ " + digits;
+    return "√" + std::to_string(d) + " ≈ " + fixed(std::sqrt(static_cast<double>(d)), 4);
 }
 
 std::string concat_formula(int heads, bool latex) {

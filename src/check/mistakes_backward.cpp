@@ -2,6 +2,7 @@
 // own earlier values, the wrong way; sums over query heads (grouped-query
 // attention) are kept.
 #include "check/mistakes_parts.hpp"
+#include "base/numbers.hpp"
 
 #include "attention/attention.hpp"
 #include "check/catalogue.hpp"
@@ -10,18 +11,7 @@
 
 namespace qkv::checking {
 
-std::string number_text(double value) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.4f", value);
-    std::string text = buffer;
-    while (text.back() == '0') {
-        text.pop_back();
-    }
-    if (text.back() == '.') {
-        text.pop_back();
-    }
-    return text;
-}
+std::string number_text(double value) { return trimmed(value, 4); }
 
 Mistake one(std::string key, std::string mistake, std::string correct, const StepKey& step, arma::mat value,
             double rounding_slack) {

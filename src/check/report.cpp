@@ -4,6 +4,7 @@
 // following from their earlier answers (→); JSON is the auto-grading contract
 // of the check command in man/qkv.1.in, written by report_json.cpp.
 #include "check/report.hpp"
+#include "base/numbers.hpp"
 
 #include "check/report_parts.hpp"
 
@@ -33,9 +34,7 @@ std::string plural(std::size_t count, const std::string& one, const std::string&
 
 // `value` rounded to `decimals` ("-0.0" written 0.0).
 std::string rounded_text(double value, int decimals) {
-    char buffer[512];
-    std::snprintf(buffer, sizeof buffer, "%.*f", std::min(decimals, 300), value);
-    std::string text = buffer;
+    std::string text = fixed(value, std::min(decimals, 300));
     if (text[0] == '-' && text.find_first_not_of("-0.") == std::string::npos) {
         text.erase(0, 1);
     }
@@ -71,9 +70,7 @@ std::string true_value_rounding_text(const CheckReport& report, const CellCheck&
     const double half_unit = 0.5 * std::pow(10.0, -k);
     std::string text;
     for (int d = std::max(options.precision, k + 1); d <= std::max(options.precision, k + 1) + 17; ++d) {
-        char buffer[512];
-        std::snprintf(buffer, sizeof buffer, "%.*f", d, value);
-        text = buffer;
+        text = fixed(value, d);
         // strictly inside Y's rounding interval: not a tie either way, whatever the reader's rule
         if (std::fabs(std::stod(text) - rounded) < half_unit * (1 - 1e-9)) {
             break;
@@ -160,17 +157,12 @@ std::string wrong_cell_sentence(const Trace& trace, const CheckReport& report, c
     }
     // exactly halfway between two numbers of the learner's decimals (0.25 at one decimal): both count
     const int k = std::min(cell.decimals, 300);
-    char tie[512];
-    std::snprintf(tie, sizeof tie, "%.*f", k + 1, cell.expected);
-    const std::string tie_text = tie;
+    const std::string tie_text = fixed(cell.expected, k + 1);
     if (tie_text.back() == '5' && std::stod(tie_text) == cell.expected) {
         const double unit = std::pow(10.0, -k);
         const double low = std::stod(tie_text.substr(0, tie_text.size() - 1)) - (cell.expected < 0 ? unit : 0.0);
-        char below[512];
-        char above[512];
-        std::snprintf(below, sizeof below, "%.*f", k, low);
-        std::snprintf(above, sizeof above, "%.*f", k, low + unit);
-        return text + "the true value is " + tie_text + ", exactly halfway between " + below + " and " + above +
+        return text + "the true value is " + tie_text + ", exactly halfway between " + fixed(low, k) + " and " +
+               fixed(low + unit, k) +
                " (either counts).";
     }
     return text + "the true value " + true_value_rounding_text(report, cell, options) + " rounds to " +

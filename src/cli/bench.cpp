@@ -1,6 +1,7 @@
 // qkv bench: times each step of attention on random float64 data of a given
 // size, on the path `qkv run` takes for large inputs (attention/bench.hpp).
 #include "attention/bench.hpp"
+#include "base/numbers.hpp"
 #include "attention/engine.hpp"
 #include "io/yaml_util.hpp"
 #include "cli/commands.hpp"
@@ -12,6 +13,8 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -22,12 +25,6 @@ namespace qkv::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string fixed(double value, int decimals) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-    return buffer;
-}
 
 double rounded(double value, int decimals) {
     const double factor = std::pow(10.0, decimals);
@@ -120,14 +117,9 @@ std::string text_report(const BenchSpec& spec, const BenchResult& result) {
            (spec.repeat == 1 ? " run" : " runs") + " after a warm-up\n\n";
     out += "  step                 median ms   share\n";
     for (const auto& [id, ms] : result.steps) {
-        char line[128];
-        std::snprintf(line, sizeof line, "  %-20s %9.3f  %5.1f %%\n", step_text(id).c_str(), ms,
-                      100.0 * ms / result.total_ms);
-        out += line;
+        out += fmt::format("  {:<20} {:>9}  {:>5} %\n", step_text(id), fixed(ms, 3), fixed(100.0 * ms / result.total_ms, 1));
     }
-    char line[160];
-    std::snprintf(line, sizeof line, "  %-20s %9.3f\n\n", "total", result.total_ms);
-    out += line;
+    out += fmt::format("  {:<20} {:>9}\n\n", "total", fixed(result.total_ms, 3));
     out += "  " + fixed(result.gflops, 1) + " GFLOP/s (matrix products, 2 per multiply-add)\n";
     out += "  peak memory " + fixed(result.peak_rss_mb, 1) + " MB\n";
     out += "  the scaling is part of scores; the heads write their columns of concat in place\n";

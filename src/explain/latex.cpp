@@ -3,6 +3,7 @@
 // as lines of text with the symbols as math, each line a paragraph of its own
 // that breaks at its spaces and hangs indented when it does not fit the line.
 #include "explain/explain.hpp"
+#include "base/numbers.hpp"
 
 #include "render/latex.hpp"
 
@@ -16,11 +17,7 @@ namespace {
 
 // A width of `chars` characters of the text format's working, in em: the
 // indentation of a line, and the operator that opens a continued sum.
-std::string em(double value) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%gem", value);
-    return text;
-}
+std::string em(double value) { return trimmed(value, 4) + "em"; }
 
 // A minus sign before a number written with "-" (exp(-0.7071)) as the text's
 // own minus, so that it is set as math like every other.

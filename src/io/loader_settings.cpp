@@ -2,6 +2,7 @@
 // the scale, the mask and the padding, the hand rounding of round:, and the
 // memory the computation will need, held against --max-memory.
 #include "io/loader_parts.hpp"
+#include "base/numbers.hpp"
 
 #include "attention/engine.hpp"
 #include "attention/steps.hpp"
@@ -52,7 +53,7 @@ bool ModelLoader::zeros_and_ones(const arma::mat& M, const YAML::Node& node, con
             const std::string cell = M.n_rows == 1
                                          ? "[" + std::to_string(j + 1) + "]"
                                          : "[" + std::to_string(i + 1) + "," + std::to_string(j + 1) + "]";
-            m_yaml.error(where, path + cell + " is " + fmt::format("{:g}", value) + "; expected 0 or 1", hint);
+            m_yaml.error(where, path + cell + " is " + shortest(value) + "; expected 0 or 1", hint);
             return false;
         }
     }

@@ -2,6 +2,7 @@
 // {random: {...}}. Every form is checked against the dimension and memory
 // limits before anything is allocated.
 #include "io/yaml_util.hpp"
+#include "base/numbers.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -308,11 +309,7 @@ std::string size_text(std::uint64_t bytes) {
         value /= 1024.0;
         ++unit;
     }
-    std::ostringstream text;
-    text << std::fixed;
-    text.precision(value < 10 && unit > 0 ? 1 : 0);
-    text << value;
-    std::string number = text.str();
+    std::string number = fixed(value, value < 10 && unit > 0 ? 1 : 0);
     if (number.size() > 2 && number.compare(number.size() - 2, 2, ".0") == 0) {
         number.resize(number.size() - 2);
     }

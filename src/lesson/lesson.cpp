@@ -1,4 +1,5 @@
 #include "lesson/lesson.hpp"
+#include "base/numbers.hpp"
 
 #include "render/table.hpp"
 
@@ -96,9 +97,7 @@ std::string format_value(const std::vector<double>& values, const NumberStyle& s
     for (std::size_t i = 0; i < values.size(); ++i) {
         std::string number;
         if (style.scientific && std::isfinite(values[i])) {
-            char buffer[64];
-            std::snprintf(buffer, sizeof buffer, "%.*e", decimals, values[i]);
-            number = buffer;
+            number = scientific(values[i], decimals);
         } else {
             number = format_number(values[i], decimals, whole, ascii);
         }

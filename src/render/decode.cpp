@@ -4,6 +4,7 @@
 // shown and in which order; a skin per format only draws it (the JSON is in
 // decode_json.cpp).
 #include "attention/decode.hpp"
+#include "base/numbers.hpp"
 #include "render/html.hpp"
 #include "render/palette.hpp"
 #include "render/render.hpp"
@@ -172,9 +173,7 @@ private:
 std::string number(std::uint64_t value) { return std::to_string(value); }
 
 // A number of the example's (a slope, a sink, a divisor) as it reads: 3, 0.0625.
-std::string given(double value) {
-    return is_whole_number(value) ? format_number(value, 0, true, false) : round_trip(value);
-}
+std::string given(double value) { return readable(value); }
 
 // "positions 1 … 3", or "position 2" for one position
 std::string positions_text(arma::uword first, arma::uword last) {

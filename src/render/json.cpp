@@ -1,6 +1,7 @@
 // The JSON contract of OUTPUT FORMATS in man/qkv.1, written as a stream so that large traces need
 // no giant string: one step per line, numbers in round-trip precision.
 #include "model/model.hpp"
+#include "base/numbers.hpp"
 #include "render/render.hpp"
 
 #include <nlohmann/json.hpp>
@@ -32,8 +33,8 @@ void write_number(std::ostream& out, double value) {
         out << (std::isinf(value) && value < 0 ? "\"-inf\"" : round_trip(value));
         return;
     }
-    char buffer[40];
-    char* end = std::to_chars(buffer, buffer + sizeof buffer - 2, value).ptr;
+    char buffer[k_shortest_size + 2];
+    char* end = write_shortest(buffer, value);
     if (std::find_if(buffer, end, [](char c) { return c == '.' || c == 'e'; }) == end) {
         *end++ = '.';
         *end++ = '0';

@@ -3,6 +3,7 @@
 // starred subsection with its formula in display math and the matrix as a
 // tabular with the row and column labels.
 #include "render/latex.hpp"
+#include "base/numbers.hpp"
 #include "render/html.hpp"
 #include "render/render.hpp"
 #include "render/table.hpp"
@@ -202,9 +203,8 @@ std::string fitted_table(const Table& table, const TableSkin& skin, const TableF
     }
     std::string out = "\\begin{center}\n" + fit.setup;
     if (size > 0) {
-        char tabcolsep[64];
-        std::snprintf(tabcolsep, sizeof tabcolsep, "%gpt", k_sizes[size].tabcolsep);
-        out += std::string(k_sizes[size].command) + "\\setlength{\\tabcolsep}{" + tabcolsep + "}\n";
+        out += std::string(k_sizes[size].command) + "\\setlength{\\tabcolsep}{" +
+               trimmed(k_sizes[size].tabcolsep, 4) + "pt}\n";
     }
     for (std::size_t b = 0; b < blocks.size(); ++b) {
         out += b == 0 ? "" : "\n\\medskip\n";
@@ -290,8 +290,7 @@ public:
         return m_blank ? "" : "\\hfill " + tex_number(text);
     }
     std::string begin(std::size_t n_cols) const override {
-        char column[64];
-        std::snprintf(column, sizeof column, "p{%gem}|", m_column_em);
+        const std::string column = "p{" + trimmed(m_column_em, 4) + "em}|";
         std::string spec = "|l|";
         for (std::size_t j = 0; j < n_cols; ++j) {
             spec += column;
@@ -421,9 +420,7 @@ constexpr std::size_t k_block_rows = 20;
 // "#rrggbb" as colortbl's rgb model wants it: "0.871,0.922,0.969".
 std::string tex_rgb(const std::string& hex) {
     const Rgb colour = parse_hex(hex);
-    char rgb[64];
-    std::snprintf(rgb, sizeof rgb, "%.3f,%.3f,%.3f", colour.r / 255.0, colour.g / 255.0, colour.b / 255.0);
-    return rgb;
+    return fixed(colour.r / 255.0, 3) + "," + fixed(colour.g / 255.0, 3) + "," + fixed(colour.b / 255.0, 3);
 }
 
 // The table with its cells in LaTeX: numbers in math, the gaps of a

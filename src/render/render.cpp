@@ -1,4 +1,5 @@
 #include "render/render.hpp"
+#include "base/numbers.hpp"
 #include "render/html.hpp"
 #include "attention/steps.hpp"
 
@@ -41,16 +42,8 @@ std::string join_list(const std::vector<std::string>& items, const std::string& 
 }
 
 std::string round_trip(double value) {
-    if (std::isinf(value)) {
-        return value < 0 ? "-inf" : "inf";
-    }
-    if (std::isnan(value)) {
-        return "nan";
-    }
-    char buffer[64];
-    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-    std::string text(buffer, result.ptr);
-    if (text.find_first_of(".e") == std::string::npos) {
+    std::string text = shortest(value);
+    if (std::isfinite(value) && text.find_first_of(".e") == std::string::npos) {
         text += ".0";
     }
     return text;

@@ -6,6 +6,7 @@
 // Masked cells are hatched grey and the scale's legend says so; --dark draws
 // the same maps on a dark page.
 #include "attention/steps.hpp"
+#include "base/numbers.hpp"
 #include "base/diagnostics.hpp"
 #include "render/html.hpp"
 #include "render/render.hpp"
@@ -26,15 +27,7 @@ constexpr double k_value_font = 11.0;
 constexpr double k_char_width = 0.62;           // average glyph width per font size (sans-serif)
 constexpr std::size_t k_max_label_chars = 14;
 
-std::string px(double value) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.1f", value);
-    std::string text = buffer;
-    if (text.size() > 2 && text.compare(text.size() - 2, 2, ".0") == 0) {
-        text.resize(text.size() - 2);
-    }
-    return text;
-}
+std::string px(double value) { return trimmed(value, 1); }
 
 double text_width(const std::string& text, double font) {
     return static_cast<double>(display_width(text)) * font * k_char_width;

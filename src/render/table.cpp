@@ -1,4 +1,5 @@
 #include "render/table.hpp"
+#include "base/numbers.hpp"
 
 #include "render/palette.hpp"
 
@@ -56,9 +57,7 @@ std::string format_number(double value, int precision, bool whole_numbers, bool 
     if (std::isnan(value)) {
         return "nan";
     }
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.*f", whole_numbers ? 0 : precision, value);
-    std::string text = buffer;
+    std::string text = fixed(value, whole_numbers ? 0 : precision);
     // "-0.0000" reads as a sign error to a learner: print it as zero
     if (text[0] == '-' && text.find_first_not_of("-0.") == std::string::npos) {
         text.erase(0, 1);

@@ -2,6 +2,7 @@
 // with its heading, formula, shape and a table to fill in (or, in the key,
 // filled in). The document formats only draw it (WorksheetSkin).
 #include "render/worksheet.hpp"
+#include "base/numbers.hpp"
 #include "attention/step_handlers.hpp"
 
 #include "attention/steps.hpp"
@@ -42,14 +43,8 @@ std::vector<std::string> dimension_labels(arma::uword count) {
     return labels;
 }
 
-// The shortest text of a number: "2", "0.0625", "1.7320508075688772".
-std::string number_text(double value) {
-    std::string text = round_trip(value);
-    if (text.size() > 2 && text.ends_with(".0")) {
-        text.resize(text.size() - 2);
-    }
-    return text;
-}
+// A given number as a person reads it: "2", "0.0625", "1.7320508075688772".
+std::string number_text(double value) { return readable(value); }
 
 // The fewest decimals (up to k_given_decimals) that show every entry as it is.
 int exact_decimals(const arma::mat& M) {
@@ -59,9 +54,7 @@ int exact_decimals(const arma::mat& M) {
             continue;
         }
         while (decimals < k_given_decimals) {
-            char buffer[64];
-            std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-            if (std::strtod(buffer, nullptr) == value) {
+            if (std::strtod(fixed(value, decimals).c_str(), nullptr) == value) {
                 break;
             }
             ++decimals;
