@@ -1,6 +1,7 @@
 // The step table (steps.hpp): one row per step, and the functions each row
 // names. Rows are tokens throughout: X is n × d_model and Q = X·W_Q.
 #include "attention/steps.hpp"
+#include "attention/divisor.hpp"
 
 #include "attention/attention.hpp"
 #include "attention/steps_parts.hpp"
@@ -312,31 +313,18 @@ void describe_scores(const StepContext& context, Step& step) {
 
 void describe_scaled_scores(const StepContext& context, Step& step) {
     const Model& model = context.model();
-    const double divisor = model.scale();
-    const std::string d_k = std::to_string(model.d_k());
-    switch (model.scale_kind) {
-        case ScaleKind::none:
-            set_text(step, "S' = S", "S' = S",
-                     "This example does not scale (scale: none), so the scores pass through unchanged.", {}, {});
-            break;
-        case ScaleKind::sqrt_dk:
-            set_text(step, "S' = S / √d_k = S / √" + d_k,
-                     "S' = \\frac{S}{\\sqrt{d_k}} = \\frac{S}{\\sqrt{" + d_k + "}}",
-                     "Dividing by √d_k keeps the spread of the scores from growing with the width d_k, so the "
-                     "softmax does not saturate on one key.",
-                     {}, {});
-            break;
-        case ScaleKind::divisor:
-            set_text(step, "S' = S / " + fixed(divisor, 4), "S' = S / " + fixed(divisor, 4),
-                     "The scores are divided by the scale this example sets.", {}, {});
-            break;
-    }
+    const Divisor divisor = divisor_of(model);
+    const std::string why =
+        !divisor.scaled ? "This example does not scale (scale: none), so the scores pass through unchanged."
+        : divisor.root  ? "Dividing by √d_k keeps the spread of the scores from growing with the width d_k, so the "
+                          "softmax does not saturate on one key."
+                        : "The scores are divided by the scale this example sets.";
+    set_text(step, "S' = " + divided(model, "S"), "S' = " + divided_latex(model, "S"), why, {}, {});
     step.row_labels = model.tokens;
     step.col_labels = context.key_tokens();
-    step.notes.push_back(model.scale_kind == ScaleKind::none
-                             ? std::string("not scaled: the divisor is 1")
-                             : "divisor = " + fixed(divisor, 4) +
-                                   (model.scale_kind == ScaleKind::sqrt_dk ? " (√" + d_k + ")" : ""));
+    step.notes.push_back(!divisor.scaled ? std::string("not scaled: the divisor is 1")
+                                         : "divisor = " + fixed(model.scale(), 4) +
+                                               (divisor.root ? " (" + divisor.worked + ")" : ""));
 }
 
 void describe_position_bias(const StepContext& context, Step& step) {

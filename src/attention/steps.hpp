@@ -99,8 +99,6 @@ std::string step_absence(StepId id);
 // The heads' outputs side by side, as formulas write them: [Z_1 Z_2] and
 // [Z_1 Z_2 Z_3] in full, [Z_1 … Z_H] from four heads on; latex in LaTeX.
 std::string concat_formula(int heads, bool latex = false);
-// "√4 = 2" for a whole root, "√3 ≈ 1.7321" (four decimals) otherwise: the divisor √d_k written out.
-std::string root_text(arma::uword d);
 
 // The decimals `round:` rounds this step to, if any.
 std::optional<int> step_rounding(const Model& model, StepId id);

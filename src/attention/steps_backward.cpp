@@ -4,6 +4,7 @@
 // the inputs. The arithmetic is autograd's, written out: rows are tokens, a
 // weight is stored in the x·W layout, and a gradient is shaped as its value.
 #include "attention/attention.hpp"
+#include "attention/divisor.hpp"
 #include "attention/steps_parts.hpp"
 
 #include <algorithm>
@@ -376,24 +377,13 @@ void describe_scaled_scores(const StepContext& context, Step& step) {
 
 void describe_scores(const StepContext& context, Step& step) {
     const Model& model = context.model();
-    const std::string d_k = std::to_string(model.d_k());
-    switch (model.scale_kind) {
-        case ScaleKind::none:
-            set_text(step, "dS = dS'", "dS = dS'", "The scores were not scaled, so the gradient passes unchanged.", {},
-                     {});
-            break;
-        case ScaleKind::sqrt_dk:
-            set_text(step, "dS = dS' / √d_k = dS' / √" + d_k,
-                     "dS = \\frac{dS'}{\\sqrt{d_k}} = \\frac{dS'}{\\sqrt{" + d_k + "}}",
-                     "S' = S / √d_k, so the gradient is divided by √d_k too: the scale shows again on the way back, "
-                     "and from here it is inside dQ and dK.",
-                     {}, {});
-            break;
-        case ScaleKind::divisor:
-            set_text(step, "dS = dS' / " + fixed(model.scale(), 4), "dS = dS' / " + fixed(model.scale(), 4),
-                     "S' = S divided by the example's scale, so the gradient is divided by it too.", {}, {});
-            break;
-    }
+    const Divisor divisor = divisor_of(model);
+    const std::string why =
+        !divisor.scaled ? "The scores were not scaled, so the gradient passes unchanged."
+        : divisor.root  ? "S' = S / √d_k, so the gradient is divided by √d_k too: the scale shows again on the way "
+                          "back, and from here it is inside dQ and dK."
+                        : "S' = S divided by the example's scale, so the gradient is divided by it too.";
+    set_text(step, "dS = " + divided(model, "dS'"), "dS = " + divided_latex(model, "dS'"), why, {}, {});
     step.row_labels = model.tokens;
     step.col_labels = context.key_tokens();
 }

@@ -119,14 +119,6 @@ std::string step_absence(StepId id) {
            (is_gradient(id) ? " (--backward stands for grad_output: ones)" : "");
 }
 
-std::string root_text(arma::uword d) {
-    const auto root = static_cast<arma::uword>(std::llround(std::sqrt(static_cast<double>(d))));
-    if (root * root == d) {
-        return "√" + std::to_string(d) + " = " + std::to_string(root);
-    }
-    return "√" + std::to_string(d) + " ≈ " + fixed(std::sqrt(static_cast<double>(d)), 4);
-}
-
 std::string concat_formula(int heads, bool latex) {
     std::vector<std::string> blocks;
     for (int h = 1; h <= heads; ++h) {

@@ -4,6 +4,7 @@
 // that explains an answer). The forward pass's are made here, the backward
 // pass's in mistakes_backward.cpp. Rows are tokens throughout: Q = X·W_Q.
 #include "check/mistakes_parts.hpp"
+#include "attention/divisor.hpp"
 
 #include "check/catalogue.hpp"
 
@@ -18,21 +19,6 @@ namespace qkv::checking {
 
 namespace {
 
-// "√d_k = √3" or "the scale 2.5".
-std::string divisor_text(const Model& model) {
-    if (model.scale_kind == ScaleKind::sqrt_dk) {
-        return "√d_k = √" + std::to_string(model.d_k());
-    }
-    return "the scale " + number_text(model.scale());
-}
-
-// "S' = S / √d_k = S / √3" or "S' = S / 2.5".
-std::string scaled_formula(const Model& model) {
-    if (model.scale_kind == ScaleKind::sqrt_dk) {
-        return "S' = S / √d_k = S / √" + std::to_string(model.d_k());
-    }
-    return "S' = S / " + number_text(model.scale());
-}
 
 // Softmax down each column (a classic mistake); a column of −∞ only gives NaN.
 arma::mat softmax_columns(const arma::mat& S) { return softmax_rows(S.t()).t(); }
@@ -411,7 +397,7 @@ void alibi_mistakes(const Model& model, const LearnerValues& L, const StepKey& k
                       L(StepId::scaled_scores, key.head)));
     if (model.scale() != 1.0) {
         out.push_back(one("alibi_bias_scaled", "The bias was added before scaling, so it was divided by " +
-                                                   divisor_text(model) + " too.",
+                                                   divisor_of(model).named + " too.",
                           correct + "; the bias is added after the scaling", key,
                           (L(StepId::scores, key.head) + L(StepId::position_bias, key.head)) / model.scale()));
     }
@@ -458,9 +444,9 @@ void score_mistakes(const Model& model, const LearnerValues& L, const StepKey& k
     }
     if (model.scale() != 1.0) {
         out.push_back(one("scores_already_scaled",
-                          "These scores are already divided by " + divisor_text(model) +
+                          "These scores are already divided by " + divisor_of(model).named +
                               "; the scores step is Q·Kᵀ alone.",
-                          "S = Q·Kᵀ; the next step divides it: " + scaled_formula(model), key,
+                          "S = Q·Kᵀ; the next step divides it: S' = " + divided(model, "S"), key,
                           Q * K.t() / model.scale()));
     }
     const arma::mat& V = L(StepId::values, model.kv_head_of(h));
@@ -484,38 +470,38 @@ void scaling_mistakes(const Model& model, const LearnerValues& L, const StepKey&
         }
         return;
     }
-    const std::string correct =
-        scaled_formula(model) + (model.scale_kind == ScaleKind::sqrt_dk ? " (" + root_text(model.d_k()) + ")" : "");
+    const Divisor divisor = divisor_of(model);
+    const std::string correct = "S' = " + divided(model, "S") + (divisor.root ? " (" + divisor.exact + ")" : "");
     if (model.scale() != 1.0) {
-        out.push_back(one("scaling_forgotten", "Scaling forgotten: the scores were not divided by " + divisor_text(model) + ".",
+        out.push_back(one("scaling_forgotten", "Scaling forgotten: the scores were not divided by " + divisor.named + ".",
                           correct, key, S));
     }
-    const bool by_root = model.scale_kind == ScaleKind::sqrt_dk;
+    const bool by_root = divisor.root;
     const std::string d_model_text = std::to_string(model.d_model());
     if (by_root && model.d_k() > 1 && model.d_model() == model.d_k() * model.d_k()) {
         // √d_model = d_k (d_model 4 split into heads of d_k 2): dividing by either
         // gives the same numbers, so one diagnosis names both, under the key scaled_by_dk
         out.push_back(one("scaled_by_dk",
-                          "The scores were divided by d_k = " + dk + " instead of √d_k = √" + dk +
+                          "The scores were divided by d_k = " + dk + " instead of " + divisor.named +
                               " — or by √d_model = √" + d_model_text + " = " + dk +
                               "; the two are the same here and cannot be told apart.",
                           correct, key, S / d_k));
     } else {
         if (by_root && model.d_k() > 1) {
             out.push_back(one("scaled_by_dk",
-                              "The scores were divided by d_k = " + dk + " instead of √d_k = √" + dk + ".", correct,
+                              "The scores were divided by d_k = " + dk + " instead of " + divisor.named + ".", correct,
                               key, S / d_k));
         }
         if (by_root && model.d_model() != model.d_k()) {
             out.push_back(one("scaled_by_sqrt_d_model",
-                              "The scores were divided by √d_model = √" + d_model_text + " instead of √d_k = √" + dk +
+                              "The scores were divided by √d_model = √" + d_model_text + " instead of " + divisor.named +
                                   ": d_k is the width of a query or key, not of the inputs.",
                               correct, key, S / std::sqrt(d_model)));
         }
     }
     if (model.scale() != 1.0) {
         out.push_back(one("scale_multiplied",
-                          "The scores were multiplied by " + divisor_text(model) + " instead of divided by it.", correct,
+                          "The scores were multiplied by " + divisor.named + " instead of divided by it.", correct,
                           key, S * model.scale()));
     }
 }

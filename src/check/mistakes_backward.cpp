@@ -2,6 +2,7 @@
 // own earlier values, the wrong way; sums over query heads (grouped-query
 // attention) are kept.
 #include "check/mistakes_parts.hpp"
+#include "attention/divisor.hpp"
 #include "base/numbers.hpp"
 
 #include "attention/attention.hpp"
@@ -52,10 +53,7 @@ void grad_scale_mistakes(const Model& model, const LearnerValues& L, const StepK
         return;
     }
     const arma::mat& dS_scaled = L(StepId::grad_scaled_scores, key.head);
-    const std::string correct = "dS = dS' / " + (model.scale_kind == ScaleKind::sqrt_dk
-                                                     ? "√d_k = dS' / √" + std::to_string(model.d_k())
-                                                     : number_text(model.scale())) +
-                                ": the forward pass divided by the scale, so the backward divides too";
+    const std::string correct = "dS = " + divided(model, "dS'") + ": the forward pass divided by the scale, so the backward divides too";
     out.push_back(one("grad_scale_forgotten", "The scale was forgotten on the way back: dS = dS'.", correct, key,
                       dS_scaled));
     out.push_back(one("grad_scale_multiplied", "The gradient was multiplied by the scale instead of divided by it.",

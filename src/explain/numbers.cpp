@@ -1,21 +1,15 @@
 // The numbers of an explanation (see numbers.hpp), through the tables' own
 // number formatting (render/table.hpp).
 #include "explain/numbers.hpp"
+#include "attention/divisor.hpp"
 
 #include "render/table.hpp"
 
 namespace qkv::explaining {
 
 std::string divisor_text(const Model& model, const Numbers& number) {
-    switch (model.scale_kind) {
-        case ScaleKind::sqrt_dk:
-            return "√d_k = √" + std::to_string(model.d_k()) + " = " + number(model.scale());
-        case ScaleKind::divisor:
-            return "the example's scale, " + number(model.scale());
-        case ScaleKind::none:
-            break;
-    }
-    return "1 (scale: none)";
+    const Divisor divisor = divisor_of(model);
+    return divisor.root ? divisor.named + " = " + number(model.scale()) : divisor.named;
 }
 
 std::string decimals_text(int decimals) {

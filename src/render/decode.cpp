@@ -4,6 +4,7 @@
 // shown and in which order; a skin per format only draws it (the JSON is in
 // decode_json.cpp).
 #include "attention/decode.hpp"
+#include "attention/divisor.hpp"
 #include "base/numbers.hpp"
 #include "render/html.hpp"
 #include "render/palette.hpp"
@@ -255,17 +256,7 @@ std::string query_formula(const Model& model, int h, arma::uword t) {
 
 // "weight = softmax(q·Kᵀ / √d_k + bias, sink)": what the softmax reads, and its sink
 std::string weights_formula(const Model& model) {
-    std::string score = "q·Kᵀ";
-    switch (model.scale_kind) {
-        case ScaleKind::sqrt_dk:
-            score += " / √d_k";
-            break;
-        case ScaleKind::divisor:
-            score += " / " + given(model.scale_divisor);
-            break;
-        case ScaleKind::none:
-            break;
-    }
+    std::string score = divided(model, "q·Kᵀ", false);
     if (model.alibi) {
         score += " + bias";
     }
@@ -346,19 +337,12 @@ std::vector<std::string> weights_notes(const Model& model, const DecodeRow& row,
 // "the scores are divided by √d_k = 2", "each position adds … bytes", "after the last token …"
 std::vector<std::string> cache_notes(const DecodeTrace& decode, const Model& model, const RenderOptions& options) {
     std::vector<std::string> notes;
-    switch (model.scale_kind) {
-        case ScaleKind::sqrt_dk:
-            notes.push_back("the scores are divided by √d_k = " + format_number(model.scale(), options.precision,
-                                                                                is_whole_number(model.scale()),
-                                                                                options.ascii));
-            break;
-        case ScaleKind::divisor:
-            notes.push_back("the scores are divided by " + given(model.scale_divisor) + " (scale)");
-            break;
-        case ScaleKind::none:
-            notes.push_back("the scores are not scaled (scale: none)");
-            break;
-    }
+    const Divisor divisor = divisor_of(model);
+    notes.push_back(!divisor.scaled ? std::string("the scores are not scaled (scale: none)")
+                    : divisor.root  ? "the scores are divided by " + divisor.symbol + " = " +
+                                         format_number(model.scale(), options.precision,
+                                                       is_whole_number(model.scale()), options.ascii)
+                                    : "the scores are divided by " + divisor.exact + " (scale)");
     if (!model.round.empty()) {
         notes.push_back("round: each value is rounded as its step is in the full computation");
     }

@@ -2,6 +2,7 @@
 // with its heading, formula, shape and a table to fill in (or, in the key,
 // filled in). The document formats only draw it (WorksheetSkin).
 #include "render/worksheet.hpp"
+#include "attention/divisor.hpp"
 #include "base/numbers.hpp"
 #include "attention/step_handlers.hpp"
 
@@ -106,17 +107,10 @@ std::vector<std::string> settings(const Model& model, const Trace& trace, const 
     if (model.layout == Layout::pytorch) {
         lines.push_back("The weights are written out × in, as PyTorch stores them: Q = X·W_Qᵀ.");
     }
-    switch (model.scale_kind) {
-        case ScaleKind::sqrt_dk:
-            lines.push_back("Scale: divide the scores by √d_k = " + root_text(model.d_k()) + ".");
-            break;
-        case ScaleKind::none:
-            lines.push_back("Scale: none; the scaled scores equal the scores.");
-            break;
-        case ScaleKind::divisor:
-            lines.push_back("Scale: divide the scores by " + number_text(model.scale_divisor) + ".");
-            break;
-    }
+    const Divisor divisor = divisor_of(model);
+    lines.push_back(!divisor.scaled ? std::string("Scale: none; the scaled scores equal the scores.")
+                    : divisor.root  ? "Scale: divide the scores by " + divisor.symbol + " = " + divisor.exact + "."
+                                    : "Scale: divide the scores by " + divisor.exact + ".");
     if (model.mask_kind == MaskKind::causal) {
         lines.push_back("Mask: causal; query i may attend to keys 1 … i.");
     }

@@ -5,6 +5,7 @@
 // Debian's python3, as ./bootstrap installs them.
 #include "builtin/builtin.hpp"
 #include "render/table.hpp"
+#include "attention/divisor.hpp"
 #include "attention/steps.hpp"
 #include "support.hpp"
 
@@ -509,6 +510,30 @@ weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]], value: [[1, 0], [0, 1]
     // the label column is as wide as ｆｕｌｌ, 8 columns
     CHECK(out.find("\n  東京     │ ") != std::string::npos);
     CHECK(out.find("\n  ab       │ ") != std::string::npos);
+}
+
+TEST_CASE("each kind of scale names its divisor in one set of words that every reader uses", "[formats]") {
+    const std::string example = "inputs: [[1, 0, 1], [0, 1, 1]]\n"
+                                "weights: {query: [[1, 0], [0, 1], [1, 1]], key: [[1, 0], [0, 1], [1, 1]], "
+                                "value: [[1, 0], [0, 1], [1, 1]]}\n";
+    const qkv::Model root = qkv::test::load_text(example);
+    CHECK(qkv::divided(root, "S") == "S / √d_k = S / √2");
+    CHECK(qkv::divided(root, "q·Kᵀ", false) == "q·Kᵀ / √d_k");
+    CHECK(qkv::divided_latex(root, "dS'") == "\\frac{dS'}{\\sqrt{d_k}} = \\frac{dS'}{\\sqrt{2}}");
+    CHECK(qkv::divisor_of(root).named == "√d_k = √2");
+    CHECK(qkv::divisor_of(root).exact == "√2 ≈ 1.4142");
+    const qkv::Model number = qkv::test::load_text(example + "scale: 2.5\n");
+    CHECK(qkv::divided(number, "S") == "S / 2.5");
+    CHECK(qkv::divided_latex(number, "S") == "S / 2.5");
+    CHECK(qkv::divisor_of(number).named == "the example's scale 2.5");
+    const qkv::Model none = qkv::test::load_text(example + "scale: none\n");
+    CHECK(qkv::divided(none, "S") == "S");
+    CHECK(qkv::divided_latex(none, "S") == "S");
+    CHECK_FALSE(qkv::divisor_of(none).scaled);
+    // and the step's own formula reads them
+    const qkv::Trace trace = qkv::test::compute_text(example + "scale: 2.5\n");
+    REQUIRE(trace.find(qkv::StepId::scaled_scores, 1) != nullptr);
+    CHECK(trace.find(qkv::StepId::scaled_scores, 1)->formula == "S' = S / 2.5");
 }
 
 TEST_CASE("a divisor √d_k is written exactly when its root is whole, to four decimals otherwise", "[formats]") {

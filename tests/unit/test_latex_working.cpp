@@ -270,7 +270,7 @@ weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]], value: [[1, 0], [0, 1]
 scale: 0.5
 )");
     CHECK(one_line(half, "scaled_scores") ==
-          "S' = S / 0.5000 = \\frac{1}{0.5000}\\begin{bmatrix}1&0\\\\0&1\\end{bmatrix} = "
+          "S' = S / 0.5 = \\frac{1}{0.5000}\\begin{bmatrix}1&0\\\\0&1\\end{bmatrix} = "
           "\\begin{bmatrix}2&0\\\\0&2\\end{bmatrix}");
 }
 
