@@ -27,10 +27,6 @@ std::string lowered(std::string text) {
     return text;
 }
 
-const LessonModel& model_of(const Lesson& lesson, const ValueRef& ref) {
-    return lesson.models.at(static_cast<std::size_t>(ref.model));
-}
-
 // The words of a reply or an option, to match one against the other: lower
 // case, apostrophes dropped ("model's" reads "models"), other punctuation a space.
 std::vector<std::string> match_words(const std::string& text) {
@@ -321,7 +317,7 @@ std::string expected_from(const Lesson& lesson, const Question& question, int sh
     options.precision = shown_decimals;
     std::vector<std::string> given;
     for (const Given& item : question_given(lesson, question, options)) {
-        given.push_back(item.numbers + (item.model.empty() ? "" : " (" + item.model + ")"));
+        given.push_back(item.text());
     }
     const std::string from = join_list(given, " and ");
     if (question.kind == Question::Kind::choice) {

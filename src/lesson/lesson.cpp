@@ -134,6 +134,10 @@ std::size_t right_option(const Lesson& lesson, const Question& question) {
     return best;
 }
 
+const LessonModel& model_of(const Lesson& lesson, const ValueRef& ref) {
+    return lesson.models.at(static_cast<std::size_t>(ref.model));
+}
+
 const Page* page_of(const Lesson& lesson, const Question& question) {
     for (const auto& page : lesson.pages) {
         if (page.ask && &*page.ask == &question) {

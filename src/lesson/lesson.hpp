@@ -152,6 +152,8 @@ int question_decimals(const Lesson& lesson, const Question& question);
 std::size_t right_option(const Lesson& lesson, const Question& question);
 // The page that asks `question` (one of the lesson's own), or nullptr.
 const Page* page_of(const Lesson& lesson, const Question& question);
+// The model a value of the script is read from.
+const LessonModel& model_of(const Lesson& lesson, const ValueRef& ref);
 // The step a shape question names.
 const Step& shape_step(const Lesson& lesson, const Question& question);
 

@@ -10,10 +10,6 @@ namespace qkv {
 
 namespace {
 
-const LessonModel& model_of(const Lesson& lesson, const ValueRef& ref) {
-    return lesson.models.at(static_cast<std::size_t>(ref.model));
-}
-
 class Player {
 public:
     Player(const Lesson& lesson, const PlayOptions& options, LessonWriter& writer, Learner* learner)

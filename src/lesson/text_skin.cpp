@@ -109,8 +109,7 @@ public:
         if (!given.empty()) {
             std::string list;
             for (const auto& item : given) {
-                list += (list.empty() ? "" : "; ") + symbols(item.numbers) +
-                        (item.model.empty() ? "" : " (" + symbols(item.model) + ")");
+                list += (list.empty() ? "" : "; ") + symbols(item.text());
             }
             wrap("Given: " + list, "  ", "    ");
         }

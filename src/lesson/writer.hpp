@@ -31,6 +31,8 @@ struct Given {
     std::string numbers;
     std::string model;
     bool operator==(const Given&) const = default;
+    // "queries[2] = [2, 2, 2]", with "(the model's title)" when it is another model's
+    std::string text() const { return numbers + (model.empty() ? "" : " (" + model + ")"); }
 };
 
 class LessonWriter {
