@@ -1,6 +1,7 @@
 # Installs qkv into a scratch prefix and checks that the binary, the man page
 # (gzipped, with the project's version), the licence and changelog and the
-# shell completions are there, that a
+# shell completions are there, that the playground's page is (when the build
+# has it) and the installed qkv writes one, that a
 # built-in example runs from another folder, and that the installed bash
 # completion loads and completes a subcommand and an option.
 #   cmake -DBINARY_DIR=... -DPREFIX=... [-DEMULATOR="qemu-aarch64-static -L ..."] -P install_check.cmake
@@ -22,6 +23,18 @@ execute_process(COMMAND ${emulator} "${PREFIX}/bin/qkv" run illustrated -s score
                 RESULT_VARIABLE status OUTPUT_VARIABLE out)
 if(NOT status EQUAL 0 OR NOT out MATCHES "16")
     message(FATAL_ERROR "the installed qkv did not run the built-in example: ${out}")
+endif()
+
+# the playground: a ready page, and the installed qkv writes one (or, built
+# without emscripten, says that it cannot)
+execute_process(COMMAND ${emulator} "${PREFIX}/bin/qkv" playground -o "${PREFIX}/page.html"
+                RESULT_VARIABLE status ERROR_VARIABLE err)
+if(PLAYGROUND)
+    if(NOT status EQUAL 0 OR NOT EXISTS "${PREFIX}/share/qkv/playground.html" OR NOT EXISTS "${PREFIX}/page.html")
+        message(FATAL_ERROR "the installed qkv wrote no playground page, or none was installed: ${err}")
+    endif()
+elseif(NOT status EQUAL 2 OR NOT err MATCHES "built without its playground")
+    message(FATAL_ERROR "a qkv built without the playground did not say so: ${err}")
 endif()
 
 # the man page's .TH line carries the version `qkv --version` prints

@@ -112,6 +112,25 @@ struct GenerateOptions {
 CLI::App* setup_generate(CLI::App& app, GenerateOptions& options);
 int run_generate(const GenerateOptions& options);
 
+struct PlaygroundOptions {
+    std::string file = "illustrated";
+    CommonOptions common;  // only -o and --force are taken
+};
+CLI::App* setup_playground(CLI::App& app, PlaygroundOptions& options);
+int run_playground(const PlaygroundOptions& options);
+
+// What the playground's page is made of, compiled into the command by the
+// build: the page's template and script (web/playground.html and .js), and
+// emscripten's module of qkv itself (its JavaScript, and the WebAssembly
+// gzipped, in base64). All empty in a qkv built without emscripten.
+struct PlaygroundAssets {
+    std::string_view page;
+    std::string_view script;
+    std::string_view module;
+    std::string_view wasm;
+};
+const PlaygroundAssets& playground_assets();
+
 // "qkv 0.1.0 (Release build, BLAS: OpenBLAS 0.3.21)"
 std::string version_text();
 

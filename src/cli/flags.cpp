@@ -26,12 +26,13 @@ constexpr Commands k_check = command_bit(CommandId::check);
 constexpr Commands k_worksheet = command_bit(CommandId::worksheet);
 constexpr Commands k_examples = command_bit(CommandId::examples);
 constexpr Commands k_lesson = command_bit(CommandId::lesson);
+constexpr Commands k_playground = command_bit(CommandId::playground);
 constexpr Commands k_bench = command_bit(CommandId::bench);
 constexpr Commands k_generate = command_bit(CommandId::generate);
 // the commands that show an example's steps, and share most of their options
 constexpr Commands k_shows = k_run | k_explain | k_check | k_lesson;
 constexpr Commands k_every = k_qkv | k_run | k_explain | k_init | k_check | k_worksheet | k_examples | k_lesson |
-                             k_bench | k_generate;
+                             k_playground | k_bench | k_generate;
 
 const CommandDef k_commands[] = {
     {.id = CommandId::qkv, .name = "qkv",
@@ -50,6 +51,8 @@ const CommandDef k_commands[] = {
     {.id = CommandId::examples, .name = "examples", .help = "List the built-in examples"},
     {.id = CommandId::lesson, .name = "lesson", .help = "List the lessons, or play one",
      .writes = Writer::lesson},
+    {.id = CommandId::playground, .name = "playground",
+     .help = "Write one offline web page that runs qkv in the browser"},
     {.id = CommandId::bench, .name = "bench", .help = "Time every step on random data of a given size",
      .writes = Writer::bench},
     {.id = CommandId::generate, .name = "generate",
@@ -61,7 +64,7 @@ const CommandDef k_commands[] = {
 const Flag k_flags[] = {
     {.name = "file",
      .value = "FILE|NAME|-",
-     .commands = k_run | k_explain | k_check | k_worksheet,
+     .commands = k_run | k_explain | k_check | k_worksheet | k_playground,
      .help = "Example file, built-in example name, or - for stdin",
      .complete = Complete::example,
      .required = k_explain | k_check | k_worksheet},
@@ -517,7 +520,7 @@ With any other format it changes nothing (an HTML page is always whole).)roff"},
     {.name = "--output",
      .short_name = "-o",
      .value = "FILE",
-     .commands = k_shows | k_worksheet | k_init | k_generate,
+     .commands = k_shows | k_worksheet | k_init | k_playground | k_generate,
      .help = "Write to FILE instead of standard output",
      .man = R"roff(Write to FILE instead of standard output, streaming as it goes. The output
 goes to a temporary file next to FILE that is renamed into place, so FILE is
@@ -533,7 +536,7 @@ ends qkv quietly, as a closed pipe does. \fB\-o \-\fR is standard output.
 With \fB\-o\fR, \fB\-\-color auto\fR does not colour.)roff",
      .complete = Complete::file},
     {.name = "--force",
-     .commands = k_shows | k_worksheet | k_init | k_generate,
+     .commands = k_shows | k_worksheet | k_init | k_playground | k_generate,
      .help = "Let -o replace an existing file",
      .man = R"roff(Let \fB\-o\fR replace an existing file.)roff"},
     {.name = "--max-memory",

@@ -22,7 +22,7 @@
 namespace qkv::cli {
 
 // qkv itself (its --help and --version), then its subcommands.
-enum class CommandId { qkv, run, explain, init, check, worksheet, examples, lesson, bench, generate };
+enum class CommandId { qkv, run, explain, init, check, worksheet, examples, lesson, playground, bench, generate };
 
 // A set of commands, one bit each.
 using Commands = std::uint32_t;

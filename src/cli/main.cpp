@@ -47,10 +47,16 @@ int main_with_errors(int argc, char** argv) {
     CLI::App* examples = setup_examples(app);
     InitOptions init_options;
     CLI::App* init = setup_init(app, init_options);
+#ifndef QKV_WEB
+    // the commands of the machine qkv is installed on: not in the browser's
+    // qkv (web/), which has no page to write, no CPU to time and no build to serve
+    PlaygroundOptions playground_options;
+    CLI::App* playground = setup_playground(app, playground_options);
     BenchOptions bench_options;
     CLI::App* bench = setup_bench(app, bench_options);
     GenerateOptions generate_options;
     CLI::App* generate = setup_generate(app, generate_options);
+#endif
 
     try {
         app.parse(argc, argv);
@@ -86,12 +92,17 @@ int main_with_errors(int argc, char** argv) {
     if (init->parsed()) {
         return run_init(init_options);
     }
+#ifndef QKV_WEB
+    if (playground->parsed()) {
+        return run_playground(playground_options);
+    }
     if (bench->parsed()) {
         return run_bench(bench_options);
     }
     if (generate->parsed()) {
         return run_generate(generate_options);
     }
+#endif
     std::cout << app.help();
     return 0;
 }
@@ -112,7 +123,10 @@ int main(int argc, char** argv) {
 #endif
     qkv::cli::install_signal_handlers();
     try {
-        return qkv::cli::main_with_errors(argc, argv);
+        const int status = qkv::cli::main_with_errors(argc, argv);
+        // the WebAssembly's main returns without ending the program, which would flush it
+        std::cout.flush();
+        return status;
     } catch (const qkv::InputError& error) {
         for (const auto& diagnostic : error.diagnostics()) {
             qkv::cli::print_error(diagnostic);

@@ -45,29 +45,13 @@ def main():
             print("probe_page.py: unknown argument " + key, file=sys.stderr)
             return 2
 
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-        from selenium.webdriver.common.by import By
-        from selenium.webdriver.common.keys import Keys
-    except ImportError:
-        print("probe_page.py: python3-selenium is not installed", file=sys.stderr)
+    import chromium
+    driver = chromium.start("probe_page.py", int(options["--width"]), 1200, options["--no-js"])
+    if driver is None:
         return 3
     import os
-    for path in ("/usr/bin/chromium", "/usr/bin/chromedriver"):
-        if not os.path.exists(path):
-            print("probe_page.py: " + path + " is missing (packages chromium, chromium-driver)", file=sys.stderr)
-            return 3
-
-    chrome = webdriver.ChromeOptions()
-    chrome.binary_location = "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=" + options["--width"] + ",1200"):
-        chrome.add_argument(flag)
-    chrome.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    if options["--no-js"]:
-        chrome.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=chrome)
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     report = {}
     try:
         driver.get("file://" + os.path.abspath(page))

@@ -128,7 +128,7 @@ TEST_CASE("the man page has an entry for every flag, with its command or under O
         CHECK(shared == !one_command);
     }
     // every command's own section says which of the shared options it takes
-    CHECK(qkv::test::count_of(page, "\n.PP\nAlso ") == 6);  // run, explain, init, check, worksheet, lesson
+    CHECK(qkv::test::count_of(page, "\n.PP\nAlso ") == 7);  // run, explain, init, check, worksheet, lesson, playground
     const std::string init = page.substr(page.find("\n.B init\n"), 12000);
     CHECK(init.find("Also \\fB\\-o\\fR, \\fB\\-\\-force\\fR (see \\fBOPTIONS\\fR).") != std::string::npos);
     // and the synopsis has a line for each command a user runs

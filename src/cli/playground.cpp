@@ -1,0 +1,136 @@
+// qkv playground: one self-contained page that runs qkv itself in a browser,
+// from the WebAssembly the build compiled from these same sources (web/),
+// with MODEL in its editor and MODEL's steps already drawn for a reader
+// without JavaScript.
+#include "attention/attention.hpp"
+#include "builtin/builtin.hpp"
+#include "cli/commands.hpp"
+#include "explain/explain.hpp"
+#include "io/loader.hpp"
+#include "render/html.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+namespace qkv::cli {
+
+namespace {
+
+// Text placed inside a <script> element: "</" cannot end it early.
+std::string script_text(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        out += text[i];
+        if (text[i] == '<' && i + 1 < text.size() && text[i + 1] == '/') {
+            out += '\\';
+        }
+    }
+    return out;
+}
+
+std::string options_html(const std::vector<std::string>& values, const std::string& selected,
+                         const std::string& first = "") {
+    std::string html = first;
+    for (const auto& value : values) {
+        html += "<option value=\"" + xml_escape(value) + "\"" + (value == selected ? " selected" : "") + ">" +
+                xml_escape(value) + "</option>";
+    }
+    return html;
+}
+
+// Replaces each @NAME@ of the template with its text, once each, in one pass.
+std::string fill(std::string_view page, const std::vector<std::pair<std::string, std::string>>& values) {
+    std::string out;
+    std::size_t at = 0;
+    while (at < page.size()) {
+        const std::size_t mark = page.find('@', at);
+        if (mark == std::string_view::npos) {
+            break;
+        }
+        bool replaced = false;
+        for (const auto& [name, text] : values) {
+            if (page.substr(mark, name.size() + 2) == "@" + name + "@") {
+                out.append(page.substr(at, mark - at));
+                out += text;
+                at = mark + name.size() + 2;
+                replaced = true;
+                break;
+            }
+        }
+        if (!replaced) {
+            out.append(page.substr(at, mark + 1 - at));
+            at = mark + 1;
+        }
+    }
+    out.append(page.substr(std::min(at, page.size())));
+    return out;
+}
+
+}  // namespace
+
+CLI::App* setup_playground(CLI::App& app, PlaygroundOptions& options) {
+    Bindings bindings;
+    bindings.bind("file", &options.file)
+        .bind("--output", &options.common.output)
+        .bind("--force", &options.common.force);
+    return add_command(app, CommandId::playground, bindings);
+}
+
+int run_playground(const PlaygroundOptions& options) {
+    const PlaygroundAssets& assets = playground_assets();
+    if (assets.wasm.empty()) {
+        throw InputError(usage_error(
+            "this qkv was built without its playground (emscripten was not installed); expected a build with it",
+            "install Debian's emscripten and build again: ./bootstrap run does both"));
+    }
+    // the model is read, checked and computed here, so that a bad file is
+    // reported now, and the page opens on its steps
+    const Source source = read_source(options.file);
+    CommonOptions html = options.common;
+    html.format = "html";
+    const Model model = load_model(source, load_options(html));
+    const Trace trace = compute(model);
+    const RenderOptions rendering = render_options(html, trace);
+    std::ostringstream steps;
+    render_html(trace, rendering, steps, html_workings(model, trace, rendering));
+
+    const BuiltinFile* builtin = find_builtin_example(options.file);
+    std::vector<std::string> examples;
+    nlohmann::json texts = nlohmann::json::object();
+    for (const auto& example : builtin_examples()) {
+        examples.emplace_back(example.name);
+        texts[std::string(example.name)] = std::string(example.text);
+    }
+    std::vector<std::string> lessons;
+    for (std::size_t i = 0; i < builtin_lessons().size(); ++i) {
+        lessons.push_back(std::to_string(i + 1));
+    }
+    std::vector<std::string> step_ids;
+    for (const StepId id : all_steps()) {
+        step_ids.push_back(step_text(id));
+    }
+    std::string datalist;
+    for (const auto& id : step_ids) {
+        datalist += "<option value=\"" + id + "\"></option>";
+    }
+    const std::string initial = builtin != nullptr ? std::string(builtin->name) : "";
+    const std::string page =
+        fill(assets.page, {{"QKV_VERSION", QKV_VERSION},
+                           {"QKV_TITLE", xml_escape(model.title)},
+                           {"QKV_EXAMPLE_OPTIONS", options_html(examples, initial, "<option value=\"\">your own</option>")},
+                           {"QKV_LESSON_OPTIONS", options_html(lessons, "1")},
+                           {"QKV_STEP_OPTIONS", datalist},
+                           {"QKV_MODEL_YAML", xml_escape(source.text)},
+                           {"QKV_STEPS_HTML", xml_escape(steps.str())},
+                           {"QKV_EXAMPLE_TEXTS", script_text(texts.dump())},
+                           {"QKV_WASM", std::string(assets.wasm)},
+                           {"QKV_MODULE_JS", script_text(assets.module)},
+                           {"QKV_INITIAL", initial},
+                           {"QKV_PAGE_JS", script_text(assets.script)}});
+    write_result(page, options.common);
+    return 0;
+}
+
+}  // namespace qkv::cli
