@@ -175,11 +175,60 @@
             show("report", result.stdout);
         }
     });
-    $("open-lesson").addEventListener("click", async () => {
-        const result = await qkv.lesson($("lesson").value, ["-f", "html"]);
+    // A lesson: its questions get a box each in the page, and the answers
+    // typed so far are graded by `qkv lesson N --answer …`, one per question
+    // in order, as a terminal grades them.
+    let lessonAnswers = [];
+    let lessonFocus = -1;  // the question answered last, to scroll back to
+    async function playLesson() {
+        const args = ["-f", "html"];
+        for (const answer of lessonAnswers) {
+            // "--answer=-1" keeps a minus from reading as an option; an empty one stands alone
+            args.push(...(answer ? ["--answer=" + answer] : ["--answer", ""]));
+        }
+        const result = await qkv.lesson($("lesson").value, args);
         if (result.status === 0) {
             show("lesson-view", result.stdout);
         }
+    }
+    $("lesson-view").addEventListener("load", () => {
+        const page = $("lesson-view").contentDocument;
+        if (!page) {
+            return;
+        }
+        page.querySelectorAll("div.question").forEach((question, i) => {
+            if (i === lessonFocus) {
+                question.scrollIntoView({ block: "center" });
+            }
+            const wrong = question.querySelector(".verdict-wrong") !== null;
+            if (lessonAnswers[i] && !wrong) {
+                return;  // right: nothing more to ask
+            }
+            const form = page.createElement("form");
+            form.className = "ask";
+            form.innerHTML = '<label>' + (wrong ? "Try again" : "Your answer") +
+                ' <input name="answer" autocomplete="off"/></label> <button type="submit">Check</button>';
+            form.addEventListener("submit", (event) => {
+                event.preventDefault();
+                const answer = form.elements.answer.value.trim();
+                if (!answer) {
+                    return;
+                }
+                while (lessonAnswers.length <= i) {
+                    lessonAnswers.push("");
+                }
+                lessonAnswers[i] = answer;
+                lessonFocus = i;
+                playLesson();
+            });
+            // before the folded answer, or after the verdict
+            question.insertBefore(form, wrong ? null : question.querySelector("details"));
+        });
+    });
+    $("open-lesson").addEventListener("click", () => {
+        lessonAnswers = [];
+        lessonFocus = -1;
+        playLesson();
     });
 
     ready.then(() => { $("status").textContent = ""; },

@@ -35,6 +35,7 @@ struct LessonOptions {
     std::string lesson;     // empty: list the lessons
     bool no_pause = false;
     int page = 1;           // --page: start here
+    std::vector<std::string> answers;  // --answer, one per question in order
 };
 CLI::App* setup_lesson(CLI::App& app, LessonOptions& options);
 int run_lesson(const LessonOptions& options);

@@ -225,6 +225,20 @@ rounding rule and \fBdecimals:\fR.)roff",
      .man = R"roff(Start at page \fIN\fR, to resume a lesson (leaving with \fBq\fR prints the
 command that goes on from there); the score counts the questions asked
 from there.)roff"},
+    {.name = "--answer",
+     .value = "ANSWER",
+     .commands = k_lesson,
+     .help = "Answer the questions in order, one each; the lesson plays through",
+     .man = R"roff(Answer the lesson's questions without a prompt: the first \fB\-\-answer\fR
+answers the first question met (from \fB\-\-page\fR on), the next the
+second, and so on; an empty one leaves its question unanswered. The lesson
+plays straight through, as with \fB\-\-no\-pause\fR, and each answer is
+graded as at the prompt, once: right, or wrong with the mistake it shows (or
+what was expected and from which numbers), then the answer's working; the
+lesson ends with the score. A number, a shape (\fB3x2\fR) or a choice (its
+number, name or a word of it), as typed at the prompt. The playground grades
+a lesson's questions this way.)roff",
+     .repeatable = true},
     {.name = "--tokens",
      .value = "N",
      .commands = k_init,

@@ -174,7 +174,10 @@ std::string next_step(int number) {
 
 CLI::App* setup_lesson(CLI::App& app, LessonOptions& options) {
     Bindings bindings = common_bindings(options.common);
-    bindings.bind("lesson", &options.lesson).bind("--no-pause", &options.no_pause).bind("--page", &options.page);
+    bindings.bind("lesson", &options.lesson)
+        .bind("--no-pause", &options.no_pause)
+        .bind("--page", &options.page)
+        .bind("--answer", &options.answers);
     return add_command(app, CommandId::lesson, bindings);
 }
 
@@ -226,6 +229,7 @@ int run_lesson(const LessonOptions& options) {
                                      "pages are numbered from 1 to " + std::to_string(pages)));
     }
     play.first_page = options.page;
+    play.answers = options.answers;
     std::string file = options.lesson;
     if (file.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-+") != std::string::npos) {
         std::string quoted = "'";
@@ -236,7 +240,8 @@ int run_lesson(const LessonOptions& options) {
     }
     play.resume = "qkv lesson " + (found.number > 0 ? std::to_string(found.number) : file);
 
-    const bool interactive = !options.no_pause && play.render.format == Format::text && common.output.empty() &&
+    const bool interactive = !options.no_pause && options.answers.empty() && play.render.format == Format::text &&
+                             common.output.empty() &&
                              isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1;
     if (interactive) {
         std::signal(SIGINT, leave_on_interrupt);

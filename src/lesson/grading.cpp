@@ -5,6 +5,7 @@
 // rounded too early; and, failing those, what was expected and from which
 // numbers.
 #include "lesson/player.hpp"
+#include "base/numbers.hpp"
 #include "base/parse.hpp"
 
 #include "attention/attention.hpp"
@@ -427,9 +428,7 @@ std::string answer_form(const Lesson& lesson, const Question& question) {
     switch (question.kind) {
         case Question::Kind::number: {
             if (question.tolerance) {
-                std::ostringstream tolerance;
-                tolerance << *question.tolerance;   // the shortest form: 0.005
-                return "(within ±" + tolerance.str() + ")";
+                return "(within ±" + readable(*question.tolerance) + ")";
             }
             const int decimals = question_decimals(lesson, question);
             if (decimals == 0) {

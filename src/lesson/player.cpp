@@ -30,6 +30,7 @@ private:
     Learner* m_learner;
     int m_asked = 0;
     int m_right = 0;
+    std::size_t m_met = 0;  // the questions met so far, for --answer
     int m_first_try = 0;
     int m_page = 1;   // the page being played, 1-based
     std::set<std::pair<int, StepId>> m_weights_shown;  // (model, w_query …): the weights shown so far
@@ -93,7 +94,7 @@ private:
     }
 
     std::string score() const {
-        if (m_learner == nullptr || m_asked == 0) {
+        if (m_asked == 0) {
             return "";
         }
         std::string text = "Score: " + std::to_string(m_right) + " of " + std::to_string(m_asked) +
@@ -193,7 +194,27 @@ private:
             shown_once(question.answer);  // every way through the question below shows its working, or leaves
         }
         if (m_learner == nullptr) {
-            m_writer.answer(working);
+            const std::size_t index = m_met++;
+            const std::string reply = index < m_options.answers.size() ? trimmed(m_options.answers[index]) : "";
+            if (reply.empty()) {
+                m_writer.answer(working);
+                return true;
+            }
+            // an answer given beforehand: graded once, as a terminal grades a last try
+            ++m_asked;
+            const Graded graded = grade_reply(m_lesson, question, reply, m_options.render.precision);
+            if (graded.valid && graded.right) {
+                ++m_right;
+                ++m_first_try;
+                m_writer.right(working);
+                return true;
+            }
+            m_writer.wrong(reply,
+                           !graded.valid ? "That is not an answer of this question's kind " +
+                                               answer_form(m_lesson, question) + "."
+                           : graded.why.empty() ? graded.expected
+                                                : graded.why,
+                           &working);
             return true;
         }
         ++m_asked;

@@ -31,6 +31,9 @@ struct PlayOptions {
     std::string next;                  // what to do after this lesson, e.g. "Next: qkv lesson 2 (scaling)."
     int first_page = 1;                // --page: start at this page (1-based)
     std::string resume;                // how to play it again, "qkv lesson 3": leaving says how to go on
+    // --answer: the replies to the questions in the order they come, each
+    // graded as at a terminal; without a Learner, the rest show their answers
+    std::vector<std::string> answers;
 };
 
 enum class PlayEnd { finished, left };

@@ -15,7 +15,12 @@ Reports:
   error        the message shown after a broken line is typed into the editor
   cell         a cell of the steps clicked: whether its working opened, its text
   graded       the report after the answer template is filled in and graded
-  lesson       the text of lesson 1 opened in the page
+  lesson       the text of lesson 1 opened in the page, with how many
+               questions it has and how many answer boxes the page gave them
+  lesson_wrong, lesson_right
+               the question on query 1's weight for key 1 after a wrong
+               answer (the scores over their sum, 0.20), then a right one
+               (0.06); lesson_end: the lesson's end, with the score
   static       with --no-js: the text of the steps shown without JavaScript
   fetched      URLs the page asked for beyond itself (must be none)
   console      messages of level SEVERE in the browser's console
@@ -25,6 +30,10 @@ import json
 import os
 import sys
 import time
+
+QUESTION = "What weight will query 1 give key 1?"
+WRONG = "0.20"
+RIGHT = "0.06"
 
 API = """
 const done = arguments[arguments.length - 1];
@@ -120,8 +129,29 @@ def main():
             driver.find_element(By.ID, "open-lesson").click()
             wait.until(lambda d: not d.find_element(By.ID, "lesson-view").get_attribute("hidden"))
             driver.switch_to.frame(driver.find_element(By.ID, "lesson-view"))
-            wait.until(lambda d: d.find_element(By.TAG_NAME, "body").text != "")
+            wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "form.ask"))
             report["lesson"] = driver.find_element(By.TAG_NAME, "body").text
+            report["lesson_boxes"] = len(driver.find_elements(By.CSS_SELECTOR, "form.ask"))
+            report["lesson_questions"] = len(driver.find_elements(By.CSS_SELECTOR, "div.question"))
+
+            # lesson 1's question on query 1's weight for key 1: wrong, then right
+            def answer(text):
+                question = [q for q in driver.find_elements(By.CSS_SELECTOR, "div.question")
+                            if QUESTION in q.text][0]
+                box = question.find_element(By.CSS_SELECTOR, "form.ask input")
+                box.send_keys(text)
+                question.find_element(By.CSS_SELECTOR, "form.ask button").click()
+                driver.switch_to.default_content()
+                wait.until(lambda d: d.execute_script(
+                    "const q = [...document.getElementById('lesson-view').contentDocument"
+                    ".querySelectorAll('div.question')].find(q => q.textContent.includes(arguments[0]));"
+                    "return q && q.textContent.includes(arguments[1]);", QUESTION, "you wrote " + text
+                    if text == WRONG else "Right."))
+                driver.switch_to.frame(driver.find_element(By.ID, "lesson-view"))
+                return [q for q in driver.find_elements(By.CSS_SELECTOR, "div.question") if QUESTION in q.text][0].text
+            report["lesson_wrong"] = answer(WRONG)
+            report["lesson_right"] = answer(RIGHT)
+            report["lesson_end"] = driver.find_element(By.ID, "end").text
             driver.switch_to.default_content()
         if screenshot:
             driver.save_screenshot(screenshot)

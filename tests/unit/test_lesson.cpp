@@ -1139,3 +1139,37 @@ TEST_CASE("no question's answer is on the screen where it is asked, unless it sa
         }
     }
 }
+
+TEST_CASE("a lesson's --answer grades the questions in order as a terminal does, and the lesson ends with the score",
+          "[lesson][cli]") {
+    // lesson 1's page 4 asks first for query 1's weight for key 1: exp(2) / (exp(2) + 2·exp(4)) = 0.0634
+    // the text wraps: compared word by word
+    const auto words = [](const std::string& text) {
+        std::string out;
+        for (const char c : text) {
+            const char d = c == '\n' ? ' ' : c;
+            if (!(d == ' ' && !out.empty() && out.back() == ' ')) {
+                out += d;
+            }
+        }
+        return out;
+    };
+    const std::string wrong = words(qkv::test::run_ok({"lesson", "1", "--page", "4", "--answer", "0.20"}));
+    // the scores over their sum, without exp: check's diagnosis, then the working
+    CHECK(wrong.find("Not quite: you wrote 0.20. That is the number this mistake gives") != std::string::npos);
+    CHECK(wrong.find("exp(") != std::string::npos);
+    CHECK(wrong.find("Score: 0 of 1 question right.") != std::string::npos);
+    const std::string right = qkv::test::run_ok({"lesson", "1", "--page", "4", "--answer", "0.06"});
+    CHECK(right.find("Right.") != std::string::npos);
+    CHECK(right.find("Score: 1 of 1 question right.") != std::string::npos);
+    // an empty one leaves its question to show its answer, as does having none
+    const std::string none = qkv::test::run_ok({"lesson", "1", "--page", "4"});
+    CHECK(qkv::test::run_ok({"lesson", "1", "--page", "4", "--answer", ""}) == none);
+    CHECK(none.find("Score:") == std::string::npos);
+    // a reply that is not a number is said to be so
+    const std::string shape = words(qkv::test::run_ok({"lesson", "1", "--page", "4", "--answer", "3x2"}));
+    CHECK(shape.find("That is not an answer of this question's kind (at least 2 decimals).") != std::string::npos);
+    // and in a handout
+    const std::string html = qkv::test::run_ok({"lesson", "1", "--page", "4", "--answer", "0.20", "-f", "html"});
+    CHECK(html.find("<p class=\"verdict-wrong\"><strong>Not quite:</strong> you wrote 0.20.") != std::string::npos);
+}

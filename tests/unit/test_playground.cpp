@@ -312,7 +312,16 @@ TEST_CASE("the playground in Chromium from file://: window.qkv, an error as it i
     CHECK(graded.find("Checking answers") != std::string::npos);
     CHECK(graded.find("✗") != std::string::npos);
     CHECK(graded.find("1 wrong") != std::string::npos);
+    // a lesson's questions are answered in the page, and graded as on a terminal
     CHECK(seen["lesson"].get<std::string>().starts_with("Lesson 1"));
+    CHECK(seen["lesson_questions"].get<int>() > 3);
+    CHECK(seen["lesson_boxes"] == seen["lesson_questions"]);
+    const std::string wrong = seen["lesson_wrong"];
+    CHECK(wrong.find("Not quite: you wrote 0.20.") != std::string::npos);
+    CHECK(wrong.find("without exponentiating") != std::string::npos);
+    CHECK(wrong.find("Try again") != std::string::npos);
+    CHECK(seen["lesson_right"].get<std::string>().find("Right.") != std::string::npos);
+    CHECK(seen["lesson_end"].get<std::string>().find("Score: 1 of 1 question right.") != std::string::npos);
 
     // without JavaScript the example's steps are still there
     const nlohmann::json plain = probe(file, "--no-js");
