@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <stdexcept>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -217,9 +218,34 @@ void add_engine_steps(const Model& model, const ComputeOptions& options, TraceBu
 
 }  // namespace
 
+arma::mat product(const arma::mat& A, const arma::mat& B) {
+    if (static_cast<double>(A.n_rows) * static_cast<double>(A.n_cols) * static_cast<double>(B.n_cols) >
+        k_ordered_work) {
+        return A * B;
+    }
+    if (A.n_cols != B.n_rows) {
+        throw std::logic_error("product: " + std::to_string(A.n_rows) + " × " + std::to_string(A.n_cols) + " times " +
+                               std::to_string(B.n_rows) + " × " + std::to_string(B.n_cols));
+    }
+    // column j gains a_k·b_kj for k = 1, 2, … in turn: every entry is summed
+    // in that order, and A is read down its columns, as it is stored
+    arma::mat result(A.n_rows, B.n_cols, arma::fill::zeros);
+    for (arma::uword j = 0; j < B.n_cols; ++j) {
+        double* sum = result.colptr(j);
+        for (arma::uword k = 0; k < A.n_cols; ++k) {
+            const double* a = A.colptr(k);
+            const double b = B(k, j);
+            for (arma::uword i = 0; i < A.n_rows; ++i) {
+                sum[i] += a[i] * b;
+            }
+        }
+    }
+    return result;
+}
+
 arma::mat project(const arma::mat& X, const arma::mat& W, const std::optional<arma::rowvec>& b) {
     // (n × out) = X (n × in) · W (in × out), then b added to every row
-    arma::mat result = X * W;
+    arma::mat result = product(X, W);
     if (b) {
         result.each_row() += *b;
     }
@@ -228,7 +254,7 @@ arma::mat project(const arma::mat& X, const arma::mat& W, const std::optional<ar
 
 arma::mat scores(const arma::mat& Q, const arma::mat& K) {
     // (n × m) = Q (n × d_k) · Kᵀ (d_k × m): entry (i, j) is q_i · k_j
-    return Q * K.t();
+    return product(Q, K.t());
 }
 
 double rope_frequency(const Rope& rope, arma::uword k, arma::uword d) {
@@ -333,7 +359,7 @@ arma::mat softmax_rows(const arma::mat& S, double sink) {
 
 arma::mat weighted_sum(const arma::mat& A, const arma::mat& V) {
     // (n × d_v) = A (n × m) · V (m × d_v): row i is Σ_j a_ij · v_j
-    return A * V;
+    return product(A, V);
 }
 
 namespace {

@@ -17,6 +17,13 @@
 
 namespace qkv {
 
+// A·B with each entry summed as a person sums it, Σ_k a_ik·b_kj from k = 1 up,
+// so that the same example gives the same bits on every machine, with any
+// BLAS or none, and in the playground's WebAssembly. Products of more than
+// k_ordered_work multiply-adds go to BLAS, which sums in an order of its own.
+inline constexpr double k_ordered_work = 16777216.0;  // 2^24, some 20 ms summed in order
+arma::mat product(const arma::mat& A, const arma::mat& B);
+
 // step: projection (n × out) = X (n × in) · W (in × out) + b (1 × out, each row)
 arma::mat project(const arma::mat& X, const arma::mat& W, const std::optional<arma::rowvec>& b);
 

@@ -201,12 +201,12 @@ std::vector<StepKey> reads_context(const Model& model, int) {
 arma::mat given(const Model& model, int, StepInputs) { return *model.grad_output; }
 
 // (n × H·d_v) = dO (n × d_out) · W_Oᵀ (d_out × H·d_v)
-arma::mat concat(const Model& model, int, StepInputs in) { return *in[0] * model.W_O->t(); }
+arma::mat concat(const Model& model, int, StepInputs in) { return product(*in[0], model.W_O->t()); }
 
 // (n × d_v): head h's columns of dConcat, or of dO without W_O; one head with W_O: dO·W_Oᵀ
 arma::mat head_output(const Model& model, int h, StepInputs in) {
     if (!concat_exists(model) && model.W_O) {
-        return *in[0] * model.W_O->t();
+        return product(*in[0], model.W_O->t());
     }
     const arma::uword d_v = model.d_v();
     const auto first = static_cast<arma::uword>(h - 1) * d_v;
@@ -214,7 +214,7 @@ arma::mat head_output(const Model& model, int h, StepInputs in) {
 }
 
 // (n × m) = dZ (n × d_v) · Vᵀ (d_v × m)
-arma::mat weights(const Model&, int, StepInputs in) { return *in[0] * in[1]->t(); }
+arma::mat weights(const Model&, int, StepInputs in) { return product(*in[0], in[1]->t()); }
 
 arma::mat scaled_scores(const Model&, int, StepInputs in) { return softmax_backward(*in[0], *in[1]); }
 
@@ -222,7 +222,7 @@ arma::mat scores(const Model& model, int, StepInputs in) { return *in[0] / model
 
 // (n × d_k) = dS (n × m) · K (m × d_k), turned back through RoPE
 arma::mat queries(const Model& model, int, StepInputs in) {
-    arma::mat result = *in[0] * *in[1];
+    arma::mat result = product(*in[0], *in[1]);
     return model.rope ? rotate_back(result, *model.rope) : result;
 }
 
@@ -230,7 +230,7 @@ arma::mat queries(const Model& model, int, StepInputs in) {
 arma::mat keys(const Model& model, int, StepInputs in) {
     arma::mat result(in[0]->n_cols, in[1]->n_cols, arma::fill::zeros);
     for (std::size_t k = 0; k + 1 < in.size(); k += 2) {
-        result += in[k]->t() * *in[k + 1];
+        result += product(in[k]->t(), *in[k + 1]);
     }
     return model.rope ? rotate_back(result, *model.rope) : result;
 }
@@ -239,16 +239,18 @@ arma::mat keys(const Model& model, int, StepInputs in) {
 arma::mat values(const Model&, int, StepInputs in) {
     arma::mat result(in[0]->n_cols, in[1]->n_cols, arma::fill::zeros);
     for (std::size_t k = 0; k + 1 < in.size(); k += 2) {
-        result += in[k]->t() * *in[k + 1];
+        result += product(in[k]->t(), *in[k + 1]);
     }
     return result;
 }
 
 // (d_model × width) = sourceᵀ · [dY_1 … dY_k], in the file's layout
-arma::mat w_projection(const Model& model, int, StepInputs in) { return in_layout(model, in[0]->t() * side_by_side(in, 1)); }
+arma::mat w_projection(const Model& model, int, StepInputs in) {
+    return in_layout(model, product(in[0]->t(), side_by_side(in, 1)));
+}
 
 // (H·d_v × d_out) = concatᵀ · dO, in the file's layout
-arma::mat w_output(const Model& model, int, StepInputs in) { return in_layout(model, in[0]->t() * *in[1]); }
+arma::mat w_output(const Model& model, int, StepInputs in) { return in_layout(model, product(in[0]->t(), *in[1])); }
 
 // (1 × width): the column sums of [dY_1 … dY_k]; the bias was added to every row
 arma::mat b_projection(const Model&, int, StepInputs in) { return arma::sum(side_by_side(in), 0); }
@@ -262,7 +264,7 @@ arma::mat in_proj_weight(const Model& model, int, StepInputs in) {
     const arma::mat dQ = side_by_side(grads.subspan(0, H));
     const arma::mat dK = side_by_side(grads.subspan(H, H));
     const arma::mat dV = side_by_side(grads.subspan(2 * H, H));
-    return arma::join_cols(dQ.t() * *in[0], dK.t() * *in[1], dV.t() * *in[1]);
+    return arma::join_cols(product(dQ.t(), *in[0]), product(dK.t(), *in[1]), product(dV.t(), *in[1]));
 }
 
 // (1 × 3E): the column sums of dQ, dK and dV, each on its own (in cross-attention dQ has n
@@ -276,14 +278,14 @@ arma::mat in_proj_bias(const Model&, int, StepInputs in) {
 }
 
 // (E × E) = dOᵀ · concat, as out_proj.weight (out × in)
-arma::mat out_proj_weight(const Model&, int, StepInputs in) { return in[1]->t() * *in[0]; }
+arma::mat out_proj_weight(const Model&, int, StepInputs in) { return product(in[1]->t(), *in[0]); }
 
 // (n × d_model) = Σ_h dQ_h·W_Q,hᵀ (+ Σ_g dK_g·W_K,gᵀ + dV_g·W_V,gᵀ in self-attention)
 arma::mat inputs(const Model& model, int, StepInputs in) {
     const auto H = static_cast<std::size_t>(model.n_heads());
     arma::mat result(in[0]->n_rows, model.d_model(), arma::fill::zeros);
     for (std::size_t h = 0; h < H; ++h) {
-        result += *in[h] * model.heads[h].W_Q.t();
+        result += product(*in[h], model.heads[h].W_Q.t());
     }
     if (!model.cross()) {
         result += context(model, 0, in.subspan(H));
@@ -297,7 +299,7 @@ arma::mat context(const Model& model, int, StepInputs in) {
     arma::mat result(in[0]->n_rows, model.d_model(), arma::fill::zeros);
     for (std::size_t g = 0; g < G; ++g) {
         const HeadWeights& weights = model.kv_weights(static_cast<int>(g) + 1);
-        result += *in[g] * weights.W_K.t() + *in[G + g] * weights.W_V.t();
+        result += product(*in[g], weights.W_K.t()) + product(*in[G + g], weights.W_V.t());
     }
     return result;
 }

@@ -332,3 +332,32 @@ TEST_CASE("the fast path has every row of the step table that an example has, as
         CHECK(seen.count(id) == 1);
     }
 }
+
+TEST_CASE("a product sums each entry in order, from the first term to the last, as by hand", "[compute][unit]") {
+    // 1e16 + 1 is 1e16 in a double: summed in order, (1e16 + 1) − 1e16 + 1 is 1;
+    // a sum in pairs or blocks gives 2 or 0
+    const arma::mat A = {{1e16, 1.0, -1e16, 1.0}, {1.0, 1e16, 1.0, -1e16}};
+    const arma::mat B = arma::ones(4, 1);
+    const arma::mat C = product(A, B);
+    CHECK(C(0, 0) == ((1e16 + 1.0) - 1e16) + 1.0);
+    CHECK(C(1, 0) == ((1.0 + 1e16) + 1.0) - 1e16);
+    // every entry is its row of A against its column of B, summed left to right
+    const arma::mat X = arma::randu(5, 7);
+    const arma::mat Y = arma::randn(7, 3);
+    const arma::mat Z = product(X, Y);
+    for (arma::uword i = 0; i < 5; ++i) {
+        for (arma::uword j = 0; j < 3; ++j) {
+            double sum = 0.0;
+            for (arma::uword k = 0; k < 7; ++k) {
+                sum += X(i, k) * Y(k, j);
+            }
+            CHECK(Z(i, j) == sum);
+        }
+    }
+    // past k_ordered_work multiply-adds the product is BLAS's, equal within rounding
+    const arma::mat big_a = arma::randn(300, 300);
+    const arma::mat big_b = arma::randn(300, 300);
+    REQUIRE(300.0 * 300.0 * 300.0 > k_ordered_work);
+    require_near(product(big_a, big_b), big_a * big_b, 1e-12, "a large product");
+    CHECK_THROWS_AS(product(arma::mat(2, 3), arma::mat(2, 3)), std::logic_error);
+}
