@@ -4,7 +4,7 @@ and chromium-driver, driven by python3-selenium) from file:// and uses it as
 a reader would, reporting what happened as one JSON object on stdout. The C++
 test (tests/unit/test_playground.cpp) decides what is right.
 
-    probe_playground.py PAGE [--no-js] [--screenshot PNG]
+    probe_playground.py PAGE [--no-js | --framed] [--screenshot PNG]
 
 Reports:
   ready_ms     how long qkv took to start in the page
@@ -22,6 +22,10 @@ Reports:
                answer (the scores over their sum, 0.20), then a right one
                (0.06); lesson_end: the lesson's end, with the score
   static       with --no-js: the text of the steps shown without JavaScript
+  framed       with --framed, the page inside an <iframe srcdoc> of another
+               page, as a notebook's output cell shows it: window.qkv's run
+               of illustrated (-f json -s scores) there; framed_steps: the
+               length of the steps' text it shows
   fetched      URLs the page asked for beyond itself (must be none)
   console      messages of level SEVERE in the browser's console
 Exit status 3 when the browser or its driver is missing (the test skips).
@@ -64,6 +68,7 @@ def main():
         return 2
     page = args[0]
     no_js = "--no-js" in args
+    framed = "--framed" in args
     screenshot = args[args.index("--screenshot") + 1] if "--screenshot" in args else ""
     import chromium
     driver = chromium.start("probe_playground.py", 1300, 1000, no_js)
@@ -76,8 +81,26 @@ def main():
     wait = WebDriverWait(driver, 60)
     try:
         start = time.monotonic()
-        driver.get("file://" + os.path.abspath(page))
-        if no_js:
+        if not framed:
+            driver.get("file://" + os.path.abspath(page))
+        if framed:
+            # as a notebook shows it: the page in an <iframe srcdoc> of another page
+            import html
+            host = os.path.abspath(page) + ".host.html"
+            with open(page, encoding="utf-8") as f, open(host, "w", encoding="utf-8") as out:
+                out.write('<!DOCTYPE html><html><body><p>A notebook cell:</p><iframe id="cell" srcdoc="' +
+                          html.escape(f.read()) + '" style="width:100%;height:700px;border:0"></iframe></body></html>')
+            driver.get("file://" + host)
+            driver.switch_to.frame(driver.find_element(By.ID, "cell"))
+            driver.execute_async_script("const done = arguments[0]; (function wait() {"
+                                        " if (window.qkv) { qkv.ready.then(done, done); } else { setTimeout(wait, 50); }"
+                                        " })();")
+            report["framed"] = driver.execute_async_script(
+                "qkv.run('illustrated', ['-f', 'json', '-s', 'scores']).then(arguments[0], (e) => arguments[0]({failed: String(e)}))")
+            report["framed_steps"] = driver.execute_script(
+                "return document.getElementById('view').contentDocument.body.innerText.length")
+            driver.switch_to.default_content()
+        elif no_js:
             driver.switch_to.frame(driver.find_element(By.ID, "view"))
             report["static"] = driver.find_element(By.TAG_NAME, "body").text
             driver.switch_to.default_content()

@@ -291,4 +291,12 @@ TEST_CASE("the playground in Chromium from file://: window.qkv, an error as it i
     CHECK(text.find("Scores") != std::string::npos);
     CHECK(text.find("Attention weights") != std::string::npos);
     CHECK(plain["fetched"].empty());
+
+    // inside a notebook's output cell (an <iframe srcdoc>, as the README shows it)
+    const nlohmann::json framed = probe(file, "--framed");
+    REQUIRE_FALSE(framed.is_null());
+    same(framed["framed"], run_qkv({"run", "illustrated", "-f", "json", "-s", "scores"}));
+    CHECK(framed["framed_steps"].get<int>() > 1000);
+    CHECK(framed["fetched"].empty());
+    CHECK(framed["console"].empty());
 }
