@@ -156,8 +156,53 @@
         current = name;
         compute();
     });
+    // Answers typed into the worksheet's empty tables: its blank cells come in
+    // the order of the answer template's ~, which they replace one by one.
+    let sheetTemplate = "";
+    function backwardArgs() { return $("backward").checked ? ["--backward"] : []; }
+    $("in-tables").addEventListener("click", async () => {
+        const template = await qkv.worksheet(model(), ["-f", "yaml", ...backwardArgs()]);
+        const sheet = await qkv.worksheet(model(), ["-f", "html", ...backwardArgs()]);
+        $("answer-errors").textContent = template.stderr || sheet.stderr;
+        if (template.status === 0 && sheet.status === 0) {
+            sheetTemplate = template.stdout;
+            show("report", sheet.stdout);
+        }
+    });
+    $("report").addEventListener("load", () => {
+        const page = $("report").contentDocument;
+        if (!sheetTemplate || !page) {
+            return;
+        }
+        page.querySelectorAll("td.blank").forEach((cell) => {
+            const row = cell.parentElement.querySelector("th");
+            const section = cell.closest("section");
+            const heading = section ? section.querySelector("h2") : null;
+            const input = page.createElement("input");
+            input.className = "answer-cell";
+            input.size = 6;
+            input.setAttribute("aria-label", (heading ? heading.textContent : "") + ", " + (row ? row.textContent : ""));
+            cell.appendChild(input);
+        });
+    });
+    function sheetAnswers() {
+        const page = $("report").contentDocument;
+        const values = page ? [...page.querySelectorAll("input.answer-cell")].map((input) => input.value.trim()) : [];
+        let next = 0;
+        return sheetTemplate.split("\n").map((line) => {
+            const hash = line.indexOf("#");
+            const code = hash < 0 ? line : line.slice(0, hash);
+            const rest = hash < 0 ? "" : line.slice(hash);
+            return code.replace(/~/g, () => {
+                const value = values[next++];
+                return value ? value : "~";
+            }) + rest;
+        }).join("\n");
+    }
+
     $("template").addEventListener("click", async () => {
-        const result = await qkv.worksheet(model(), ["-f", "yaml", ...($("backward").checked ? ["--backward"] : [])]);
+        sheetTemplate = "";
+        const result = await qkv.worksheet(model(), ["-f", "yaml", ...backwardArgs()]);
         $("answer-errors").textContent = result.stderr;
         if (result.status === 0) {
             $("answers").value = result.stdout;
@@ -168,6 +213,10 @@
         if ($("backward").checked) {
             args.push("--backward");
         }
+        if (sheetTemplate && !$("report").hidden) {
+            $("answers").value = sheetAnswers();  // from the tables, into the answers' text
+        }
+        sheetTemplate = "";
         const result = await qkv.check(model(), $("answers").value, args);
         // exit 1 is a graded report with mistakes in it; 2 is a problem with the files
         $("answer-errors").textContent = result.status === 2 ? result.stderr : "";

@@ -15,6 +15,10 @@ Reports:
   error        the message shown after a broken line is typed into the editor
   cell         a cell of the steps clicked: whether its working opened, its text
   graded       the report after the answer template is filled in and graded
+  graded_tables
+               the report after two cells of the worksheet's empty tables are
+               typed in (table_cells: how many there were) and graded;
+               answers_from_tables: the answers' text they made
   lesson       the text of lesson 1 opened in the page, with how many
                questions it has and how many answer boxes the page gave them
   lesson_wrong, lesson_right
@@ -148,6 +152,23 @@ def main():
             wait.until(lambda d: d.find_element(By.TAG_NAME, "body").text != "")
             report["graded"] = driver.find_element(By.TAG_NAME, "body").text
             driver.switch_to.default_content()
+
+            # the same, typed into the worksheet's empty tables: queries[1,1] right (1), queries[1,2] wrong (5)
+            driver.find_element(By.ID, "in-tables").click()
+            driver.switch_to.frame(driver.find_element(By.ID, "report"))
+            wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "input.answer-cell")) > 1)
+            cells = driver.find_elements(By.CSS_SELECTOR, "input.answer-cell")
+            report["table_cells"] = len(cells)
+            report["table_cell_label"] = cells[0].get_attribute("aria-label")
+            cells[0].send_keys("1")
+            cells[1].send_keys("5")
+            driver.switch_to.default_content()
+            driver.find_element(By.ID, "grade").click()
+            driver.switch_to.frame(driver.find_element(By.ID, "report"))
+            wait.until(lambda d: "Checking answers" in d.find_element(By.TAG_NAME, "body").text)
+            report["graded_tables"] = driver.find_element(By.TAG_NAME, "body").text
+            driver.switch_to.default_content()
+            report["answers_from_tables"] = driver.find_element(By.ID, "answers").get_attribute("value")
 
             driver.find_element(By.ID, "open-lesson").click()
             wait.until(lambda d: not d.find_element(By.ID, "lesson-view").get_attribute("hidden"))

@@ -274,6 +274,14 @@ TEST_CASE("the playground in Chromium from file://: window.qkv, an error as it i
     CHECK(graded.find("✗") != std::string::npos);
     CHECK(graded.find("1 wrong") != std::string::npos);
     // a lesson's questions are answered in the page, and graded as on a terminal
+    // or typed into the worksheet's empty tables, a box for every cell of the template
+    const std::string sheet = run_ok({"worksheet", "illustrated", "-f", "html"});
+    CHECK(seen["table_cells"].get<std::size_t>() == qkv::test::count_of(sheet, "<td class=\"blank\">"));
+    CHECK(seen["table_cells"].get<std::size_t>() > 50);
+    CHECK(seen["table_cell_label"].get<std::string>().find("Queries") != std::string::npos);
+    const std::string tables = seen["graded_tables"];
+    CHECK(tables.find("2 answered cells in 1 step: 1 right, 1 wrong") != std::string::npos);
+    CHECK(seen["answers_from_tables"].get<std::string>().find("- [1, 5, ~]  # Input 1") != std::string::npos);
     CHECK(seen["lesson"].get<std::string>().starts_with("Lesson 1"));
     CHECK(seen["lesson_questions"].get<int>() > 3);
     CHECK(seen["lesson_boxes"] == seen["lesson_questions"]);
