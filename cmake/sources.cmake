@@ -19,7 +19,8 @@ set(QKV_SOURCES_render src/render/csv.cpp src/render/decode.cpp src/render/decod
 set(QKV_SOURCES_explain src/explain/backward.cpp src/explain/explain.cpp src/explain/formats.cpp
     src/explain/numbers.cpp src/explain/online.cpp src/explain/operands.cpp src/explain/latex.cpp)
 set(QKV_SOURCES_check src/check/catalogue.cpp src/check/check.cpp src/check/class_report.cpp
-    src/check/exercise.cpp src/check/diagnose.cpp src/check/mistakes.cpp src/check/mistakes_backward.cpp
+    src/check/exercise.cpp src/check/diagnose.cpp src/check/mistakes_projections.cpp src/check/mistakes_scores.cpp
+    src/check/mistakes_output.cpp src/check/mistakes_backward.cpp
     src/check/recompute.cpp src/check/report.cpp src/check/report_json.cpp)
 set(QKV_SOURCES_lesson src/lesson/html_skin.cpp src/lesson/lesson.cpp src/lesson/markdown_skin.cpp
     src/lesson/player.cpp src/lesson/given.cpp src/lesson/grading.cpp src/lesson/prepare.cpp

@@ -1,147 +1,78 @@
-// The catalogue of named mistakes (catalogue.hpp), in the order of the steps.
+// The catalogue of named mistakes (catalogue.hpp): the rows of each stage put
+// together, and the search of a step's rows.
 #include "check/catalogue.hpp"
+#include "check/mistakes_parts.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace qkv::checking {
 
 namespace {
 
-const MistakeRow k_mistakes[] = {
-    {.id = "projection_w_x", .classic = true,
-     .man = R"roff(The projections computed as W\(pcx (X\(pcW^T), or weights in PyTorch's layout used as written.)roff"},
-    {.id = "weights_swapped", .classic = true,
-     .man = R"roff(W_Q and W_K swapped (the biases with them or not).)roff"},
-    {.id = "wrong_weight",
-     .man = R"roff(A projection computed with another of the head's weight matrices.)roff"},
-    {.id = "bias_forgotten",
-     .man = R"roff(A bias left out.)roff"},
-    {.id = "positions_forgotten",
-     .man = R"roff(The positional encodings left out of a projection.)roff"},
-    {.id = "positions_not_added",
-     .man = R"roff(The encoded inputs written as X, without adding P.)roff"},
-    {.id = "cross_source_swapped",
-     .man = R"roff(In cross-attention, the inputs and the context swapped.)roff"},
-    {.id = "other_head_weights",
-     .man = R"roff(A head computed with another head's weights.)roff"},
-    {.id = "rope_not_applied",
-     .man = R"roff(RoPE not applied.)roff"},
-    {.id = "rope_other_style",
-     .man = R"roff(RoPE in the other pairing (half or interleaved).)roff"},
-    {.id = "rope_positions_from_one",
-     .man = R"roff(RoPE with positions counted from 1.)roff"},
-    {.id = "rope_turned_backwards",
-     .man = R"roff(RoPE turned the wrong way.)roff"},
-    {.id = "rope_forgotten",
-     .man = R"roff(The scores computed from queries and keys before RoPE.)roff"},
-    {.id = "kv_heads_in_turn",
-     .man = R"roff(Key/value heads taken in turn instead of in groups.)roff"},
-    {.id = "scores_no_transpose", .classic = true,
-     .man = R"roff(S = Q\(pcK, without the transpose.)roff"},
-    {.id = "scores_k_qt", .classic = true,
-     .man = R"roff(S = K\(pcQ^T.)roff"},
-    {.id = "scores_qt_k",
-     .man = R"roff(S = Q^T\(pcK.)roff"},
-    {.id = "scores_already_scaled",
-     .man = R"roff(The scores step answered already divided by the scale.)roff"},
-    {.id = "scores_used_values",
-     .man = R"roff(S = Q\(pcV^T.)roff"},
-    {.id = "scaling_forgotten", .classic = true,
-     .man = R"roff(The scores not divided by \(sr\fId_k\fR.)roff"},
-    {.id = "scaled_by_dk", .classic = true,
-     .man = R"roff(Divided by d_k instead of \(sr\fId_k\fR; also where d_k = \(sr\fId_model\fR,
-as the two mistakes cannot be told apart there.)roff"},
-    {.id = "scaled_by_sqrt_d_model", .classic = true,
-     .man = R"roff(Divided by \(sr\fId_model\fR instead of \(sr\fId_k\fR.)roff"},
-    {.id = "scaled_without_scale",
-     .man = R"roff(Scaled by \(sr\fId_k\fR though the example says scale: none.)roff"},
-    {.id = "scale_multiplied",
-     .man = R"roff(Multiplied by the scale instead of divided.)roff"},
-    {.id = "alibi_sign",
-     .man = R"roff(ALiBi's bias added with the wrong sign.)roff"},
-    {.id = "alibi_bias_forgotten",
-     .man = R"roff(ALiBi's bias left out.)roff"},
-    {.id = "alibi_bias_scaled",
-     .man = R"roff(ALiBi's bias added before scaling.)roff"},
-    {.id = "window_one_too_wide",
-     .man = R"roff(A sliding window one key too wide.)roff"},
-    {.id = "mask_zero", .classic = true,
-     .man = R"roff(Blocked scores set to 0 instead of \-\(if.)roff"},
-    {.id = "mask_ignored",
-     .man = R"roff(The mask not applied.)roff"},
-    {.id = "mask_transposed",
-     .man = R"roff(The mask applied the wrong way round (a causal mask letting each query see later keys).)roff"},
-    {.id = "mask_inverted",
-     .man = R"roff(The mask read the other way round (1 = blocked).)roff"},
-    {.id = "sink_forgotten",
-     .man = R"roff(The sink left out of the softmax.)roff"},
-    {.id = "softmax_columns", .classic = true,
-     .man = R"roff(The softmax taken down the columns.)roff"},
-    {.id = "softmax_no_exp", .classic = true,
-     .man = R"roff(Each row divided by its sum without exponentiating.)roff"},
-    {.id = "softmax_not_normalised",
-     .man = R"roff(The exponentials not divided by their row's sum.)roff"},
-    {.id = "mask_after_softmax", .classic = true,
-     .man = R"roff(The mask applied after the softmax.)roff"},
-    {.id = "softmax_whole_matrix",
-     .man = R"roff(The softmax taken over the whole matrix.)roff"},
-    {.id = "output_at_v", .classic = true,
-     .man = R"roff(Z = A^T\(pcV.)roff"},
-    {.id = "output_scores_v",
-     .man = R"roff(Z = S\(pcV: the softmax skipped.)roff"},
-    {.id = "output_weighted_inputs",
-     .man = R"roff(The weights applied to the inputs instead of the values.)roff"},
-    {.id = "heads_averaged", .classic = true,
-     .man = R"roff(The heads averaged instead of concatenated.)roff"},
-    {.id = "heads_summed",
-     .man = R"roff(The heads added up instead of concatenated.)roff"},
-    {.id = "heads_reversed",
-     .man = R"roff(The heads concatenated in reverse order.)roff"},
-    {.id = "heads_stacked",
-     .man = R"roff(The heads stacked as rows.)roff"},
-    {.id = "output_projection_forgotten",
-     .man = R"roff(W_O not applied.)roff"},
-    {.id = "softmax_backward_no_row_term",
-     .man = R"roff(DS' = A\[u2218]dA, without the row term.)roff"},
-    {.id = "softmax_backward_diagonal_only",
-     .man = R"roff(Only the diagonal of the softmax's Jacobian.)roff"},
-    {.id = "softmax_backward_skipped",
-     .man = R"roff(The gradient passed through the softmax unchanged.)roff"},
-    {.id = "grad_scale_forgotten",
-     .man = R"roff(DS = dS', the scale forgotten.)roff"},
-    {.id = "grad_scale_multiplied",
-     .man = R"roff(The gradient multiplied by the scale.)roff"},
-    {.id = "grad_queries_transposed",
-     .man = R"roff(DQ = dS^T\(pcK.)roff"},
-    {.id = "grad_rope_not_reversed",
-     .man = R"roff(RoPE not turned back.)roff"},
-    {.id = "grad_keys_no_transpose",
-     .man = R"roff(DK = dS\(pcQ.)roff"},
-    {.id = "grad_values_no_transpose",
-     .man = R"roff(DV = A\(pcdZ.)roff"},
-    {.id = "grad_kv_one_head",
-     .man = R"roff(A shared key/value head's gradient from one query head.)roff"},
-    {.id = "grad_output_projection_forgotten",
-     .man = R"roff(DZ not taken back through W_O.)roff"},
-    {.id = "grad_weight_layout",
-     .man = R"roff(A weight's gradient transposed.)roff"},
-    {.id = "grad_inputs_queries_only",
-     .man = R"roff(DX from the queries only.)roff"},
-    {.id = "transposed",
+// The one mistake the search tries itself, in every step: it needs the true
+// value worked from the learner's own, which is the search's to compute.
+constexpr MistakeRow k_transposed[] = {
+    {.id = "transposed", .steps = StepSet::every(),
      .man = R"roff(An answer that is the transpose of the right one.)roff"},
 };
 
+std::vector<MistakeRow> all_rows() {
+    std::vector<MistakeRow> rows;
+    for (const auto stage : {projection_mistakes(), score_mistakes(), output_mistakes(), backward_mistakes(),
+                             std::span<const MistakeRow>(k_transposed)}) {
+        rows.insert(rows.end(), stage.begin(), stage.end());
+    }
+    return rows;
+}
+
 }  // namespace
 
-std::span<const MistakeRow> mistake_table() { return k_mistakes; }
+void Made::operator()(std::string what, std::string correct, arma::mat value, double rounding_slack) const {
+    Mistake made{std::string(m_id), std::move(what), std::move(correct), {}, false, rounding_slack};
+    made.values.emplace_back(m_step, std::move(value));
+    m_out.push_back(std::move(made));
+}
+
+void Made::several(std::string what, std::string correct, std::vector<std::pair<StepKey, arma::mat>> values) const {
+    m_out.push_back(Mistake{std::string(m_id), std::move(what), std::move(correct), std::move(values), true});
+}
+
+std::span<const MistakeRow> mistake_rows() {
+    static const std::vector<MistakeRow> rows = all_rows();
+    return rows;
+}
+
+std::vector<const MistakeRow*> named_mistakes() {
+    std::vector<const MistakeRow*> named;
+    for (const MistakeRow& row : mistake_rows()) {
+        const bool seen = std::any_of(named.begin(), named.end(), [&](const MistakeRow* n) { return n->id == row.id; });
+        if (!seen) {
+            named.push_back(&row);
+        }
+    }
+    return named;
+}
 
 std::string mistake_id(std::string_view id) {
-    for (const MistakeRow& row : k_mistakes) {
+    for (const MistakeRow& row : mistake_rows()) {
         if (row.id == id) {
             return std::string(id);
         }
     }
-    throw std::logic_error("the mistake " + std::string(id) + " has no row in check/catalogue.cpp");
+    throw std::logic_error("the mistake " + std::string(id) + " has no row in check's catalogue");
+}
+
+std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const StepKey& key, const Values& learner) {
+    const LearnerValues L(model, learner);
+    const Attempt attempt{model, trace, L, key};
+    std::vector<Mistake> out;
+    for (const MistakeRow& row : mistake_rows()) {
+        if (row.make != nullptr && row.steps.has(key.id) && (row.applies == nullptr || row.applies(attempt))) {
+            row.make(attempt, Made(row.id, key, out));
+        }
+    }
+    return out;
 }
 
 }  // namespace qkv::checking

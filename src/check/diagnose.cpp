@@ -1,6 +1,6 @@
 // The search for the mistake that explains a wrong answer: the mistakes of
 // the step itself, a transpose, then the mistakes of earlier unanswered steps
-// carried forward (the catalogue of mistakes is mistakes.cpp).
+// carried forward (the catalogue of mistakes is catalogue.hpp).
 #include "check/diagnose.hpp"
 
 #include "check/catalogue.hpp"

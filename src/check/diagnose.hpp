@@ -4,9 +4,10 @@
 // An answer shows a mistake when every answered cell matches that value, the
 // value differs from the true one in some answered cell, every wrong cell is
 // clearly away from the true one, and there are at least two wrong cells.
-// mistakes.cpp holds the catalogue (mistakes_in), diagnose.cpp the search.
+// catalogue.hpp holds the catalogue (mistakes_in), diagnose.cpp the search.
 #pragma once
 
+#include "check/catalogue.hpp"
 #include "check/check.hpp"
 #include "check/recompute.hpp"
 
@@ -17,21 +18,6 @@
 #include <vector>
 
 namespace qkv::checking {
-
-struct Mistake {
-    std::string key;      // e.g. "scores_no_transpose"
-    std::string mistake;  // what was done, one sentence
-    std::string correct;  // the correct operation
-    std::vector<std::pair<StepKey, arma::mat>> values;  // the steps as the mistake makes them
-    bool several_steps = false;  // several steps at once: only recognised in later steps
-    // How far, in units of an answer's last decimal, the mistake's value may
-    // be from the answer beyond the half unit of its own rounding, for a learner
-    // who worked from values rounded to the same decimals (0 = no further).
-    double rounding_slack = 0.0;
-};
-
-// The mistakes that can be made in one step, computed from `learner`.
-std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const StepKey& key, const Values& learner);
 
 class Diagnoser {
 public:

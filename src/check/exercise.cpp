@@ -136,9 +136,9 @@ std::optional<ExerciseFlaw> mistakes_flaw(const Model& model, const Trace& trace
 }  // namespace
 
 bool is_classic_mistake(std::string_view diagnosis_id) {
-    const auto rows = mistake_table();
-    return std::any_of(rows.begin(), rows.end(), [diagnosis_id](const MistakeRow& row) {
-        return row.classic && row.id == diagnosis_id;
+    const auto named = named_mistakes();
+    return std::any_of(named.begin(), named.end(), [diagnosis_id](const MistakeRow* row) {
+        return row->classic && row->id == diagnosis_id;
     });
 }
 

@@ -31,7 +31,7 @@
 
 namespace qkv::checking {
 
-// Whether a diagnosis id is one of the classic mistakes (check/catalogue.cpp).
+// Whether a diagnosis id is one of the classic mistakes (check/catalogue.hpp).
 bool is_classic_mistake(std::string_view diagnosis_id);
 
 // Why an example is not a good exercise.

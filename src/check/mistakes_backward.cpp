@@ -1,27 +1,17 @@
-// The backward pass's mistakes: each is the step worked from the learner's
-// own earlier values, the wrong way; sums over query heads (grouped-query
-// attention) are kept.
+// The catalogue's rows for the backward pass (catalogue.hpp): each is the step
+// worked from the learner's own earlier values, the wrong way; sums over
+// query heads (grouped-query attention) are kept.
 #include "check/mistakes_parts.hpp"
-#include "attention/divisor.hpp"
-#include "base/numbers.hpp"
 
 #include "attention/attention.hpp"
-#include "check/catalogue.hpp"
-
-#include <cstdio>
+#include "attention/divisor.hpp"
 
 namespace qkv::checking {
 
-std::string number_text(double value) { return trimmed(value, 4); }
-
-Mistake one(std::string key, std::string mistake, std::string correct, const StepKey& step, arma::mat value,
-            double rounding_slack) {
-    Mistake result{mistake_id(key), std::move(mistake), std::move(correct), {}, false, rounding_slack};
-    result.values.emplace_back(step, std::move(value));
-    return result;
-}
-
 namespace {
+
+using A = const Attempt&;
+using M = const Made&;
 
 // the query heads (1-based) that read key/value head g
 std::pair<int, int> query_heads_of(const Model& model, int g) {
@@ -31,151 +21,213 @@ std::pair<int, int> query_heads_of(const Model& model, int g) {
 
 arma::mat unrotated(const Model& model, arma::mat M) { return model.rope ? rotate_back(M, *model.rope) : M; }
 
+bool has_rope(A a) { return a.model.rope.has_value(); }
+bool shared_kv_head(A a) {
+    const auto [first, last] = query_heads_of(a.model, a.key.head);
+    return first != last;
+}
+
+// "Only query head 1's part was taken; …": a shared key/value head's gradient from one of its query heads.
+std::string one_head_only(A a) {
+    const auto [first, last] = query_heads_of(a.model, a.key.head);
+    return "Only query head " + std::to_string(first) + "'s part was taken; key/value head " +
+           std::to_string(a.key.head) + " is shared by query heads " + std::to_string(first) + " … " +
+           std::to_string(last) + ", and its gradient sums theirs.";
+}
+
+const char* const k_softmax_backward_correct =
+    "dS' = A ∘ (dA − rowsum(dA ∘ A)): each score also moves the other weights of its row";
+
+std::string grad_scale_correct(A a) {
+    return "dS = " + divided(a.model, "dS'") + ": the forward pass divided by the scale, so the backward divides too";
+}
+
+std::string grad_queries_correct(A a) {
+    return a.model.rope ? "dQ = RoPE⁻¹(dS·K_rot): each row of dS weighs the keys, then the rotation is turned back"
+                        : "dQ = dS·K: each row of dS weighs the keys";
+}
+
+// The keys the queries' gradient reads: rotated with RoPE, of the key/value head.
+const arma::mat& keys_read(A a) {
+    return a.L(a.model.rope ? StepId::rotated_keys : StepId::keys, a.model.kv_head_of(a.key.head));
+}
+
+// The keys' gradient of key/value head g: the right sum over its query heads
+// Σ dS_hᵀ·Q_h (before turning back through RoPE), and the same without the transposes.
+struct KeyGradient {
+    arma::mat right;
+    arma::mat no_transpose;
+    std::string correct;
+};
+
+KeyGradient key_gradient(A a) {
+    const auto [first, last] = query_heads_of(a.model, a.key.head);
+    const StepId q_id = a.model.rope ? StepId::rotated_queries : StepId::queries;
+    KeyGradient g;
+    g.right.zeros(a.L(StepId::grad_scores, first).n_cols, a.L(q_id, first).n_cols);
+    g.no_transpose = g.right;
+    for (int h = first; h <= last; ++h) {
+        const arma::mat& dS = a.L(StepId::grad_scores, h);
+        g.right += dS.t() * a.L(q_id, h);
+        if (dS.n_rows == dS.n_cols) {
+            g.no_transpose += dS * a.L(q_id, h);
+        }
+    }
+    g.correct = std::string(first == last ? "dK = dSᵀ·Q" : "dK = Σ_h dS_hᵀ·Q_h") +
+                (a.model.rope ? ", turned back through RoPE" : "") + ": key j's gradient reads column j of dS";
+    return g;
+}
+
+std::string grad_values_correct(A a) {
+    return std::string(shared_kv_head(a) ? "dV = Σ_h A_hᵀ·dZ_h" : "dV = Aᵀ·dZ") +
+           ": value j's gradient reads column j of A";
+}
+
+constexpr MistakeRow k_rows[] = {
+    {.id = "grad_output_projection_forgotten", .steps = {StepId::grad_head_output},
+     .man = R"roff(DZ not taken back through W_O.)roff",
+     .applies = [](A a) { return a.model.W_O.has_value(); },
+     .make = [](A a, M made) {
+         const arma::mat& dO = a.L(StepId::grad_output);
+         const arma::uword d_v = a.model.d_v();
+         if (dO.n_cols != a.model.n_heads() * d_v) {
+             return;
+         }
+         const auto first = static_cast<arma::uword>(a.key.head - 1) * d_v;
+         made("The gradient was not taken back through W_O: these are dO's columns, not dO·W_Oᵀ's.",
+              "dZ = dO·W_Oᵀ (head h's columns of it with several heads)", dO.cols(first, first + d_v - 1));
+     }},
+
+    // ── the softmax and the scale ──
+    {.id = "softmax_backward_no_row_term", .steps = {StepId::grad_scaled_scores},
+     .man = R"roff(DS' = A\[u2218]dA, without the row term.)roff",
+     .make = [](A a, M made) {
+         made("The softmax's backward was taken as A ∘ dA, without the row term rowsum(dA ∘ A).",
+              k_softmax_backward_correct, a.L(StepId::weights, a.key.head) % a.L(StepId::grad_weights, a.key.head));
+     }},
+    {.id = "softmax_backward_diagonal_only", .steps = {StepId::grad_scaled_scores},
+     .man = R"roff(Only the diagonal of the softmax's Jacobian.)roff",
+     .make = [](A a, M made) {
+         const arma::mat& weights = a.L(StepId::weights, a.key.head);
+         made("Only the diagonal of the softmax's Jacobian was used, A ∘ (1 − A) ∘ dA: raising a score also lowers "
+              "the other weights of its row.",
+              k_softmax_backward_correct, weights % (1.0 - weights) % a.L(StepId::grad_weights, a.key.head));
+     }},
+    {.id = "softmax_backward_skipped", .steps = {StepId::grad_scaled_scores},
+     .man = R"roff(The gradient passed through the softmax unchanged.)roff",
+     .make = [](A a, M made) {
+         made("The gradient was passed through the softmax unchanged (dS' = dA).", k_softmax_backward_correct,
+              a.L(StepId::grad_weights, a.key.head));
+     }},
+    {.id = "grad_scale_forgotten", .steps = {StepId::grad_scores},
+     .man = R"roff(DS = dS', the scale forgotten.)roff",
+     .applies = [](A a) { return a.model.scale() != 1.0; },
+     .make = [](A a, M made) {
+         made("The scale was forgotten on the way back: dS = dS'.", grad_scale_correct(a),
+              a.L(StepId::grad_scaled_scores, a.key.head));
+     }},
+    {.id = "grad_scale_multiplied", .steps = {StepId::grad_scores},
+     .man = R"roff(The gradient multiplied by the scale.)roff",
+     .applies = [](A a) { return a.model.scale() != 1.0; },
+     .make = [](A a, M made) {
+         made("The gradient was multiplied by the scale instead of divided by it.", grad_scale_correct(a),
+              a.L(StepId::grad_scaled_scores, a.key.head) * a.model.scale());
+     }},
+
+    // ── the queries, keys and values ──
+    {.id = "grad_queries_transposed", .steps = {StepId::grad_queries},
+     .man = R"roff(DQ = dS^T\(pcK.)roff",
+     .make = [](A a, M made) {
+         const arma::mat& dS = a.L(StepId::grad_scores, a.key.head);
+         if (dS.n_rows == dS.n_cols) {
+             made("dQ was computed as dSᵀ·K: a query's gradient reads its row of dS.", grad_queries_correct(a),
+                  unrotated(a.model, dS.t() * keys_read(a)));
+         }
+     }},
+    {.id = "grad_rope_not_reversed", .steps = {StepId::grad_queries},
+     .man = R"roff(RoPE not turned back.)roff",
+     .applies = &has_rope,
+     .make = [](A a, M made) {
+         made("The gradient was not turned back through RoPE: this is the gradient of the rotated queries.",
+              grad_queries_correct(a), a.L(StepId::grad_scores, a.key.head) * keys_read(a));
+     }},
+    {.id = "grad_keys_no_transpose", .steps = {StepId::grad_keys},
+     .man = R"roff(DK = dS\(pcQ.)roff",
+     .make = [](A a, M made) {
+         const arma::mat& dS1 = a.L(StepId::grad_scores, query_heads_of(a.model, a.key.head).first);
+         if (dS1.n_rows == dS1.n_cols) {
+             KeyGradient g = key_gradient(a);
+             made("dK was computed as dS·Q, without the transpose of dS.", g.correct,
+                  unrotated(a.model, g.no_transpose));
+         }
+     }},
+    {.id = "grad_kv_one_head", .steps = {StepId::grad_keys},
+     .man = R"roff(A shared key/value head's gradient from one query head.)roff",
+     .applies = &shared_kv_head,
+     .make = [](A a, M made) {
+         const int first = query_heads_of(a.model, a.key.head).first;
+         const StepId q_id = a.model.rope ? StepId::rotated_queries : StepId::queries;
+         made(one_head_only(a), key_gradient(a).correct,
+              unrotated(a.model, a.L(StepId::grad_scores, first).t() * a.L(q_id, first)));
+     }},
+    {.id = "grad_rope_not_reversed", .steps = {StepId::grad_keys},
+     .applies = &has_rope,
+     .make = [](A a, M made) {
+         KeyGradient g = key_gradient(a);
+         made("The gradient was not turned back through RoPE: this is the gradient of the rotated keys.", g.correct,
+              std::move(g.right));
+     }},
+    {.id = "grad_values_no_transpose", .steps = {StepId::grad_values},
+     .man = R"roff(DV = A\(pcdZ.)roff",
+     .make = [](A a, M made) {
+         const auto [first, last] = query_heads_of(a.model, a.key.head);
+         const arma::mat& A1 = a.L(StepId::weights, first);
+         if (A1.n_rows != A1.n_cols) {
+             return;
+         }
+         arma::mat no_transpose(A1.n_cols, a.L(StepId::grad_head_output, first).n_cols, arma::fill::zeros);
+         for (int h = first; h <= last; ++h) {
+             no_transpose += a.L(StepId::weights, h) * a.L(StepId::grad_head_output, h);
+         }
+         made("dV was computed as A·dZ, without the transpose of A.", grad_values_correct(a), std::move(no_transpose));
+     }},
+    {.id = "grad_kv_one_head", .steps = {StepId::grad_values},
+     .applies = &shared_kv_head,
+     .make = [](A a, M made) {
+         const int first = query_heads_of(a.model, a.key.head).first;
+         made(one_head_only(a), grad_values_correct(a),
+              a.L(StepId::weights, first).t() * a.L(StepId::grad_head_output, first));
+     }},
+
+    // ── the weights and the inputs ──
+    {.id = "grad_weight_layout",
+     .steps = {StepId::grad_w_query, StepId::grad_w_key, StepId::grad_w_value, StepId::grad_w_output,
+               StepId::grad_in_proj_weight, StepId::grad_out_proj_weight},
+     .man = R"roff(A weight's gradient transposed.)roff",
+     .make = [](A a, M made) {
+         // the gradient in the other layout, worked from the learner's own gradients
+         // (of the other shape, unless the weight is square)
+         made(a.model.layout == Layout::pytorch
+                  ? "The gradient is transposed: this file writes weights out × in (layout: pytorch), so dW is dYᵀ·X."
+                  : "The gradient is transposed: weights are in × out here, so dW is Xᵀ·dY.",
+              "the gradient has the weight's shape and layout, as the file writes it",
+              compute_step(a.model, a.key, a.L.all()).t());
+     }},
+    {.id = "grad_inputs_queries_only", .steps = {StepId::grad_inputs},
+     .man = R"roff(DX from the queries only.)roff",
+     .applies = [](A a) { return !a.model.cross(); },
+     .make = [](A a, M made) {
+         arma::mat queries_only(a.L(StepId::grad_queries, 1).n_rows, a.model.d_model(), arma::fill::zeros);
+         for (int h = 1; h <= static_cast<int>(a.model.n_heads()); ++h) {
+             queries_only += a.L(StepId::grad_queries, h) * a.model.heads[static_cast<std::size_t>(h - 1)].W_Q.t();
+         }
+         made("Only the queries' path was taken back; X also fed the keys and the values.",
+              "dX = Σ dQ·W_Qᵀ + Σ (dK·W_Kᵀ + dV·W_Vᵀ): every path from X adds its part", std::move(queries_only));
+     }},
+};
+
 }  // namespace
 
-void softmax_backward_mistakes(const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
-    const arma::mat& A = L(StepId::weights, key.head);
-    const arma::mat& dA = L(StepId::grad_weights, key.head);
-    const std::string correct = "dS' = A ∘ (dA − rowsum(dA ∘ A)): each score also moves the other weights of its row";
-    out.push_back(one("softmax_backward_no_row_term",
-                      "The softmax's backward was taken as A ∘ dA, without the row term rowsum(dA ∘ A).", correct,
-                      key, A % dA));
-    out.push_back(one("softmax_backward_diagonal_only",
-                      "Only the diagonal of the softmax's Jacobian was used, A ∘ (1 − A) ∘ dA: raising a score also "
-                      "lowers the other weights of its row.",
-                      correct, key, A % (1.0 - A) % dA));
-    out.push_back(one("softmax_backward_skipped", "The gradient was passed through the softmax unchanged (dS' = dA).",
-                      correct, key, dA));
-}
-
-void grad_scale_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
-    if (model.scale() == 1.0) {
-        return;
-    }
-    const arma::mat& dS_scaled = L(StepId::grad_scaled_scores, key.head);
-    const std::string correct = "dS = " + divided(model, "dS'") + ": the forward pass divided by the scale, so the backward divides too";
-    out.push_back(one("grad_scale_forgotten", "The scale was forgotten on the way back: dS = dS'.", correct, key,
-                      dS_scaled));
-    out.push_back(one("grad_scale_multiplied", "The gradient was multiplied by the scale instead of divided by it.",
-                      correct, key, dS_scaled * model.scale()));
-}
-
-void grad_queries_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
-    const int h = key.head;
-    const arma::mat& dS = L(StepId::grad_scores, h);
-    const arma::mat& K = L(model.rope ? StepId::rotated_keys : StepId::keys, model.kv_head_of(h));
-    const std::string correct = model.rope ? "dQ = RoPE⁻¹(dS·K_rot): each row of dS weighs the keys, then the "
-                                             "rotation is turned back"
-                                           : "dQ = dS·K: each row of dS weighs the keys";
-    if (dS.n_rows == dS.n_cols) {
-        out.push_back(one("grad_queries_transposed", "dQ was computed as dSᵀ·K: a query's gradient reads its row of dS.",
-                          correct, key, unrotated(model, dS.t() * K)));
-    }
-    if (model.rope) {
-        out.push_back(one("grad_rope_not_reversed",
-                          "The gradient was not turned back through RoPE: this is the gradient of the rotated queries.",
-                          correct, key, dS * K));
-    }
-}
-
-void grad_keys_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
-    const auto [first, last] = query_heads_of(model, key.head);
-    const StepId q_id = model.rope ? StepId::rotated_queries : StepId::queries;
-    const arma::mat& Q1 = L(q_id, first);
-    arma::mat right(L(StepId::grad_scores, first).n_cols, Q1.n_cols, arma::fill::zeros);
-    arma::mat no_transpose = right;
-    for (int h = first; h <= last; ++h) {
-        const arma::mat& dS = L(StepId::grad_scores, h);
-        right += dS.t() * L(q_id, h);
-        if (dS.n_rows == dS.n_cols) {
-            no_transpose += dS * L(q_id, h);
-        }
-    }
-    const std::string correct = std::string(first == last ? "dK = dSᵀ·Q" : "dK = Σ_h dS_hᵀ·Q_h") +
-                                (model.rope ? ", turned back through RoPE" : "") +
-                                ": key j's gradient reads column j of dS";
-    const arma::mat& dS1 = L(StepId::grad_scores, first);
-    if (dS1.n_rows == dS1.n_cols) {
-        out.push_back(one("grad_keys_no_transpose", "dK was computed as dS·Q, without the transpose of dS.", correct,
-                          key, unrotated(model, no_transpose)));
-    }
-    if (first != last) {
-        out.push_back(one("grad_kv_one_head",
-                          "Only query head " + std::to_string(first) + "'s part was taken; key/value head " +
-                              std::to_string(key.head) + " is shared by query heads " + std::to_string(first) + " … " +
-                              std::to_string(last) + ", and its gradient sums theirs.",
-                          correct, key, unrotated(model, dS1.t() * Q1)));
-    }
-    if (model.rope) {
-        out.push_back(one("grad_rope_not_reversed",
-                          "The gradient was not turned back through RoPE: this is the gradient of the rotated keys.",
-                          correct, key, right));
-    }
-}
-
-void grad_values_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
-    const auto [first, last] = query_heads_of(model, key.head);
-    const arma::mat& A1 = L(StepId::weights, first);
-    const arma::mat& dZ1 = L(StepId::grad_head_output, first);
-    const std::string correct = std::string(first == last ? "dV = Aᵀ·dZ" : "dV = Σ_h A_hᵀ·dZ_h") +
-                                ": value j's gradient reads column j of A";
-    if (A1.n_rows == A1.n_cols) {
-        arma::mat no_transpose(A1.n_cols, dZ1.n_cols, arma::fill::zeros);
-        for (int h = first; h <= last; ++h) {
-            no_transpose += L(StepId::weights, h) * L(StepId::grad_head_output, h);
-        }
-        out.push_back(one("grad_values_no_transpose", "dV was computed as A·dZ, without the transpose of A.", correct,
-                          key, no_transpose));
-    }
-    if (first != last) {
-        out.push_back(one("grad_kv_one_head",
-                          "Only query head " + std::to_string(first) + "'s part was taken; key/value head " +
-                              std::to_string(key.head) + " is shared by query heads " + std::to_string(first) + " … " +
-                              std::to_string(last) + ", and its gradient sums theirs.",
-                          correct, key, A1.t() * dZ1));
-    }
-}
-
-void grad_head_output_mistakes(const Model& model, const LearnerValues& L, const StepKey& key,
-                               std::vector<Mistake>& out) {
-    if (!model.W_O) {
-        return;
-    }
-    const arma::mat& dO = L(StepId::grad_output);
-    const arma::uword d_v = model.d_v();
-    if (dO.n_cols != model.n_heads() * d_v) {
-        return;
-    }
-    const auto first = static_cast<arma::uword>(key.head - 1) * d_v;
-    out.push_back(one("grad_output_projection_forgotten",
-                      "The gradient was not taken back through W_O: these are dO's columns, not dO·W_Oᵀ's.",
-                      "dZ = dO·W_Oᵀ (head h's columns of it with several heads)", key,
-                      dO.cols(first, first + d_v - 1)));
-}
-
-void grad_weight_mistakes(const Model& model, const Values& learner, const StepKey& key, std::vector<Mistake>& out) {
-    // the gradient in the other layout, worked from the learner's own gradients
-    // (of the other shape, unless the weight is square)
-    const arma::mat right = compute_step(model, key, learner);
-    out.push_back(one("grad_weight_layout",
-                      model.layout == Layout::pytorch
-                          ? "The gradient is transposed: this file writes weights out × in (layout: pytorch), so dW "
-                            "is dYᵀ·X."
-                          : "The gradient is transposed: weights are in × out here, so dW is Xᵀ·dY.",
-                      "the gradient has the weight's shape and layout, as the file writes it", key, right.t()));
-}
-
-void grad_inputs_mistakes(const Model& model, const LearnerValues& L, const StepKey& key, std::vector<Mistake>& out) {
-    if (model.cross()) {
-        return;
-    }
-    arma::mat queries_only(L(StepId::grad_queries, 1).n_rows, model.d_model(), arma::fill::zeros);
-    for (int h = 1; h <= static_cast<int>(model.n_heads()); ++h) {
-        queries_only += L(StepId::grad_queries, h) * model.heads[static_cast<std::size_t>(h - 1)].W_Q.t();
-    }
-    out.push_back(one("grad_inputs_queries_only",
-                      "Only the queries' path was taken back; X also fed the keys and the values.",
-                      "dX = Σ dQ·W_Qᵀ + Σ (dK·W_Kᵀ + dV·W_Vᵀ): every path from X adds its part", key, queries_only));
-}
+std::span<const MistakeRow> backward_mistakes() { return k_rows; }
 
 }  // namespace qkv::checking

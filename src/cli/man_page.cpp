@@ -167,11 +167,11 @@ std::string man_page(const std::string& page_template) {
         } else if (line == "@STEPS forward@" || line == "@STEPS backward@") {
             write_steps(line == "@STEPS backward@", out);
         } else if (line == "@DIAGNOSES@") {
-            for (const auto& mistake : checking::mistake_table()) {
+            for (const checking::MistakeRow* mistake : checking::named_mistakes()) {
                 // .B scores_no_transpose, or .BR mask_zero " (classic)"
-                const std::string heading = mistake.classic ? ".BR " + std::string(mistake.id) + " \" (classic)\""
-                                                            : ".B " + std::string(mistake.id);
-                out << ".TP\n" << heading << "\n" << mistake.man << "\n";
+                const std::string heading = mistake->classic ? ".BR " + std::string(mistake->id) + " \" (classic)\""
+                                                             : ".B " + std::string(mistake->id);
+                out << ".TP\n" << heading << "\n" << mistake->man << "\n";
             }
         } else if (line == "@OPTIONS@") {
             write_shared_options(out);

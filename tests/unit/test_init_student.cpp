@@ -34,9 +34,9 @@ namespace {
 // catalogue marked classic (test_man.cpp holds them to the classic mistakes of DIAGNOSES in man/qkv.1.in).
 std::set<std::string> classic_ids() {
     std::set<std::string> ids;
-    for (const auto& row : qkv::checking::mistake_table()) {
-        if (row.classic) {
-            ids.insert(std::string(row.id));
+    for (const qkv::checking::MistakeRow* row : qkv::checking::named_mistakes()) {
+        if (row->classic) {
+            ids.insert(std::string(row->id));
         }
     }
     return ids;

@@ -1,0 +1,199 @@
+// The catalogue's rows for the weighted sum, the heads and the output
+// (catalogue.hpp). Rows are tokens: Z = A·V, O = concat·W_O + b_O.
+#include "check/mistakes_parts.hpp"
+
+#include "attention/attention.hpp"
+#include "render/table.hpp"
+
+namespace qkv::checking {
+
+namespace {
+
+using A = const Attempt&;
+using M = const Made&;
+
+// ── the weighted sum ────────────────────────────────────────────────────────
+
+// Head h's weighted sum is the step head_output, or the output itself when the
+// example has one head and no W_O.
+bool is_weighted_sum(A a) {
+    return a.key.id == StepId::head_output || (!a.model.W_O && a.model.n_heads() == 1);
+}
+
+int weighted_head(A a) { return a.key.id == StepId::head_output ? a.key.head : 1; }
+
+const char* const k_weighted_sum_correct =
+    "Z = A·V: row i is Σ_j a_ij · v_j, the value rows weighted by query i's attention weights";
+
+// ── the heads put together ──────────────────────────────────────────────────
+
+// The concatenation is the step concat, or the output itself when the example
+// has several heads and no W_O.
+bool is_concat(A a) { return a.key.id == StepId::concat || (!a.model.W_O && a.model.n_heads() > 1); }
+
+// The heads' outputs put together the wrong ways, from the learner's own head
+// outputs (their answers, or worked out from their earlier ones) and from the
+// true ones, for a learner whose written head outputs are not the ones they combined.
+struct HeadsCombined {
+    int heads = 0;
+    arma::mat sum;        // Z_1 + … + Z_H, the learner's
+    arma::mat true_sum;   // the same from the true head outputs
+    arma::mat stacked;    // the learner's Z_h one under another
+    arma::mat reversed;   // the learner's Z_h side by side, the last first
+    std::string correct;  // concat = [Z_1 Z_2]: …
+};
+
+HeadsCombined heads_combined(A a) {
+    HeadsCombined c;
+    c.heads = static_cast<int>(a.model.n_heads());
+    c.sum = a.L(StepId::head_output, 1);
+    c.true_sum = a.trace.find(StepId::head_output, 1)->values;
+    c.stacked = c.sum;
+    c.reversed = a.L(StepId::head_output, c.heads);
+    for (int h = 2; h <= c.heads; ++h) {
+        c.sum += a.L(StepId::head_output, h);
+        c.true_sum += a.trace.find(StepId::head_output, h)->values;
+        c.stacked = arma::join_cols(c.stacked, a.L(StepId::head_output, h));
+        c.reversed = arma::join_rows(c.reversed, a.L(StepId::head_output, c.heads + 1 - h));
+    }
+    const arma::uword width = static_cast<arma::uword>(c.heads) * a.model.d_v();
+    // the notation of the formulas, [Z_1 Z_2] or [Z_1 … Z_H]; the text report writes the subscripts as Z₁ Z₂
+    c.correct = "concat = " + concat_formula(c.heads) + ": the heads side by side, one block of d_v columns each (" +
+                shape_text(a.model.n(), width) + ")";
+    return c;
+}
+
+// Averaged or added up: `by` is H for the average, 1 for the sum. Averaging
+// the Z_h rounded to k decimals, as a learner does by hand, can move the
+// result by up to half a unit in the k-th decimal; adding them, by H halves.
+void heads_added(A a, M made, bool average) {
+    const HeadsCombined c = heads_combined(a);
+    const double by = average ? static_cast<double>(c.heads) : 1.0;
+    const double slack = average ? 0.5 : 0.5 * static_cast<double>(c.heads);
+    const std::string what = average ? "The heads were averaged instead of concatenated."
+                                     : "The heads were added up instead of concatenated.";
+    made(what, c.correct, c.sum / by, slack);
+    if (!arma::approx_equal(c.true_sum, c.sum, "absdiff", 0.0)) {
+        made(what, c.correct, c.true_sum / by, slack);
+    }
+}
+
+// ── the output projection ───────────────────────────────────────────────────
+
+bool has_w_o(A a) { return a.model.W_O.has_value(); }
+
+// What W_O is applied to, and its name: the concatenation, or Z with one head.
+const arma::mat& output_source(A a) {
+    return a.model.n_heads() > 1 ? a.L(StepId::concat) : a.L(StepId::head_output, 1);
+}
+
+std::string output_source_name(A a) { return a.model.n_heads() > 1 ? "concat" : "Z"; }
+
+std::string output_correct(A a) { return "O = " + output_source_name(a) + "·W_O" + (a.model.b_O ? " + b_O" : ""); }
+
+constexpr MistakeRow k_rows[] = {
+    // ── the weighted sum ──
+    {.id = "output_at_v", .steps = {StepId::head_output, StepId::output}, .classic = true,
+     .man = R"roff(Z = A^T\(pcV.)roff",
+     .applies = &is_weighted_sum,
+     .make = [](A a, M made) {
+         const int h = weighted_head(a);
+         const arma::mat& weights = a.L(StepId::weights, h);
+         const arma::mat& V = a.L(StepId::values, a.model.kv_head_of(h));
+         if (weights.n_rows == V.n_rows) {
+             made("The weighted sum was computed as Aᵀ·V: the weights were transposed.", k_weighted_sum_correct,
+                  weights.t() * V);
+         }
+     }},
+    {.id = "output_scores_v", .steps = {StepId::head_output, StepId::output},
+     .man = R"roff(Z = S\(pcV: the softmax skipped.)roff",
+     .applies = &is_weighted_sum,
+     .make = [](A a, M made) {
+         const int h = weighted_head(a);
+         made("V was multiplied by the scores, not by the weights: the softmax was skipped.", k_weighted_sum_correct,
+              a.L(StepId::scaled_scores, h) * a.L(StepId::values, a.model.kv_head_of(h)));
+     }},
+    {.id = "kv_heads_in_turn", .steps = {StepId::head_output, StepId::output},
+     .applies = &is_weighted_sum,
+     .make = [](A a, M made) {
+         // the key/value heads taken in turn (torch's repeat), as in the scores
+         const int h = weighted_head(a);
+         const int g = a.model.kv_head_of(h);
+         const int tiled = (h - 1) % static_cast<int>(a.model.n_kv_heads()) + 1;
+         if (tiled != g) {
+             made("Query head " + std::to_string(h) + " weighed the values of key/value head " +
+                      std::to_string(tiled) +
+                      ", taking the key/value heads in turn (as torch's repeat does); they are shared by consecutive "
+                      "query heads.",
+                  "Z = A·V with the values of key/value head ⌈h·G/H⌉ (repeat_interleave): here key/value head " +
+                      std::to_string(g),
+                  a.L(StepId::weights, h) * a.L(StepId::values, tiled));
+         }
+     }},
+    {.id = "output_weighted_inputs", .steps = {StepId::head_output, StepId::output},
+     .man = R"roff(The weights applied to the inputs instead of the values.)roff",
+     .applies = &is_weighted_sum,
+     .make = [](A a, M made) {
+         const arma::mat& weights = a.L(StepId::weights, weighted_head(a));
+         const arma::mat& source = a.L.key_source();
+         if (source.n_rows == weights.n_cols) {
+             made("The weights were applied to the inputs instead of the values.", k_weighted_sum_correct,
+                  weights * source);
+         }
+     }},
+
+    // ── the heads put together ──
+    {.id = "heads_averaged", .steps = {StepId::concat, StepId::output}, .classic = true,
+     .man = R"roff(The heads averaged instead of concatenated.)roff",
+     .applies = &is_concat,
+     .make = [](A a, M made) { heads_added(a, made, true); }},
+    {.id = "heads_summed", .steps = {StepId::concat, StepId::output},
+     .man = R"roff(The heads added up instead of concatenated.)roff",
+     .applies = &is_concat,
+     .make = [](A a, M made) { heads_added(a, made, false); }},
+    {.id = "heads_reversed", .steps = {StepId::concat, StepId::output},
+     .man = R"roff(The heads concatenated in reverse order.)roff",
+     .applies = &is_concat,
+     .make = [](A a, M made) {
+         HeadsCombined c = heads_combined(a);
+         made("The heads were concatenated in reverse order.", c.correct, std::move(c.reversed));
+     }},
+    {.id = "heads_stacked", .steps = {StepId::concat, StepId::output},
+     .man = R"roff(The heads stacked as rows.)roff",
+     .applies = &is_concat,
+     .make = [](A a, M made) {
+         HeadsCombined c = heads_combined(a);
+         made("The heads were stacked as rows instead of side by side.", c.correct, std::move(c.stacked));
+     }},
+
+    // ── the output projection ──
+    {.id = "output_projection_forgotten", .steps = {StepId::output},
+     .man = R"roff(W_O not applied.)roff",
+     .applies = &has_w_o,
+     .make = [](A a, M made) {
+         if (output_source(a).n_cols == a.model.W_O->n_cols) {
+             made("W_O was not applied.", output_correct(a), output_source(a));
+         }
+     }},
+    {.id = "bias_forgotten", .steps = {StepId::output},
+     .applies = [](A a) { return a.model.W_O && a.model.b_O; },
+     .make = [](A a, M made) {
+         made("The bias b_O was not added.", output_correct(a) + ": b_O is added to every row",
+              project(output_source(a), *a.model.W_O, std::nullopt));
+     }},
+    {.id = "projection_w_x", .steps = {StepId::output},
+     .applies = [](A a) { return a.model.W_O && a.model.W_O->is_square(); },
+     .make = [](A a, M made) {
+         made(a.model.layout == Layout::x_w
+                  ? "The output was computed as W_O·x for each token (the column-vector convention), which is " +
+                        output_source_name(a) + "·W_Oᵀ."
+                  : "W_O was used as written, but this file writes weights out × in (layout: pytorch).",
+              output_correct(a), project(output_source(a), a.model.W_O->t(), a.model.b_O));
+     }},
+};
+
+}  // namespace
+
+std::span<const MistakeRow> output_mistakes() { return k_rows; }
+
+}  // namespace qkv::checking

@@ -1,0 +1,448 @@
+// The catalogue's rows for the encoded inputs, the projections and RoPE
+// (catalogue.hpp). Rows are tokens: Q = (X + P)·W_Q + b_Q.
+#include "check/mistakes_parts.hpp"
+
+#include "attention/attention.hpp"
+#include "render/table.hpp"
+
+#include <cmath>
+
+namespace qkv::checking {
+
+namespace {
+
+// ── one projection as its mistakes name it ─────────────────────────────────
+
+struct Projection {
+    StepId id;           // its name is the plural the messages use: "queries"
+    const char* letter;  // "Q"
+};
+
+constexpr Projection k_projections[] = {{StepId::queries, "Q"}, {StepId::keys, "K"}, {StepId::values, "V"}};
+constexpr StepSet k_projection_steps = {StepId::queries, StepId::keys, StepId::values};
+
+const arma::mat& weight_of(const HeadWeights& head, const std::string& letter) {
+    return letter == "Q" ? head.W_Q : letter == "K" ? head.W_K : head.W_V;
+}
+
+const std::optional<arma::rowvec>& bias_of(const HeadWeights& head, const std::string& letter) {
+    return letter == "Q" ? head.b_Q : letter == "K" ? head.b_K : head.b_V;
+}
+
+// One projection of one head: Q = (X + P)·W_Q + b_Q.
+struct ProjectionParts {
+    StepId id = StepId::queries;
+    const HeadWeights* head = nullptr;
+    std::string letter;        // "Q"
+    bool is_query = false;
+    const arma::mat* source = nullptr;  // what it reads
+    std::string source_name;   // "X", "(X + P)" or "C"
+    const arma::mat* W = nullptr;
+    const std::optional<arma::rowvec>* b = nullptr;
+    std::string W_name;        // "W_Q"
+    std::string bias_part;     // " + b_Q", or empty without a bias
+    std::string correct;       // the correct operation, for every mistake in it
+};
+
+ProjectionParts projection_parts(const Attempt& a) {
+    ProjectionParts p;
+    for (const auto& candidate : k_projections) {
+        if (candidate.id == a.key.id) {
+            p.letter = candidate.letter;
+        }
+    }
+    p.id = a.key.id;
+    // keys and values are numbered by key/value head
+    p.head = is_per_kv_head(a.key.id) ? &a.model.kv_weights(a.key.head)
+                                      : &a.model.heads[static_cast<std::size_t>(a.key.head - 1)];
+    p.is_query = p.letter == "Q";
+    p.source = p.is_query ? &a.L.query_source() : &a.L.key_source();
+    const SourceNames names = source_names(a.model);
+    p.source_name = p.is_query ? names.queries : names.keys;
+    p.W = &weight_of(*p.head, p.letter);
+    p.b = &bias_of(*p.head, p.letter);
+    p.W_name = "W_" + p.letter;
+    p.bias_part = *p.b ? " + b_" + p.letter : "";
+    p.correct = p.letter + " = " + p.source_name + "·" + p.W_name + p.bias_part + ": each token's row times " +
+                p.W_name + " (" + shape_text(p.W->n_rows, p.W->n_cols) + ")";
+    return p;
+}
+
+// ── W·x: the column-vector convention ───────────────────────────────────────
+
+// How many parts a projection's weights are split into: the query heads for
+// W_Q, the key/value heads for W_K and W_V.
+int parts_of(const Model& model, const std::string& letter) {
+    return static_cast<int>(letter == "Q" ? model.n_heads() : model.n_kv_heads());
+}
+
+// Part i (1-based) of a projection's weights: query head i's, or key/value head i's.
+const HeadWeights& part_weights(const Model& model, const std::string& letter, int i) {
+    return letter == "Q" ? model.heads[static_cast<std::size_t>(i - 1)] : model.kv_weights(i);
+}
+
+// The one block a `weights:` or `pytorch:` file splits by columns into the
+// heads (d_model × parts·d_k), rebuilt by putting the heads' matrices side by
+// side, with its bias the same way; nullopt for a `heads:` list, which gives
+// each head its own matrix and has no block.
+struct WeightBlock {
+    arma::mat W;
+    std::optional<arma::rowvec> b;
+};
+
+std::optional<WeightBlock> weight_block(const Model& model, const std::string& letter) {
+    if (model.weight_form == WeightForm::head_list) {
+        return std::nullopt;
+    }
+    WeightBlock block;
+    const int parts = parts_of(model, letter);
+    for (int i = 1; i <= parts; ++i) {
+        const HeadWeights& head = part_weights(model, letter, i);
+        block.W = arma::join_rows(block.W, weight_of(head, letter));
+        if (bias_of(head, letter)) {
+            block.b = arma::rowvec(arma::join_rows(block.b.value_or(arma::rowvec()), *bias_of(head, letter)));
+        }
+    }
+    return block;
+}
+
+// Part i's projection worked as W·x for each token, which is source·Wᵀ: with
+// the part's own W when that is square, else, when the file splits one square
+// block into heads, part i's columns of source·W_blockᵀ (the learner applies
+// the whole block, then splits the result). nullopt when W·x cannot be formed
+// (a `heads:` list of d_model × d_k matrices with d_k ≠ d_model).
+std::optional<arma::mat> w_x_projection(const Model& model, const std::string& letter, int i, const arma::mat& source) {
+    const HeadWeights& head = part_weights(model, letter, i);
+    const arma::mat& W = weight_of(head, letter);
+    if (W.is_square()) {
+        return project(source, W.t(), bias_of(head, letter));
+    }
+    const auto block = weight_block(model, letter);
+    if (!block || !block->W.is_square()) {
+        return std::nullopt;
+    }
+    // the block in parts of W.n_cols columns each; part i is columns (i − 1)·w … i·w − 1
+    const arma::mat whole = project(source, block->W.t(), block->b);
+    const arma::uword width = W.n_cols;
+    const auto first = static_cast<arma::uword>(i - 1) * width;
+    return arma::mat(whole.cols(first, first + width - 1));
+}
+
+// The wrong weight matrix for a projection: W_K for the queries, W_Q for the
+// keys (swapped), or any other of the head's matrices of the same width.
+// `swapped` picks the pair Q and K; the others are wrong_weight's.
+void other_weight_mistakes(const Attempt& a, const Made& made, bool swapped) {
+    const ProjectionParts p = projection_parts(a);
+    for (const auto& other : k_projections) {
+        const std::string other_letter = other.letter;
+        const bool pair = (p.letter == "Q" && other_letter == "K") || (p.letter == "K" && other_letter == "Q");
+        if (other_letter == p.letter || pair != swapped) {
+            continue;
+        }
+        const arma::mat& W_other = weight_of(*p.head, other_letter);
+        if (W_other.n_cols != p.W->n_cols) {
+            continue;
+        }
+        made("The " + step_text(p.id) + " were computed with W_" + other_letter + " instead of " + p.W_name +
+                 (swapped ? ": the query and key weights are swapped." : "."),
+             p.correct, project(*p.source, W_other, bias_of(*p.head, other_letter)));
+        // swapped weights whose biases stay where they were: Q = X·W_K + b_Q, K = X·W_Q + b_K
+        const auto& b_other = bias_of(*p.head, other_letter);
+        if (swapped && (*p.b || b_other)) {
+            made("The " + step_text(p.id) + " were computed with W_" + other_letter + " instead of " + p.W_name +
+                     (*p.b ? ", keeping b_" + p.letter : ", without b_" + other_letter) +
+                     ": the query and key weights are swapped, but not their biases.",
+                 p.correct, project(*p.source, W_other, *p.b));
+        }
+    }
+}
+
+// ── all of a head's projections at once ────────────────────────────────────
+
+// A mistake made in all of head h's projections, found from a later step (e.g.
+// the scores) when the projections themselves are not answered; listed with
+// the queries. What each projection reads and which head it belongs to:
+struct HeadProjections {
+    const HeadWeights& head;
+    int h;
+    int g;  // the key/value head query head h reads: h itself unless heads share keys and values
+    const arma::mat& source;
+    const arma::mat& kv_source;
+    std::string source_name;
+
+    explicit HeadProjections(const Attempt& a)
+        : head(a.model.heads[static_cast<std::size_t>(a.key.head - 1)]),
+          h(a.key.head),
+          g(a.model.kv_head_of(a.key.head)),
+          source(a.L.query_source()),
+          kv_source(a.L.key_source()),
+          source_name(source_names(a.model).queries) {}
+
+    int head_of(StepId id) const { return is_per_kv_head(id) ? g : h; }
+    const arma::mat& source_of(const std::string& letter) const { return letter == "Q" ? source : kv_source; }
+};
+
+bool has_bias(const Attempt& a) { return projection_parts(a).b->has_value(); }
+bool has_context(const Attempt& a) { return a.model.C.has_value(); }
+
+// ── RoPE ────────────────────────────────────────────────────────────────────
+
+constexpr StepSet k_rotated_steps = {StepId::rotated_queries, StepId::rotated_keys};
+
+// What RoPE turns: the queries or keys as projected.
+const arma::mat& unrotated_of(const Attempt& a) {
+    const StepKey read = step_inputs(a.model, a.key).front();
+    return a.L(read.id, read.head);
+}
+
+std::string rope_correct(const Attempt& a) {
+    const std::string letter = a.key.id == StepId::rotated_queries ? "Q" : "K";
+    return letter + "_rot: row p (from 0) turned pair by pair by p·θ_k, pairs " +
+           (a.model.rope->style == RopeStyle::half ? "(k, k + d_k/2) (style half)" : "(2k, 2k + 1) (style interleaved)");
+}
+
+// Each pair turned by −p·θ_k instead of p·θ_k (the sines' signs swapped).
+arma::mat rotate_backwards(const arma::mat& X, const Rope& rope) {
+    arma::mat result = X;
+    const arma::uword d = X.n_cols;
+    for (arma::uword k = 0; k < d / 2; ++k) {
+        const auto [a, b] = rope_pair(rope.style, k, d);
+        for (arma::uword p = 0; p < X.n_rows; ++p) {
+            const double angle = static_cast<double>(p) * rope_frequency(rope, k, d);
+            result(p, a) = X(p, a) * std::cos(angle) + X(p, b) * std::sin(angle);
+            result(p, b) = X(p, b) * std::cos(angle) - X(p, a) * std::sin(angle);
+        }
+    }
+    return result;
+}
+
+using A = const Attempt&;
+using M = const Made&;
+
+constexpr MistakeRow k_rows[] = {
+    // ── the encoded inputs ──
+    {.id = "positions_not_added", .steps = {StepId::encoded},
+     .man = R"roff(The encoded inputs written as X, without adding P.)roff",
+     .make = [](A a, M made) {
+         made("The positional encodings were not added: this is X, not X + P.",
+              "X + P: each token's vector plus its position's vector", a.L(StepId::inputs));
+     }},
+
+    // ── each projection on its own ──
+    {.id = "projection_w_x", .steps = k_projection_steps, .classic = true,
+     .man = R"roff(The projections computed as W\(pcx (X\(pcW^T), or weights in PyTorch's layout used as written.)roff",
+     .make = [](A a, M made) {
+         const ProjectionParts p = projection_parts(a);
+         auto w_x = w_x_projection(a.model, p.letter, a.key.head, *p.source);
+         if (!w_x) {
+             return;
+         }
+         // a head's W that is not square is part of a block split into heads: W·x was worked with the block
+         const bool block = !p.W->is_square();
+         const std::string whole = " the whole " + shape_text(p.W->n_rows, p.W->n_rows) + " " + p.W_name;
+         if (a.model.layout == Layout::x_w) {
+             made("The " + step_text(p.id) + " were computed as " + p.W_name +
+                      "·x for each token (the column-vector convention)" +
+                      (block ? " with" + whole + " before it was split into heads" : "") + ", which is " +
+                      p.source_name + "·" + p.W_name + "ᵀ.",
+                  p.correct, std::move(*w_x));
+         } else {
+             made((block ? "The" + whole + " was used as written before it was split into heads"
+                         : p.W_name + " was used as written") +
+                      ", but this file writes weights out × in (layout: pytorch).",
+                  p.letter + " = " + p.source_name + "·" + p.W_name + "ᵀ" + p.bias_part + " with " + p.W_name +
+                      " as written: the same as " + std::string(1, static_cast<char>(p.letter[0] + 32)) + " = " +
+                      p.W_name + "·x for each token",
+                  std::move(*w_x));
+         }
+     }},
+    {.id = "weights_swapped", .steps = {StepId::queries, StepId::keys}, .classic = true,
+     .man = R"roff(W_Q and W_K swapped (the biases with them or not).)roff",
+     .make = [](A a, M made) { other_weight_mistakes(a, made, true); }},
+    {.id = "wrong_weight", .steps = k_projection_steps,
+     .man = R"roff(A projection computed with another of the head's weight matrices.)roff",
+     .make = [](A a, M made) { other_weight_mistakes(a, made, false); }},
+    {.id = "bias_forgotten", .steps = k_projection_steps,
+     .man = R"roff(A bias left out.)roff",
+     .applies = &has_bias,
+     .make = [](A a, M made) {
+         const ProjectionParts p = projection_parts(a);
+         made("The bias b_" + p.letter + " was not added.",
+              p.letter + " = " + p.source_name + "·" + p.W_name + " + b_" + p.letter + ": b_" + p.letter +
+                  " is added to every row",
+              project(*p.source, *p.W, std::nullopt));
+     }},
+    {.id = "positions_forgotten", .steps = k_projection_steps,
+     .man = R"roff(The positional encodings left out of a projection.)roff",
+     // in cross-attention the keys and values read the context, which has no positions
+     .applies = [](A a) { return a.model.P && (a.key.id == StepId::queries || !a.model.C); },
+     .make = [](A a, M made) {
+         const ProjectionParts p = projection_parts(a);
+         made("The positional encodings were left out: this is X·" + p.W_name + " instead of (X + P)·" + p.W_name +
+                  ".",
+              p.correct, project(a.L(StepId::inputs), *p.W, *p.b));
+     }},
+    {.id = "cross_source_swapped", .steps = k_projection_steps,
+     .man = R"roff(In cross-attention, the inputs and the context swapped.)roff",
+     .applies = &has_context,
+     .make = [](A a, M made) {
+         const ProjectionParts p = projection_parts(a);
+         if (p.is_query) {
+             made("The queries were computed from the context C; in cross-attention the queries come from the "
+                  "inputs and the keys and values from the context.",
+                  p.correct, project(a.L(StepId::context), *p.W, *p.b));
+         } else {
+             made("The " + step_text(p.id) +
+                      " were computed from the inputs; in cross-attention the keys and values come from the "
+                      "context C.",
+                  p.correct, project(a.L.query_source(), *p.W, *p.b));
+         }
+     }},
+    {.id = "other_head_weights", .steps = k_projection_steps,
+     .man = R"roff(A head computed with another head's weights.)roff",
+     .make = [](A a, M made) {
+         // another head's weights (another key/value head's, for keys and values)
+         const ProjectionParts p = projection_parts(a);
+         const int h = a.key.head;
+         const bool kv = is_per_kv_head(a.key.id);
+         const int heads = static_cast<int>(kv ? a.model.n_kv_heads() : a.model.n_heads());
+         for (int other = 1; other <= heads; ++other) {
+             if (other == h) {
+                 continue;
+             }
+             const HeadWeights& other_head =
+                 kv ? a.model.kv_weights(other) : a.model.heads[static_cast<std::size_t>(other - 1)];
+             made("The " + step_text(p.id) + " of head " + std::to_string(h) + " were computed with head " +
+                      std::to_string(other) + "'s " + p.W_name + ".",
+                  "each head has its own weights: " + p.correct,
+                  project(*p.source, weight_of(other_head, p.letter), bias_of(other_head, p.letter)));
+         }
+     }},
+
+    // ── all of a head's projections at once, listed with its queries ──
+    {.id = "projection_w_x", .steps = {StepId::queries},
+     .make = [](A a, M made) {
+         const HeadProjections hp(a);
+         std::vector<std::pair<StepKey, arma::mat>> values;
+         for (const auto& q : k_projections) {
+             if (auto w_x = w_x_projection(a.model, q.letter, hp.head_of(q.id), hp.source_of(q.letter))) {
+                 values.emplace_back(StepKey{q.id, hp.head_of(q.id)}, std::move(*w_x));
+             }
+         }
+         if (values.size() <= 1) {
+             return;
+         }
+         const bool x_w = a.model.layout == Layout::x_w;
+         made.several(x_w ? "The projections were computed as W·x for each token (the column-vector convention), "
+                            "which is X·Wᵀ."
+                          : "The weights were used as written, but this file writes them out × in (layout: pytorch).",
+                      x_w ? "Q = X·W_Q, K = X·W_K, V = X·W_V: each token's row times the weights"
+                          : "Q = X·W_Qᵀ, K = X·W_Kᵀ, V = X·W_Vᵀ with the weights as written",
+                      std::move(values));
+     }},
+    {.id = "weights_swapped", .steps = {StepId::queries},
+     .make = [](A a, M made) {
+         const HeadProjections hp(a);
+         const std::string correct = "Q = " + hp.source_name + "·W_Q and K = " +
+                                     (a.model.C ? std::string("C") : hp.source_name) + "·W_K";
+         made.several("The query and key weights are swapped: Q was computed with W_K and K with W_Q.", correct,
+                      {{StepKey{StepId::queries, hp.h}, project(hp.source, hp.head.W_K, hp.head.b_K)},
+                       {StepKey{StepId::keys, hp.g}, project(hp.kv_source, hp.head.W_Q, hp.head.b_Q)}});
+         // the same with each bias left with its own projection: Q = X·W_K + b_Q, K = X·W_Q + b_K
+         if (hp.head.b_Q || hp.head.b_K) {
+             made.several("The query and key weights are swapped: Q was computed with W_K and K with W_Q, each "
+                          "keeping its own bias.",
+                          correct,
+                          {{StepKey{StepId::queries, hp.h}, project(hp.source, hp.head.W_K, hp.head.b_Q)},
+                           {StepKey{StepId::keys, hp.g}, project(hp.kv_source, hp.head.W_Q, hp.head.b_K)}});
+         }
+     }},
+    {.id = "bias_forgotten", .steps = {StepId::queries},
+     .applies = [](A a) {
+         const HeadWeights& head = a.model.heads[static_cast<std::size_t>(a.key.head - 1)];
+         return int(head.b_Q.has_value()) + int(head.b_K.has_value()) + int(head.b_V.has_value()) > 1;
+     },
+     .make = [](A a, M made) {
+         const HeadProjections hp(a);
+         std::vector<std::pair<StepKey, arma::mat>> values;
+         for (const auto& q : k_projections) {
+             if (bias_of(hp.head, q.letter)) {
+                 values.emplace_back(StepKey{q.id, hp.head_of(q.id)},
+                                     project(hp.source_of(q.letter), weight_of(hp.head, q.letter), std::nullopt));
+             }
+         }
+         made.several("The biases were not added to the projections.",
+                      "Q = X·W_Q + b_Q, and the same for K and V: each bias is added to every row", std::move(values));
+     }},
+    {.id = "cross_source_swapped", .steps = {StepId::queries},
+     .applies = &has_context,
+     .make = [](A a, M made) {
+         const HeadProjections hp(a);
+         made.several("The keys and values were computed from the inputs; in cross-attention they come from the "
+                      "context C.",
+                      "K = C·W_K and V = C·W_V",
+                      {{StepKey{StepId::keys, hp.g}, project(hp.source, hp.head.W_K, hp.head.b_K)},
+                       {StepKey{StepId::values, hp.g}, project(hp.source, hp.head.W_V, hp.head.b_V)}});
+     }},
+    {.id = "other_head_weights", .steps = {StepId::queries},
+     // with shared key/value heads, another query head may rightly read the same keys
+     .applies = [](A a) { return a.model.n_kv_heads() == a.model.n_heads(); },
+     .make = [](A a, M made) {
+         const HeadProjections hp(a);
+         for (int other = 1; other <= static_cast<int>(a.model.n_heads()); ++other) {
+             if (other == hp.h) {
+                 continue;
+             }
+             const HeadWeights& o = a.model.heads[static_cast<std::size_t>(other - 1)];
+             made.several("Head " + std::to_string(hp.h) + " was computed with head " + std::to_string(other) +
+                              "'s weights.",
+                          "each head has its own W_Q, W_K and W_V",
+                          {{StepKey{StepId::queries, hp.h}, project(hp.source, o.W_Q, o.b_Q)},
+                           {StepKey{StepId::keys, hp.h}, project(hp.kv_source, o.W_K, o.b_K)},
+                           {StepKey{StepId::values, hp.h}, project(hp.kv_source, o.W_V, o.b_V)}});
+         }
+     }},
+
+    // ── RoPE ──
+    {.id = "rope_not_applied", .steps = k_rotated_steps,
+     .man = R"roff(RoPE not applied.)roff",
+     .make = [](A a, M made) {
+         const StepKey read = step_inputs(a.model, a.key).front();
+         made("RoPE was not applied: these are the " + step_text(read.id) + " as they were.", rope_correct(a),
+              unrotated_of(a));
+     }},
+    {.id = "rope_other_style", .steps = k_rotated_steps,
+     .man = R"roff(RoPE in the other pairing (half or interleaved).)roff",
+     .make = [](A a, M made) {
+         Rope other = *a.model.rope;
+         const bool half = other.style == RopeStyle::half;
+         other.style = half ? RopeStyle::interleaved : RopeStyle::half;
+         made(half ? "The pairs were taken as (2k, 2k + 1), the interleaved style; this example pairs k with "
+                     "k + d_k/2 (style half)."
+                   : "The pairs were taken as (k, k + d_k/2), the half style; this example pairs 2k with 2k + 1 "
+                     "(style interleaved).",
+              rope_correct(a), rotate(unrotated_of(a), other));
+     }},
+    {.id = "rope_positions_from_one", .steps = k_rotated_steps,
+     .man = R"roff(RoPE with positions counted from 1.)roff",
+     .make = [](A a, M made) {
+         // row p turned by (p + 1)·θ_k
+         const arma::mat& X = unrotated_of(a);
+         arma::mat shifted(X.n_rows + 1, X.n_cols, arma::fill::zeros);
+         shifted.rows(1, X.n_rows) = X;
+         made("The positions were counted from 1; the first token is at position 0.", rope_correct(a),
+              arma::mat(rotate(shifted, *a.model.rope).rows(1, X.n_rows)));
+     }},
+    {.id = "rope_turned_backwards", .steps = k_rotated_steps,
+     .man = R"roff(RoPE turned the wrong way.)roff",
+     .make = [](A a, M made) {
+         made("The pairs were turned the wrong way (by −p·θ_k): the signs of the sines are swapped.", rope_correct(a),
+              rotate_backwards(unrotated_of(a), *a.model.rope));
+     }},
+};
+
+}  // namespace
+
+std::span<const MistakeRow> projection_mistakes() { return k_rows; }
+
+}  // namespace qkv::checking
