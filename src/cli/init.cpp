@@ -5,13 +5,13 @@
 #include "cli/common.hpp"
 #include "check/exercise.hpp"
 #include "cli/output.hpp"
+#include "io/yaml_writer.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <map>
 #include <random>
-#include <sstream>
 
 namespace qkv::cli {
 
@@ -65,23 +65,14 @@ std::vector<int> draw_row(WholeNumbers& numbers, int n_cols, bool no_zero_row) {
     return row;
 }
 
-// "[1, 0, 2]"
-std::string row_text(const std::vector<int>& row) {
-    std::string text = "[";
-    for (std::size_t j = 0; j < row.size(); ++j) {
-        text += (j == 0 ? "" : ", ") + std::to_string(row[j]);
-    }
-    return text + "]";
-}
-
-// "  - [1, 0, 2]" lines, one per row; rows of zeros only are drawn again when
+// The rows of a matrix; rows of zeros only are drawn again when
 // `no_zero_rows`, since a token whose vector is all zeros takes no part in attention.
-std::string matrix_rows(WholeNumbers& numbers, int n_rows, int n_cols, const std::string& indent, bool no_zero_rows) {
-    std::string text;
+std::vector<std::vector<int>> draw_matrix(WholeNumbers& numbers, int n_rows, int n_cols, bool no_zero_rows) {
+    std::vector<std::vector<int>> rows;
     for (int i = 0; i < n_rows; ++i) {
-        text += indent + "- " + row_text(draw_row(numbers, n_cols, no_zero_rows)) + "\n";
+        rows.push_back(draw_row(numbers, n_cols, no_zero_rows));
     }
-    return text;
+    return rows;
 }
 
 std::string shape(int rows, int cols) { return std::to_string(rows) + " × " + std::to_string(cols); }
@@ -104,18 +95,6 @@ std::string shell_word(const std::string& text) {
         quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
     }
     return quoted + "'";
-}
-
-// A YAML double-quoted string.
-std::string yaml_string(const std::string& text) {
-    std::string quoted = "\"";
-    for (const char c : text) {
-        if (c == '"' || c == '\\') {
-            quoted += '\\';
-        }
-        quoted += c;
-    }
-    return quoted + "\"";
 }
 
 // U+0085, U+2028 or U+2029: line breaks to some YAML readers, in the file's comments.
@@ -170,21 +149,20 @@ std::string number_range(const InitOptions& o) {
 }
 
 // The file's first comment: what wrote it and how to write it again.
-std::string header(const InitOptions& o, int draw) {
-    std::string text;
+void header(YamlWriter& yaml, const InitOptions& o, int draw) {
     if (o.student) {
-        text += "# An exercise for student " + *o.student + ", written by\n"
-                "#   " + command_line(o) + "\n"
-                "# which writes it again, byte for byte, with any version of qkv on any machine.\n"
-                "# It is draw " + std::to_string(draw) + " for this ID: the first in which every classic mistake "
-                "changes at\n"
-                "# least two cells at 2 decimals, so that `qkv check` can name it.\n";
+        yaml.comment("An exercise for student " + *o.student + ", written by")
+            .comment("  " + command_line(o))
+            .comment("which writes it again, byte for byte, with any version of qkv on any machine.")
+            .comment("It is draw " + std::to_string(draw) +
+                     " for this ID: the first in which every classic mistake changes at")
+            .comment("least two cells at 2 decimals, so that `qkv check` can name it.");
     } else {
-        text += "# A starter example for qkv, written by\n"
-                "#   " + command_line(o) + "\n"
-                "# Run it with `qkv run FILE`, change any number, and run it again.\n";
+        yaml.comment("A starter example for qkv, written by")
+            .comment("  " + command_line(o))
+            .comment("Run it with `qkv run FILE`, change any number, and run it again.");
     }
-    return text + "# Rows are tokens: X is n × d_model, and Q = X·W_Q, so W_Q has d_model rows.\n";
+    yaml.comment("Rows are tokens: X is n × d_model, and Q = X·W_Q, so W_Q has d_model rows.");
 }
 
 // The example for one seed: `draw` numbers a --student draw (0 without --student).
@@ -196,94 +174,92 @@ std::string example_text(const InitOptions& options, std::uint64_t seed, int dra
     const int n_heads = options.heads;
     WholeNumbers numbers(seed, options.max_int, options.negative);
 
-    std::ostringstream out;
-    out << header(options, draw) << "\n"
-        << "title: " << (options.student ? yaml_string("Exercise for " + *options.student) : "Starter example") << "\n"
-        << "description: |\n"
-        << "  " << n << (n == 1 ? " token" : " tokens") << " of width " << d_model << " (d_model), with queries and keys of width "
-        << d_k << " (d_k)\n"
-        << "  and values of width " << d_v << " (d_v)";
-    if (n_heads > 1) {
-        out << " in each of " << n_heads << " heads";
+    YamlWriter yaml;
+    header(yaml, options, draw);
+    yaml.blank();
+    if (options.student) {
+        yaml.quoted("title", "Exercise for " + *options.student);
+    } else {
+        yaml.word("title", "Starter example");
     }
-    out << ".\n"
-        << "  Every input" << (options.bias ? ", weight and bias" : " and weight") << " is " << number_range(options)
-        << ", to work by hand.\n"
-        << "\n"
-        << "tokens: [";
+    yaml.literal("description",
+                 {std::to_string(n) + (n == 1 ? " token" : " tokens") + " of width " + std::to_string(d_model) +
+                      " (d_model), with queries and keys of width " + std::to_string(d_k) + " (d_k)",
+                  "and values of width " + std::to_string(d_v) + " (d_v)" +
+                      (n_heads > 1 ? " in each of " + std::to_string(n_heads) + " heads" : "") + ".",
+                  "Every input" + std::string(options.bias ? ", weight and bias" : " and weight") + " is " +
+                      number_range(options) + ", to work by hand."});
+    yaml.blank();
+    std::vector<std::string> tokens;
     for (int i = 1; i <= n; ++i) {
-        out << (i == 1 ? "" : ", ") << "x" << i;
+        tokens.push_back("x" + std::to_string(i));
     }
-    out << "]    # one label per row of inputs; rename them freely\n"
-        << "\n"
-        << "inputs:    # X: " << shape(n, d_model) << ", one row per token (d_model = " << d_model << ")\n"
-        << matrix_rows(numbers, n, d_model, "  ", true) << "\n";
+    yaml.words("tokens", tokens, "one label per row of inputs; rename them freely").blank();
+    yaml.matrix("inputs", draw_matrix(numbers, n, d_model, true),
+                "X: " + shape(n, d_model) + ", one row per token (d_model = " + std::to_string(d_model) + ")");
+    yaml.blank();
     if (n_heads > 1) {
-        out << "heads: " << n_heads << "    # head h uses the h-th block of d_k columns of W_Q and W_K, and of d_v columns of W_V\n"
-            << "\n";
+        yaml.number("heads", n_heads,
+                    "head h uses the h-th block of d_k columns of W_Q and W_K, and of d_v columns of W_V");
+        yaml.blank();
     }
     const std::string per_head = n_heads > 1 ? std::to_string(n_heads) + "·" : "";
-    out << "weights:\n"
-        << "  query:    # W_Q: " << shape(d_model, n_heads * d_k) << " (d_model × " << per_head << "d_k)\n"
-        << matrix_rows(numbers, d_model, n_heads * d_k, "    ", false)
-        << "  key:      # W_K: " << shape(d_model, n_heads * d_k) << " (d_model × " << per_head << "d_k)\n"
-        << matrix_rows(numbers, d_model, n_heads * d_k, "    ", false)
-        << "  value:    # W_V: " << shape(d_model, n_heads * d_v) << " (d_model × " << per_head << "d_v)\n"
-        << matrix_rows(numbers, d_model, n_heads * d_v, "    ", false);
+    // the weights' comments in one column: `  query:    # W_Q: …`
+    yaml.begin("weights", {}, {.column = 12});
+    yaml.matrix("query", draw_matrix(numbers, d_model, n_heads * d_k, false),
+                "W_Q: " + shape(d_model, n_heads * d_k) + " (d_model × " + per_head + "d_k)");
+    yaml.matrix("key", draw_matrix(numbers, d_model, n_heads * d_k, false),
+                "W_K: " + shape(d_model, n_heads * d_k) + " (d_model × " + per_head + "d_k)");
+    yaml.matrix("value", draw_matrix(numbers, d_model, n_heads * d_v, false),
+                "W_V: " + shape(d_model, n_heads * d_v) + " (d_model × " + per_head + "d_v)");
     if (n_heads > 1) {
-        out << "  output:   # W_O: " << shape(n_heads * d_v, d_model) << " (" << per_head
-            << "d_v × d_model): mixes the concatenated heads\n"
-            << matrix_rows(numbers, n_heads * d_v, d_model, "    ", false);
+        yaml.matrix("output", draw_matrix(numbers, n_heads * d_v, d_model, false),
+                    "W_O: " + shape(n_heads * d_v, d_model) + " (" + per_head +
+                        "d_v × d_model): mixes the concatenated heads");
     }
+    yaml.end();
     if (options.bias) {
         // drawn after the weights, so that --bias keeps a seed's inputs and weights; a
         // bias of zeros only would add nothing, and is drawn again
-        std::vector<std::pair<std::string, std::string>> lines;  // "  query: [1, 0, 1]", its comment
-        const auto bias = [&](const std::string& key, int width, const std::string& comment) {
-            lines.emplace_back("  " + key + ": " + row_text(draw_row(numbers, width, true)),
-                               comment + ": 1 × " + std::to_string(width));
+        yaml.blank().begin("bias", "row vectors, each added to every row of its projection: Q = X·W_Q + b_Q",
+                           {.longest = true});
+        const auto bias = [&](const std::string& key, int width, const std::string& name, const std::string& after) {
+            yaml.row(key, draw_row(numbers, width, true), name + ": 1 × " + std::to_string(width) + after);
         };
-        bias("query", n_heads * d_k, "b_Q");
-        bias("key", n_heads * d_k, "b_K");
-        bias("value", n_heads * d_v, "b_V");
+        bias("query", n_heads * d_k, "b_Q", "");
+        bias("key", n_heads * d_k, "b_K", "");
+        bias("value", n_heads * d_v, "b_V", "");
         if (n_heads > 1) {
-            bias("output", d_model, "b_O");
-            lines.back().second += ", added after W_O";
+            bias("output", d_model, "b_O", ", added after W_O");
         }
-        std::size_t width = 0;
-        for (const auto& line : lines) {
-            width = std::max(width, line.first.size());
-        }
-        out << "\n"
-            << "bias:    # row vectors, each added to every row of its projection: Q = X·W_Q + b_Q\n";
-        for (const auto& [entry, comment] : lines) {
-            out << entry << std::string(width + 4 - entry.size(), ' ') << "# " << comment << "\n";
-        }
+        yaml.end();
     }
-    out << "\n";
+    yaml.blank();
+    const std::string root = "√d_k = √" + std::to_string(d_k);
     if (unscaled(options)) {
-        out << "scale: none    # the scores are not divided; `sqrt_dk` divides them by √d_k = √" << d_k << "\n";
+        yaml.word("scale", "none", "the scores are not divided; `sqrt_dk` divides them by " + root);
     } else {
-        out << "scale: sqrt_dk    # divide the scores by √d_k = √" << d_k << "; `none` leaves them as they are\n";
+        yaml.word("scale", "sqrt_dk", "divide the scores by " + root + "; `none` leaves them as they are");
     }
     if (causal(options)) {
-        out << "mask: causal    # token i attends only to tokens 1 … i\n";
+        yaml.word("mask", "causal", "token i attends only to tokens 1 … i");
     }
-    out << "\n";
+    yaml.blank();
     if (options.student) {
-        out << "decimals: 2    # qkv check: answers carry at least 2 decimals (fewer only when exact)\n"
-            << "\n"
-            << "# Work every step by hand, write your values under answers: by step id\n"
-            << "# (see `man qkv`, check), and grade them with `qkv check FILE`.\n";
+        yaml.number("decimals", 2, "qkv check: answers carry at least 2 decimals (fewer only when exact)")
+            .blank()
+            .comment("Work every step by hand, write your values under answers: by step id")
+            .comment("(see `man qkv`, check), and grade them with `qkv check FILE`.");
     } else {
-        out << "# More to try (remove the # to use a line):\n";
+        // the lines to try are comments, their own comments aligned
+        yaml.comment("More to try (remove the # to use a line):");
         if (!causal(options)) {
-            out << "# mask: causal              # token i attends only to tokens 1 … i\n";
+            yaml.comment("mask: causal              # token i attends only to tokens 1 … i");
         }
-        out << "# positional: sinusoidal    # add sinusoidal position vectors to the inputs first\n"
-            << "# round: {weights: 2}       # round the weights to 2 decimals and carry them forward, as by hand\n";
+        yaml.comment("positional: sinusoidal    # add sinusoidal position vectors to the inputs first")
+            .comment("round: {weights: 2}       # round the weights to 2 decimals and carry them forward, as by hand");
     }
-    return out.str();
+    return yaml.str();
 }
 
 // The options that cannot make a file, or (with --student) an exercise, as usage errors.
