@@ -30,20 +30,8 @@ void render_text(const std::vector<Explanation>& explanations, const RenderOptio
 void render_markdown(const std::vector<Explanation>& explanations, std::ostream& out) {
     for (std::size_t k = 0; k < explanations.size(); ++k) {
         const Explanation& e = explanations[k];
-        // the fence is longer than any run of backticks in the working (a label may hold ```)
-        std::size_t longest = 0;
-        for (const auto& line : e.lines) {
-            for (std::size_t at = 0, run = 0; at < line.size(); ++at) {
-                run = line[at] == '`' ? run + 1 : 0;
-                longest = std::max(longest, run);
-            }
-        }
-        const std::string fence(std::max<std::size_t>(3, longest + 1), '`');
-        out << (k == 0 ? "" : "\n") << "### " << e.heading_markdown << "\n\n" << fence << "text\n";
-        for (const auto& line : e.lines) {
-            out << line << '\n';
-        }
-        out << fence << "\n";
+        // (a label may hold backticks: the block's fence is longer than any of them)
+        out << (k == 0 ? "" : "\n") << "### " << e.heading_markdown << "\n\n" << markdown_code_block(e.lines);
     }
 }
 

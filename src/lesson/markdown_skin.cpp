@@ -100,7 +100,7 @@ public:
         if (!given.empty()) {
             std::string list;
             for (const auto& item : given) {
-                list += (list.empty() ? "" : "; ") + ("`" + symbols(item.numbers) + "`") +
+                list += (list.empty() ? "" : "; ") + markdown_code_span(symbols(item.numbers)) +
                         (item.model.empty() ? "" : " (" + escape(symbols(item.model)) + ")");
             }
             m_out << "\n*Given:* " << list << '\n';
@@ -110,7 +110,8 @@ public:
     // A cell's heading as code ("`weights[1,1] = 0.0634 (…)`"); a shape's or a
     // choice's, a sentence, as prose.
     std::string heading(const Explanation& working) const {
-        return working.heading_markdown.empty() ? escape(symbols(working.heading)) : "`" + symbols(working.heading) + "`";
+        return working.heading_markdown.empty() ? escape(symbols(working.heading))
+                                                : markdown_code_span(symbols(working.heading));
     }
 
     // A handout: the answer folded away until the reader opens it.
@@ -160,11 +161,11 @@ private:
         if (working.lines.empty()) {
             return;
         }
-        m_out << "\n```text\n";
+        std::vector<std::string> lines;
         for (const auto& line : working.lines) {
-            m_out << symbols(line) << '\n';
+            lines.push_back(symbols(line));
         }
-        m_out << "```\n";
+        m_out << '\n' << markdown_code_block(lines);
     }
 
     const RenderOptions& m_options;

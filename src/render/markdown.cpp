@@ -42,6 +42,39 @@ std::string markdown_escape(const std::string& text) {
     return out;
 }
 
+namespace {
+
+// The longest run of backticks in `text`.
+std::size_t longest_backticks(const std::string& text) {
+    std::size_t longest = 0;
+    for (std::size_t at = 0, run = 0; at < text.size(); ++at) {
+        run = text[at] == '`' ? run + 1 : 0;
+        longest = std::max(longest, run);
+    }
+    return longest;
+}
+
+}  // namespace
+
+std::string markdown_code_span(const std::string& text) {
+    const std::string ticks(longest_backticks(text) + 1, '`');
+    const bool pad = !text.empty() && (text.front() == '`' || text.back() == '`');
+    return ticks + (pad ? " " + text + " " : text) + ticks;
+}
+
+std::string markdown_code_block(const std::vector<std::string>& lines, const std::string& info) {
+    std::size_t longest = 0;
+    for (const auto& line : lines) {
+        longest = std::max(longest, longest_backticks(line));
+    }
+    const std::string fence(std::max<std::size_t>(3, longest + 1), '`');
+    std::string block = fence + info + "\n";
+    for (const auto& line : lines) {
+        block += line + "\n";
+    }
+    return block + fence + "\n";
+}
+
 std::string markdown_math(const std::string& latex) {
     // GFM drops a backslash before punctuation (it reads "\," as an escaped
     // comma): the same spaces and delimiters spelled with letters, each ending

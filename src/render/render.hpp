@@ -71,6 +71,15 @@ void render_decode_json(const Trace& trace, const DecodeTrace& decode, const Mod
 // breaks as spaces. Used by run and explain alike.
 std::string markdown_escape(const std::string& text);
 
+// Text as a Markdown code span: `text`, its delimiter a run of backticks
+// longer than any inside it (``a`b``), with a space inside it when the text
+// starts or ends with a backtick, so that the span holds the text exactly.
+std::string markdown_code_span(const std::string& text);
+
+// Lines as a fenced Markdown code block ("```text" … "```"), the fence
+// longer than any run of backticks in them, so that no line can close it.
+std::string markdown_code_block(const std::vector<std::string>& lines, const std::string& info = "text");
+
 // A formula as Markdown math: "$S = Q K^\top$". The LaTeX is written so that
 // GFM leaves every character to the math, as GitHub needs: no space inside
 // the dollars, no backslash before punctuation (\, is \thinspace, \{ is

@@ -141,6 +141,48 @@ TEST_CASE("every Markdown qkv writes shows its formulas as math through the READ
     }
 }
 
+TEST_CASE("labels that hold backticks stay inside their code in a lesson handout and in explain's Markdown",
+          "[formats][markdown][cli][documents]") {
+    if (!qkv::test::tool_installed("pandoc", "pandoc", "the Markdown is not rendered")) {
+        return;
+    }
+    TempDir dir;
+    const std::string model = R"(title: Ticks
+tokens: ["a```b", "c`d"]
+inputs: [[1, 0], [0, 1]]
+weights:
+  query: [[1, 0], [0, 1]]
+  key: [[1, 1], [0, 1]]
+  value: [[1, 0], [1, 1]]
+)";
+    std::string inline_model;
+    for (const auto& line : qkv::test::lines_of(model)) {
+        inline_model += "  " + line + "\n";
+    }
+    const std::string lesson = dir.write("ticks.yaml", "title: Ticks lesson\nsummary: labels with backticks\nmodel:\n" +
+                                                           inline_model + R"(script:
+  - ask: What is the score of query 1 against key 2?
+    answer: scores[1,2]
+)");
+    const std::string example = dir.write("model.yaml", model);
+    const std::string heading = R"(scores[1,2] = 0    (Scores, row 1 "a```b", column 2 "c`d"))";
+    const std::string working = R"(q = queries[1] (a```b) = [1, 0]    (query 1)
+k = keys[2] (c`d) = [0, 1]    (key 2: column 2 of Kᵀ)
+scores[1,2] = q·k = 1·0 + 0·1 = 0)";
+    for (const auto& args : {std::vector<std::string>{"lesson", lesson, "-f", "markdown"},
+                             std::vector<std::string>{"explain", example, "scores[1,2]", "-f", "markdown"}}) {
+        CAPTURE(args[0]);
+        const std::string md = dir.write(args[0] + ".md", markdown_of(args));
+        const auto html = shell("pandoc -f gfm -t html " + md);
+        REQUIRE(html.status == 0);
+        // the working is one block of code, every line whole
+        CHECK(html.out.find("<code>" + working + "</code></pre>") != std::string::npos);
+        if (args[0] == "lesson") {
+            CHECK(html.out.find("<p><code>" + heading + "</code></p>") != std::string::npos);
+        }
+    }
+}
+
 TEST_CASE("Markdown with --ascii is pure ASCII: run, explain, check, every lesson, the list of lessons and worksheets",
           "[formats][markdown][cli]") {
     auto documents = every_markdown(true);

@@ -122,3 +122,12 @@ TEST_CASE("a table without marks draws as before the marks existed", "[render]")
                                                                "  y │  3          ~\n"
                                                                "\n");
 }
+
+TEST_CASE("a Markdown code span and code block hold any backticks in their text", "[render]") {
+    CHECK(qkv::markdown_code_span("scores[1,2] = 0") == "`scores[1,2] = 0`");
+    CHECK(qkv::markdown_code_span("a`b") == "``a`b``");
+    CHECK(qkv::markdown_code_span("a```b c`d") == "````a```b c`d````");
+    CHECK(qkv::markdown_code_span("`x") == "`` `x ``");
+    CHECK(qkv::markdown_code_block({"q = 1", "k = 2"}) == "```text\nq = 1\nk = 2\n```\n");
+    CHECK(qkv::markdown_code_block({"```", "a````b"}, "") == "`````\n```\na````b\n`````\n");
+}
