@@ -1,6 +1,8 @@
 """Debian's Chromium, headless, under python3-selenium, for the probes of this
 folder: start() gives the driver, or None when the browser, its driver or
-Selenium is missing (the probe then exits with status 3 and the test skips)."""
+Selenium is missing (the probe then exits with status 3 and the test skips);
+finish() writes a probe's report with what every probe reports last."""
+import json
 import os
 import sys
 
@@ -26,3 +28,15 @@ def start(name, width, height, no_js=False):
     if no_js:
         chrome.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=chrome)
+
+
+def finish(driver, report):
+    """Adds the URLs the page fetched and the console's errors to the report,
+    closes the browser and writes the report to standard output as JSON."""
+    try:
+        report["fetched"] = driver.execute_script(
+            "return performance.getEntriesByType('resource').map(e => e.name)")
+        report["console"] = [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    finally:
+        driver.quit()
+    json.dump(report, sys.stdout, ensure_ascii=False)

@@ -23,7 +23,6 @@ Reports:
   text         the page's visible text
 Exit status 3 when the browser or its driver is missing (the test skips).
 """
-import json
 import sys
 
 
@@ -126,12 +125,10 @@ def main():
         report["phone"] = driver.execute_script(
             "return {scroll_width: document.documentElement.scrollWidth, width: document.documentElement.clientWidth}")
 
-        report["fetched"] = driver.execute_script(
-            "return performance.getEntriesByType('resource').map(e => e.name)")
-        report["console"] = [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
-    finally:
+    except BaseException:
         driver.quit()
-    json.dump(report, sys.stdout, ensure_ascii=False)
+        raise
+    chromium.finish(driver, report)
     return 0
 
 

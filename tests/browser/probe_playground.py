@@ -34,7 +34,6 @@ Reports:
   console      messages of level SEVERE in the browser's console
 Exit status 3 when the browser or its driver is missing (the test skips).
 """
-import json
 import os
 import sys
 import time
@@ -199,12 +198,10 @@ def main():
             driver.switch_to.default_content()
         if screenshot:
             driver.save_screenshot(screenshot)
-        report["fetched"] = driver.execute_script(
-            "return performance.getEntriesByType('resource').map(e => e.name)")
-        report["console"] = [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
-    finally:
+    except BaseException:
         driver.quit()
-    json.dump(report, sys.stdout, ensure_ascii=False)
+        raise
+    chromium.finish(driver, report)
     return 0
 
 
