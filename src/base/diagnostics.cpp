@@ -1,4 +1,5 @@
 #include "base/diagnostics.hpp"
+#include "base/utf8.hpp"
 
 #include <algorithm>
 
@@ -73,51 +74,6 @@ std::string format_where_what(const Diagnostic& d) {
     }
     out += d.what;
     return out;
-}
-
-// Length of the UTF-8 sequence starting at text[i] (strict: no overlong forms,
-// no surrogates, nothing past U+10FFFF), or 0 when the bytes there are not UTF-8.
-std::size_t utf8_sequence_length(const std::string& text, std::size_t i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    std::size_t extra = 0;
-    unsigned char low = 0x80;
-    unsigned char high = 0xBF;
-    if (byte < 0x80) {
-        return 1;
-    } else if (byte >= 0xC2 && byte <= 0xDF) {
-        extra = 1;
-    } else if (byte >= 0xE0 && byte <= 0xEF) {
-        extra = 2;
-        low = byte == 0xE0 ? 0xA0 : 0x80;
-        high = byte == 0xED ? 0x9F : 0xBF;
-    } else if (byte >= 0xF0 && byte <= 0xF4) {
-        extra = 3;
-        low = byte == 0xF0 ? 0x90 : 0x80;
-        high = byte == 0xF4 ? 0x8F : 0xBF;
-    } else {
-        return 0;
-    }
-    for (std::size_t k = 1; k <= extra; ++k) {
-        if (i + k >= text.size()) {
-            return 0;
-        }
-        const auto next = static_cast<unsigned char>(text[i + k]);
-        if (next < (k == 1 ? low : 0x80) || next > (k == 1 ? high : 0xBF)) {
-            return 0;
-        }
-    }
-    return extra + 1;
-}
-
-bool valid_utf8(const std::string& text) {
-    for (std::size_t i = 0; i < text.size();) {
-        const std::size_t length = utf8_sequence_length(text, i);
-        if (length == 0) {
-            return false;
-        }
-        i += length;
-    }
-    return true;
 }
 
 std::string printable_line(const std::string& text, std::size_t max_bytes) {

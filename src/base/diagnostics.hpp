@@ -53,9 +53,6 @@ private:
 // "FILE:LINE:COL: WHAT" (the parts that are known).
 std::string format_where_what(const Diagnostic& diagnostic);
 
-// True when text is well-formed UTF-8 (no overlong forms, surrogates or bytes past U+10FFFF).
-bool valid_utf8(const std::string& text);
-
 // Text made safe for one line of a terminal: control characters and bytes that
 // are not UTF-8 are written escaped (\n, \x01, \xff), and text longer than
 // max_bytes is cut with "…". Every InputError's fields pass through it.

@@ -6,6 +6,7 @@
 #include "check/exercise.hpp"
 #include "cli/output.hpp"
 #include "io/yaml_writer.hpp"
+#include "base/utf8.hpp"
 
 #include <algorithm>
 #include <cctype>

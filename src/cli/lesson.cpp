@@ -5,6 +5,7 @@
 #include "lesson/player.hpp"
 #include "render/palette.hpp"
 #include "render/table.hpp"
+#include "base/utf8.hpp"
 
 #include <sys/ioctl.h>
 #include <unistd.h>

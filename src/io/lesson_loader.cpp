@@ -5,6 +5,7 @@
 #include "attention/steps.hpp"
 #include "builtin/builtin.hpp"
 #include "io/yaml_util.hpp"
+#include "base/utf8.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -640,11 +641,7 @@ private:
             mark.line = static_cast<int>(std::count(m_source.text.begin(), m_source.text.begin() + at, '\n'));
             const std::size_t line_start = m_source.text.rfind('\n', at == 0 ? 0 : at - 1);
             const std::size_t from = line_start == std::string::npos || at == 0 ? 0 : line_start + 1;
-            int column = 0;
-            for (std::size_t i = from; i < at; ++i) {
-                column += (static_cast<unsigned char>(m_source.text[i]) & 0xC0) != 0x80 ? 1 : 0;
-            }
-            mark.column = column;
+            mark.column = static_cast<int>(code_point_count(std::string_view(m_source.text).substr(from, at - from)));
             search_from = at + placeholder.size();
         }
         return mark;

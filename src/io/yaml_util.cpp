@@ -1,5 +1,6 @@
 #include "io/yaml_util.hpp"
 #include "base/parse.hpp"
+#include "base/utf8.hpp"
 
 #include <yaml-cpp/eventhandler.h>
 

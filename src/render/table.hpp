@@ -3,6 +3,7 @@
 #pragma once
 
 #include "attention/trace.hpp"
+#include "base/utf8.hpp"
 #include "render/render.hpp"
 
 #include <string>
@@ -134,16 +135,6 @@ std::string one_line(const std::string& text);
 
 Table build_table(const Step& step, const RenderOptions& options);
 
-// One UTF-8 code point at text[at]: its value and its length in bytes (a
-// stray byte that starts no code point is read as itself, one byte long).
-std::pair<char32_t, std::size_t> decode_code_point(const std::string& text, std::size_t at);
-
-// Display width in terminal columns: East Asian wide and fullwidth characters
-// (CJK, Hangul, fullwidth forms, most emoji) count 2, combining marks and
-// zero-width characters 0, every other code point 1.
-std::size_t display_width(const std::string& text);
-// The same for a line that may hold colour escapes (ESC [ … m), which take no column.
-std::size_t visible_width(const std::string& line);
 // Cut to at most `width` columns, ending in "…" (or "..." with ascii) when cut.
 std::string truncate_label(const std::string& text, std::size_t width, bool ascii);
 // Cut to at most `width` columns keeping the start and the end, "…" between
