@@ -1,5 +1,5 @@
 // A table indexed by step id, for a layer above attention/ that handles each
-// step its own way (explain, the LaTeX working, check's mistakes), as LLVM's
+// step its own way (explain's cells and operands, the LaTeX working), as LLVM's
 // InstVisitor does: the layer names the steps it handles one by one, and every
 // other step takes its category's fallback. The table is built at compile
 // time, and does not compile when a step is named twice, or when a step has
