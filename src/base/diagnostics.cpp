@@ -131,9 +131,10 @@ std::string comma_list(const std::vector<std::string>& items) {
     return list;
 }
 
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates,
+                         const std::string& before, const std::string& after) {
     const std::string near = closest_match(word, candidates);
-    return near.empty() ? "" : "did you mean " + near + "? ";
+    return near.empty() ? "" : "did you mean " + before + near + after + "? ";
 }
 
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {

@@ -65,7 +65,10 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 // "a, b, c": the items of a hint's list.
 std::string comma_list(const std::vector<std::string>& items);
 // "did you mean scores? " when a candidate is close to WORD, else "": the start of a hint.
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+// The candidate is written between `before` and `after`: "did you mean bias.query? ",
+// "did you mean \"sky\"? ".
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates,
+                         const std::string& before = "", const std::string& after = "");
 
 // "1 number", "3 numbers": a count and its noun, plural when it is not 1.
 inline std::string numbers(std::size_t count) {

@@ -72,8 +72,7 @@ std::string unknown_word_hint(const std::string& word, const std::vector<std::st
     if (known.size() > k_max_listed) {
         list += ", … (" + std::to_string(known.size()) + " in all)";
     }
-    const std::string near = closest_match(word, known);
-    return (near.empty() ? "" : "did you mean \"" + near + "\"? ") + "known words: " + list;
+    return did_you_mean(word, known, "\"", "\"") + "known words: " + list;
 }
 
 }  // namespace
@@ -251,11 +250,10 @@ void ModelLoader::read_positional(Model& model) {
     }
     if (positional.IsScalar()) {
         if (positional.Scalar() != "sinusoidal") {
-            const std::string near = closest_match(positional.Scalar(), {"sinusoidal"});
             m_yaml.error(positional, "positional is " + m_yaml.describe(positional) +
                                          "; expected sinusoidal or a matrix",
-                         (near.empty() ? "" : "did you mean sinusoidal? ") +
-                             std::string("write `positional: sinusoidal`, or give a matrix with one row per token"));
+                         did_you_mean(positional.Scalar(), {"sinusoidal"}) +
+                             "write `positional: sinusoidal`, or give a matrix with one row per token");
             return;
         }
         model.P = sinusoidal_positions(model.X.n_rows, model.X.n_cols);

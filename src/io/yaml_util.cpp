@@ -319,14 +319,9 @@ void YamlReader::check_keys(const YAML::Node& map, const std::string& path, cons
                   "for whole values");
             continue;
         }
-        const std::string near = closest_match(key, known);
-        std::string list;
-        for (const auto& candidate : known) {
-            list += (list.empty() ? "" : ", ") + candidate;
-        }
         error(entry.first, "unknown key " + full,
-              (near.empty() ? "" : "did you mean " + (path.empty() ? near : path + "." + near) + "? ") +
-                  "valid keys" + (path.empty() ? "" : " of " + path) + ": " + list);
+              did_you_mean(key, known, path.empty() ? "" : path + ".") + "valid keys" +
+                  (path.empty() ? "" : " of " + path) + ": " + comma_list(known));
     }
 }
 
