@@ -31,6 +31,7 @@ constexpr std::size_t k_max_message_bytes = 4096;
 }
 
 // Strict UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF.
+// Written here apart from base/utf8, which makes the messages it checks.
 bool valid_utf8(const std::string& text) {
     std::size_t i = 0;
     while (i < text.size()) {

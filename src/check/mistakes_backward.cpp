@@ -52,30 +52,22 @@ const arma::mat& keys_read(A a) {
     return a.L(a.model.rope ? StepId::rotated_keys : StepId::keys, a.model.kv_head_of(a.key.head));
 }
 
-// The keys' gradient of key/value head g: the right sum over its query heads
-// Σ dS_hᵀ·Q_h (before turning back through RoPE), and the same without the transposes.
-struct KeyGradient {
-    arma::mat right;
-    arma::mat no_transpose;
-    std::string correct;
-};
+std::string grad_keys_correct(A a) {
+    return std::string(shared_kv_head(a) ? "dK = Σ_h dS_hᵀ·Q_h" : "dK = dSᵀ·Q") +
+           (a.model.rope ? ", turned back through RoPE" : "") + ": key j's gradient reads column j of dS";
+}
 
-KeyGradient key_gradient(A a) {
+// The keys' gradient of key/value head g summed over its query heads, before
+// turning back through RoPE: Σ dS_hᵀ·Q_h, or with `transposed` false Σ dS_h·Q_h.
+arma::mat key_gradient(A a, bool transposed) {
     const auto [first, last] = query_heads_of(a.model, a.key.head);
     const StepId q_id = a.model.rope ? StepId::rotated_queries : StepId::queries;
-    KeyGradient g;
-    g.right.zeros(a.L(StepId::grad_scores, first).n_cols, a.L(q_id, first).n_cols);
-    g.no_transpose = g.right;
+    arma::mat sum(a.L(StepId::grad_scores, first).n_cols, a.L(q_id, first).n_cols, arma::fill::zeros);
     for (int h = first; h <= last; ++h) {
         const arma::mat& dS = a.L(StepId::grad_scores, h);
-        g.right += dS.t() * a.L(q_id, h);
-        if (dS.n_rows == dS.n_cols) {
-            g.no_transpose += dS * a.L(q_id, h);
-        }
+        sum += (transposed ? arma::mat(dS.t()) : dS) * a.L(q_id, h);
     }
-    g.correct = std::string(first == last ? "dK = dSᵀ·Q" : "dK = Σ_h dS_hᵀ·Q_h") +
-                (a.model.rope ? ", turned back through RoPE" : "") + ": key j's gradient reads column j of dS";
-    return g;
+    return sum;
 }
 
 std::string grad_values_correct(A a) {
@@ -156,9 +148,8 @@ constexpr MistakeRow k_rows[] = {
      .make = [](A a, M made) {
          const arma::mat& dS1 = a.L(StepId::grad_scores, query_heads_of(a.model, a.key.head).first);
          if (dS1.n_rows == dS1.n_cols) {
-             KeyGradient g = key_gradient(a);
-             made("dK was computed as dS·Q, without the transpose of dS.", g.correct,
-                  unrotated(a.model, g.no_transpose));
+             made("dK was computed as dS·Q, without the transpose of dS.", grad_keys_correct(a),
+                  unrotated(a.model, key_gradient(a, false)));
          }
      }},
     {.id = "grad_kv_one_head", .steps = {StepId::grad_keys},
@@ -167,15 +158,14 @@ constexpr MistakeRow k_rows[] = {
      .make = [](A a, M made) {
          const int first = query_heads_of(a.model, a.key.head).first;
          const StepId q_id = a.model.rope ? StepId::rotated_queries : StepId::queries;
-         made(one_head_only(a), key_gradient(a).correct,
+         made(one_head_only(a), grad_keys_correct(a),
               unrotated(a.model, a.L(StepId::grad_scores, first).t() * a.L(q_id, first)));
      }},
     {.id = "grad_rope_not_reversed", .steps = {StepId::grad_keys},
      .applies = &has_rope,
      .make = [](A a, M made) {
-         KeyGradient g = key_gradient(a);
-         made("The gradient was not turned back through RoPE: this is the gradient of the rotated keys.", g.correct,
-              std::move(g.right));
+         made("The gradient was not turned back through RoPE: this is the gradient of the rotated keys.",
+              grad_keys_correct(a), key_gradient(a, true));
      }},
     {.id = "grad_values_no_transpose", .steps = {StepId::grad_values},
      .man = R"roff(DV = A\(pcdZ.)roff",

@@ -31,50 +31,35 @@ const char* const k_weighted_sum_correct =
 // has several heads and no W_O.
 bool is_concat(A a) { return a.key.id == StepId::concat || (!a.model.W_O && a.model.n_heads() > 1); }
 
-// The heads' outputs put together the wrong ways, from the learner's own head
-// outputs (their answers, or worked out from their earlier ones) and from the
-// true ones, for a learner whose written head outputs are not the ones they combined.
-struct HeadsCombined {
-    int heads = 0;
-    arma::mat sum;        // Z_1 + … + Z_H, the learner's
-    arma::mat true_sum;   // the same from the true head outputs
-    arma::mat stacked;    // the learner's Z_h one under another
-    arma::mat reversed;   // the learner's Z_h side by side, the last first
-    std::string correct;  // concat = [Z_1 Z_2]: …
-};
-
-HeadsCombined heads_combined(A a) {
-    HeadsCombined c;
-    c.heads = static_cast<int>(a.model.n_heads());
-    c.sum = a.L(StepId::head_output, 1);
-    c.true_sum = a.trace.find(StepId::head_output, 1)->values;
-    c.stacked = c.sum;
-    c.reversed = a.L(StepId::head_output, c.heads);
-    for (int h = 2; h <= c.heads; ++h) {
-        c.sum += a.L(StepId::head_output, h);
-        c.true_sum += a.trace.find(StepId::head_output, h)->values;
-        c.stacked = arma::join_cols(c.stacked, a.L(StepId::head_output, h));
-        c.reversed = arma::join_rows(c.reversed, a.L(StepId::head_output, c.heads + 1 - h));
-    }
-    const arma::uword width = static_cast<arma::uword>(c.heads) * a.model.d_v();
-    // the notation of the formulas, [Z_1 Z_2] or [Z_1 … Z_H]; the text report writes the subscripts as Z₁ Z₂
-    c.correct = "concat = " + concat_formula(c.heads) + ": the heads side by side, one block of d_v columns each (" +
-                shape_text(a.model.n(), width) + ")";
-    return c;
+// "concat = [Z_1 Z_2]: the heads side by side, …", for every mistake in it; the
+// text report writes the subscripts as Z₁ Z₂.
+std::string concat_correct(A a) {
+    const int heads = static_cast<int>(a.model.n_heads());
+    const arma::uword width = static_cast<arma::uword>(heads) * a.model.d_v();
+    return "concat = " + concat_formula(heads) + ": the heads side by side, one block of d_v columns each (" +
+           shape_text(a.model.n(), width) + ")";
 }
 
-// Averaged or added up: `by` is H for the average, 1 for the sum. Averaging
-// the Z_h rounded to k decimals, as a learner does by hand, can move the
-// result by up to half a unit in the k-th decimal; adding them, by H halves.
+// Averaged or added up, from the learner's own head outputs (their answers, or
+// worked out from their earlier ones) and from the true ones, for a learner
+// whose written head outputs are not the ones they combined. Averaging the Z_h
+// rounded to k decimals, as a learner does by hand, can move the result by up
+// to half a unit in the k-th decimal; adding them, by H halves.
 void heads_added(A a, M made, bool average) {
-    const HeadsCombined c = heads_combined(a);
-    const double by = average ? static_cast<double>(c.heads) : 1.0;
-    const double slack = average ? 0.5 : 0.5 * static_cast<double>(c.heads);
+    const int heads = static_cast<int>(a.model.n_heads());
+    arma::mat sum = a.L(StepId::head_output, 1);
+    arma::mat true_sum = a.trace.find(StepId::head_output, 1)->values;
+    for (int h = 2; h <= heads; ++h) {
+        sum += a.L(StepId::head_output, h);
+        true_sum += a.trace.find(StepId::head_output, h)->values;
+    }
+    const double by = average ? static_cast<double>(heads) : 1.0;
+    const double slack = average ? 0.5 : 0.5 * static_cast<double>(heads);
     const std::string what = average ? "The heads were averaged instead of concatenated."
                                      : "The heads were added up instead of concatenated.";
-    made(what, c.correct, c.sum / by, slack);
-    if (!arma::approx_equal(c.true_sum, c.sum, "absdiff", 0.0)) {
-        made(what, c.correct, c.true_sum / by, slack);
+    made(what, concat_correct(a), sum / by, slack);
+    if (!arma::approx_equal(true_sum, sum, "absdiff", 0.0)) {
+        made(what, concat_correct(a), true_sum / by, slack);
     }
 }
 
@@ -155,15 +140,24 @@ constexpr MistakeRow k_rows[] = {
      .man = R"roff(The heads concatenated in reverse order.)roff",
      .applies = &is_concat,
      .make = [](A a, M made) {
-         HeadsCombined c = heads_combined(a);
-         made("The heads were concatenated in reverse order.", c.correct, std::move(c.reversed));
+         // the learner's Z_h side by side, the last first
+         const int heads = static_cast<int>(a.model.n_heads());
+         arma::mat reversed = a.L(StepId::head_output, heads);
+         for (int h = heads - 1; h >= 1; --h) {
+             reversed = arma::join_rows(reversed, a.L(StepId::head_output, h));
+         }
+         made("The heads were concatenated in reverse order.", concat_correct(a), std::move(reversed));
      }},
     {.id = "heads_stacked", .steps = {StepId::concat, StepId::output},
      .man = R"roff(The heads stacked as rows.)roff",
      .applies = &is_concat,
      .make = [](A a, M made) {
-         HeadsCombined c = heads_combined(a);
-         made("The heads were stacked as rows instead of side by side.", c.correct, std::move(c.stacked));
+         // the learner's Z_h one under another
+         arma::mat stacked = a.L(StepId::head_output, 1);
+         for (int h = 2; h <= static_cast<int>(a.model.n_heads()); ++h) {
+             stacked = arma::join_cols(stacked, a.L(StepId::head_output, h));
+         }
+         made("The heads were stacked as rows instead of side by side.", concat_correct(a), std::move(stacked));
      }},
 
     // ── the output projection ──
