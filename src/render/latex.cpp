@@ -7,7 +7,7 @@
 #include "render/html.hpp"
 #include "render/render.hpp"
 #include "render/table.hpp"
-#include "render/worksheet.hpp"
+#include "render/document.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -244,20 +244,19 @@ constexpr const char* k_preamble =
     "\\begin{document}\n\n";
 
 // "$n = 3$ tokens, $d_{\mathrm{model}} = 4$, 1 head, …."
-std::string dims_sentence(const Trace& trace) {
-    const Dims& d = trace.dims;
+std::string dims_sentence(const Dims& d, bool cross) {
     return "$n = " + std::to_string(d.n) + "$" +
-           (trace.cross ? " queries, $m = " + std::to_string(d.m) + "$ keys" : " tokens") +
+           (cross ? " queries, $m = " + std::to_string(d.m) + "$ keys" : " tokens") +
            ", $d_{\\mathrm{model}} = " + std::to_string(d.d_model) + "$, " + std::to_string(d.heads) +
            (d.heads == 1 ? " head" : " heads") + ", $d_k = " + std::to_string(d.d_k) + "$, $d_v = " +
            std::to_string(d.d_v) + "$, $d_{\\mathrm{out}} = " + std::to_string(d.d_out) + "$.\n";
 }
 
-std::string step_subsection(const Trace& trace, const Step& step) {
+std::string step_subsection(const StepHeading& heading) {
     // the id may break after an underscore: grad_scaled_scores is wider than a narrow column's heading
-    const std::string id = tex_break_underscores(tex_escape(step_text(step.id)));
+    const std::string id = tex_break_underscores(tex_escape(heading.id));
     // and the line may end before it with room to spare: a heading's lines are justified
-    return "\n\\subsection*{" + tex_prose(step_heading(trace, step, ": ", ", ")) + "\\hspace{0pt plus 4em} (\\texttt{" +
+    return "\n\\subsection*{" + tex_prose(joined_heading(heading, ": ", ", ")) + "\\hspace{0pt plus 4em} (\\texttt{" +
            id + "})}\n";
 }
 
@@ -316,48 +315,52 @@ constexpr const char* k_sheet_row_height = "\\renewcommand{\\arraystretch}{2.2}\
 // with a step's heading and notes.
 constexpr std::size_t k_sheet_page_lines = 20;
 
-class LatexWorksheet : public WorksheetSkin {
+// Each block of a document as LaTeX, with the line breaks it needs around it.
+class LatexBlocks {
 public:
-    explicit LatexWorksheet(bool standalone) : m_standalone(standalone) {}
+    explicit LatexBlocks(const DocumentStyle& style) : m_standalone(style.standalone) {}
 
-    std::string begin() const override {
-        return latex_begin(m_standalone, "a worksheet, an exercise to work by hand");
+    std::string operator()(const Prose& prose) const {
+        const std::string text = joined_paragraphs(prose.text);
+        return text.empty() ? "" : text + "\n\n";
     }
-    std::string title(const std::string& text) const override { return "\\section*{" + tex_escape(text) + "}\n\n"; }
-    std::string paragraphs(const std::string& text) const override { return joined_paragraphs(text) + "\n\n"; }
-    std::string dims(const Trace& trace) const override { return dims_sentence(trace) + "\n"; }
-    std::string section(const std::string& text) const override {
-        return "\n\\subsection*{" + tex_escape(text) + "}\n";
+    std::string operator()(const Sizes& sizes) const { return dims_sentence(sizes.dims, sizes.cross) + "\n"; }
+    std::string operator()(const Section& section) const {
+        return "\n\\subsection*{" + tex_escape(section.text) + "}\n";
     }
-    std::string matrix_label(const std::string& name, const std::string& latex, arma::uword rows,
-                             arma::uword cols) const override {
-        return "\n\\noindent\\textbf{" + tex_escape(name) + "} \\quad $" + latex + "$ \\quad ($" +
-               std::to_string(rows) + " \\times " + std::to_string(cols) + "$)\n";
+    std::string operator()(const StepHeading& heading) const { return step_subsection(heading); }
+    std::string operator()(const Caption& caption) const {
+        return "\n\\noindent\\textbf{" + tex_escape(caption.name) + "} \\quad $" + caption.symbol + "$ \\quad ($" +
+               std::to_string(caption.rows) + " \\times " + std::to_string(caption.cols) + "$)\n";
     }
-    std::string step_heading(const Trace& trace, const Step& step) const override {
-        return step_subsection(trace, step);
+    std::string operator()(const Formula& formula) const {
+        return display_formula(formula.latex, formula.rows, formula.cols);
     }
-    std::string formula(const Step& step) const override {
-        return display_formula(step.latex, step.values.n_rows, step.values.n_cols);
-    }
-    std::string table(const Table& table, SheetTable kind) const override {
+    std::string operator()(const TableBlock& block) const {
         const double width = m_standalone ? k_standalone_width : k_fragment_width;
-        if (kind == SheetTable::given) {
-            return fitted_table(table, LatexSkin(), {width, 0, true, ""});
+        switch (block.role) {
+            case TableRole::values:
+                return latex_table(block.table, {});
+            case TableRole::given:
+                return fitted_table(block.table, LatexSkin(), {width, 0, true, ""});
+            case TableRole::blank:
+            case TableRole::key:
+                break;
         }
         double widest = 0;
-        for (const double column : column_widths(table).columns) {
+        for (const double column : column_widths(block.table).columns) {
             widest = std::max(widest, column);
         }
         // a digit is half an em; a little more for the column's rule
         const double digits = std::max(k_sheet_column_digits, std::ceil(widest) + 2);
-        return fitted_table(table, SheetSkin(kind == SheetTable::blank, digits / 2),
+        return fitted_table(block.table, SheetSkin(block.role == TableRole::blank, digits / 2),
                             {width, digits + 0.1, false, k_sheet_row_height});
     }
-    std::string notes(const std::vector<std::string>& items) const override { return itemize(items); }
+    std::string operator()(const Notes& notes) const { return itemize(notes.items); }
     // in a minipage, which a page break cannot split, unless it has more
     // lines of tables than a page holds at a sheet's row height
-    std::string keep_together(const std::string& part) const override {
+    std::string operator()(const Group& group) const {
+        const std::string part = blocks(group.blocks);
         std::size_t lines = 0;
         for (std::size_t at = part.find("\\\\\n"); at != std::string::npos; at = part.find("\\\\\n", at + 1)) {
             ++lines;
@@ -367,7 +370,14 @@ public:
         }
         return "\n\\par\\noindent\\begin{minipage}{\\linewidth}" + part + "\\end{minipage}\n\\par\\bigskip\n";
     }
-    std::string end() const override { return m_standalone ? "\n\\end{document}\n" : ""; }
+
+    std::string blocks(const std::vector<Block>& blocks) const {
+        std::string out;
+        for (const Block& block : blocks) {
+            out += std::visit(*this, block);
+        }
+        return out;
+    }
 
 private:
     bool m_standalone;
@@ -606,8 +616,9 @@ std::string latex_paragraphs(const std::string& text) { return joined_paragraphs
 
 std::string latex_itemize(const std::vector<std::string>& items) { return itemize(items); }
 
-std::unique_ptr<WorksheetSkin> latex_worksheet_skin(bool standalone) {
-    return std::make_unique<LatexWorksheet>(standalone);
+void write_latex_document(const Document& document, const DocumentStyle& style, std::ostream& out) {
+    out << latex_begin(style.standalone, document.purpose) << "\\section*{" << tex_escape(document.title) << "}\n\n"
+        << LatexBlocks(style).blocks(document.blocks) << latex_end(style.standalone);
 }
 
 void render_latex(const Trace& trace, const RenderOptions& options, std::ostream& out, const Model* model) {
@@ -617,10 +628,10 @@ void render_latex(const Trace& trace, const RenderOptions& options, std::ostream
     if (!options.brief && !trace.description.empty()) {
         out << joined_paragraphs(trace.description) << "\n\n";
     }
-    out << dims_sentence(trace);
+    out << dims_sentence(trace.dims, trace.cross);
 
     for (const Step* step : select_steps(trace, options)) {
-        out << step_subsection(trace, *step);
+        out << step_subsection(step_heading_of(trace, *step));
         const Table table = build_table(*step, options);
         out << display_formula(step->latex, step->values.n_rows, step->values.n_cols);
         if (!options.brief) {

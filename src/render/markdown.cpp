@@ -1,9 +1,11 @@
-// GitHub-flavoured Markdown: a heading per step, the formula as $…$ math, the
-// matrix as a pipe table with its labels, the notes as a list. Written to be
-// pasted into docs; it renders on GitHub and through `pandoc -f gfm`.
+// GitHub-flavoured Markdown: the writer of documents (document.hpp) and what
+// every Markdown output shares (escaping, code spans, math). A step has its
+// heading, its formula as $…$ math, its matrix as a pipe table with its labels
+// and its notes as a list. Written to be pasted into docs; it renders on
+// GitHub and through `pandoc -f gfm`.
 #include "render/render.hpp"
 #include "render/table.hpp"
-#include "render/worksheet.hpp"
+#include "render/document.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -150,103 +152,100 @@ std::vector<std::string> paragraphs(const std::string& text) {
     return result;
 }
 
-// "## Step 5 · Scores `scores`", with its own line breaks around it.
-std::string step_heading_line(const Trace& trace, const Step& step, bool ascii) {
-    const std::string heading = step_heading(trace, step);
-    return "\n## " + markdown_escape(ascii ? to_ascii(heading) : heading) + " `" + std::string(step_name(step.id)) +
-           "`\n\n";
-}
-
-// "$S = Q K^\top$ (3 × 3)"
-std::string formula_line(const std::string& latex, const std::string& shape) {
-    return markdown_math(latex) + " (" + shape + ")\n\n";
-}
-
-// The notes as a list, after a blank line; nothing for no notes.
-std::string note_list(const std::vector<std::string>& notes, bool ascii) {
-    std::string out = notes.empty() ? "" : "\n";
-    for (const auto& note : notes) {
-        out += "- " + markdown_escape(ascii ? to_ascii(note) : note) + "\n";
-    }
-    return out;
-}
-
-// A worksheet's table in Markdown: the empty cells as wide as the key's
-// numbers (and at least 6 columns), so that the source has room to write in
-// too; GitHub and pandoc show them as empty cells.
-class SheetTableSkin : public MarkdownTableSkin {
+// A blank table's cells in Markdown: as wide as the key's numbers (and at
+// least 6 columns), so that the source has room to write in too; GitHub and
+// pandoc show them as empty cells.
+class BlankTableSkin : public MarkdownTableSkin {
 public:
     std::string number(const std::string& text) const override {
         return std::string(std::max<std::size_t>(display_width(text), 6), ' ');
     }
 };
 
-class MarkdownWorksheet : public WorksheetSkin {
+// Each block as Markdown: its lines, each ending in a line break, or nothing
+// at all; the document puts a blank line between blocks.
+class MarkdownBlocks {
 public:
-    explicit MarkdownWorksheet(bool ascii) : m_ascii(ascii) {}
+    explicit MarkdownBlocks(const DocumentStyle& style) : m_ascii(style.ascii) {}
 
-    std::string begin() const override { return ""; }
-    std::string title(const std::string& text) const override { return "# " + escaped(text) + "\n"; }
-    std::string paragraphs(const std::string& text) const override {
+    std::string operator()(const Prose& prose) const {
         std::string out;
-        for (const auto& paragraph : qkv::paragraphs(text)) {
-            out += "\n" + escaped(paragraph) + "\n";
+        for (const auto& paragraph : paragraphs(prose.text)) {
+            out += (out.empty() ? "" : "\n") + escaped(paragraph) + "\n";
         }
         return out;
     }
-    std::string dims(const Trace& trace) const override { return "\n" + escaped(dims_line(trace)) + "\n"; }
-    std::string section(const std::string& text) const override { return "\n## " + escaped(text) + "\n"; }
-    std::string matrix_label(const std::string& name, const std::string& latex, arma::uword rows,
-                             arma::uword cols) const override {
-        return "\n**" + escaped(name) + "** " + markdown_math(latex) + " (" + shape_text(rows, cols, m_ascii) + ")\n";
+    std::string operator()(const Sizes& sizes) const { return escaped(dims_line(sizes.dims, sizes.cross)) + "\n"; }
+    std::string operator()(const Section& section) const { return "## " + escaped(section.text) + "\n"; }
+    // "## Step 5 · Scores `scores`"
+    std::string operator()(const StepHeading& heading) const {
+        return "## " + escaped(joined_heading(heading, " · ", " · ")) + " " + markdown_code_span(heading.id) + "\n";
     }
-    // (each block of a sheet starts with a blank line and ends with one line break)
-    std::string step_heading(const Trace& trace, const Step& step) const override {
-        const std::string line = step_heading_line(trace, step, m_ascii);
-        return line.substr(0, line.size() - 1);
+    std::string operator()(const Caption& caption) const {
+        return "**" + escaped(caption.name) + "** " + markdown_math(caption.symbol) + " (" +
+               shape_text(caption.rows, caption.cols, m_ascii) + ")\n";
     }
-    std::string formula(const Step& step) const override {
-        const std::string line = formula_line(step.latex, shape_text(step.values.n_rows, step.values.n_cols, m_ascii));
-        return "\n" + line.substr(0, line.size() - 1);
+    // "$S = Q K^\top$ (3 × 3)"
+    std::string operator()(const Formula& formula) const {
+        return markdown_math(formula.latex) + " (" + shape_text(formula.rows, formula.cols, m_ascii) + ")\n";
     }
-    std::string table(const Table& table, SheetTable kind) const override {
-        return "\n" + (kind == SheetTable::blank ? draw_table(table, SheetTableSkin())
-                                                 : draw_table(table, MarkdownTableSkin()));
+    std::string operator()(const TableBlock& block) const {
+        return block.role == TableRole::blank ? draw_table(block.table, BlankTableSkin())
+                                              : draw_table(block.table, MarkdownTableSkin());
     }
-    std::string notes(const std::vector<std::string>& items) const override { return note_list(items, m_ascii); }
-    std::string keep_together(const std::string& part) const override { return part; }
-    std::string end() const override { return ""; }
+    std::string operator()(const Notes& notes) const {
+        std::string out;
+        for (const auto& note : notes.items) {
+            out += "- " + escaped(note) + "\n";
+        }
+        return out;
+    }
+    // a page of Markdown has no end: the group's blocks one after another
+    std::string operator()(const Group& group) const { return blocks(group.blocks); }
 
-private:
+    std::string blocks(const std::vector<Block>& blocks) const {
+        std::string out;
+        for (const Block& block : blocks) {
+            const std::string text = std::visit(*this, block);
+            if (!text.empty()) {
+                out += (out.empty() ? "" : "\n") + text;
+            }
+        }
+        return out;
+    }
+
     std::string escaped(const std::string& text) const { return markdown_escape(m_ascii ? to_ascii(text) : text); }
 
+private:
     bool m_ascii;
 };
 
 }  // namespace
 
-std::unique_ptr<WorksheetSkin> markdown_worksheet_skin(bool ascii) { return std::make_unique<MarkdownWorksheet>(ascii); }
+void write_markdown_document(const Document& document, const DocumentStyle& style, std::ostream& out) {
+    const MarkdownBlocks blocks(style);
+    const std::string body = blocks.blocks(document.blocks);
+    out << "# " << blocks.escaped(document.title) << "\n" << (body.empty() ? "" : "\n") << body;
+}
 
 void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out) {
-    const auto symbols = [&](const std::string& text) { return options.ascii ? to_ascii(text) : text; };
-    const std::string title = trace.title.empty() ? "Self-attention, step by step" : trace.title;
-    out << "# " << markdown_escape(symbols(title)) << "\n\n";
+    Document document;
+    document.title = trace.title.empty() ? "Self-attention, step by step" : trace.title;
     if (!options.brief) {
-        for (const auto& paragraph : paragraphs(trace.description)) {
-            out << markdown_escape(symbols(paragraph)) << "\n\n";
-        }
+        document.blocks.push_back(Prose{trace.description});
     }
-    out << dims_line(trace) << "\n";
-
+    document.blocks.push_back(Sizes{trace.dims, trace.cross});
     for (const Step* step : select_steps(trace, options)) {
-        out << step_heading_line(trace, *step, options.ascii);
-        const Table table = build_table(*step, options);
-        out << formula_line(step->latex, table.shape);
+        document.blocks.push_back(step_heading_of(trace, *step));
+        document.blocks.push_back(formula_of(*step));
         if (!options.brief) {
-            out << markdown_escape(symbols(step->explanation)) << "\n\n";
+            document.blocks.push_back(Prose{step->explanation});
         }
-        out << draw_table(table, MarkdownTableSkin()) << note_list(step->notes, options.ascii);
+        document.blocks.push_back(TableBlock{build_table(*step, options), TableRole::values});
+        // made in place: GCC 12 takes a moved temporary's vector for one maybe uninitialized
+        document.blocks.emplace_back(std::in_place_type<Notes>, Notes{step->notes});
     }
+    write_markdown_document(document, DocumentStyle{.ascii = options.ascii}, out);
 }
 
 }  // namespace qkv

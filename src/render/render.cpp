@@ -1,4 +1,5 @@
 #include "render/render.hpp"
+#include "render/document.hpp"
 #include "base/numbers.hpp"
 #include "render/html.hpp"
 #include "attention/steps.hpp"
@@ -49,10 +50,9 @@ std::string round_trip(double value) {
     return text;
 }
 
-std::string dims_line(const Trace& trace) {
-    const Dims& d = trace.dims;
+std::string dims_line(const Dims& d, bool cross) {
     std::string text = "n = " + std::to_string(d.n) +
-                       (trace.cross ? " queries, m = " + std::to_string(d.m) + " keys" : " tokens") +
+                       (cross ? " queries, m = " + std::to_string(d.m) + " keys" : " tokens") +
                        ", d_model = " + std::to_string(d.d_model) + ", heads = " + std::to_string(d.heads);
     if (d.kv_heads != d.heads) {
         text += ", kv_heads = " + std::to_string(d.kv_heads);
@@ -61,20 +61,11 @@ std::string dims_line(const Trace& trace) {
            ", d_out = " + std::to_string(d.d_out);
 }
 
+std::string dims_line(const Trace& trace) { return dims_line(trace.dims, trace.cross); }
+
 std::string step_heading(const Trace& trace, const Step& step, std::string_view separator,
                          std::string_view head_separator) {
-    // the example's weights are given, not a step of the computation: they have no number; a
-    // lesson numbers no step
-    const int number = trace.number(step.id);
-    std::string heading = step_row(step.id).parameter ? "Given" + std::string(separator) + step.title
-                          : number == 0               ? step.title
-                                                      : "Step " + std::to_string(number) + std::string(separator) + step.title;
-    if (step.head != 0 && trace.dims.heads > 1) {
-        // with grouped-query attention, keys and values have heads of their own
-        const bool shared = is_per_kv_head(step.id) && trace.dims.kv_heads != trace.dims.heads;
-        heading += std::string(head_separator) + (shared ? "key/value head " : "head ") + std::to_string(step.head);
-    }
-    return heading;
+    return joined_heading(step_heading_of(trace, step), separator, head_separator);
 }
 
 void render(const Trace& trace, const RenderOptions& options, std::ostream& out, const Model* model) {

@@ -97,6 +97,7 @@ std::string csv_field(const std::string& text);
 // "n = 3 tokens, d_model = 4, heads = 2, d_k = 2, d_v = 2, d_out = 4", with
 // kv_heads when heads share keys and values.
 std::string dims_line(const Trace& trace);
+std::string dims_line(const Dims& dims, bool cross);
 
 // "Step 6 · Scores · head 2": the step's number and title, and its head when
 // the trace has several; LaTeX writes "Step 6: Scores, head 2".

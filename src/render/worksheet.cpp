@@ -1,6 +1,6 @@
 // What is on a worksheet: the givens of the example, then each step asked
 // with its heading, formula, shape and a table to fill in (or, in the key,
-// filled in). The document formats only draw it (WorksheetSkin).
+// filled in), as a document that each document format writes.
 #include "render/worksheet.hpp"
 #include "attention/divisor.hpp"
 #include "base/numbers.hpp"
@@ -248,24 +248,13 @@ void check_size(const std::string& what, const arma::mat& M) {
                                 "qkv init writes"});
 }
 
-// The skin that draws a sheet in a document format (not yaml: that is no sheet).
-std::unique_ptr<WorksheetSkin> sheet_skin(const WorksheetOptions& options) {
-    switch (options.format) {
-        case Format::latex:
-            return latex_worksheet_skin(options.standalone);
-        case Format::html:
-            return html_worksheet_skin(options.ascii);
-        case Format::markdown:
-            return markdown_worksheet_skin(options.ascii);
-        case Format::text:
-        case Format::csv:
-        case Format::json:
-        case Format::svg:
-        case Format::yaml:
-        case Format::gradescope:
-            break;
+// The givens, each within a sheet's size.
+Givens sheet_givens(const Model& model, const Trace& trace, const std::vector<const Step*>& steps, int head) {
+    Givens given = givens(model, trace, steps, head);
+    for (const GivenMatrix& matrix : given.matrices) {
+        check_size(matrix.name, matrix.matrix.values);
     }
-    throw std::logic_error("a worksheet is not drawn as " + format_name(options.format));
+    return given;
 }
 
 }  // namespace
@@ -317,53 +306,56 @@ std::vector<const Step*> worksheet_steps(const Trace& trace, const WorksheetOpti
     return chosen;
 }
 
-void render_worksheet(const Model& model, const Trace& trace, const WorksheetOptions& options, std::ostream& out) {
+Document worksheet_document(const Model& model, const Trace& trace, const WorksheetOptions& options) {
     const std::vector<const Step*> steps = worksheet_steps(trace, options);
-    const Givens given = givens(model, trace, steps, options.head);
-    for (const GivenMatrix& matrix : given.matrices) {
-        check_size(matrix.name, matrix.matrix.values);
-    }
-    if (options.format == Format::yaml) {
-        render_answers_template(model, trace, steps, options, out);
-        return;
-    }
+    const Givens given = sheet_givens(model, trace, steps, options.head);
 
-    const std::unique_ptr<WorksheetSkin> skin = sheet_skin(options);
-    const std::string title = trace.title.empty() ? "Self-attention, step by step" : trace.title;
+    Document sheet;
+    sheet.title = (options.key ? "Answer key: " : "Worksheet: ") +
+                  (trace.title.empty() ? std::string("Self-attention, step by step") : trace.title);
+    sheet.purpose = "a worksheet, an exercise to work by hand";
     const std::string decimals = std::to_string(options.decimals) + (options.decimals == 1 ? " decimal" : " decimals");
-    out << skin->begin() << skin->title((options.key ? "Answer key: " : "Worksheet: ") + title);
-    if (!trace.description.empty()) {
-        out << skin->paragraphs(trace.description);
-    }
-    out << skin->dims(trace);
-    out << skin->paragraphs(options.key ? "The answer key: the true value of each cell, to " + decimals +
-                                              " (whole numbers without decimals)."
-                                        : "Work out each step by hand from what is given, and write its values in "
-                                          "the empty table, to " + decimals + ".");
+    sheet.blocks.push_back(Prose{trace.description});
+    sheet.blocks.push_back(Sizes{trace.dims, trace.cross});
+    sheet.blocks.push_back(Prose{options.key ? "The answer key: the true value of each cell, to " + decimals +
+                                                   " (whole numbers without decimals)."
+                                             : "Work out each step by hand from what is given, and write its values "
+                                               "in the empty table, to " + decimals + "."});
 
-    out << skin->section("Given");
+    sheet.blocks.push_back(Section{"Given"});
     for (const GivenMatrix& matrix : given.matrices) {
         RenderOptions exact;
         exact.full = true;
         exact.ascii = options.ascii;
         exact.precision = exact_decimals(matrix.matrix.values);
         const arma::mat& M = matrix.matrix.values;
-        out << skin->keep_together(skin->matrix_label(matrix.name, matrix.latex, M.n_rows, M.n_cols) +
-                                   skin->table(build_table(matrix.matrix, exact), SheetTable::given));
+        sheet.blocks.push_back(Group{{Caption{matrix.name, matrix.latex, M.n_rows, M.n_cols},
+                                      TableBlock{build_table(matrix.matrix, exact), TableRole::given}}});
     }
-    out << skin->notes(given.settings);
+    sheet.blocks.push_back(Notes{given.settings});
 
     RenderOptions rounded;
     rounded.full = true;
     rounded.ascii = options.ascii;
     rounded.precision = options.decimals;
     for (const Step* step : steps) {
-        out << skin->keep_together(
-            skin->step_heading(trace, *step) + skin->formula(*step) +
-            skin->table(build_table(*step, rounded), options.key ? SheetTable::key : SheetTable::blank) +
-            skin->notes(worksheet_notes(model, *step)));
+        sheet.blocks.push_back(
+            Group{{step_heading_of(trace, *step), formula_of(*step),
+                   TableBlock{build_table(*step, rounded), options.key ? TableRole::key : TableRole::blank},
+                   Notes{worksheet_notes(model, *step)}}});
     }
-    out << skin->end();
+    return sheet;
+}
+
+void render_worksheet(const Model& model, const Trace& trace, const WorksheetOptions& options, std::ostream& out) {
+    if (options.format == Format::yaml) {
+        const std::vector<const Step*> steps = worksheet_steps(trace, options);
+        sheet_givens(model, trace, steps, options.head);  // a sheet's limits hold for its template too
+        render_answers_template(model, trace, steps, options, out);
+        return;
+    }
+    const DocumentStyle style{.ascii = options.ascii, .standalone = options.standalone};
+    write_document(worksheet_document(model, trace, options), options.format, style, out);
 }
 
 }  // namespace qkv

@@ -6,17 +6,16 @@
 // answers template that `qkv check --answers` reads, `~` in every cell (or
 // the true values with `key`).
 //
-// worksheet.cpp decides what is on a sheet; each document format draws it
-// through a WorksheetSkin (Markdown in markdown.cpp, LaTeX in latex.cpp, HTML
-// in worksheet_html.cpp), with
-// the table builder of table.hpp; worksheet_yaml.cpp writes the template.
+// worksheet.cpp decides what is on a sheet and builds it as a document
+// (document.hpp), which each document format writes; worksheet_yaml.cpp
+// writes the template.
 #pragma once
 
 #include "attention/trace.hpp"
+#include "render/document.hpp"
 #include "render/formats.hpp"
 #include "render/table.hpp"
 
-#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -57,6 +56,12 @@ std::vector<const Step*> worksheet_steps(const Trace& trace, const WorksheetOpti
 // learner to fill in, as every other cell).
 std::vector<std::string> worksheet_notes(const Model& model, const Step& step);
 
+// The sheet of the steps worksheet_steps() chooses, as a document: the
+// givens, each in a group with its label, and each step in a group with its
+// heading, formula, table (blank, or the key's) and notes. Throws InputError
+// as worksheet_steps() does, and for a given matrix too large for a sheet.
+Document worksheet_document(const Model& model, const Trace& trace, const WorksheetOptions& options);
+
 // Writes the sheet (or, for yaml, the answers template) of the steps
 // worksheet_steps() chooses. Throws InputError as worksheet_steps() does.
 void render_worksheet(const Model& model, const Trace& trace, const WorksheetOptions& options, std::ostream& out);
@@ -66,43 +71,5 @@ void render_worksheet(const Model& model, const Trace& trace, const WorksheetOpt
 // heads, as io/answers.cpp reads them.
 void render_answers_template(const Model& model, const Trace& trace, const std::vector<const Step*>& steps,
                              const WorksheetOptions& options, std::ostream& out);
-
-// ── what the document formats supply ───────────────────────────────────────
-
-// The three kinds of table on a sheet: a given matrix, a step's empty table,
-// and a step's table of true values (laid out as the empty one).
-enum class SheetTable { given, blank, key };
-
-// How one document format draws a sheet. Each call returns a block of the
-// document; worksheet.cpp writes them in order. Text arrives in Unicode as the
-// trace holds it; the skin escapes it.
-class WorksheetSkin {
-public:
-    virtual ~WorksheetSkin() = default;
-    virtual std::string begin() const = 0;
-    virtual std::string title(const std::string& text) const = 0;
-    // Prose of one or more paragraphs (a blank line between them).
-    virtual std::string paragraphs(const std::string& text) const = 0;
-    // "n = 3 tokens, d_model = 4, …"
-    virtual std::string dims(const Trace& trace) const = 0;
-    virtual std::string section(const std::string& text) const = 0;
-    // A given matrix's label: "Query weights, head 1", W_{Q}, its shape.
-    virtual std::string matrix_label(const std::string& name, const std::string& latex, arma::uword rows,
-                                     arma::uword cols) const = 0;
-    // "Step 2 · Queries" and the step's id, as `qkv run` writes them.
-    virtual std::string step_heading(const Trace& trace, const Step& step) const = 0;
-    // The step's formula (its LaTeX, or its Unicode text) and its shape.
-    virtual std::string formula(const Step& step) const = 0;
-    virtual std::string table(const Table& table, SheetTable kind) const = 0;
-    virtual std::string notes(const std::vector<std::string>& items) const = 0;
-    // A step or a given matrix, kept on one page when the format has pages.
-    virtual std::string keep_together(const std::string& part) const = 0;
-    virtual std::string end() const = 0;
-};
-
-std::unique_ptr<WorksheetSkin> markdown_worksheet_skin(bool ascii);
-std::unique_ptr<WorksheetSkin> latex_worksheet_skin(bool standalone);
-// One self-contained HTML page (worksheet_html.cpp), to print or fill in on paper.
-std::unique_ptr<WorksheetSkin> html_worksheet_skin(bool ascii);
 
 }  // namespace qkv

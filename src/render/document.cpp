@@ -1,0 +1,74 @@
+// What every document format shares: a step's heading and formula as blocks,
+// and the choice of a writer by format.
+#include "render/document.hpp"
+
+#include "attention/steps.hpp"
+
+#include <stdexcept>
+
+namespace qkv {
+
+StepHeading step_heading_of(const Trace& trace, const Step& step) {
+    StepHeading heading;
+    // the example's weights are given, not a step of the computation: they have no number; a
+    // lesson numbers no step
+    const int number = trace.number(step.id);
+    heading.number = step_row(step.id).parameter ? "Given" : number == 0 ? "" : "Step " + std::to_string(number);
+    heading.title = step.title;
+    if (step.head != 0 && trace.dims.heads > 1) {
+        // with grouped-query attention, keys and values have heads of their own
+        const bool shared = is_per_kv_head(step.id) && trace.dims.kv_heads != trace.dims.heads;
+        heading.head = (shared ? "key/value head " : "head ") + std::to_string(step.head);
+    }
+    heading.id = step_text(step.id);
+    heading.head_index = step.head;
+    return heading;
+}
+
+std::string joined_heading(const StepHeading& heading, std::string_view separator, std::string_view head_separator) {
+    std::string text = heading.number.empty() ? heading.title : heading.number + std::string(separator) + heading.title;
+    if (!heading.head.empty()) {
+        text += std::string(head_separator) + heading.head;
+    }
+    return text;
+}
+
+Formula formula_of(const Step& step) { return {step.latex, step.formula, step.values.n_rows, step.values.n_cols}; }
+
+bool is_document_format(Format format) {
+    switch (format) {
+        case Format::markdown:
+        case Format::latex:
+        case Format::html:
+            return true;
+        case Format::text:
+        case Format::csv:
+        case Format::json:
+        case Format::svg:
+        case Format::yaml:
+        case Format::gradescope:
+            return false;
+    }
+    return false;
+}
+
+void write_document(const Document& document, Format format, const DocumentStyle& style, std::ostream& out) {
+    switch (format) {
+        case Format::markdown:
+            return write_markdown_document(document, style, out);
+        case Format::latex:
+            return write_latex_document(document, style, out);
+        case Format::html:
+            return write_html_document(document, style, out);
+        case Format::text:
+        case Format::csv:
+        case Format::json:
+        case Format::svg:
+        case Format::yaml:
+        case Format::gradescope:
+            break;
+    }
+    throw std::logic_error(format_name(format) + " is not a document format");
+}
+
+}  // namespace qkv

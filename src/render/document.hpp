@@ -1,0 +1,121 @@
+// A document for people to read, as a command builds it: a title and blocks
+// in order (prose, headings, formulas, tables, notes), saying what each part
+// is and nothing of how it looks. Each document format writes any document in
+// one place: Markdown in markdown.cpp, LaTeX in latex.cpp, HTML in
+// document_html.cpp. `qkv worksheet` and run's Markdown are built this way.
+//
+// Text arrives in Unicode, as the trace holds it; each writer escapes it (and
+// spells it in ASCII where its style or its format asks).
+#pragma once
+
+#include "attention/trace.hpp"
+#include "render/formats.hpp"
+#include "render/table.hpp"
+
+#include <ostream>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace qkv {
+
+// Paragraphs of prose, a blank line between them.
+struct Prose {
+    std::string text;
+};
+
+// The example's sizes: "n = 3 tokens, d_model = 4, …".
+struct Sizes {
+    Dims dims;
+    bool cross = false;  // queries from the inputs, keys and values from a context
+};
+
+// A heading below the title: "Given".
+struct Section {
+    std::string text;
+};
+
+// A step's heading, "Step 5 · Scores · head 2", in its parts, with the step's
+// id as users write it ("scores"); LaTeX joins the parts as "Step 5: Scores, head 2".
+struct StepHeading {
+    std::string number;  // "Step 5", "Given" for the example's weights, or empty where steps are not numbered
+    std::string title;   // "Scores"
+    std::string head;    // "head 2", "key/value head 1", or empty with one head
+    std::string id;      // "scores"
+    int head_index = 0;  // the step's head (0: not per head), for a unique anchor
+};
+
+// A given matrix's label: its name, its symbol and its shape.
+struct Caption {
+    std::string name;    // "Query weights, head 1"
+    std::string symbol;  // LaTeX: "W_{Q}"
+    arma::uword rows = 0;
+    arma::uword cols = 0;
+};
+
+// A step's formula and the shape of its value.
+struct Formula {
+    std::string latex;  // "S = Q K^\top"
+    std::string text;   // as the trace writes it in text: "S = Q·Kᵀ"
+    arma::uword rows = 0;
+    arma::uword cols = 0;
+};
+
+// What a table is for, which decides how its cells are drawn.
+enum class TableRole {
+    values,  // a step's numbers
+    given,   // a matrix given to work from, every entry as it is
+    blank,   // a step's cells left empty, to be written in by hand
+    key,     // a step's true values, laid out as the blank table
+};
+
+struct TableBlock {
+    Table table;
+    TableRole role = TableRole::values;
+};
+
+// Short remarks under a table, as a list; none writes nothing.
+struct Notes {
+    std::vector<std::string> items;
+};
+
+// Blocks kept on one page, where the format has pages.
+struct Group;
+
+using Block = std::variant<Prose, Sizes, Section, StepHeading, Caption, Formula, TableBlock, Notes, Group>;
+
+struct Group {
+    std::vector<Block> blocks;
+};
+
+struct Document {
+    std::string title;
+    std::string purpose;  // what the document is, for LaTeX's header: "a worksheet, an exercise to work by hand"
+    std::vector<Block> blocks;
+};
+
+// How a document is written, where the format gives a choice.
+struct DocumentStyle {
+    bool ascii = false;       // Markdown and HTML: ASCII only (LaTeX always is)
+    bool standalone = false;  // LaTeX: a whole document rather than a fragment to \input
+};
+
+// The heading of a step of `trace` in its parts.
+StepHeading step_heading_of(const Trace& trace, const Step& step);
+// The parts joined: number, title and head, with `separator` before the title
+// and `head_separator` before the head.
+std::string joined_heading(const StepHeading& heading, std::string_view separator, std::string_view head_separator);
+// A step's formula, with the shape of its value.
+Formula formula_of(const Step& step);
+
+// The document formats: those for which write_document has a writer.
+bool is_document_format(Format format);
+// Writes `document` in `format`; throws std::logic_error for a format that is
+// not a document format.
+void write_document(const Document& document, Format format, const DocumentStyle& style, std::ostream& out);
+
+void write_markdown_document(const Document& document, const DocumentStyle& style, std::ostream& out);
+void write_latex_document(const Document& document, const DocumentStyle& style, std::ostream& out);
+void write_html_document(const Document& document, const DocumentStyle& style, std::ostream& out);
+
+}  // namespace qkv

@@ -1,0 +1,167 @@
+// The neutral document (render/document.hpp): one document, built by hand
+// with every kind of block, written in Markdown, LaTeX and HTML. Each writer
+// is held to what its format needs of each block, and to writing nothing for
+// an empty one.
+#include "render/document.hpp"
+#include "render/render.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <stdexcept>
+
+namespace {
+
+using namespace qkv;
+
+Table two_by_two() {
+    Trace trace;
+    Step step;
+    step.values = arma::mat{{1.5, 2.0}, {-0.25, 4.0}};
+    step.row_labels = {"<s>", "cat"};
+    step.col_labels = {"d1", "d2"};
+    RenderOptions options;
+    options.full = true;
+    options.precision = 2;
+    return build_table(step, options);
+}
+
+Document every_block() {
+    Document document;
+    document.title = "Scores & *weights*";
+    document.purpose = "a test of every block";
+    StepHeading heading{"Step 5", "Scores", "head 2", "scores", 2};
+    Dims dims;
+    dims.n = 2;
+    dims.m = 2;
+    dims.d_model = 2;
+    dims.d_k = 2;
+    dims.d_v = 2;
+    dims.d_out = 2;
+    document.blocks = {
+        Prose{"First paragraph,\nstill the first.\n\nSecond <paragraph>."},
+        Sizes{dims, false},
+        Section{"Given"},
+        Group{{Caption{"Query weights", "W_{Q}", 2, 2}, TableBlock{two_by_two(), TableRole::given}}},
+        Notes{{"Scale: divide by √2."}},
+        Group{{heading, Formula{"S = Q K^\\top", "S = Q·Kᵀ", 2, 2}, TableBlock{two_by_two(), TableRole::blank},
+               Notes{{}}}},
+        Prose{""},
+        TableBlock{two_by_two(), TableRole::values},
+    };
+    return document;
+}
+
+std::string written(Format format, const DocumentStyle& style = {}) {
+    std::ostringstream out;
+    write_document(every_block(), format, style, out);
+    return out.str();
+}
+
+std::size_t count(const std::string& text, const std::string& part) {
+    std::size_t n = 0;
+    for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) {
+        ++n;
+    }
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("a step's heading is kept in parts and joined by each format", "[document]") {
+    const StepHeading heading{"Step 5", "Scores", "key/value head 1", "scores", 1};
+    CHECK(joined_heading(heading, " · ", " · ") == "Step 5 · Scores · key/value head 1");
+    CHECK(joined_heading(heading, ": ", ", ") == "Step 5: Scores, key/value head 1");
+    // a lesson numbers no step, and one head names none
+    CHECK(joined_heading({"", "Weights", "", "weights", 0}, ": ", ", ") == "Weights");
+}
+
+TEST_CASE("Markdown writes each block once with a blank line between blocks", "[document]") {
+    const std::string md = written(Format::markdown);
+    CHECK(md ==
+          "# Scores \\& \\*weights\\*\n"
+          "\n"
+          "First paragraph, still the first.\n"
+          "\n"
+          "Second \\<paragraph\\>.\n"
+          "\n"
+          "n = 2 tokens, d_model = 2, heads = 1, d_k = 2, d_v = 2, d_out = 2\n"
+          "\n"
+          "## Given\n"
+          "\n"
+          "**Query weights** $W_{Q}$ (2 × 2)\n"
+          "\n"
+          "|       |    d1 |   d2 |\n"
+          "| :---- | ----: | ---: |\n"
+          "| \\<s\\> |  1.50 | 2.00 |\n"
+          "| cat   | -0.25 | 4.00 |\n"
+          "\n"
+          "- Scale: divide by √2.\n"
+          "\n"
+          "## Step 5 · Scores · head 2 `scores`\n"
+          "\n"
+          "$S = Q K^\\top$ (2 × 2)\n"
+          "\n"
+          "|       |     d1 |     d2 |\n"
+          "| :---- | -----: | -----: |\n"
+          "| \\<s\\> |        |        |\n"
+          "| cat   |        |        |\n"
+          "\n"
+          "|       |    d1 |   d2 |\n"
+          "| :---- | ----: | ---: |\n"
+          "| \\<s\\> |  1.50 | 2.00 |\n"
+          "| cat   | -0.25 | 4.00 |\n");
+    // ASCII: the symbols spelled out, the markup the same
+    const std::string ascii = written(Format::markdown, {.ascii = true});
+    CHECK(ascii.find("$W_{Q}$ (2 x 2)") != std::string::npos);
+    CHECK(ascii.find("- Scale: divide by sqrt 2.") != std::string::npos);
+}
+
+TEST_CASE("LaTeX keeps a group on one page and writes nothing for an empty block", "[document]") {
+    const std::string fragment = written(Format::latex);
+    CHECK(fragment.starts_with("% qkv"));
+    CHECK(fragment.find("a test of every block") != std::string::npos);
+    CHECK(fragment.find("\\section*{Scores \\& *weights*}") != std::string::npos);
+    CHECK(count(fragment, "\\begin{minipage}{\\linewidth}") == 2);
+    CHECK(count(fragment, "\\end{minipage}") == 2);
+    CHECK(fragment.find("\\subsection*{Step 5: Scores, head 2\\hspace{0pt plus 4em} (\\texttt{scores})}") !=
+          std::string::npos);
+    CHECK(fragment.find("\\[ S = Q K^\\top \\qquad (2 \\times 2) \\]") != std::string::npos);
+    CHECK(fragment.find("\\noindent\\textbf{Query weights} \\quad $W_{Q}$ \\quad ($2 \\times 2$)") !=
+          std::string::npos);
+    // one list: the empty notes and the empty prose write nothing
+    CHECK(count(fragment, "\\begin{itemize}") == 1);
+    CHECK(fragment.find("\n\n\n\n") == std::string::npos);
+    CHECK(fragment.find("\\end{document}") == std::string::npos);
+    const std::string whole = written(Format::latex, {.standalone = true});
+    CHECK(whole.find("\\documentclass{article}") != std::string::npos);
+    CHECK(whole.ends_with("\\end{document}\n"));
+}
+
+TEST_CASE("HTML puts a group in a section and leaves a blank table's cells empty", "[document]") {
+    const std::string html = written(Format::html);
+    CHECK(html.starts_with("<!DOCTYPE html>"));
+    CHECK(html.find("<h1>Scores &amp; *weights*</h1>") != std::string::npos);
+    CHECK(count(html, "<section>\n") == 2);
+    CHECK(html.find("<h2 id=\"scores-h2\">Step 5 · Scores · head 2 <code>scores</code></h2>") != std::string::npos);
+    CHECK(html.find("<h3>Query weights <span class=\"math\">W<sub>Q</sub></span>") != std::string::npos);
+    CHECK(html.find("<p>Second &lt;paragraph&gt;.</p>") != std::string::npos);
+    // the blank table's four cells are empty boxes; the given and the values' tables show their numbers
+    CHECK(count(html, "<td class=\"blank\"></td>") == 4);
+    CHECK(count(html, "<td>-0.25</td>") == 2);
+    CHECK(count(html, "<ul class=\"note\">") == 1);
+    CHECK(html.ends_with("</html>\n"));
+}
+
+TEST_CASE("a format that is not a document's is refused", "[document]") {
+    for (const Format format : all_formats()) {
+        const bool document = format == Format::markdown || format == Format::latex || format == Format::html;
+        CHECK(is_document_format(format) == document);
+        std::ostringstream out;
+        if (document) {
+            CHECK_NOTHROW(write_document(every_block(), format, {}, out));
+        } else {
+            CHECK_THROWS_AS(write_document(every_block(), format, {}, out), std::logic_error);
+        }
+    }
+}
