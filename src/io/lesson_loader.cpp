@@ -1,6 +1,9 @@
 // The lesson loader: reads the YAML of a lesson, loads its models (built-in
-// examples or inline) and reads its script, checked against the models.
+// examples or inline) and reads its script, checked against the models by the
+// rules of lesson/script.hpp, each problem reported where it is written.
 #include "io/lesson_loader.hpp"
+
+#include "lesson/script.hpp"
 
 #include "attention/steps.hpp"
 #include "builtin/builtin.hpp"
@@ -18,26 +21,6 @@ namespace qkv {
 
 namespace {
 
-const std::vector<std::string> k_lesson_keys = {"title", "summary", "try", "model", "models", "script"};
-const std::vector<std::string> k_page_keys = {"say",     "model",   "show",     "head",  "explain",
-                                              "block_size", "then", "ask",  "predict", "answer",
-                                              "shape",   "choose",  "decimals", "tolerance", "pick", "reading"};
-// what a question may say of its answer, and the one kind of answer each belongs to
-const std::vector<std::pair<std::string, std::string>> k_answer_details = {
-    {"decimals", "answer"}, {"tolerance", "answer"}, {"pick", "choose"}};
-// the most decimals a question may ask for
-constexpr long k_max_question_decimals = 8;
-// the largest block size `qkv explain --block-size` takes
-constexpr long k_max_block_size = 65536;
-constexpr std::size_t k_max_summary_bytes = 100;
-
-bool is_name(const std::string& text) {
-    return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-        return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-               c == '-' || c == '_';
-    });
-}
-
 class LessonLoader {
 public:
     LessonLoader(const Source& source, const LoadOptions& options)
@@ -52,7 +35,7 @@ public:
                          "a lesson has title, summary, model (or models) and script; see `man qkv`");
             m_diagnostics.throw_if_any();
         }
-        m_yaml.check_keys(root, "", k_lesson_keys);
+        m_yaml.check_keys(root, "", lesson_keys());
         read_title(root);
         if (const YAML::Node try_it = root["try"]) {
             auto text = m_yaml.string(try_it, "try");
@@ -128,7 +111,7 @@ private:
         }
         for (const auto& entry : models) {
             const std::string name = key_text(entry.first);
-            if (!is_name(name)) {
+            if (!is_model_name(name)) {
                 m_yaml.error(entry.first, "models." + name + ": a model's name is lower-case letters, digits, - and _",
                              "placeholders name it as {" + std::string("name:scores[1,2]}"));
                 continue;
@@ -228,7 +211,7 @@ private:
                          "a page has say, show, explain, then or ask");
             return;
         }
-        m_yaml.check_keys(node, path, k_page_keys);
+        m_yaml.check_keys(node, path, page_keys());
         Page page;
         if (const YAML::Node model = node["model"]) {
             auto name = m_yaml.string(model, path + ".model");
@@ -286,21 +269,13 @@ private:
         if (!node) {
             return;
         }
-        const Model& model = model_of(page.model);
         for (const auto& item : items(node, path)) {
-            const std::string name = item.Scalar();
-            const auto id = find_step(name);
-            if (!id) {
-                m_yaml.error(item, path + ": unknown step id \"" + name + "\"",
-                             did_you_mean(name, step_names()) + "valid step ids: " + step_name_list());
+            const auto shown = shown_step(item.Scalar(), path, model_of(page.model), m_lesson.models[page.model].name);
+            if (const auto* problem = std::get_if<ScriptProblem>(&shown)) {
+                m_yaml.error(item, problem->what, problem->hint);
                 continue;
             }
-            if (!step_exists(model, *id)) {
-                m_yaml.error(item, path + ": model " + m_lesson.models[page.model].name + " has no " + name + " step",
-                             step_absence(*id));
-                continue;
-            }
-            page.show.push_back(*id);
+            page.show.push_back(std::get<StepId>(shown));
         }
     }
 
@@ -385,19 +360,8 @@ private:
         }
         bool online = true;
         for (const auto& item : cells) {
-            const std::string& written = item.Scalar();
-            const std::string text = written.substr(written.find(':') == std::string::npos ? 0 : written.find(':') + 1);
-            CellRef parsed;
-            try {
-                parsed = parse_cell(text);
-            } catch (const InputError&) {
-                continue;
-            }
-            if (!step_row(parsed.step).online) {
-                m_yaml.error(item, path + ".explain: " + text + " belongs to step " + step_text(parsed.step) +
-                                       "; block_size explains weights and head_output cells",
-                             "explain a weights or head_output cell on this page, e.g. head_output[2], or move " +
-                                 text + " to a page without block_size");
+            if (const auto problem = block_size_problem(item.Scalar(), path)) {
+                m_yaml.error(item, problem->what, problem->hint);
                 online = false;
             }
         }
@@ -452,7 +416,7 @@ private:
         question.prompt = narration(asked, asked_path, page.model);
         question.predict = static_cast<bool>(predict);
         const std::string kind = given.front();
-        for (const auto& [detail, owner] : k_answer_details) {
+        for (const auto& [detail, owner] : answer_details()) {
             if (const YAML::Node value = node[detail]; value && owner != kind) {
                 m_yaml.error(value, path + "." + detail + " belongs to " + owner + ", not to " + kind,
                              "remove " + detail + ", or answer the question with " + owner + ":");
@@ -647,6 +611,9 @@ private:
         return mark;
     }
 
+    // The narration's text and placeholders (lesson/script.hpp), each
+    // problem reported at its placeholder; every bad placeholder is reported
+    // at once, and the narration is then left empty.
     Narration narration(const YAML::Node& node, const std::string& path, int page_model) {
         Narration result;
         if (!node) {
@@ -657,125 +624,38 @@ private:
             return result;
         }
         std::size_t search_from = node.Mark().pos >= 0 ? static_cast<std::size_t>(node.Mark().pos) : 0;
-        std::string literal;
         bool failed = false;
-        std::size_t i = 0;
-        while (i < text->size()) {
-            const char c = (*text)[i];
-            if ((c == '{' || c == '}') && i + 1 < text->size() && (*text)[i + 1] == c) {
-                literal += c;  // {{ and }} stand for the braces themselves
-                i += 2;
+        for (const NarrationPart& part : split_narration(*text, path)) {
+            switch (part.kind) {
+                case NarrationPart::Kind::text:
+                    result.push_back(Segment{part.text, std::nullopt, {}, ""});
+                    continue;
+                case NarrationPart::Kind::unpaired:
+                    placeholder_error(node, search_from, part.text, part.problem.what, part.problem.hint);
+                    return {};
+                case NarrationPart::Kind::placeholder:
+                    break;
+            }
+            // a later placeholder with the same text is searched for after this one
+            const YAML::Mark mark = placeholder_mark(node, search_from, part.text);
+            auto read = read_placeholder(part.text, path, model_names(), page_model);
+            if (const auto* problem = std::get_if<ScriptProblem>(&read)) {
+                m_yaml.error_at(mark, problem->what, problem->hint);
+                failed = true;
                 continue;
             }
-            if (c == '}') {
-                placeholder_error(node, search_from, "}", path + ": a } without its {",
-                                  "write }} for a brace in the text");
-                return {};
+            const Segment& segment = std::get<Segment>(read);
+            if (segment.value->is_cell) {
+                // checked against the model's trace once it is computed
+                const int model = segment.value->model;
+                const std::string& model_name = m_lesson.models[static_cast<std::size_t>(model)].name;
+                m_mentions.push_back(
+                    {model, segment.value->cell, m_yaml.at(mark, path + ": " + part.text + " in model " + model_name + ": ", ""),
+                     ""});
             }
-            if (c != '{') {
-                literal += c;
-                ++i;
-                continue;
-            }
-            const std::size_t close = text->find('}', i);
-            if (close == std::string::npos) {
-                placeholder_error(node, search_from, text->substr(i, 20), path + ": a { without its }",
-                                  "close the placeholder, e.g. {scores[1,2]}, or write {{ for a brace in the text");
-                return {};
-            }
-            const std::string source = text->substr(i, close - i + 1);
-            auto segment = placeholder(node, search_from, path, source, page_model);
-            i = close + 1;
-            if (!segment) {
-                failed = true;  // go on: report every bad placeholder at once
-                continue;
-            }
-            if (!literal.empty()) {
-                result.push_back(Segment{literal, std::nullopt, {}, ""});
-                literal.clear();
-            }
-            result.push_back(*segment);
-        }
-        if (!literal.empty()) {
-            result.push_back(Segment{literal, std::nullopt, {}, ""});
+            result.push_back(segment);
         }
         return failed ? Narration{} : result;
-    }
-
-    // {[MODEL:]CELL-OR-SIZE[|STYLE]}, e.g. {scores[1,2]}, {article:scores[1]}, {weights[2,4]|e2}, {d_k}
-    std::optional<Segment> placeholder(const YAML::Node& node, std::size_t& search_from, const std::string& path,
-                                       const std::string& source, int page_model) {
-        const std::string syntax_hint =
-            "write {CELL} or {MODEL:CELL} with an optional |DECIMALS or |eDIGITS, e.g. {scores[1,2]}, "
-            "{weights[1]|2}, {other:keys[2,1]}; or a size: " + comma_list(lesson_dimension_names());
-        std::string body = source.substr(1, source.size() - 2);
-        Segment segment;
-        segment.source = source;
-        if (const auto bar = body.rfind('|'); bar != std::string::npos) {
-            const std::string style = body.substr(bar + 1);
-            body = body.substr(0, bar);
-            std::string digits = style;
-            if (!style.empty() && style[0] == 'e') {
-                segment.style.scientific = true;
-                digits = style.substr(1);
-            }
-            if (!digits.empty()) {
-                const bool numeric = digits.size() <= 2 && std::all_of(digits.begin(), digits.end(), [](char d) {
-                                         return std::isdigit(static_cast<unsigned char>(d));
-                                     });
-                if (!numeric || std::stoi(digits) > 17) {
-                    placeholder_error(node, search_from, source,
-                                      path + ": " + source + " has the style \"" + style + "\"", syntax_hint);
-                    return std::nullopt;
-                }
-                segment.style.decimals = std::stoi(digits);
-            } else if (!segment.style.scientific) {
-                placeholder_error(node, search_from, source, path + ": " + source + " has an empty style after |",
-                                  syntax_hint);
-                return std::nullopt;
-            }
-        }
-        ValueRef ref;
-        ref.model = page_model;
-        if (const auto colon = body.find(':'); colon != std::string::npos) {
-            const std::string name = body.substr(0, colon);
-            ref.model = find_model(name);
-            if (ref.model < 0) {
-                placeholder_error(node, search_from, source,
-                                  path + ": " + source + " names the model \"" + name + "\", which this lesson does not define",
-                                  did_you_mean(name, model_names()) + "models: " + comma_list(model_names()));
-                return std::nullopt;
-            }
-            body = body.substr(colon + 1);
-        }
-        const auto& sizes = lesson_dimension_names();
-        if (std::find(sizes.begin(), sizes.end(), body) != sizes.end()) {
-            ref.dimension = body;
-            segment.value = ref;
-            placeholder_mark(node, search_from, source);  // a later {same text} is searched for after it
-            return segment;
-        }
-        if (body.find('[') == std::string::npos) {
-            placeholder_error(node, search_from, source, path + ": " + source + " is neither a cell nor a size",
-                              did_you_mean(body, sizes) + syntax_hint);
-            return std::nullopt;
-        }
-        try {
-            ref.cell = parse_cell(body);
-        } catch (const InputError& error) {
-            const Diagnostic& first = error.diagnostics().front();
-            placeholder_error(node, search_from, source, path + ": " + source + ": " + first.what, first.hint);
-            return std::nullopt;
-        }
-        // checked against the model's trace once it is computed
-        const std::string& model_name = m_lesson.models[static_cast<std::size_t>(ref.model)].name;
-        m_mentions.push_back({ref.model, ref.cell,
-                              m_yaml.at(placeholder_mark(node, search_from, source),
-                                        path + ": " + source + " in model " + model_name + ": ", ""),
-                              ""});
-        ref.is_cell = true;
-        segment.value = ref;
-        return segment;
     }
 };
 
