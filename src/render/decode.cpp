@@ -1,11 +1,12 @@
-// `qkv run --decode` as text and Markdown: what a key/value cache is, then
-// position by position the cache, the new token's query, its scores and
-// weights over the cached keys, and its output row. One walk decides what is
-// shown and in which order; a skin per format only draws it (the JSON is in
+// `qkv run --decode` as text, Markdown and HTML: what a key/value cache is,
+// then position by position the cache, the new token's query, its scores and
+// weights over the cached keys, and its output row. One walk builds it as a
+// document (document.hpp), which each format writes (the JSON is in
 // decode_json.cpp).
 #include "attention/decode.hpp"
 #include "attention/divisor.hpp"
 #include "base/numbers.hpp"
+#include "render/document.hpp"
 #include "render/html.hpp"
 #include "render/palette.hpp"
 #include "render/render.hpp"
@@ -17,158 +18,6 @@
 namespace qkv {
 
 namespace {
-
-// ── what one format draws ───────────────────────────────────────────────────
-class DecodeSkin {
-public:
-    virtual ~DecodeSkin() = default;
-    // A heading: level 1 for the decoding as a whole, 2 for one position.
-    virtual void heading(const std::string& text, int level) = 0;
-    virtual void paragraph(const std::string& text) = 0;
-    // A caption with the shape, then the table.
-    virtual void table(const std::string& caption, const Table& table) = 0;
-    virtual void notes(const std::vector<std::string>& notes) = 0;
-};
-
-// The text skin: headings as run's step headings, prose and notes wrapped to
-// 78 columns, the tables of run, notes as "· …". One blank line between
-// blocks (a table already ends with one), none under a heading.
-class TextDecodeSkin : public DecodeSkin {
-public:
-    TextDecodeSkin(const RenderOptions& options, std::ostream& out) : m_options(options), m_out(out) {}
-
-    void heading(const std::string& text, int) override {
-        separate();
-        m_out << styled(symbols(text), k_heading, m_options.color) << '\n';
-        m_blank = true;  // what follows a heading sits right under it
-    }
-
-    void paragraph(const std::string& text) override {
-        separate();
-        wrapped(text, "  ", "  ", nullptr);
-        m_blank = false;
-    }
-
-    void table(const std::string& caption, const Table& table) override {
-        separate();
-        m_out << "  " << styled(symbols(formula_text(caption, m_options.ascii)), k_bold, m_options.color) << "    ("
-              << table.shape << ")\n";
-        m_out << draw_table(table, TextTableSkin(m_options.ascii));
-        m_blank = true;
-    }
-
-    void notes(const std::vector<std::string>& notes) override {
-        for (const auto& note : notes) {
-            wrapped(note, "  · ", "    ", k_dim);
-        }
-        m_blank = m_blank && notes.empty();  // a table's notes follow its blank line
-    }
-
-private:
-    std::string symbols(const std::string& text) const { return m_options.ascii ? to_ascii(text) : text; }
-
-    void separate() {
-        if (!m_blank) {
-            m_out << '\n';
-        }
-    }
-
-    // `text` in lines of at most 78 columns, the first after `first`, the others after `indent`.
-    void wrapped(const std::string& text, const std::string& first, const std::string& indent, const char* style) {
-        constexpr std::size_t k_wrap_width = 78;
-        std::istringstream words(symbols(text));
-        std::string word;
-        std::string line = symbols(first);
-        bool empty = true;  // no word on the line yet
-        while (words >> word) {
-            if (!empty && display_width(line + " " + word) > k_wrap_width) {
-                m_out << (style == nullptr ? line : styled(line, style, m_options.color)) << '\n';
-                line = symbols(indent);
-                empty = true;
-            }
-            line += (empty ? "" : " ") + word;
-            empty = false;
-        }
-        if (!empty) {
-            m_out << (style == nullptr ? line : styled(line, style, m_options.color)) << '\n';
-        }
-    }
-
-    const RenderOptions& m_options;
-    std::ostream& m_out;
-    bool m_blank = false;  // the next block needs no blank line before it
-};
-
-// The Markdown skin: "##" and "###" headings, captions in bold, pipe tables,
-// notes as a list.
-class MarkdownDecodeSkin : public DecodeSkin {
-public:
-    MarkdownDecodeSkin(const RenderOptions& options, std::ostream& out) : m_options(options), m_out(out) {}
-
-    void heading(const std::string& text, int level) override {
-        m_out << '\n' << std::string(static_cast<std::size_t>(level) + 1, '#') << ' ' << escaped(text) << '\n';
-    }
-
-    void paragraph(const std::string& text) override { m_out << '\n' << escaped(text) << '\n'; }
-
-    void table(const std::string& caption, const Table& table) override {
-        m_out << "\n**" << escaped(formula_text(caption, m_options.ascii)) << "** (" << table.shape << ")\n\n";
-        m_out << draw_table(table, MarkdownTableSkin());
-    }
-
-    void notes(const std::vector<std::string>& notes) override {
-        if (notes.empty()) {
-            return;
-        }
-        m_out << '\n';
-        for (const auto& note : notes) {
-            m_out << "- " << escaped(note) << '\n';
-        }
-    }
-
-private:
-    std::string escaped(const std::string& text) const {
-        return markdown_escape(m_options.ascii ? to_ascii(text) : text);
-    }
-
-    const RenderOptions& m_options;
-    std::ostream& m_out;
-};
-
-// The HTML skin: a page's sections, captions over the tables, notes as a list.
-class HtmlDecodeSkin : public DecodeSkin {
-public:
-    HtmlDecodeSkin(const RenderOptions& options, std::ostream& out) : m_options(options), m_out(out) {}
-
-    void heading(const std::string& text, int level) override {
-        const std::string tag = "h" + std::to_string(level + 1);
-        m_out << '<' << tag << '>' << escaped(text) << "</" << tag << ">\n";
-    }
-
-    void paragraph(const std::string& text) override { m_out << "<p>" << escaped(text) << "</p>\n"; }
-
-    void table(const std::string& caption, const Table& table) override {
-        m_out << html_table(table, symbols(formula_text(caption, m_options.ascii)) + " (" + table.shape + ")");
-    }
-
-    void notes(const std::vector<std::string>& notes) override {
-        if (notes.empty()) {
-            return;
-        }
-        m_out << "<ul class=\"note\">\n";
-        for (const auto& note : notes) {
-            m_out << "<li>" << escaped(note) << "</li>\n";
-        }
-        m_out << "</ul>\n";
-    }
-
-private:
-    std::string symbols(const std::string& text) const { return m_options.ascii ? to_ascii(text) : text; }
-    std::string escaped(const std::string& text) const { return xml_escape(symbols(one_line(text))); }
-
-    const RenderOptions& m_options;
-    std::ostream& m_out;
-};
 
 // ── the words ───────────────────────────────────────────────────────────────
 std::string number(std::uint64_t value) { return std::to_string(value); }
@@ -355,26 +204,26 @@ std::vector<std::string> cache_notes(const DecodeTrace& decode, const Model& mod
 }
 
 // ── the walk ────────────────────────────────────────────────────────────────
-void walk(const Trace& trace, const DecodeTrace& decode, const Model& model, const RenderOptions& options,
-          DecodeSkin& skin) {
-    skin.heading("Decoding with a key/value cache", 1);
+std::vector<Block> walk(const Trace& trace, const DecodeTrace& decode, const Model& model, const RenderOptions& options) {
+    std::vector<Block> blocks;
+    blocks.push_back(Section{"Decoding with a key/value cache", 1});
     if (!options.brief) {
         for (const auto& text : introduction(decode, model)) {
-            skin.paragraph(text);
+            blocks.push_back(Prose{text});
         }
     }
-    skin.notes(cache_notes(decode, model, options));
+    blocks.push_back(Notes{cache_notes(decode, model, options)});
 
     const bool several_heads = decode.heads > 1;
     const bool shared = decode.kv_heads != decode.heads;
     for (arma::uword t = 1; t <= decode.n; ++t) {
-        skin.heading("Position " + number(t) + " · " + one_line(trace.tokens.at(t - 1)), 2);
+        blocks.push_back(Section{"Position " + number(t) + " · " + one_line(trace.tokens.at(t - 1)), 2});
         const arma::uword first = t - decode.cached_after(t) + 1;
         std::string cached = "the cache holds " + positions_text(first, t) + ": " + bytes_text(decode, t);
         if (first > 1 && decode.window != 0) {
             cached += "; position " + number(t) + " overwrote position " + number(first - 1);
         }
-        skin.notes({cached});
+        blocks.push_back(Notes{{cached}});
 
         for (int g = 1; g <= static_cast<int>(decode.kv_heads); ++g) {
             // the rows of this position that read key/value head g, as --head chooses
@@ -391,55 +240,49 @@ void walk(const Trace& trace, const DecodeTrace& decode, const Model& model, con
             const std::string cache_head =
                 several_heads ? (shared ? "key/value head " : "head ") + number(static_cast<arma::uword>(g)) + " · "
                               : "";
-            skin.table(cache_head + "cache: keys k and values v",
-                       cache_table(trace, decode, *readers.front(), options));
+            blocks.push_back(TableBlock{cache_table(trace, decode, *readers.front(), options), TableRole::values,
+                                        cache_head + "cache: keys k and values v"});
             for (const DecodeRow* row : readers) {
                 const std::string head =
                     several_heads ? "head " + number(static_cast<arma::uword>(row->head)) + " · " : "";
-                skin.table(head + query_formula(model, row->head, t),
-                           matrix_table(row->query, {position_label(trace, t)}, numbered("d", decode.d_k), options));
-                skin.table(head + weights_formula(model), weights_table(trace, *row, options));
-                skin.notes(weights_notes(model, *row, options));
-                skin.table(head + "z = Σ_j weight_j·v_j",
-                           matrix_table(row->head_output, {position_label(trace, t)}, numbered("d", decode.d_v),
-                                        options));
+                blocks.push_back(TableBlock{
+                    matrix_table(row->query, {position_label(trace, t)}, numbered("d", decode.d_k), options),
+                    TableRole::values, head + query_formula(model, row->head, t)});
+                blocks.push_back(
+                    TableBlock{weights_table(trace, *row, options), TableRole::values, head + weights_formula(model)});
+                blocks.push_back(Notes{weights_notes(model, *row, options)});
+                blocks.push_back(TableBlock{
+                    matrix_table(row->head_output, {position_label(trace, t)}, numbered("d", decode.d_v), options),
+                    TableRole::values, head + "z = Σ_j weight_j·v_j"});
             }
         }
     }
+    return blocks;
 }
 
 }  // namespace
 
 void render_decode(const Trace& trace, const DecodeTrace& decode, const Model& model, const RenderOptions& options,
                    std::ostream& out) {
+    const DocumentStyle style{.ascii = options.ascii, .color = options.color};
     switch (options.format) {
         case Format::text: {
-            render_text(trace.header(), options, out);  // the title, description and sizes
-            TextDecodeSkin skin(options, out);
-            walk(trace, decode, model, options, skin);
+            render_text(trace.header(), options, out);  // the title, description and sizes, as run writes them
+            write_text_document(Document{"", "", walk(trace, decode, model, options)}, style, out);
             return;
         }
-        case Format::markdown: {
-            render_markdown(trace.header(), options, out);
-            MarkdownDecodeSkin skin(options, out);
-            walk(trace, decode, model, options, skin);
+        case Format::markdown:
+        case Format::html: {
+            Document document = run_header(trace, options);
+            for (Block& block : walk(trace, decode, model, options)) {
+                document.blocks.push_back(std::move(block));
+            }
+            write_document(document, options.format, style, out);
             return;
         }
         case Format::json:
             render_decode_json(trace, decode, model, options, out);
             return;
-        case Format::html: {
-            const std::string title = trace.title.empty() ? "Self-attention, step by step" : trace.title;
-            html_begin(out, options.ascii ? to_ascii(title) : title);
-            if (!options.brief) {
-                out << html_paragraphs(options.ascii ? to_ascii(trace.description) : trace.description);
-            }
-            out << "<p class=\"dims\">" << xml_escape(dims_line(trace)) << "</p>\n";
-            HtmlDecodeSkin skin(options, out);
-            walk(trace, decode, model, options, skin);
-            html_end(out);
-            return;
-        }
         case Format::latex:
         case Format::csv:
         case Format::svg:

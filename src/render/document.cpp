@@ -3,10 +3,22 @@
 #include "render/document.hpp"
 
 #include "attention/steps.hpp"
+#include "render/render.hpp"
 
 #include <stdexcept>
 
 namespace qkv {
+
+Document run_header(const Trace& trace, const RenderOptions& options) {
+    Document document;
+    document.title = trace.title.empty() ? "Self-attention, step by step" : trace.title;
+    document.purpose = "self-attention step by step";
+    if (!options.brief) {
+        document.blocks.push_back(Prose{trace.description});
+    }
+    document.blocks.push_back(Sizes{trace.dims, trace.cross});
+    return document;
+}
 
 StepHeading step_heading_of(const Trace& trace, const Step& step) {
     StepHeading heading;
@@ -37,11 +49,11 @@ Formula formula_of(const Step& step) { return {step.latex, step.formula, step.va
 
 bool is_document_format(Format format) {
     switch (format) {
+        case Format::text:
         case Format::markdown:
         case Format::latex:
         case Format::html:
             return true;
-        case Format::text:
         case Format::csv:
         case Format::json:
         case Format::svg:
@@ -54,13 +66,14 @@ bool is_document_format(Format format) {
 
 void write_document(const Document& document, Format format, const DocumentStyle& style, std::ostream& out) {
     switch (format) {
+        case Format::text:
+            return write_text_document(document, style, out);
         case Format::markdown:
             return write_markdown_document(document, style, out);
         case Format::latex:
             return write_latex_document(document, style, out);
         case Format::html:
             return write_html_document(document, style, out);
-        case Format::text:
         case Format::csv:
         case Format::json:
         case Format::svg:

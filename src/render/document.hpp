@@ -1,8 +1,9 @@
 // A document for people to read, as a command builds it: a title and blocks
 // in order (prose, headings, formulas, tables, notes), saying what each part
 // is and nothing of how it looks. Each document format writes any document in
-// one place: Markdown in markdown.cpp, LaTeX in latex.cpp, HTML in
-// document_html.cpp. `qkv worksheet` and run's Markdown are built this way.
+// one place: text in document_text.cpp, Markdown in markdown.cpp, LaTeX in
+// latex.cpp, HTML in document_html.cpp. `qkv worksheet`, run's Markdown and
+// `run --decode` are built this way.
 //
 // Text arrives in Unicode, as the trace holds it; each writer escapes it (and
 // spells it in ASCII where its style or its format asks).
@@ -30,9 +31,11 @@ struct Sizes {
     bool cross = false;  // queries from the inputs, keys and values from a context
 };
 
-// A heading below the title: "Given".
+// A heading below the title: "Given" (level 1), or a part within one
+// ("Position 2 · sat", level 2).
 struct Section {
     std::string text;
+    int level = 1;
 };
 
 // A step's heading, "Step 5 · Scores · head 2", in its parts, with the step's
@@ -72,6 +75,9 @@ enum class TableRole {
 struct TableBlock {
     Table table;
     TableRole role = TableRole::values;
+    // A caption over the table, as formula text ("q = x₁·W_Q"), shown with
+    // the table's shape; none where a Caption or a step's heading names it.
+    std::string caption = "";
 };
 
 // Short remarks under a table, as a list; none writes nothing.
@@ -96,9 +102,16 @@ struct Document {
 
 // How a document is written, where the format gives a choice.
 struct DocumentStyle {
-    bool ascii = false;       // Markdown and HTML: ASCII only (LaTeX always is)
+    bool ascii = false;       // text, Markdown and HTML: ASCII only (LaTeX always is)
     bool standalone = false;  // LaTeX: a whole document rather than a fragment to \input
+    bool color = false;       // text: ANSI colour (already resolved from --color)
 };
+
+struct RenderOptions;  // render/render.hpp
+
+// The start of `qkv run`'s documents: the example's title (or a default), its
+// description (left out with options.brief) and its sizes.
+Document run_header(const Trace& trace, const RenderOptions& options);
 
 // The heading of a step of `trace` in its parts.
 StepHeading step_heading_of(const Trace& trace, const Step& step);
@@ -114,6 +127,9 @@ bool is_document_format(Format format);
 // not a document format.
 void write_document(const Document& document, Format format, const DocumentStyle& style, std::ostream& out);
 
+// Text for a terminal: the title and sections as headings, prose and notes
+// wrapped to 78 columns, tables as `qkv run` draws them.
+void write_text_document(const Document& document, const DocumentStyle& style, std::ostream& out);
 void write_markdown_document(const Document& document, const DocumentStyle& style, std::ostream& out);
 void write_latex_document(const Document& document, const DocumentStyle& style, std::ostream& out);
 void write_html_document(const Document& document, const DocumentStyle& style, std::ostream& out);

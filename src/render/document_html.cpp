@@ -36,7 +36,10 @@ public:
     std::string operator()(const Sizes& sizes) const {
         return "<p class=\"dims\">" + xml_escape(ascii(dims_line(sizes.dims, sizes.cross))) + "</p>\n";
     }
-    std::string operator()(const Section& section) const { return "<h2>" + xml_escape(ascii(section.text)) + "</h2>\n"; }
+    std::string operator()(const Section& section) const {
+        const std::string tag = "h" + std::to_string(section.level + 1);
+        return "<" + tag + ">" + xml_escape(ascii(one_line(section.text))) + "</" + tag + ">\n";
+    }
     // "Step 5 · Scores scores", its id the step's (and head's): unique on the page
     std::string operator()(const StepHeading& heading) const {
         const std::string id = heading.id + (heading.head_index != 0 ? "-h" + std::to_string(heading.head_index) : "");
@@ -51,12 +54,15 @@ public:
         return "<p class=\"formula\"><span class=\"math\">" + xml_escape(ascii(formula_text(formula.text, m_ascii))) +
                "</span> " + shape(formula.rows, formula.cols) + "</p>\n";
     }
+    // a caption in the table's <caption>, with its shape
     std::string operator()(const TableBlock& block) const {
+        const std::string caption =
+            block.caption.empty() ? "" : ascii(formula_text(block.caption, m_ascii)) + " (" + block.table.shape + ")";
         if (block.role != TableRole::blank) {
-            return html_table(block.table);
+            return html_table(block.table, caption);
         }
         // an empty box per cell, to write in
-        return html_table(block.table, "", [](std::size_t, std::size_t, const std::string&) {
+        return html_table(block.table, caption, [](std::size_t, std::size_t, const std::string&) {
             return std::string("<td class=\"blank\"></td>");
         });
     }
@@ -66,7 +72,7 @@ public:
         }
         std::string out = "<ul class=\"note\">\n";
         for (const auto& item : notes.items) {
-            out += "<li>" + xml_escape(ascii(item)) + "</li>\n";
+            out += "<li>" + xml_escape(ascii(one_line(item))) + "</li>\n";
         }
         return out + "</ul>\n";
     }

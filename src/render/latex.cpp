@@ -326,7 +326,8 @@ public:
     }
     std::string operator()(const Sizes& sizes) const { return dims_sentence(sizes.dims, sizes.cross) + "\n"; }
     std::string operator()(const Section& section) const {
-        return "\n\\subsection*{" + tex_escape(section.text) + "}\n";
+        return std::string("\n\\") + (section.level == 1 ? "subsection*{" : "subsubsection*{") + tex_escape(section.text) +
+               "}\n";
     }
     std::string operator()(const StepHeading& heading) const { return step_subsection(heading); }
     std::string operator()(const Caption& caption) const {
@@ -336,25 +337,12 @@ public:
     std::string operator()(const Formula& formula) const {
         return display_formula(formula.latex, formula.rows, formula.cols);
     }
+    // a caption as a line of its own over the table, with the table's shape
     std::string operator()(const TableBlock& block) const {
-        const double width = m_standalone ? k_standalone_width : k_fragment_width;
-        switch (block.role) {
-            case TableRole::values:
-                return latex_table(block.table, {});
-            case TableRole::given:
-                return fitted_table(block.table, LatexSkin(), {width, 0, true, ""});
-            case TableRole::blank:
-            case TableRole::key:
-                break;
-        }
-        double widest = 0;
-        for (const double column : column_widths(block.table).columns) {
-            widest = std::max(widest, column);
-        }
-        // a digit is half an em; a little more for the column's rule
-        const double digits = std::max(k_sheet_column_digits, std::ceil(widest) + 2);
-        return fitted_table(block.table, SheetSkin(block.role == TableRole::blank, digits / 2),
-                            {width, digits + 0.1, false, k_sheet_row_height});
+        const std::string caption = block.caption.empty() ? ""
+                                                          : "\n\\noindent\\textbf{" + tex_prose(block.caption) + "} (" +
+                                                                tex_escape(block.table.shape) + ")\n";
+        return caption + table(block);
     }
     std::string operator()(const Notes& notes) const { return itemize(notes.items); }
     // in a minipage, which a page break cannot split, unless it has more
@@ -380,6 +368,29 @@ public:
     }
 
 private:
+    // a step's values as run draws them; a given matrix fitted to the line;
+    // a blank table (or the key's) with room to write in
+    std::string table(const TableBlock& block) const {
+        const double width = m_standalone ? k_standalone_width : k_fragment_width;
+        switch (block.role) {
+            case TableRole::values:
+                return latex_table(block.table, {});
+            case TableRole::given:
+                return fitted_table(block.table, LatexSkin(), {width, 0, true, ""});
+            case TableRole::blank:
+            case TableRole::key:
+                break;
+        }
+        double widest = 0;
+        for (const double column : column_widths(block.table).columns) {
+            widest = std::max(widest, column);
+        }
+        // a digit is half an em; a little more for the column's rule
+        const double digits = std::max(k_sheet_column_digits, std::ceil(widest) + 2);
+        return fitted_table(block.table, SheetSkin(block.role == TableRole::blank, digits / 2),
+                            {width, digits + 0.1, false, k_sheet_row_height});
+    }
+
     bool m_standalone;
 };
 

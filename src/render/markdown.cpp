@@ -176,7 +176,9 @@ public:
         return out;
     }
     std::string operator()(const Sizes& sizes) const { return escaped(dims_line(sizes.dims, sizes.cross)) + "\n"; }
-    std::string operator()(const Section& section) const { return "## " + escaped(section.text) + "\n"; }
+    std::string operator()(const Section& section) const {
+        return std::string(static_cast<std::size_t>(section.level) + 1, '#') + " " + escaped(section.text) + "\n";
+    }
     // "## Step 5 · Scores `scores`"
     std::string operator()(const StepHeading& heading) const {
         return "## " + escaped(joined_heading(heading, " · ", " · ")) + " " + markdown_code_span(heading.id) + "\n";
@@ -189,9 +191,13 @@ public:
     std::string operator()(const Formula& formula) const {
         return markdown_math(formula.latex) + " (" + shape_text(formula.rows, formula.cols, m_ascii) + ")\n";
     }
+    // "**q = x₁·W_Q** (1 × 2)" over the table when it has a caption
     std::string operator()(const TableBlock& block) const {
-        return block.role == TableRole::blank ? draw_table(block.table, BlankTableSkin())
-                                              : draw_table(block.table, MarkdownTableSkin());
+        const std::string caption =
+            block.caption.empty() ? ""
+                                  : "**" + escaped(formula_text(block.caption, m_ascii)) + "** (" + block.table.shape + ")\n\n";
+        return caption + (block.role == TableRole::blank ? draw_table(block.table, BlankTableSkin())
+                                                         : draw_table(block.table, MarkdownTableSkin()));
     }
     std::string operator()(const Notes& notes) const {
         std::string out;
@@ -229,19 +235,14 @@ void write_markdown_document(const Document& document, const DocumentStyle& styl
 }
 
 void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out) {
-    Document document;
-    document.title = trace.title.empty() ? "Self-attention, step by step" : trace.title;
-    if (!options.brief) {
-        document.blocks.push_back(Prose{trace.description});
-    }
-    document.blocks.push_back(Sizes{trace.dims, trace.cross});
+    Document document = run_header(trace, options);
     for (const Step* step : select_steps(trace, options)) {
         document.blocks.push_back(step_heading_of(trace, *step));
         document.blocks.push_back(formula_of(*step));
         if (!options.brief) {
             document.blocks.push_back(Prose{step->explanation});
         }
-        document.blocks.push_back(TableBlock{build_table(*step, options), TableRole::values});
+        document.blocks.push_back(TableBlock{.table = build_table(*step, options)});
         // made in place: GCC 12 takes a moved temporary's vector for one maybe uninitialized
         document.blocks.emplace_back(std::in_place_type<Notes>, Notes{step->notes});
     }

@@ -330,7 +330,7 @@ Document worksheet_document(const Model& model, const Trace& trace, const Worksh
         exact.precision = exact_decimals(matrix.matrix.values);
         const arma::mat& M = matrix.matrix.values;
         sheet.blocks.push_back(Group{{Caption{matrix.name, matrix.latex, M.n_rows, M.n_cols},
-                                      TableBlock{build_table(matrix.matrix, exact), TableRole::given}}});
+                                      TableBlock{.table = build_table(matrix.matrix, exact), .role = TableRole::given}}});
     }
     sheet.blocks.push_back(Notes{given.settings});
 
@@ -341,7 +341,8 @@ Document worksheet_document(const Model& model, const Trace& trace, const Worksh
     for (const Step* step : steps) {
         sheet.blocks.push_back(
             Group{{step_heading_of(trace, *step), formula_of(*step),
-                   TableBlock{build_table(*step, rounded), options.key ? TableRole::key : TableRole::blank},
+                   TableBlock{.table = build_table(*step, rounded),
+                              .role = options.key ? TableRole::key : TableRole::blank},
                    Notes{worksheet_notes(model, *step)}}});
     }
     return sheet;

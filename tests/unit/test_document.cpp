@@ -42,12 +42,12 @@ Document every_block() {
         Prose{"First paragraph,\nstill the first.\n\nSecond <paragraph>."},
         Sizes{dims, false},
         Section{"Given"},
-        Group{{Caption{"Query weights", "W_{Q}", 2, 2}, TableBlock{two_by_two(), TableRole::given}}},
+        Group{{Caption{"Query weights", "W_{Q}", 2, 2}, TableBlock{.table = two_by_two(), .role = TableRole::given}}},
         Notes{{"Scale: divide by √2."}},
-        Group{{heading, Formula{"S = Q K^\\top", "S = Q·Kᵀ", 2, 2}, TableBlock{two_by_two(), TableRole::blank},
+        Group{{heading, Formula{"S = Q K^\\top", "S = Q·Kᵀ", 2, 2}, TableBlock{.table = two_by_two(), .role = TableRole::blank},
                Notes{{}}}},
         Prose{""},
-        TableBlock{two_by_two(), TableRole::values},
+        TableBlock{.table = two_by_two(), .caption = "q = x₁·W_Q"},
     };
     return document;
 }
@@ -107,6 +107,8 @@ TEST_CASE("Markdown writes each block once with a blank line between blocks", "[
           "| \\<s\\> |        |        |\n"
           "| cat   |        |        |\n"
           "\n"
+          "**q = x₁·W_Q** (2 × 2)\n"
+          "\n"
           "|       |    d1 |   d2 |\n"
           "| :---- | ----: | ---: |\n"
           "| \\<s\\> |  1.50 | 2.00 |\n"
@@ -150,12 +152,42 @@ TEST_CASE("HTML puts a group in a section and leaves a blank table's cells empty
     CHECK(count(html, "<td class=\"blank\"></td>") == 4);
     CHECK(count(html, "<td>-0.25</td>") == 2);
     CHECK(count(html, "<ul class=\"note\">") == 1);
+    CHECK(html.find("<caption>q = x₁·W_Q (2 × 2)</caption>") != std::string::npos);
     CHECK(html.ends_with("</html>\n"));
+}
+
+TEST_CASE("text wraps prose and notes and puts no blank line under a heading", "[document]") {
+    Document document;
+    document.title = "Decoding";
+    document.blocks = {
+        Section{"Position 1 · one", 2},
+        Prose{std::string(30, 'a') + " " + std::string(30, 'b') + " " + std::string(30, 'c')},
+        Notes{{"a note"}},
+        TableBlock{.table = two_by_two(), .caption = "q = x₁·W_Q"},
+        Notes{{"under the table"}},
+    };
+    std::ostringstream out;
+    write_document(document, Format::text, {}, out);
+    const std::string a(30, 'a'), b(30, 'b'), c(30, 'c');
+    CHECK(out.str() == "Decoding\n"
+                       "\n"
+                       "Position 1 · one\n"
+                       "  " + a + " " + b + "\n"
+                       "  " + c + "\n"
+                       "  · a note\n"
+                       "\n"
+                       "  q = x₁·W_Q    (2 × 2)\n" +
+                           draw_table(two_by_two(), TextTableSkin(false)) + "  · under the table\n");
+    // an untitled document continues the text before it, after a blank line
+    std::ostringstream untitled;
+    write_document(Document{"", "", {Prose{"more"}}}, Format::text, {}, untitled);
+    CHECK(untitled.str() == "\n  more\n");
 }
 
 TEST_CASE("a format that is not a document's is refused", "[document]") {
     for (const Format format : all_formats()) {
-        const bool document = format == Format::markdown || format == Format::latex || format == Format::html;
+        const bool document = format == Format::text || format == Format::markdown || format == Format::latex ||
+                              format == Format::html;
         CHECK(is_document_format(format) == document);
         std::ostringstream out;
         if (document) {
