@@ -44,9 +44,8 @@ public:
         } else {
             result.values.push_back(step.values(m_row, m_col));
         }
-        result.heading = heading(result.values, [&](const std::string& label) { return symbols(label); });
-        result.heading_markdown =
-            heading(result.values, [&](const std::string& label) { return markdown_escape(symbols(label)); });
+        result.heading_parts = heading(result.values);
+        result.heading = joined(result.heading_parts);
 
         // a gradient's cell is explained by explain_gradient (backward.cpp)
         static constexpr auto k_explain = step_handlers<void (Explainer::*)()>(
@@ -86,16 +85,21 @@ private:
     std::string symbols(const std::string& text) const { return m_ascii ? to_ascii(text) : text; }
 
     // "scores[1,2] = 4    (Scores, row 1 "Input 1", column 2 "Input 2")", the
-    // labels written by `label` (escaped for Markdown, or as they are).
-    template <typename LabelWriter>
-    std::string heading(const std::vector<double>& values, const LabelWriter& label) const {
-        std::string text = symbols(name() + " = " + (m_whole_row ? m_num.vector(values) : m_num(values[0])) + "    (" +
-                                   m_step->title + ", row " + std::to_string(m_cell.row) + " \"");
-        text += label(m_step->row_labels[m_row]) + "\"";
-        if (!m_whole_row) {
-            text += ", column " + std::to_string(m_cell.col) + " \"" + label(m_step->col_labels[m_col]) + "\"";
+    // example's labels marked as such.
+    std::vector<HeadingPart> heading(const std::vector<double>& values) const {
+        std::vector<HeadingPart> parts;
+        parts.push_back({symbols(name() + " = " + (m_whole_row ? m_num.vector(values) : m_num(values[0])) + "    (" +
+                                 m_step->title + ", row " + std::to_string(m_cell.row) + " \""),
+                         false});
+        parts.push_back({symbols(m_step->row_labels[m_row]), true});
+        if (m_whole_row) {
+            parts.push_back({"\")", false});
+            return parts;
         }
-        return text + ")";
+        parts.push_back({"\", column " + std::to_string(m_cell.col) + " \"", false});
+        parts.push_back({symbols(m_step->col_labels[m_col]), true});
+        parts.push_back({"\")", false});
+        return parts;
     }
 
     // ── naming ──────────────────────────────────────────────────────────────

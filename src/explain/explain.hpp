@@ -7,6 +7,7 @@
 #include "attention/cell.hpp"
 #include "attention/trace.hpp"
 #include "model/model.hpp"
+#include "render/document.hpp"
 #include "render/html.hpp"
 #include "render/render.hpp"
 
@@ -32,7 +33,7 @@ struct OnlineBlock {
 
 struct Explanation {
     std::string heading;              // "scores[1,2] = 4" (with head when there are several)
-    std::string heading_markdown;     // the same with its labels escaped for Markdown
+    std::vector<HeadingPart> heading_parts;  // the same with the example's labels marked (none: a sentence)
     std::vector<std::string> lines;   // the worked arithmetic, one line each
     std::string latex;                // the step's formula in LaTeX math, as the trace holds it: "S = QK^\top"
     CellRef cell;                     // the cell explained (head 0 for steps that are not per head)
@@ -57,24 +58,10 @@ CellWorkings html_workings(const Model& model, const Trace& trace, const RenderO
 
 // Writes explanations in options.format (formats.cpp): text (heading, then the
 // working indented), markdown (an escaped heading and a fenced block per cell),
-// latex (a fragment, or with options.standalone a document: latex.cpp),
-// html (a page with a section per cell) or json ({"schema_version": 1, "cells": [...]}). Other formats throw InputError.
+// latex (a fragment, or with options.standalone a document), html (a page
+// with a section per cell): each a document of workings (render/document.hpp);
+// or json ({"schema_version": 1, "cells": [...]}). Other formats throw std::logic_error.
 void render_explanations(const std::vector<Explanation>& explanations, const RenderOptions& options,
                          std::ostream& out);
-
-// ── LaTeX (latex.cpp), pure ASCII, for a document begun by latex_begin() ─────
-// The heading as text: the cell and its value, then smaller where it is:
-// "scores[1,2] = 4\quad{\normalfont\small (Scores, row 1 ``we'', …)}".
-std::string latex_heading(const Explanation& explanation);
-// The working: each line a paragraph that breaks at its spaces and hangs
-// indented, its symbols as math, the text format's indentation kept (in a
-// group, \small and ragged right).
-std::string latex_lines(const std::vector<std::string>& lines);
-// One cell: the heading as \HEADING_COMMAND{…}, the formula in display math, the working.
-std::string latex_explanation(const Explanation& explanation, const std::string& heading_command = "subsection*");
-// The cells one after the other, after latex_begin(options.standalone) and a
-// title when standalone, before latex_end().
-void render_explanations_latex(const std::vector<Explanation>& explanations, const RenderOptions& options,
-                               std::ostream& out);
 
 }  // namespace qkv

@@ -1,11 +1,10 @@
-// The ways `qkv explain` writes its explanations: text (the heading in bold,
-// the working indented), Markdown (a heading and a fenced block per cell), an
-// HTML page (render/html.hpp) and JSON ({"schema_version": 1, "cells": [...]});
-// LaTeX is in latex.cpp.
+// The ways `qkv explain` writes its explanations: as a document of workings
+// (render/document.hpp), which text (the heading in bold, the working
+// indented), Markdown (a heading and a fenced block per cell), LaTeX and HTML
+// write; and as JSON ({"schema_version": 1, "cells": [...]}).
 #include "explain/explain.hpp"
 
 #include "base/diagnostics.hpp"
-#include "render/palette.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -15,25 +14,6 @@
 namespace qkv {
 
 namespace {
-
-void render_text(const std::vector<Explanation>& explanations, const RenderOptions& options, std::ostream& out) {
-    for (std::size_t k = 0; k < explanations.size(); ++k) {
-        const Explanation& e = explanations[k];
-        out << (k == 0 ? "" : "\n");
-        out << styled(e.heading, k_bold, options.color) << '\n';
-        for (const auto& line : e.lines) {
-            out << "  " << line << '\n';
-        }
-    }
-}
-
-void render_markdown(const std::vector<Explanation>& explanations, std::ostream& out) {
-    for (std::size_t k = 0; k < explanations.size(); ++k) {
-        const Explanation& e = explanations[k];
-        // (a label may hold backticks: the block's fence is longer than any of them)
-        out << (k == 0 ? "" : "\n") << "### " << e.heading_markdown << "\n\n" << markdown_code_block(e.lines);
-    }
-}
 
 void render_json(const std::vector<Explanation>& explanations, std::ostream& out) {
     nlohmann::ordered_json doc;
@@ -84,21 +64,21 @@ void render_json(const std::vector<Explanation>& explanations, std::ostream& out
     out << doc.dump(1) << '\n';
 }
 
-void render_html(const std::vector<Explanation>& explanations, const RenderOptions& options, std::ostream& out) {
-    const auto symbols = [&](const std::string& text) { return options.ascii ? to_ascii(text) : text; };
+// The cells as a document of workings, titled "The arithmetic of scores[1,2]
+// and output[1]" where it is a whole document.
+Document explanations_document(const std::vector<Explanation>& explanations) {
     std::vector<std::string> names;
     for (const auto& e : explanations) {
         names.push_back(e.cell.text);
     }
-    html_begin(out, "The arithmetic of " + join_list(names, " and "));
+    Document document;
+    document.purpose = "the arithmetic of " + join_list(names, " and ");
+    document.title = "The arithmetic of " + join_list(names, " and ");
+    document.title_in_fragment = false;
     for (const auto& e : explanations) {
-        HtmlWorking working{symbols(e.heading), {}};
-        for (const auto& line : e.lines) {
-            working.lines.push_back(symbols(line));
-        }
-        out << "<section class=\"explained\">\n" << html_working(working) << "</section>\n";
+        document.blocks.push_back(Working{e.heading_parts, e.latex, e.lines});
     }
-    html_end(out);
+    return document;
 }
 
 }  // namespace
@@ -114,19 +94,14 @@ void render_explanations(const std::vector<Explanation>& explanations, const Ren
                          std::ostream& out) {
     switch (options.format) {
         case Format::text:
-            render_text(explanations, options, out);
-            return;
         case Format::markdown:
-            render_markdown(explanations, out);
-            return;
         case Format::latex:
-            render_explanations_latex(explanations, options, out);
+        case Format::html:
+            write_document(explanations_document(explanations), options.format,
+                           {.ascii = options.ascii, .standalone = options.standalone, .color = options.color}, out);
             return;
         case Format::json:
             render_json(explanations, out);
-            return;
-        case Format::html:
-            render_html(explanations, options, out);
             return;
         case Format::csv:
         case Format::svg:

@@ -91,7 +91,7 @@ public:
 
     void workings(const std::vector<Explanation>& explanations) override {
         for (const auto& explanation : explanations) {
-            m_out << latex_explanation(explanation, "subsubsection*");
+            m_out << latex_cell_working(explanation.heading, explanation.latex, explanation.lines, "subsubsection*");
         }
     }
 
@@ -110,12 +110,12 @@ public:
     }
 
     void answer(const Explanation& working) override {
-        m_out << "\n\\noindent\\textit{Answer:} " << latex_heading(working) << "\n" << latex_lines(working.lines);
+        m_out << "\n\\noindent\\textit{Answer:} " << latex_cell_heading(working.heading) << "\n" << latex_cell_lines(working.lines);
         m_out << "\\medskip\n";
     }
 
     void right(const Explanation& working) override {
-        m_out << "\n\\noindent\\textbf{Right.} " << latex_heading(working) << "\n" << latex_lines(working.lines);
+        m_out << "\n\\noindent\\textbf{Right.} " << latex_cell_heading(working.heading) << "\n" << latex_cell_lines(working.lines);
         m_out << "\\medskip\n";
     }
 
@@ -126,7 +126,7 @@ public:
             m_out << " Try once more.\n";
             return;
         }
-        m_out << "\n\n\\noindent\\textbf{Answer:} " << latex_heading(*working) << "\n" << latex_lines(working->lines)
+        m_out << "\n\n\\noindent\\textbf{Answer:} " << latex_cell_heading(working->heading) << "\n" << latex_cell_lines(working->lines)
               << "\\medskip\n";
     }
 

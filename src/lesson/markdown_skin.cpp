@@ -110,7 +110,7 @@ public:
     // A cell's heading as code ("`weights[1,1] = 0.0634 (…)`"); a shape's or a
     // choice's, a sentence, as prose.
     std::string heading(const Explanation& working) const {
-        return working.heading_markdown.empty() ? escape(symbols(working.heading))
+        return working.heading_parts.empty() ? escape(symbols(working.heading))
                                                 : markdown_code_span(symbols(working.heading));
     }
 

@@ -268,7 +268,12 @@ void render_decode(const Trace& trace, const DecodeTrace& decode, const Model& m
     switch (options.format) {
         case Format::text: {
             render_text(trace.header(), options, out);  // the title, description and sizes, as run writes them
-            write_text_document(Document{"", "", walk(trace, decode, model, options)}, style, out);
+            Document document;
+            document.blocks = walk(trace, decode, model, options);
+            document.title_in_fragment = false;
+            DocumentStyle after_header = style;
+            after_header.continues = true;
+            write_text_document(document, after_header, out);
             return;
         }
         case Format::markdown:

@@ -45,6 +45,14 @@ std::string joined_heading(const StepHeading& heading, std::string_view separato
     return text;
 }
 
+std::string joined(const std::vector<HeadingPart>& parts) {
+    std::string text;
+    for (const auto& part : parts) {
+        text += part.text;
+    }
+    return text;
+}
+
 Formula formula_of(const Step& step) { return {step.latex, step.formula, step.values.n_rows, step.values.n_cols}; }
 
 bool is_document_format(Format format) {

@@ -1,9 +1,9 @@
 // A document for people to read, as a command builds it: a title and blocks
-// in order (prose, headings, formulas, tables, notes), saying what each part
-// is and nothing of how it looks. Each document format writes any document in
+// in order (prose, headings, formulas, tables, notes, workings), saying what
+// each part is and nothing of how it looks. Each document format writes any document in
 // one place: text in document_text.cpp, Markdown in markdown.cpp, LaTeX in
-// latex.cpp, HTML in document_html.cpp. `qkv worksheet`, run's Markdown and
-// `run --decode` are built this way.
+// latex.cpp, HTML in document_html.cpp. `qkv worksheet`, `qkv explain`,
+// run's Markdown and `run --decode` are built this way.
 //
 // Text arrives in Unicode, as the trace holds it; each writer escapes it (and
 // spells it in ASCII where its style or its format asks).
@@ -85,10 +85,29 @@ struct Notes {
     std::vector<std::string> items;
 };
 
+// A part of a heading: qkv's own notation ("scores[1,2] = 4    (Scores, row 1 \""),
+// which a format writes as it is, or one of the example's labels ("cat"),
+// which it escapes as text.
+struct HeadingPart {
+    std::string text;
+    bool label = false;
+};
+// The parts as one text.
+std::string joined(const std::vector<HeadingPart>& parts);
+
+// A cell's arithmetic, as `qkv explain` writes it: its heading
+// ("scores[1,2] = 4    (Scores, row 1 "a", column 2 "b")"), the step's
+// formula, and the lines worked out, their columns lined up in a fixed-width font.
+struct Working {
+    std::vector<HeadingPart> heading;
+    std::string formula;  // LaTeX ("S = Q K^\top"), shown by the formats that set math; may be empty
+    std::vector<std::string> lines;
+};
+
 // Blocks kept on one page, where the format has pages.
 struct Group;
 
-using Block = std::variant<Prose, Sizes, Section, StepHeading, Caption, Formula, TableBlock, Notes, Group>;
+using Block = std::variant<Prose, Sizes, Section, StepHeading, Caption, Formula, TableBlock, Notes, Working, Group>;
 
 struct Group {
     std::vector<Block> blocks;
@@ -98,6 +117,10 @@ struct Document {
     std::string title;
     std::string purpose;  // what the document is, for LaTeX's header: "a worksheet, an exercise to work by hand"
     std::vector<Block> blocks;
+    // Whether the title heads the document where it is a fragment to paste
+    // into another (text, Markdown, LaTeX without --standalone); a whole
+    // document (HTML, LaTeX with --standalone) always shows it.
+    bool title_in_fragment = true;
 };
 
 // How a document is written, where the format gives a choice.
@@ -105,6 +128,7 @@ struct DocumentStyle {
     bool ascii = false;       // text, Markdown and HTML: ASCII only (LaTeX always is)
     bool standalone = false;  // LaTeX: a whole document rather than a fragment to \input
     bool color = false;       // text: ANSI colour (already resolved from --color)
+    bool continues = false;   // text: the document follows other text, after a blank line
 };
 
 struct RenderOptions;  // render/render.hpp

@@ -76,7 +76,14 @@ public:
         }
         return out + "</ul>\n";
     }
-    // the page style keeps a <section> on one printed page
+    std::string operator()(const Working& working) const {
+        HtmlWorking lines{ascii(joined(working.heading)), {}};
+        for (const auto& line : working.lines) {
+            lines.lines.push_back(ascii(line));
+        }
+        return "<section class=\"explained\">\n" + html_working(lines) + "</section>\n";
+    }
+        // the page style keeps a <section> on one printed page
     std::string operator()(const Group& group) const { return "<section>\n" + blocks(group.blocks) + "</section>\n"; }
 
     std::string blocks(const std::vector<Block>& blocks) const {

@@ -2,8 +2,7 @@
 // prose and notes wrapped to 78 columns and indented by two, notes as
 // "· …", tables as `qkv run` draws them under their caption and shape. One
 // blank line between blocks (a table already ends with one), none under a
-// heading; a document without a title starts with a blank line, as it
-// continues the text before it.
+// heading; a document that continues other text starts with a blank line.
 #include "render/document.hpp"
 #include "render/palette.hpp"
 #include "render/render.hpp"
@@ -18,7 +17,8 @@ constexpr std::size_t k_wrap_width = 78;
 
 class TextWriter {
 public:
-    TextWriter(const DocumentStyle& style, std::ostream& out) : m_style(style), m_out(out) {}
+    TextWriter(const DocumentStyle& style, std::ostream& out)
+        : m_style(style), m_out(out), m_blank(!style.continues) {}
 
     void operator()(const Prose& prose) {
         std::istringstream lines(prose.text);
@@ -71,7 +71,16 @@ public:
         }
         m_blank = m_blank && notes.items.empty();  // a table's notes follow its blank line
     }
-    // a terminal has no pages
+    // the heading in bold, the lines indented
+    void operator()(const Working& working) {
+        separate();
+        m_out << styled(symbols(joined(working.heading)), k_bold, m_style.color) << '\n';
+        for (const auto& line : working.lines) {
+            m_out << "  " << symbols(line) << '\n';
+        }
+        m_blank = false;
+    }
+        // a terminal has no pages
     void operator()(const Group& group) { blocks(group.blocks); }
 
     void blocks(const std::vector<Block>& blocks) {
@@ -122,16 +131,14 @@ private:
 
     const DocumentStyle& m_style;
     std::ostream& m_out;
-    // the next block needs no blank line before it; an untitled document
-    // continues the text before it (run's header, for `run --decode`)
-    bool m_blank = false;
+    bool m_blank;  // the next block needs no blank line before it
 };
 
 }  // namespace
 
 void write_text_document(const Document& document, const DocumentStyle& style, std::ostream& out) {
     TextWriter writer(style, out);
-    if (!document.title.empty()) {
+    if (document.title_in_fragment) {
         writer.title(document.title);
     }
     writer.blocks(document.blocks);

@@ -345,6 +345,9 @@ public:
         return caption + table(block);
     }
     std::string operator()(const Notes& notes) const { return itemize(notes.items); }
+    std::string operator()(const Working& working) const {
+        return latex_cell_working(joined(working.heading), working.formula, working.lines, "subsection*");
+    }
     // in a minipage, which a page break cannot split, unless it has more
     // lines of tables than a page holds at a sheet's row height
     std::string operator()(const Group& group) const {
@@ -628,8 +631,12 @@ std::string latex_paragraphs(const std::string& text) { return joined_paragraphs
 std::string latex_itemize(const std::vector<std::string>& items) { return itemize(items); }
 
 void write_latex_document(const Document& document, const DocumentStyle& style, std::ostream& out) {
-    out << latex_begin(style.standalone, document.purpose) << "\\section*{" << tex_escape(document.title) << "}\n\n"
-        << LatexBlocks(style).blocks(document.blocks) << latex_end(style.standalone);
+    out << latex_begin(style.standalone, document.purpose);
+    if (style.standalone || document.title_in_fragment) {
+        // ragged right: a long title (an example's, or a list of cells) breaks between words
+        out << "\\section*{\\raggedright " << tex_escape(document.title) << "}\n\n";
+    }
+    out << LatexBlocks(style).blocks(document.blocks) << latex_end(style.standalone);
 }
 
 void render_latex(const Trace& trace, const RenderOptions& options, std::ostream& out, const Model* model) {

@@ -78,6 +78,19 @@ std::string latex_display(const std::vector<std::string>& alternatives, bool opt
 // that has no working worth writing: the inputs). render/latex_working.cpp.
 std::string latex_working(const Model& model, const Trace& trace, const Step& step, const RenderOptions& options);
 
+// ── a cell's working (latex_cell.cpp), as `qkv explain` writes it ─────────────
+// The heading as text: the cell and its value, then smaller where it is:
+// "scores[1,2] = 4\quad{\normalfont\small (Scores, row 1 ``we'', …)}".
+std::string latex_cell_heading(const std::string& heading);
+// The working: each line a paragraph that breaks at its spaces and hangs
+// indented, its symbols as math, the text format's indentation kept (in a
+// group, \small and ragged right).
+std::string latex_cell_lines(const std::vector<std::string>& lines);
+// One cell: the heading as \HEADING_COMMAND{…}, the formula (LaTeX, when
+// there is one) in display math, the working.
+std::string latex_cell_working(const std::string& heading, const std::string& formula,
+                               const std::vector<std::string>& lines, const std::string& heading_command);
+
 // Paragraphs of prose (blank lines between them), each line through tex_prose.
 std::string latex_paragraphs(const std::string& text);
 // A bulleted list of prose items; nothing for none.

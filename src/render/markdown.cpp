@@ -206,7 +206,20 @@ public:
         }
         return out;
     }
-    // a page of Markdown has no end: the group's blocks one after another
+    // "### scores[1,2] = 4    (…)" and the lines in a fenced block, which keeps their columns
+    std::string operator()(const Working& working) const {
+        std::string heading;
+        for (const auto& part : working.heading) {
+            heading += part.label ? escaped(part.text) : symbols(part.text);
+        }
+        std::vector<std::string> lines;
+        for (const auto& line : working.lines) {
+            lines.push_back(symbols(line));
+        }
+        // (a label may hold backticks: the block's fence is longer than any of them)
+        return "### " + heading + "\n\n" + markdown_code_block(lines);
+    }
+        // a page of Markdown has no end: the group's blocks one after another
     std::string operator()(const Group& group) const { return blocks(group.blocks); }
 
     std::string blocks(const std::vector<Block>& blocks) const {
@@ -220,9 +233,11 @@ public:
         return out;
     }
 
-    std::string escaped(const std::string& text) const { return markdown_escape(m_ascii ? to_ascii(text) : text); }
+    std::string escaped(const std::string& text) const { return markdown_escape(symbols(text)); }
 
 private:
+    std::string symbols(const std::string& text) const { return m_ascii ? to_ascii(text) : text; }
+
     bool m_ascii;
 };
 
@@ -231,7 +246,10 @@ private:
 void write_markdown_document(const Document& document, const DocumentStyle& style, std::ostream& out) {
     const MarkdownBlocks blocks(style);
     const std::string body = blocks.blocks(document.blocks);
-    out << "# " << blocks.escaped(document.title) << "\n" << (body.empty() ? "" : "\n") << body;
+    if (document.title_in_fragment) {
+        out << "# " << blocks.escaped(document.title) << "\n" << (body.empty() ? "" : "\n");
+    }
+    out << body;
 }
 
 void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out) {

@@ -123,7 +123,7 @@ TEST_CASE("LaTeX keeps a group on one page and writes nothing for an empty block
     const std::string fragment = written(Format::latex);
     CHECK(fragment.starts_with("% qkv"));
     CHECK(fragment.find("a test of every block") != std::string::npos);
-    CHECK(fragment.find("\\section*{Scores \\& *weights*}") != std::string::npos);
+    CHECK(fragment.find("\\section*{\\raggedright Scores \\& *weights*}") != std::string::npos);
     CHECK(count(fragment, "\\begin{minipage}{\\linewidth}") == 2);
     CHECK(count(fragment, "\\end{minipage}") == 2);
     CHECK(fragment.find("\\subsection*{Step 5: Scores, head 2\\hspace{0pt plus 4em} (\\texttt{scores})}") !=
@@ -178,10 +178,51 @@ TEST_CASE("text wraps prose and notes and puts no blank line under a heading", "
                        "\n"
                        "  q = x₁·W_Q    (2 × 2)\n" +
                            draw_table(two_by_two(), TextTableSkin(false)) + "  · under the table\n");
-    // an untitled document continues the text before it, after a blank line
-    std::ostringstream untitled;
-    write_document(Document{"", "", {Prose{"more"}}}, Format::text, {}, untitled);
-    CHECK(untitled.str() == "\n  more\n");
+    // a document that continues other text starts with a blank line; its title
+    // shows in a whole document only
+    Document more;
+    more.title = "More";
+    more.title_in_fragment = false;
+    more.blocks = {Prose{"more"}};
+    std::ostringstream after;
+    write_document(more, Format::text, {.continues = true}, after);
+    CHECK(after.str() == "\n  more\n");
+    std::ostringstream alone;
+    write_document(more, Format::text, {}, alone);
+    CHECK(alone.str() == "  more\n");
+}
+
+TEST_CASE("a working keeps its columns and escapes only the example's labels", "[document]") {
+    Document document;
+    document.title = "The arithmetic of scores[1,2]";
+    document.purpose = "the arithmetic of scores[1,2]";
+    document.title_in_fragment = false;
+    document.blocks = {Working{{{"scores[1,2] = 4    (Scores, row 1 \"", false},
+                                {"<s>*", true},
+                                {"\")", false}},
+                               "S = Q K^\\top",
+                               {"q = [1, 2]", "    1·3", "  + 2·1"}}};
+    const auto written_as = [&](Format format, const DocumentStyle& style) {
+        std::ostringstream out;
+        write_document(document, format, style, out);
+        return out.str();
+    };
+    // Markdown: no title in a fragment; the notation as it is, the label escaped
+    CHECK(written_as(Format::markdown, {}) ==
+          "### scores[1,2] = 4    (Scores, row 1 \"\\<s\\>\\*\")\n\n```text\nq = [1, 2]\n    1·3\n  + 2·1\n```\n");
+    CHECK(written_as(Format::text, {}) == "scores[1,2] = 4    (Scores, row 1 \"<s>*\")\n  q = [1, 2]\n      1·3\n    + 2·1\n");
+    const std::string fragment = written_as(Format::latex, {});
+    CHECK(fragment.find("\\section*") == std::string::npos);
+    CHECK(fragment.find("\\subsection*{\\raggedright scores[1,2] = 4\\quad") != std::string::npos);
+    CHECK(fragment.find("\\[ S = Q K^\\top \\]") != std::string::npos);
+    CHECK(fragment.find("\\hangindent") != std::string::npos);
+    // a whole document shows the title
+    CHECK(written_as(Format::latex, {.standalone = true}).find("\\section*{\\raggedright The arithmetic of scores[1,2]}") !=
+          std::string::npos);
+    const std::string html = written_as(Format::html, {});
+    CHECK(html.find("<h1>The arithmetic of scores[1,2]</h1>") != std::string::npos);
+    CHECK(html.find("<section class=\"explained\">") != std::string::npos);
+    CHECK(html.find("&lt;s&gt;*") != std::string::npos);
 }
 
 TEST_CASE("a format that is not a document's is refused", "[document]") {

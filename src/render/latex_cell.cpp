@@ -1,10 +1,9 @@
-// `qkv explain -f latex`: each cell as a starred subsection whose heading is
-// the cell and its value, the step's formula in display math, and the working
-// as lines of text with the symbols as math, each line a paragraph of its own
-// that breaks at its spaces and hangs indented when it does not fit the line.
-#include "explain/explain.hpp"
+// A cell's working in LaTeX (`qkv explain -f latex`, the lessons): a starred
+// subsection whose heading is the cell and its value, the step's formula in
+// display math, and the working as lines of text with the symbols as math,
+// each line a paragraph of its own that breaks at its spaces and hangs
+// indented when it does not fit the line.
 #include "base/numbers.hpp"
-
 #include "render/latex.hpp"
 
 #include <cctype>
@@ -65,9 +64,8 @@ std::string quoted(const std::string& tex) {
 
 }  // namespace
 
-std::string latex_heading(const Explanation& explanation) {
+std::string latex_cell_heading(const std::string& heading) {
     // "scores[1,2] = 4    (Scores, row 1 …)": the cell, then where it is, smaller
-    const std::string& heading = explanation.heading;
     const std::size_t where = heading.find("    (");
     if (where == std::string::npos) {
         return tex_break_underscores(tex_escape(minus_signs(heading)));
@@ -76,7 +74,7 @@ std::string latex_heading(const Explanation& explanation) {
            quoted(tex_escape(heading.substr(heading.find_first_not_of(' ', where)))) + "}";
 }
 
-std::string latex_lines(const std::vector<std::string>& lines) {
+std::string latex_cell_lines(const std::vector<std::string>& lines) {
     if (lines.empty()) {
         return "";
     }
@@ -107,29 +105,13 @@ std::string latex_lines(const std::vector<std::string>& lines) {
     return out + "\\endgroup\n";
 }
 
-std::string latex_explanation(const Explanation& explanation, const std::string& heading_command) {
-    std::string out = "\n\\" + heading_command + "{\\raggedright " + latex_heading(explanation) + "}\n";
-    if (!explanation.latex.empty()) {
-        out += latex_display({explanation.latex});
+std::string latex_cell_working(const std::string& heading, const std::string& formula,
+                               const std::vector<std::string>& lines, const std::string& heading_command) {
+    std::string out = "\n\\" + heading_command + "{\\raggedright " + latex_cell_heading(heading) + "}\n";
+    if (!formula.empty()) {
+        out += latex_display({formula});
     }
-    return out + latex_lines(explanation.lines) + "\\medskip\n";
-}
-
-void render_explanations_latex(const std::vector<Explanation>& explanations, const RenderOptions& options,
-                               std::ostream& out) {
-    std::vector<std::string> names;
-    for (const auto& e : explanations) {
-        names.push_back(e.cell.text);
-    }
-    const std::string what = "the arithmetic of " + join_list(names, " and ");
-    out << latex_begin(options.standalone, what);
-    if (options.standalone) {
-        out << "\\section*{\\raggedright " << tex_escape("The arithmetic of " + join_list(names, " and ")) << "}\n";
-    }
-    for (const auto& e : explanations) {
-        out << latex_explanation(e);
-    }
-    out << latex_end(options.standalone);
+    return out + latex_cell_lines(lines) + "\\medskip\n";
 }
 
 }  // namespace qkv
