@@ -92,22 +92,14 @@ CellWorkings html_workings(const Model& model, const Trace& trace, const RenderO
 
 void render_explanations(const std::vector<Explanation>& explanations, const RenderOptions& options,
                          std::ostream& out) {
-    switch (options.format) {
-        case Format::text:
-        case Format::markdown:
-        case Format::latex:
-        case Format::html:
-            write_document(explanations_document(explanations), options.format,
-                           {.ascii = options.ascii, .standalone = options.standalone, .color = options.color}, out);
-            return;
-        case Format::json:
-            render_json(explanations, out);
-            return;
-        case Format::csv:
-        case Format::svg:
-        case Format::yaml:
-        case Format::gradescope:
-            break;
+    if (options.format == Format::json) {
+        render_json(explanations, out);
+        return;
+    }
+    if (is_document_format(options.format)) {
+        write_document(explanations_document(explanations), options.format,
+                       {.ascii = options.ascii, .standalone = options.standalone, .color = options.color}, out);
+        return;
     }
     throw std::logic_error("explain does not write " + format_name(options.format));
 }

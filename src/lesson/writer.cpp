@@ -140,11 +140,8 @@ std::unique_ptr<LessonWriter> make_lesson_writer(const RenderOptions& options, s
             return make_html_lesson_writer(options, out);
         case Format::latex:
             return make_latex_lesson_writer(options, out);
-        case Format::csv:
-        case Format::json:
-        case Format::svg:
-        case Format::yaml:
-        case Format::gradescope:
+        default:
+            // a lesson has a skin of its own for each format its row names
             break;
     }
     throw std::logic_error("a lesson is written as " + format_list(Writer::lesson));

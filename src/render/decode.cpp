@@ -264,36 +264,28 @@ std::vector<Block> walk(const Trace& trace, const DecodeTrace& decode, const Mod
 
 void render_decode(const Trace& trace, const DecodeTrace& decode, const Model& model, const RenderOptions& options,
                    std::ostream& out) {
-    const DocumentStyle style{.ascii = options.ascii, .color = options.color};
-    switch (options.format) {
-        case Format::text: {
-            render_text(trace.header(), options, out);  // the title, description and sizes, as run writes them
-            Document document;
-            document.blocks = walk(trace, decode, model, options);
-            document.title_in_fragment = false;
-            DocumentStyle after_header = style;
-            after_header.continues = true;
-            write_text_document(document, after_header, out);
-            return;
+    const DocumentStyle style{.ascii = options.ascii, .standalone = options.standalone, .color = options.color};
+    if (options.format == Format::json) {
+        render_decode_json(trace, decode, model, options, out);
+        return;
+    }
+    if (options.format == Format::text) {
+        render_text(trace.header(), options, out);  // the title, description and sizes, as run writes them
+        Document document;
+        document.blocks = walk(trace, decode, model, options);
+        document.title_in_fragment = false;
+        DocumentStyle after_header = style;
+        after_header.continues = true;
+        write_document(document, Format::text, after_header, out);
+        return;
+    }
+    if (is_document_format(options.format)) {
+        Document document = run_header(trace, options);
+        for (Block& block : walk(trace, decode, model, options)) {
+            document.blocks.push_back(std::move(block));
         }
-        case Format::markdown:
-        case Format::html: {
-            Document document = run_header(trace, options);
-            for (Block& block : walk(trace, decode, model, options)) {
-                document.blocks.push_back(std::move(block));
-            }
-            write_document(document, options.format, style, out);
-            return;
-        }
-        case Format::json:
-            render_decode_json(trace, decode, model, options, out);
-            return;
-        case Format::latex:
-        case Format::csv:
-        case Format::svg:
-        case Format::yaml:
-        case Format::gradescope:
-            break;
+        write_document(document, options.format, style, out);
+        return;
     }
     throw std::logic_error("decoding is written as " + format_name(options.format) +
                            ", which is not one of formats_of(Writer::decode)");

@@ -20,6 +20,21 @@ Document run_header(const Trace& trace, const RenderOptions& options) {
     return document;
 }
 
+Document run_document(const Trace& trace, const RenderOptions& options) {
+    Document document = run_header(trace, options);
+    for (const Step* step : select_steps(trace, options)) {
+        document.blocks.push_back(step_heading_of(trace, *step));
+        document.blocks.push_back(formula_of(*step));
+        if (!options.brief) {
+            document.blocks.push_back(Prose{step->explanation});
+        }
+        document.blocks.push_back(TableBlock{.table = build_table(*step, options)});
+        // made in place: GCC 12 takes a moved temporary's vector for one maybe uninitialized
+        document.blocks.emplace_back(std::in_place_type<Notes>, Notes{step->notes});
+    }
+    return document;
+}
+
 StepHeading step_heading_of(const Trace& trace, const Step& step) {
     StepHeading heading;
     // the example's weights are given, not a step of the computation: they have no number; a
@@ -55,41 +70,14 @@ std::string joined(const std::vector<HeadingPart>& parts) {
 
 Formula formula_of(const Step& step) { return {step.latex, step.formula, step.values.n_rows, step.values.n_cols}; }
 
-bool is_document_format(Format format) {
-    switch (format) {
-        case Format::text:
-        case Format::markdown:
-        case Format::latex:
-        case Format::html:
-            return true;
-        case Format::csv:
-        case Format::json:
-        case Format::svg:
-        case Format::yaml:
-        case Format::gradescope:
-            return false;
-    }
-    return false;
-}
+bool is_document_format(Format format) { return document_writer(format) != nullptr; }
 
 void write_document(const Document& document, Format format, const DocumentStyle& style, std::ostream& out) {
-    switch (format) {
-        case Format::text:
-            return write_text_document(document, style, out);
-        case Format::markdown:
-            return write_markdown_document(document, style, out);
-        case Format::latex:
-            return write_latex_document(document, style, out);
-        case Format::html:
-            return write_html_document(document, style, out);
-        case Format::csv:
-        case Format::json:
-        case Format::svg:
-        case Format::yaml:
-        case Format::gradescope:
-            break;
+    const DocumentWriter writer = document_writer(format);
+    if (writer == nullptr) {
+        throw std::logic_error(format_name(format) + " is not a document format");
     }
-    throw std::logic_error(format_name(format) + " is not a document format");
+    writer(document, style, out);
 }
 
 }  // namespace qkv

@@ -137,6 +137,12 @@ struct RenderOptions;  // render/render.hpp
 // description (left out with options.brief) and its sizes.
 Document run_header(const Trace& trace, const RenderOptions& options);
 
+// `qkv run`'s document of the steps options.steps and options.head choose:
+// the header, then each step's heading, formula, explanation (left out with
+// options.brief), table and notes. Run writes Markdown, and any document
+// format without a writer of run's own, this way.
+Document run_document(const Trace& trace, const RenderOptions& options);
+
 // The heading of a step of `trace` in its parts.
 StepHeading step_heading_of(const Trace& trace, const Step& step);
 // The parts joined: number, title and head, with `separator` before the title
@@ -145,17 +151,12 @@ std::string joined_heading(const StepHeading& heading, std::string_view separato
 // A step's formula, with the shape of its value.
 Formula formula_of(const Step& step);
 
-// The document formats: those for which write_document has a writer.
+// The document formats: those whose row in the table of formats
+// (formats.cpp) has a writer of documents.
 bool is_document_format(Format format);
-// Writes `document` in `format`; throws std::logic_error for a format that is
-// not a document format.
+// Writes `document` in `format` with its row's writer; throws
+// std::logic_error for a format that is not a document format. (The writers
+// are named only by their rows: each is declared where the table is.)
 void write_document(const Document& document, Format format, const DocumentStyle& style, std::ostream& out);
-
-// Text for a terminal: the title and sections as headings, prose and notes
-// wrapped to 78 columns, tables as `qkv run` draws them.
-void write_text_document(const Document& document, const DocumentStyle& style, std::ostream& out);
-void write_markdown_document(const Document& document, const DocumentStyle& style, std::ostream& out);
-void write_latex_document(const Document& document, const DocumentStyle& style, std::ostream& out);
-void write_html_document(const Document& document, const DocumentStyle& style, std::ostream& out);
 
 }  // namespace qkv

@@ -1,10 +1,18 @@
 #include "render/formats.hpp"
 
+#include "render/document.hpp"
 #include "render/render.hpp"
 
 #include <stdexcept>
 
 namespace qkv {
+
+// The writers of the document formats, each in a file of its own, named here
+// by their rows and nowhere else (write_document calls them).
+void write_text_document(const Document& document, const DocumentStyle& style, std::ostream& out);      // document_text.cpp
+void write_markdown_document(const Document& document, const DocumentStyle& style, std::ostream& out);  // markdown.cpp
+void write_latex_document(const Document& document, const DocumentStyle& style, std::ostream& out);     // latex.cpp
+void write_html_document(const Document& document, const DocumentStyle& style, std::ostream& out);      // document_html.cpp
 
 namespace {
 
@@ -15,20 +23,22 @@ struct FormatRow {
     std::string_view name;
     unsigned writers;  // bit(Writer::…) of each writer that writes it
     bool read = false; // a person reads it: it shows the example's weights unasked
+    DocumentWriter document = nullptr;  // a document format's writer
 };
 
 constexpr unsigned k_documents = bit(Writer::run) | bit(Writer::explain) | bit(Writer::check) | bit(Writer::lesson);
 
 // One row per format, in the order -f/--format lists them.
 constexpr FormatRow k_formats[] = {
-    {Format::text, "text", k_documents | bit(Writer::decode) | bit(Writer::bench), true},
-    {Format::markdown, "markdown", k_documents | bit(Writer::decode) | bit(Writer::worksheet), true},
-    {Format::latex, "latex", k_documents | bit(Writer::worksheet), true},
+    {Format::text, "text", k_documents | bit(Writer::decode) | bit(Writer::bench), true, write_text_document},
+    {Format::markdown, "markdown", k_documents | bit(Writer::decode) | bit(Writer::worksheet), true,
+     write_markdown_document},
+    {Format::latex, "latex", k_documents | bit(Writer::worksheet), true, write_latex_document},
     {Format::csv, "csv", bit(Writer::run) | bit(Writer::check)},
     {Format::json, "json", bit(Writer::run) | bit(Writer::decode) | bit(Writer::explain) | bit(Writer::check) |
                                bit(Writer::bench)},
     {Format::svg, "svg", bit(Writer::run)},
-    {Format::html, "html", k_documents | bit(Writer::decode) | bit(Writer::worksheet), true},
+    {Format::html, "html", k_documents | bit(Writer::decode) | bit(Writer::worksheet), true, write_html_document},
     {Format::yaml, "yaml", bit(Writer::worksheet)},
     {Format::gradescope, "gradescope", bit(Writer::check)},
 };
@@ -67,6 +77,8 @@ bool writes(Writer writer, Format format) { return (row_of(format).writers & bit
 std::string format_name(Format format) { return std::string(row_of(format).name); }
 
 bool read_by_people(Format format) { return row_of(format).read; }
+
+DocumentWriter document_writer(Format format) { return row_of(format).document; }
 
 std::optional<Format> parse_format(std::string_view name) {
     for (const auto& row : k_formats) {

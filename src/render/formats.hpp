@@ -1,10 +1,12 @@
-// The output formats, one row each: its name for -f/--format, and which
-// commands (and views of a command) write it. Every list of formats — the
+// The output formats, one row each: its name for -f/--format, which
+// commands (and views of a command) write it, and for a document format the
+// writer of documents (render/document.hpp) that the commands building one use. Every list of formats — the
 // command line's choices, --help, the man page, completions, and the error
 // that names a command's formats — is read from this table.
 #pragma once
 
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +25,12 @@ enum class Format {
     gradescope,  // check: Gradescope's results.json for one learner
 };
 
+struct Document;       // render/document.hpp
+struct DocumentStyle;  // render/document.hpp
+
+// How a document format writes any document (render/document.hpp).
+using DocumentWriter = void (*)(const Document&, const DocumentStyle&, std::ostream&);
+
 // What writes formats: a command, or a view of one (run --decode).
 enum class Writer { run, decode, explain, check, lesson, worksheet, bench };
 
@@ -37,6 +45,9 @@ bool writes(Writer writer, Format format);
 // csv, whose readers are programs, carry the steps the spec lists, and the
 // weights only when --steps names them.
 bool read_by_people(Format format);
+// The writer of a document format (text, Markdown, LaTeX, HTML); none for a
+// format that is not one (csv, json, svg, yaml, gradescope).
+DocumentWriter document_writer(Format format);
 // The name -f/--format gives a format: "text", "markdown", …
 std::string format_name(Format format);
 // The format of a name, or none when no format has it.

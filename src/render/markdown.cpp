@@ -252,19 +252,4 @@ void write_markdown_document(const Document& document, const DocumentStyle& styl
     out << body;
 }
 
-void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out) {
-    Document document = run_header(trace, options);
-    for (const Step* step : select_steps(trace, options)) {
-        document.blocks.push_back(step_heading_of(trace, *step));
-        document.blocks.push_back(formula_of(*step));
-        if (!options.brief) {
-            document.blocks.push_back(Prose{step->explanation});
-        }
-        document.blocks.push_back(TableBlock{.table = build_table(*step, options)});
-        // made in place: GCC 12 takes a moved temporary's vector for one maybe uninitialized
-        document.blocks.emplace_back(std::in_place_type<Notes>, Notes{step->notes});
-    }
-    write_markdown_document(document, DocumentStyle{.ascii = options.ascii}, out);
-}
-
 }  // namespace qkv

@@ -73,9 +73,6 @@ void render(const Trace& trace, const RenderOptions& options, std::ostream& out,
         case Format::text:
             render_text(trace, options, out);
             return;
-        case Format::markdown:
-            render_markdown(trace, options, out);
-            return;
         case Format::latex:
             render_latex(trace, options, out, model);
             return;
@@ -92,9 +89,14 @@ void render(const Trace& trace, const RenderOptions& options, std::ostream& out,
             // the tables alone; `qkv run` passes render_html() the workings of the cells
             render_html(trace, options, out);
             return;
-        case Format::yaml:
-        case Format::gradescope:
+        default:
+            // Markdown, and any document format without a writer of run's own: run's document
             break;
+    }
+    if (is_document_format(options.format)) {
+        write_document(run_document(trace, options), options.format,
+                       {.ascii = options.ascii, .standalone = options.standalone, .color = options.color}, out);
+        return;
     }
     throw std::logic_error("run does not write " + format_name(options.format));
 }

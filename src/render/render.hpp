@@ -49,7 +49,6 @@ void render_json(const Trace& trace, const Model* model, const RenderOptions& op
 // one row of numbers as [a, b, c].
 void write_json_rows(std::ostream& out, const arma::mat& M);
 void write_json_row(std::ostream& out, const arma::rowvec& row);
-void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out);
 // `model`, when given, adds each step's working as equations (latex_working).
 void render_latex(const Trace& trace, const RenderOptions& options, std::ostream& out, const Model* model = nullptr);
 void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& out);
