@@ -1,9 +1,11 @@
 // The neutral document (render/document.hpp): one document, built by hand
-// with every kind of block, written in Markdown, LaTeX and HTML. Each writer
-// is held to what its format needs of each block, and to writing nothing for
-// an empty one.
+// with every kind of block, written in text, Markdown, LaTeX and HTML. Each
+// writer is held to what its format needs of each block, and to writing
+// nothing for an empty one; and each command writes every format that its
+// row in the table of formats names.
 #include "render/document.hpp"
 #include "render/render.hpp"
+#include "support.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -235,6 +237,38 @@ TEST_CASE("a format that is not a document's is refused", "[document]") {
             CHECK_NOTHROW(write_document(every_block(), format, {}, out));
         } else {
             CHECK_THROWS_AS(write_document(every_block(), format, {}, out), std::logic_error);
+        }
+    }
+}
+
+TEST_CASE("each command writes every format its row in the table of formats names", "[document][cli]") {
+    // a command and a view of one, as a user runs them; -f NAME is added
+    const std::vector<std::pair<Writer, std::vector<std::string>>> commands = {
+        {Writer::run, {"run", "illustrated"}},
+        {Writer::decode, {"run", "gqa", "--decode"}},
+        {Writer::explain, {"explain", "illustrated", "scores[1,2]"}},
+        {Writer::worksheet, {"worksheet", "illustrated"}},
+        {Writer::check,
+         {"check", "examples/homework/three-words/model.yaml", "--answers", "examples/homework/three-words/right.yaml"}},
+        {Writer::lesson, {"lesson", "1"}},
+    };
+    for (const auto& [writer, args] : commands) {
+        for (const Format format : formats_of(writer)) {
+            qkv::test::CliRun run;
+            run.args = args;
+            run.args.insert(run.args.end(), {"-f", format_name(format)});
+            run.cwd = qkv::test::source_dir();
+            const auto result = qkv::test::run_qkv(run);
+            INFO("qkv " + [&] {
+                std::string line;
+                for (const auto& arg : run.args) {
+                    line += (line.empty() ? "" : " ") + arg;
+                }
+                return line;
+            }());
+            CHECK(result.status == 0);
+            CHECK(result.err.empty());
+            CHECK(result.out.size() > 100);
         }
     }
 }
