@@ -1,20 +1,17 @@
-// The check report in text, Markdown, LaTeX, HTML and JSON. Text, Markdown, LaTeX and HTML
-// show each answered step as a table of the learner's numbers, each marked right (✓),
-// wrong (✗, with the true value in brackets, in parentheses in Markdown, LaTeX and HTML) or
-// following from their earlier answers (→); JSON is the auto-grading contract
-// of the check command in man/qkv.1.in, written by report_json.cpp.
+// The check report for people to read, built as a document (render/document.hpp)
+// that every document format writes: each answered step as a table of the
+// learner's numbers, each marked right (✓), wrong (✗, with the true value) or
+// following from their earlier answers (→), the wrong cells in words, the
+// diagnosis, and a summary; and the sentences the JSON report
+// (report_json.cpp) shares.
 #include "check/report.hpp"
 #include "base/numbers.hpp"
 
 #include "check/report_parts.hpp"
 
-#include "render/html.hpp"
-#include "render/latex.hpp"
-#include "render/palette.hpp"
+#include "render/document.hpp"
 #include "render/render.hpp"
 #include "render/table.hpp"
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -293,37 +290,23 @@ const CellCheck* first_wrong_cell(const CheckReport& report, const StepCheck*& s
     return nullptr;
 }
 
-// "✓", "✗" or "→" (with ascii "ok", "X" or "->").
-std::string verdict_symbol(Verdict verdict, bool ascii) {
+Mark mark_of(Verdict verdict) {
     switch (verdict) {
         case Verdict::right:
-            return ascii ? "ok" : "✓";
+            return Mark::right;
         case Verdict::wrong:
-            return ascii ? "X" : "✗";
+            return Mark::wrong;
         case Verdict::consistent:
-            return ascii ? "->" : "→";
+            return Mark::carried;
     }
-    return "";
-}
-
-const char* verdict_color(Verdict verdict) {
-    switch (verdict) {
-        case Verdict::right:
-            return k_green;
-        case Verdict::wrong:
-            return k_red;
-        case Verdict::consistent:
-            return k_yellow;
-    }
-    return nullptr;
+    return Mark::none;
 }
 
 // The learner's numbers in the layout of the step's own table (its labels,
 // large matrices summarised), each marked with its verdict and a wrong one
-// followed by the true value between `open` and `close`; ~ where no number
-// was given. Only for an answer of the step's shape.
-Table answer_table(const CheckReport& report, const StepCheck& step, const RenderOptions& options,
-                   const std::string& open, const std::string& close) {
+// with the true value; ~ where no number was given. Only for an answer of
+// the step's shape.
+Table answer_table(const CheckReport& report, const StepCheck& step, const RenderOptions& options) {
     const auto symbols = [&options](const std::string& text) { return options.ascii ? to_ascii(text) : text; };
     const StepAnswer& answer = *step.answer;
     std::vector<const CellCheck*> checked(answer.n_rows * answer.n_cols, nullptr);
@@ -344,10 +327,9 @@ Table answer_table(const CheckReport& report, const StepCheck& step, const Rende
             table.values[r][c] = cell == nullptr ? arma::datum::nan : cell->answer->value;
             if (cell != nullptr) {
                 CellMark& mark = table.marks[r][c];
-                mark.symbol = verdict_symbol(cell->verdict, options.ascii);
-                mark.color = options.color ? verdict_color(cell->verdict) : nullptr;
+                mark.verdict = mark_of(cell->verdict);
                 if (cell->verdict == Verdict::wrong) {
-                    mark.detail = " " + open + symbols(expected_text(report, *cell, options)) + close;
+                    mark.true_value = expected_text(report, *cell, options);
                 }
             }
         }
@@ -355,112 +337,38 @@ Table answer_table(const CheckReport& report, const StepCheck& step, const Rende
     return table;
 }
 
-// ── text ────────────────────────────────────────────────────────────────────
-
-class CheckTextWriter {
-public:
-    CheckTextWriter(const Trace& trace, const CheckReport& report, const RenderOptions& options, std::ostream& out)
-        : m_trace(trace), m_report(report), m_options(options), m_out(out) {}
-
-    void write(const std::string& example) {
-        const std::string title = m_trace.title.empty() ? example : m_trace.title;
-        line(styled("Checking answers · " + title, k_bold));
-        line("Answers from " + m_report.answers_source + ". " + rule_sentence(m_report));
-        line(mark(Verdict::right) + " right   " + mark(Verdict::wrong) + " wrong, the true value in brackets   " +
-             mark(Verdict::consistent) + " follows from your earlier answers   ~ not answered");
-        for (const auto& step : m_report.steps) {
-            if (!m_options.brief || step.has_mistake()) {
-                write_step(step);
-            }
+// An answered step: its heading and formula, the marked table (or what is
+// wrong with its shape), the counts, the wrong cells in words and the diagnosis.
+Part step_part(const Trace& trace, const CheckReport& report, const StepCheck& step, const RenderOptions& options) {
+    const Step& trace_step = *step.step;
+    Part part;
+    part.id = "check-" + step_text(trace_step.id) + (trace_step.head != 0 ? "-h" + std::to_string(trace_step.head) : "");
+    part.blocks.push_back(step_heading_of(trace, trace_step));
+    part.blocks.push_back(formula_of(trace_step));
+    if (step.shape_ok) {
+        part.blocks.push_back(TableBlock{.table = answer_table(report, step, options), .role = TableRole::answers});
+        part.blocks.push_back(Statement{{{.spans = {{counts_sentence(step)}}}}});
+        const WrongCells wrong = wrong_cells(trace, report, step, options);
+        MarkedList list;
+        for (const auto& sentence : wrong.sentences) {
+            list.items.push_back({Mark::wrong, sentence});
         }
-        m_out << '\n';
-        line(styled("Summary: " + summary_sentence(m_trace, m_report), k_bold));
-        const StepCheck* first = nullptr;
-        if (const CellCheck* cell = first_wrong_cell(m_report, first); cell != nullptr && example != "-") {
-            line("To see how the true value is worked out: qkv explain " + example + " '" +
-                 cell_name(m_trace, *first, *cell) + "'");
+        if (!wrong.more.empty()) {
+            list.items.push_back({Mark::none, wrong.more});
         }
-    }
-
-private:
-    const Trace& m_trace;
-    const CheckReport& m_report;
-    const RenderOptions& m_options;
-    std::ostream& m_out;
-
-    std::string symbols(const std::string& text) const { return m_options.ascii ? to_ascii(text) : text; }
-    std::string styled(const std::string& text, const char* style) const {
-        return qkv::styled(text, style, m_options.color);
-    }
-    void line(const std::string& text) { m_out << symbols(text) << '\n'; }
-
-    std::string mark(Verdict verdict) const {
-        return styled(verdict_symbol(verdict, m_options.ascii), verdict_color(verdict));
-    }
-    void write_step(const StepCheck& step) {
-        const Step& trace_step = *step.step;
-        const std::string heading = step_heading(m_trace, trace_step) + "  [" + step_text(trace_step.id) + "]";
-        m_out << '\n' << styled(symbols(heading), k_heading) << '\n';
-        line("  " + formula_text(trace_step.formula, m_options.ascii) + "    (" + shape_text(trace_step.values.n_rows, trace_step.values.n_cols) + ")");
-        m_out << '\n';
-        if (step.shape_ok) {
-            // numbers right-aligned among themselves, each with its mark after it
-            m_out << draw_table(answer_table(m_report, step, m_options, "[", "]"),
-                                TextTableSkin(m_options.ascii, 2, Align::left));
-            line("  " + counts_sentence(step));
-            const WrongCells wrong = wrong_cells(m_trace, m_report, step, m_options);
-            for (const auto& sentence : wrong.sentences) {
-                m_out << "  " << mark(Verdict::wrong) << ' ' << symbols(sentence) << '\n';
-            }
-            if (!wrong.more.empty()) {
-                line("  " + wrong.more);
-            }
-        } else {
-            line("  " + shape_sentence(step));
+        if (!list.items.empty()) {
+            part.blocks.emplace_back(std::in_place_type<MarkedList>, std::move(list));
         }
-        if (step.diagnosis) {
-            m_out << "  " << styled(symbols("Mistake:"), k_red) << ' ' << symbols(mistake_sentence(m_report, step)) << '\n';
-            line("  Correct: " + formula_text(correct_sentence(step), m_options.ascii));
-        }
+    } else {
+        part.blocks.push_back(Statement{{{.spans = {{shape_sentence(step)}}, .tone = Mark::wrong}}});
     }
-};
-
-// ── Markdown ────────────────────────────────────────────────────────────────
-
-std::string markdown_cell(const std::string& text) {
-    std::string escaped;
-    for (const char c : text) {
-        if (c == '|' || c == '*' || c == '_' || c == '`' || c == '\\' || c == '[' || c == ']' || c == '<') {
-            escaped += '\\';
-        }
-        escaped += c;
+    if (step.diagnosis) {
+        part.blocks.push_back(
+            Statement{{{.label = "Mistake:", .spans = {{mistake_sentence(report, step)}}, .tone = Mark::wrong},
+                       {.label = "Correct:", .spans = {{correct_sentence(step), SpanKind::formula}}}}});
     }
-    return escaped;
+    return part;
 }
-
-// Check's Markdown tables: cells as written, not padded; an empty corner.
-class CheckMarkdownSkin : public TableSkin {
-public:
-    Align align() const override { return Align::none; }
-    std::string label(const std::string& text) const override { return markdown_cell(text); }
-    std::string number(const std::string& text) const override { return markdown_cell(text); }
-
-    std::string row(const std::string& label, const std::vector<std::string>& cells, int row) const override {
-        std::string line = row < 0 ? "| |" : "| " + label + " |";
-        for (const auto& cell : cells) {
-            line += " " + cell + " |";
-        }
-        return line + "\n";
-    }
-
-    std::string divider(std::size_t, const std::vector<std::size_t>& widths) const override {
-        std::string line = "|---|";
-        for (std::size_t j = 0; j < widths.size(); ++j) {
-            line += "---:|";
-        }
-        return line + "\n";
-    }
-};
 
 }  // namespace
 
@@ -483,191 +391,33 @@ std::string diagnosis_line(const CheckReport& report, const StepCheck& step) {
     return text;
 }
 
-void render_check_text(const Trace& trace, const CheckReport& report, const RenderOptions& options,
-                       const std::string& example, std::ostream& out) {
-    CheckTextWriter(trace, report, options, out).write(example);
-}
-
-void render_check_markdown(const Trace& trace, const CheckReport& report, const RenderOptions& options,
-                           const std::string& example, std::ostream& out) {
-    const auto symbols = [&options](const std::string& text) { return options.ascii ? to_ascii(text) : text; };
-    const auto mark = [&options](Verdict verdict) { return verdict_symbol(verdict, options.ascii); };
-    const std::string title = trace.title.empty() ? example : trace.title;
-    const std::string separator = options.ascii ? "; " : " · ";
-    out << "# Checking answers: " << markdown_cell(symbols(title)) << "\n\n";
-    out << "Answers from `" << symbols(report.answers_source) << "`. " << symbols(rule_sentence(report)) << "\n\n";
-    out << mark(Verdict::right) << " right" << separator << mark(Verdict::wrong) << " wrong, the true value in parentheses"
-        << separator << mark(Verdict::consistent) << " follows from your earlier answers" << separator
-        << "~ not answered\n";
+Document check_document(const Trace& trace, const CheckReport& report, const RenderOptions& options,
+                        const std::string& example) {
+    Document document;
+    document.title = "Checking answers";
+    document.subject = trace.title.empty() ? example : trace.title;
+    document.purpose = "checking answers: " + document.subject;
+    document.blocks.push_back(Statement{
+        {{.spans = {{"Answers from "}, {report.answers_source, SpanKind::code}, {". " + rule_sentence(report)}}}}});
+    document.blocks.push_back(Legend{{{Mark::right, "right"},
+                                      {Mark::wrong, "wrong, the true value"},
+                                      {Mark::carried, "follows from your earlier answers"},
+                                      {Mark::none, "~ not answered"}}});
     for (const auto& step : report.steps) {
-        if (options.brief && !step.has_mistake()) {
-            continue;
-        }
-        const Step& trace_step = *step.step;
-        out << "\n## " << markdown_cell(symbols(step_heading(trace, trace_step))) << " `" << step_name(trace_step.id)
-            << "`\n\n";
-        out << markdown_math(trace_step.latex) << " ("
-            << shape_text(trace_step.values.n_rows, trace_step.values.n_cols, options.ascii) << ")\n\n";
-        if (step.shape_ok) {
-            RenderOptions plain = options;
-            plain.color = false;
-            out << draw_table(answer_table(report, step, plain, "(", ")"), CheckMarkdownSkin());
-            out << '\n' << symbols(counts_sentence(step)) << '\n';
-            const WrongCells wrong = wrong_cells(trace, report, step, options);
-            for (std::size_t i = 0; i < wrong.sentences.size(); ++i) {
-                out << (i == 0 ? "\n" : "") << "- " << mark(Verdict::wrong) << ' '
-                    << markdown_cell(symbols(wrong.sentences[i])) << '\n';
-            }
-            if (!wrong.more.empty()) {
-                out << "- " << symbols(wrong.more) << '\n';
-            }
-        } else {
-            out << symbols(shape_sentence(step)) << '\n';
-        }
-        if (step.diagnosis) {
-            out << "\n**Mistake:** " << markdown_cell(symbols(mistake_sentence(report, step))) << "  \n";
-            out << "**Correct:** " << markdown_cell(symbols(correct_sentence(step))) << '\n';
+        if (!options.brief || step.has_mistake()) {
+            document.blocks.push_back(step_part(trace, report, step, options));
         }
     }
-    out << "\n**Summary:** " << symbols(summary_sentence(trace, report)) << '\n';
-}
-
-void render_check_latex(const Trace& trace, const CheckReport& report, const RenderOptions& options,
-                        const std::string& example, std::ostream& out) {
-    // LaTeX is ASCII whatever --ascii says: the marks are ✓ ✗ →, spelled as math
-    RenderOptions plain = options;
-    plain.color = false;
-    plain.ascii = false;
-    const auto mark = [](Verdict verdict) { return tex_escape(verdict_symbol(verdict, false)); };
-    // a path breaks after its slashes
-    const auto path = [](const std::string& text) {
-        std::string tex = tex_escape(text);
-        for (std::size_t at = tex.find('/'); at != std::string::npos; at = tex.find('/', at + 1)) {
-            tex.insert(at + 1, "\\allowbreak{}");
-        }
-        return "\\texttt{" + tex + "}";
-    };
-    const std::string title = trace.title.empty() ? example : trace.title;
-    out << latex_begin(options.standalone, to_ascii("checking answers: " + one_line(title)));
-    out << "\\section*{\\raggedright " << tex_escape("Checking answers: " + title) << "}\n\n";
-    // ragged right: a long path breaks only at its slashes
-    out << "{\\raggedright Answers from " << path(report.answers_source) << ". " << tex_prose(rule_sentence(report))
-        << "\\par}\n\n";
-    out << "\\noindent " << mark(Verdict::right) << " right\\quad " << mark(Verdict::wrong)
-        << " wrong, the true value in parentheses\\quad " << mark(Verdict::consistent)
-        << " follows from your earlier answers\\quad \\textasciitilde{} not answered\n";
-    for (const auto& step : report.steps) {
-        if (options.brief && !step.has_mistake()) {
-            continue;
-        }
-        const Step& trace_step = *step.step;
-        out << "\n\\subsection*{\\raggedright " << tex_escape(step_heading(trace, trace_step, ": ", ", ")) << " (\\texttt{"
-            << tex_escape(step_text(trace_step.id)) << "})}\n";
-        out << latex_display({trace_step.latex + " \\qquad (" + std::to_string(trace_step.values.n_rows) +
-                              " \\times " + std::to_string(trace_step.values.n_cols) + ")",
-                              trace_step.latex});
-        if (step.shape_ok) {
-            // latex_table spells the marks; what it leaves as it is is spelled here
-            out << latex_table(answer_table(report, step, plain, "(", ")"));
-            out << tex_break_underscores(tex_prose(counts_sentence(step))) << "\n";
-            const WrongCells wrong = wrong_cells(trace, report, step, plain);
-            if (!wrong.sentences.empty() || !wrong.more.empty()) {
-                out << "\\begin{itemize}\n";
-                for (const auto& sentence : wrong.sentences) {
-                    out << "  \\item[" << mark(Verdict::wrong) << "] " << tex_break_underscores(tex_escape(sentence)) << "\n";
-                }
-                if (!wrong.more.empty()) {
-                    out << "  \\item[] " << tex_escape(wrong.more) << "\n";
-                }
-                out << "\\end{itemize}\n";
-            }
-        } else {
-            out << tex_prose(shape_sentence(step)) << "\n";
-        }
-        if (step.diagnosis) {
-            out << "\n\\noindent\\textbf{Mistake:} " << tex_prose(mistake_sentence(report, step)) << "\n\n";
-            out << "\\noindent\\textbf{Correct:} " << tex_prose(correct_sentence(step)) << "\n";
-        }
-    }
-    out << "\n\\bigskip\n\\noindent\\textbf{Summary:} " << tex_prose(summary_sentence(trace, report)) << "\n";
+    Summary summary{.label = "Summary:",
+                    .text = summary_sentence(trace, report),
+                    .tone = report.first_mistake() != nullptr ? Mark::wrong : Mark::right};
     const StepCheck* first = nullptr;
     if (const CellCheck* cell = first_wrong_cell(report, first); cell != nullptr && example != "-") {
-        out << "\n{\\raggedright\\noindent To see how the true value is worked out: \\texttt{qkv explain}~"
-            << path(example) << "~\\texttt{'" << tex_escape(cell_name(trace, *first, *cell)) << "'}\\par}\n";
+        summary.next = {{"To see how the true value is worked out: "},
+                        {"qkv explain " + example + " '" + cell_name(trace, *first, *cell) + "'", SpanKind::code}};
     }
-    out << latex_end(options.standalone);
-}
-
-void render_check_html(const Trace& trace, const CheckReport& report, const RenderOptions& options,
-                       const std::string& example, std::ostream& out) {
-    const auto symbols = [&options](const std::string& text) { return options.ascii ? to_ascii(text) : text; };
-    const auto text = [&symbols](const std::string& plain) { return xml_escape(symbols(plain)); };
-    // a verdict's symbol in its colour: the page names the colour by a class
-    const auto mark = [&options](Verdict verdict) {
-        const std::string role = verdict == Verdict::right ? "right" : verdict == Verdict::wrong ? "wrong" : "carried";
-        return "<span class=\"verdict-" + role + "\">" + xml_escape(verdict_symbol(verdict, options.ascii)) +
-               "</span>";
-    };
-    const std::string title = trace.title.empty() ? example : trace.title;
-    html_begin(out, symbols("Checking answers: " + title));
-
-    // the summary first: on a page, the verdict is what a learner looks for
-    const char* verdict = report.first_mistake() != nullptr ? "verdict-wrong" : "verdict-right";
-    out << "<p class=\"" << verdict << "\"><strong>Summary:</strong> " << text(summary_sentence(trace, report))
-        << "</p>\n";
-    const StepCheck* first = nullptr;
-    if (const CellCheck* cell = first_wrong_cell(report, first); cell != nullptr && example != "-") {
-        out << "<p class=\"note\">To see how the true value is worked out: <code>qkv explain "
-            << xml_escape(example) << " '" << xml_escape(cell_name(trace, *first, *cell)) << "'</code></p>\n";
-    }
-    out << "<p>Answers from <code>" << xml_escape(report.answers_source) << "</code>. " << text(rule_sentence(report))
-        << "</p>\n";
-    out << "<p class=\"note\">" << mark(Verdict::right) << " right · " << mark(Verdict::wrong)
-        << " wrong, the true value in parentheses · " << mark(Verdict::consistent)
-        << " follows from your earlier answers · ~ not answered</p>\n";
-
-    // the table's cells are classed right, wrong or carried by their marks' colours
-    RenderOptions marked = options;
-    marked.color = true;
-    for (const auto& step : report.steps) {
-        if (options.brief && !step.has_mistake()) {
-            continue;
-        }
-        const Step& trace_step = *step.step;
-        const std::string id =
-            "check-" + step_text(trace_step.id) + (trace_step.head != 0 ? "-h" + std::to_string(trace_step.head) : "");
-        out << "<section id=\"" << id << "\">\n<h2>" << text(step_heading(trace, trace_step)) << " <code>"
-            << step_text(trace_step.id) << "</code></h2>\n";
-        out << "<p class=\"formula\"><span class=\"math\">"
-            << html_formula(symbols(formula_text(trace_step.formula, options.ascii)))
-            << "</span> <span class=\"shape\">("
-            << text(shape_text(trace_step.values.n_rows, trace_step.values.n_cols)) << ")</span></p>\n";
-        if (step.shape_ok) {
-            out << html_table(answer_table(report, step, marked, "(", ")"));
-            out << "<p>" << text(counts_sentence(step)) << "</p>\n";
-            const WrongCells wrong = wrong_cells(trace, report, step, options);
-            if (!wrong.sentences.empty() || !wrong.more.empty()) {
-                out << "<ul>\n";
-                for (const auto& sentence : wrong.sentences) {
-                    out << "<li>" << mark(Verdict::wrong) << " " << text(sentence) << "</li>\n";
-                }
-                if (!wrong.more.empty()) {
-                    out << "<li>" << text(wrong.more) << "</li>\n";
-                }
-                out << "</ul>\n";
-            }
-        } else {
-            out << "<p class=\"verdict-wrong\">" << text(shape_sentence(step)) << "</p>\n";
-        }
-        if (step.diagnosis) {
-            out << "<p><strong class=\"verdict-wrong\">Mistake:</strong> " << text(mistake_sentence(report, step))
-                << "</p>\n";
-            out << "<p><strong>Correct:</strong> " << text(formula_text(correct_sentence(step), options.ascii))
-                << "</p>\n";
-        }
-        out << "</section>\n";
-    }
-    html_end(out);
+    document.blocks.push_back(std::move(summary));
+    return document;
 }
 
 }  // namespace qkv

@@ -1,8 +1,9 @@
-// The report of `qkv check`, as annotated text, Markdown, LaTeX, an HTML page, or the JSON of
-// the check command in man/qkv.1 for auto-grading.
+// The report of `qkv check`: in any document format (text, Markdown, LaTeX,
+// an HTML page), or the JSON of the check command in man/qkv.1 for auto-grading.
 #pragma once
 
 #include "check/check.hpp"
+#include "render/document.hpp"
 #include "render/render.hpp"
 
 #include <ostream>
@@ -14,20 +15,12 @@ namespace qkv {
 void render_check(const Trace& trace, const CheckReport& report, const RenderOptions& options,
                   const std::string& example, std::ostream& out);
 
-void render_check_text(const Trace& trace, const CheckReport& report, const RenderOptions& options,
-                       const std::string& example, std::ostream& out);
-void render_check_markdown(const Trace& trace, const CheckReport& report, const RenderOptions& options,
-                           const std::string& example, std::ostream& out);
-// LaTeX, pure ASCII: a fragment, or with options.standalone a whole document
-// (render/latex.hpp); each answered step a starred subsection with its
-// formula, the table of marked answers, the wrong cells in words and the
-// diagnosis; the summary last, as in the text report.
-void render_check_latex(const Trace& trace, const CheckReport& report, const RenderOptions& options,
-                        const std::string& example, std::ostream& out);
-// One self-contained HTML page (OUTPUT FORMATS in man/qkv.1.in): the summary first, then each
-// answered step as a section whose table colours each cell by its verdict.
-void render_check_html(const Trace& trace, const CheckReport& report, const RenderOptions& options,
-                       const std::string& example, std::ostream& out);
+// The report for people to read, as a document: the answers' file and the
+// marking rule, the marks' legend, each answered step (all, or with
+// options.brief those with a mistake) as a part, and the summary with the
+// `qkv explain` command for the first wrong cell (none when `example` is -).
+Document check_document(const Trace& trace, const CheckReport& report, const RenderOptions& options,
+                        const std::string& example);
 // The JSON report; `file` (a learner's file in a class) is written first when given.
 void render_check_json(const CheckReport& report, std::ostream& out, const std::string* file = nullptr);
 // Gradescope's results.json: the score, the summary, and a test per step

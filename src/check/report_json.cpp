@@ -130,15 +130,16 @@ void render_check(const Trace& trace, const CheckReport& report, const RenderOpt
                   const std::string& example, std::ostream& out) {
     if (options.format == Format::json) {
         render_check_json(report, out);
-    } else if (options.format == Format::markdown) {
-        render_check_markdown(trace, report, options, example, out);
-    } else if (options.format == Format::html) {
-        render_check_html(trace, report, options, example, out);
-    } else if (options.format == Format::latex) {
-        render_check_latex(trace, report, options, example, out);
-    } else {
-        render_check_text(trace, report, options, example, out);
+        return;
     }
+    if (!is_document_format(options.format)) {
+        throw std::logic_error(format_name(options.format) + " is not a format of check's report");
+    }
+    // LaTeX spells every symbol itself: its report is built in Unicode whatever --ascii says
+    RenderOptions built = options;
+    built.ascii = options.ascii && options.format != Format::latex;
+    const DocumentStyle style{.ascii = built.ascii, .standalone = options.standalone, .color = options.color};
+    write_document(check_document(trace, report, built, example), options.format, style, out);
 }
 
 }  // namespace qkv

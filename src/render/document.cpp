@@ -68,6 +68,16 @@ std::string joined(const std::vector<HeadingPart>& parts) {
     return text;
 }
 
+std::string full_title(const Document& document, std::string_view separator) {
+    return document.subject.empty() ? document.title : document.title + std::string(separator) + document.subject;
+}
+
+// text draws a table's true values in brackets, which read apart from its
+// parenthesised shapes; the formats that typeset use parentheses
+std::string_view true_value_open(Format format) { return format == Format::text ? "[" : "("; }
+std::string_view true_value_close(Format format) { return format == Format::text ? "]" : ")"; }
+std::string true_value_words(Format format) { return format == Format::text ? "in brackets" : "in parentheses"; }
+
 Formula formula_of(const Step& step) { return {step.latex, step.formula, step.values.n_rows, step.values.n_cols}; }
 
 bool is_document_format(Format format) { return document_writer(format) != nullptr; }

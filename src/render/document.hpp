@@ -3,7 +3,7 @@
 // each part is and nothing of how it looks. Each document format writes any document in
 // one place: text in document_text.cpp, Markdown in markdown.cpp, LaTeX in
 // latex.cpp, HTML in document_html.cpp. `qkv worksheet`, `qkv explain`,
-// run's Markdown and `run --decode` are built this way.
+// run's Markdown, `run --decode` and `qkv check`'s report are built this way.
 //
 // Text arrives in Unicode, as the trace holds it; each writer escapes it (and
 // spells it in ASCII where its style or its format asks).
@@ -15,6 +15,7 @@
 
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -66,11 +67,19 @@ struct Formula {
 
 // What a table is for, which decides how its cells are drawn.
 enum class TableRole {
-    values,  // a step's numbers
-    given,   // a matrix given to work from, every entry as it is
-    blank,   // a step's cells left empty, to be written in by hand
-    key,     // a step's true values, laid out as the blank table
+    values,   // a step's numbers
+    given,    // a matrix given to work from, every entry as it is
+    blank,    // a step's cells left empty, to be written in by hand
+    key,      // a step's true values, laid out as the blank table
+    answers,  // a learner's numbers, each with its mark (a CellMark's verdict), a wrong one with its true value
 };
+
+// Where a format shows a wrong number's true value, after its mark: text in
+// brackets ("✗ [0.1]"), every other format in parentheses ("✗ (0.1)").
+// The words a legend ends the meaning of Mark::wrong with: "in brackets".
+std::string_view true_value_open(Format format);
+std::string_view true_value_close(Format format);
+std::string true_value_words(Format format);
 
 struct TableBlock {
     Table table;
@@ -104,17 +113,79 @@ struct Working {
     std::vector<std::string> lines;
 };
 
+// A piece of a line: text as it is; code (a file or a command, in a
+// fixed-width font, copied as it is: never spelled in ASCII); or text in
+// qkv's notation for formulas ("Z_2" is Z₂ where the format can write it).
+enum class SpanKind { text, code, formula };
+struct Span {
+    std::string text;
+    SpanKind kind = SpanKind::text;
+};
+
+// A line of a report: an optional label ("Mistake:") and what it says, kept
+// whole (text never wraps it); its tone colours the label, or on a page the
+// line when it has none.
+struct StatementLine {
+    std::string label = "";
+    std::vector<Span> spans;
+    Mark tone = Mark::none;
+};
+
+// Lines of a report that belong together, one under the other. In text,
+// report lines (statements, marked lists, legends) follow one another with no
+// blank line, and are indented inside a part.
+struct Statement {
+    std::vector<StatementLine> lines;
+};
+
+// A list whose items may each carry a mark: "✗ scores[1,2]: you wrote 7; …".
+struct MarkedItem {
+    Mark mark = Mark::none;
+    std::string text;
+};
+struct MarkedList {
+    std::vector<MarkedItem> items;
+};
+
+// What the marks of an answers table mean, in one line: each item's mark (or
+// none, for "~ not answered") and its meaning; a format ends the meaning of
+// Mark::wrong with where it shows the true value (true_value_words).
+struct Legend {
+    std::vector<MarkedItem> items;
+};
+
+// The verdict on the whole document ("Summary: 12 answered cells …"), toned
+// right or wrong, and what to do next (may be empty). A page shows it first,
+// under its title; every other format last.
+struct Summary {
+    std::string label;
+    std::string text;
+    Mark tone = Mark::none;
+    std::vector<Span> next = {};
+};
+
 // Blocks kept on one page, where the format has pages.
 struct Group;
+// The blocks about one thing (a step checked), under an anchor a page can link to.
+struct Part;
 
-using Block = std::variant<Prose, Sizes, Section, StepHeading, Caption, Formula, TableBlock, Notes, Working, Group>;
+using Block = std::variant<Prose, Sizes, Section, StepHeading, Caption, Formula, TableBlock, Notes, Working, Statement,
+                           MarkedList, Legend, Summary, Group, Part>;
 
 struct Group {
     std::vector<Block> blocks;
 };
 
+struct Part {
+    std::string id;
+    std::vector<Block> blocks;
+};
+
 struct Document {
     std::string title;
+    // What the title is of, after it: "Checking answers" of "Homework · three
+    // words" ("Checking answers: Homework · three words"; text "… · …"); may be empty.
+    std::string subject = "";
     std::string purpose;  // what the document is, for LaTeX's header: "a worksheet, an exercise to work by hand"
     std::vector<Block> blocks;
     // Whether the title heads the document where it is a fragment to paste
@@ -142,6 +213,9 @@ Document run_header(const Trace& trace, const RenderOptions& options);
 // options.brief), table and notes. Run writes Markdown, and any document
 // format without a writer of run's own, this way.
 Document run_document(const Trace& trace, const RenderOptions& options);
+
+// The title and its subject as one line: "Checking answers: Homework".
+std::string full_title(const Document& document, std::string_view separator = ": ");
 
 // The heading of a step of `trace` in its parts.
 StepHeading step_heading_of(const Trace& trace, const Step& step);

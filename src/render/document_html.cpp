@@ -50,14 +50,21 @@ public:
         return "<h3>" + xml_escape(ascii(caption.name)) + " <span class=\"math\">" + symbol_html(caption.symbol) +
                "</span> " + shape(caption.rows, caption.cols) + "</h3>\n";
     }
+    // subscripts and superscripts as such: "Q·Kᵀ", "Z<sub>2</sub>"
     std::string operator()(const Formula& formula) const {
-        return "<p class=\"formula\"><span class=\"math\">" + xml_escape(ascii(formula_text(formula.text, m_ascii))) +
+        return "<p class=\"formula\"><span class=\"math\">" + html_formula(ascii(formula_text(formula.text, m_ascii))) +
                "</span> " + shape(formula.rows, formula.cols) + "</p>\n";
     }
     // a caption in the table's <caption>, with its shape
     std::string operator()(const TableBlock& block) const {
         const std::string caption =
             block.caption.empty() ? "" : ascii(formula_text(block.caption, m_ascii)) + " (" + block.table.shape + ")";
+        if (block.role == TableRole::answers) {
+            // a cell is classed by its mark's colour: right, wrong or carried
+            return html_table(drawn_marks(block.table, m_ascii, true, true_value_open(Format::html),
+                                          true_value_close(Format::html)),
+                              caption);
+        }
         if (block.role != TableRole::blank) {
             return html_table(block.table, caption);
         }
@@ -83,8 +90,51 @@ public:
         }
         return "<section class=\"explained\">\n" + html_working(lines) + "</section>\n";
     }
+    // each line a paragraph: "<p><strong class="verdict-wrong">Mistake:</strong> …</p>"
+    std::string operator()(const Statement& statement) const {
+        std::string out;
+        for (const auto& line : statement.lines) {
+            if (line.label.empty()) {
+                out += "<p" + tone(line.tone) + ">" + spans(line.spans) + "</p>\n";
+            } else {
+                out += "<p><strong" + tone(line.tone) + ">" + text(line.label) + "</strong> " + spans(line.spans) +
+                       "</p>\n";
+            }
+        }
+        return out;
+    }
+    std::string operator()(const MarkedList& list) const {
+        if (list.items.empty()) {
+            return "";
+        }
+        std::string out = "<ul>\n";
+        for (const auto& item : list.items) {
+            out += "<li>" + mark(item.mark) + text(item.text) + "</li>\n";
+        }
+        return out + "</ul>\n";
+    }
+    std::string operator()(const Legend& legend) const {
+        std::string out;
+        for (const auto& item : legend.items) {
+            out += (out.empty() ? "" : m_ascii ? "; " : " · ") + mark(item.mark) + text(item.text) +
+                   (item.mark == Mark::wrong ? " " + true_value_words(Format::html) : "");
+        }
+        return out.empty() ? "" : "<p class=\"note\">" + out + "</p>\n";
+    }
+    // (a page writes its summary first: see write_html_document)
+    std::string operator()(const Summary& summary) const {
+        std::string out = "<p" + tone(summary.tone) + "><strong>" + text(summary.label) + "</strong> " +
+                          text(summary.text) + "</p>\n";
+        if (!summary.next.empty()) {
+            out += "<p class=\"note\">" + spans(summary.next) + "</p>\n";
+        }
+        return out;
+    }
         // the page style keeps a <section> on one printed page
     std::string operator()(const Group& group) const { return "<section>\n" + blocks(group.blocks) + "</section>\n"; }
+    std::string operator()(const Part& part) const {
+        return "<section id=\"" + xml_escape(part.id) + "\">\n" + blocks(part.blocks) + "</section>\n";
+    }
 
     std::string blocks(const std::vector<Block>& blocks) const {
         std::string out;
@@ -97,6 +147,27 @@ public:
     std::string ascii(const std::string& text) const { return m_ascii ? to_ascii(text) : text; }
 
 private:
+    std::string text(const std::string& plain) const { return xml_escape(ascii(plain)); }
+    // a mark in its colour, by its class, and a space after it
+    std::string mark(Mark mark) const {
+        return mark == Mark::none ? ""
+                                  : "<span class=\"verdict-" + mark_name(mark) + "\">" +
+                                        xml_escape(mark_symbol(mark, m_ascii)) + "</span> ";
+    }
+    static std::string tone(Mark mark) {
+        return mark == Mark::none ? "" : " class=\"verdict-" + mark_name(mark) + "\"";
+    }
+    // code as it is, to be copied
+    std::string spans(const std::vector<Span>& spans) const {
+        std::string out;
+        for (const auto& span : spans) {
+            out += span.kind == SpanKind::code      ? "<code>" + xml_escape(span.text) + "</code>"
+                   : span.kind == SpanKind::formula ? text(formula_text(span.text, m_ascii))
+                                                    : text(span.text);
+        }
+        return out;
+    }
+
     std::string shape(arma::uword rows, arma::uword cols) const {
         return "<span class=\"shape\">(" + shape_text(rows, cols, m_ascii) + ")</span>";
     }
@@ -109,8 +180,17 @@ private:
 void write_html_document(const Document& document, const DocumentStyle& style, std::ostream& out) {
     const HtmlBlocks blocks(style);
     // the page's head and its <h1>
-    html_begin(out, blocks.ascii(document.title));
-    out << blocks.blocks(document.blocks);
+    html_begin(out, blocks.ascii(full_title(document)));
+    // the summary first: on a page, the verdict is what a reader looks for
+    std::vector<Block> rest;
+    for (const Block& block : document.blocks) {
+        if (std::holds_alternative<Summary>(block)) {
+            out << std::visit(blocks, block);
+        } else {
+            rest.push_back(block);
+        }
+    }
+    out << blocks.blocks(rest);
     html_end(out);
 }
 

@@ -334,8 +334,11 @@ public:
         return "\n\\noindent\\textbf{" + tex_escape(caption.name) + "} \\quad $" + caption.symbol + "$ \\quad ($" +
                std::to_string(caption.rows) + " \\times " + std::to_string(caption.cols) + "$)\n";
     }
+    // with its shape, or without it where the line is too narrow for both
     std::string operator()(const Formula& formula) const {
-        return display_formula(formula.latex, formula.rows, formula.cols);
+        return latex_display({formula.latex + " \\qquad (" + std::to_string(formula.rows) + " \\times " +
+                                  std::to_string(formula.cols) + ")",
+                              formula.latex});
     }
     // a caption as a line of its own over the table, with the table's shape
     std::string operator()(const TableBlock& block) const {
@@ -345,6 +348,48 @@ public:
         return caption + table(block);
     }
     std::string operator()(const Notes& notes) const { return itemize(notes.items); }
+    // a labelled line a paragraph of its own ("\noindent\textbf{Mistake:} …"); a line
+    // holding code ragged right, as a path breaks only after its slashes
+    std::string operator()(const Statement& statement) const {
+        std::string out;
+        for (const auto& line : statement.lines) {
+            const bool code = std::any_of(line.spans.begin(), line.spans.end(),
+                                          [](const Span& span) { return span.kind == SpanKind::code; });
+            if (!line.label.empty()) {
+                out += "\n\\noindent\\textbf{" + tex_escape(line.label) + "} " + spans(line.spans) + "\n";
+            } else if (code) {
+                out += "{\\raggedright " + spans(line.spans) + "\\par}\n\n";
+            } else {
+                out += spans(line.spans) + "\n";
+            }
+        }
+        return out;
+    }
+    std::string operator()(const MarkedList& list) const {
+        if (list.items.empty()) {
+            return "";
+        }
+        std::string out = "\\begin{itemize}\n";
+        for (const auto& item : list.items) {
+            out += "  \\item[" + mark(item.mark) + "] " + text(item.text) + "\n";
+        }
+        return out + "\\end{itemize}\n";
+    }
+    std::string operator()(const Legend& legend) const {
+        std::string out;
+        for (const auto& item : legend.items) {
+            out += (out.empty() ? "\\noindent " : "\\quad ") + (item.mark == Mark::none ? "" : mark(item.mark) + " ") +
+                   tex_escape(item.text) + (item.mark == Mark::wrong ? " " + true_value_words(Format::latex) : "");
+        }
+        return out.empty() ? "" : out + "\n";
+    }
+    std::string operator()(const Summary& summary) const {
+        std::string out = "\n\\bigskip\n\\noindent\\textbf{" + tex_escape(summary.label) + "} " + text(summary.text) + "\n";
+        if (!summary.next.empty()) {
+            out += "\n{\\raggedright\\noindent " + spans(summary.next) + "\\par}\n";
+        }
+        return out;
+    }
     std::string operator()(const Working& working) const {
         return latex_cell_working(joined(working.heading), working.formula, working.lines, "subsection*");
     }
@@ -361,6 +406,7 @@ public:
         }
         return "\n\\par\\noindent\\begin{minipage}{\\linewidth}" + part + "\\end{minipage}\n\\par\\bigskip\n";
     }
+    std::string operator()(const Part& part) const { return blocks(part.blocks); }
 
     std::string blocks(const std::vector<Block>& blocks) const {
         std::string out;
@@ -371,13 +417,38 @@ public:
     }
 
 private:
+    // prose, its underscores places to break (a step's id: grad_scaled_scores)
+    static std::string text(const std::string& text) { return tex_break_underscores(tex_prose(text)); }
+    static std::string mark(Mark mark) { return tex_escape(mark_symbol(mark, false)); }
+    // code in a fixed-width font, a path breaking after its slashes
+    static std::string spans(const std::vector<Span>& spans) {
+        std::string out;
+        for (const auto& span : spans) {
+            if (span.kind != SpanKind::code) {
+                out += text(span.text);
+                continue;
+            }
+            std::string tex = tex_escape(span.text);
+            for (std::size_t at = tex.find('/'); at != std::string::npos; at = tex.find('/', at + 1)) {
+                tex.insert(at + 1, "\\allowbreak{}");
+            }
+            out += "\\texttt{" + tex + "}";
+        }
+        return out;
+    }
+
     // a step's values as run draws them; a given matrix fitted to the line;
-    // a blank table (or the key's) with room to write in
+    // a blank table (or the key's) with room to write in; a learner's answers marked
     std::string table(const TableBlock& block) const {
         const double width = m_standalone ? k_standalone_width : k_fragment_width;
         switch (block.role) {
             case TableRole::values:
                 return latex_table(block.table, {});
+            case TableRole::answers:
+                // latex_table spells the marks
+                return latex_table(drawn_marks(block.table, false, false, true_value_open(Format::latex),
+                                               true_value_close(Format::latex)),
+                                   {});
             case TableRole::given:
                 return fitted_table(block.table, LatexSkin(), {width, 0, true, ""});
             case TableRole::blank:
@@ -631,10 +702,10 @@ std::string latex_paragraphs(const std::string& text) { return joined_paragraphs
 std::string latex_itemize(const std::vector<std::string>& items) { return itemize(items); }
 
 void write_latex_document(const Document& document, const DocumentStyle& style, std::ostream& out) {
-    out << latex_begin(style.standalone, document.purpose);
+    out << latex_begin(style.standalone, to_ascii(one_line(document.purpose)));
     if (style.standalone || document.title_in_fragment) {
         // ragged right: a long title (an example's, or a list of cells) breaks between words
-        out << "\\section*{\\raggedright " << tex_escape(document.title) << "}\n\n";
+        out << "\\section*{\\raggedright " << tex_escape(full_title(document)) << "}\n\n";
     }
     out << LatexBlocks(style).blocks(document.blocks) << latex_end(style.standalone);
 }

@@ -201,8 +201,8 @@ std::string tex_escape(const std::string& text) {
                 case '#': add("\\#"); break;
                 case '%': add("\\%"); break;
                 case '_': add("\\_"); break;
-                case '^': add("\\^{}"); break;
-                case '~': add("\\~{}"); break;
+                case '^': add("\\textasciicircum{}"); break;
+                case '~': add("\\textasciitilde{}"); break;
                 case '<': add("$<$"); break;
                 case '>': add("$>$"); break;
                 case '|': add("$|$"); break;

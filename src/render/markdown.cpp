@@ -196,6 +196,11 @@ public:
         const std::string caption =
             block.caption.empty() ? ""
                                   : "**" + escaped(formula_text(block.caption, m_ascii)) + "** (" + block.table.shape + ")\n\n";
+        if (block.role == TableRole::answers) {
+            return caption + draw_table(drawn_marks(block.table, m_ascii, false, true_value_open(Format::markdown),
+                                                    true_value_close(Format::markdown)),
+                                        MarkdownTableSkin());
+        }
         return caption + (block.role == TableRole::blank ? draw_table(block.table, BlankTableSkin())
                                                          : draw_table(block.table, MarkdownTableSkin()));
     }
@@ -219,8 +224,38 @@ public:
         // (a label may hold backticks: the block's fence is longer than any of them)
         return "### " + heading + "\n\n" + markdown_code_block(lines);
     }
+    // one paragraph, its lines kept apart by hard line breaks: "**Mistake:** …  "
+    std::string operator()(const Statement& statement) const {
+        std::string out;
+        for (const auto& line : statement.lines) {
+            out += (out.empty() ? "" : "  \n") + (line.label.empty() ? "" : "**" + escaped(line.label) + "** ") +
+                   spans(line.spans);
+        }
+        return out.empty() ? "" : out + "\n";
+    }
+    std::string operator()(const MarkedList& list) const {
+        std::string out;
+        for (const auto& item : list.items) {
+            out += "- " + mark(item.mark) + escaped(item.text) + "\n";
+        }
+        return out;
+    }
+    // "✓ right · ✗ wrong, the true value in parentheses · …"
+    std::string operator()(const Legend& legend) const {
+        std::string out;
+        for (const auto& item : legend.items) {
+            out += (out.empty() ? "" : m_ascii ? "; " : " · ") + mark(item.mark) + escaped(item.text) +
+                   (item.mark == Mark::wrong ? " " + true_value_words(Format::markdown) : "");
+        }
+        return out.empty() ? "" : out + "\n";
+    }
+    std::string operator()(const Summary& summary) const {
+        return "**" + escaped(summary.label) + "** " + escaped(summary.text) + "\n" +
+               (summary.next.empty() ? "" : "\n" + spans(summary.next) + "\n");
+    }
         // a page of Markdown has no end: the group's blocks one after another
     std::string operator()(const Group& group) const { return blocks(group.blocks); }
+    std::string operator()(const Part& part) const { return blocks(part.blocks); }
 
     std::string blocks(const std::vector<Block>& blocks) const {
         std::string out;
@@ -238,6 +273,16 @@ public:
 private:
     std::string symbols(const std::string& text) const { return m_ascii ? to_ascii(text) : text; }
 
+    std::string mark(Mark mark) const { return mark == Mark::none ? "" : mark_symbol(mark, m_ascii) + " "; }
+
+    std::string spans(const std::vector<Span>& spans) const {
+        std::string out;
+        for (const auto& span : spans) {
+            out += span.kind == SpanKind::code ? markdown_code_span(span.text) : escaped(span.text);
+        }
+        return out;
+    }
+
     bool m_ascii;
 };
 
@@ -247,7 +292,7 @@ void write_markdown_document(const Document& document, const DocumentStyle& styl
     const MarkdownBlocks blocks(style);
     const std::string body = blocks.blocks(document.blocks);
     if (document.title_in_fragment) {
-        out << "# " << blocks.escaped(document.title) << "\n" << (body.empty() ? "" : "\n");
+        out << "# " << blocks.escaped(full_title(document)) << "\n" << (body.empty() ? "" : "\n");
     }
     out << body;
 }

@@ -428,3 +428,63 @@ std::string MarkdownTableSkin::divider(std::size_t label_width, const std::vecto
 }
 
 }  // namespace qkv
+
+namespace qkv {
+
+std::string mark_symbol(Mark mark, bool ascii) {
+    switch (mark) {
+        case Mark::none:
+            return "";
+        case Mark::right:
+            return ascii ? "ok" : "✓";
+        case Mark::wrong:
+            return ascii ? "X" : "✗";
+        case Mark::carried:
+            return ascii ? "->" : "→";
+    }
+    return "";
+}
+
+const char* mark_color(Mark mark) {
+    switch (mark) {
+        case Mark::none:
+            return nullptr;
+        case Mark::right:
+            return k_green;
+        case Mark::wrong:
+            return k_red;
+        case Mark::carried:
+            return k_yellow;
+    }
+    return nullptr;
+}
+
+std::string mark_name(Mark mark) {
+    switch (mark) {
+        case Mark::none:
+            return "";
+        case Mark::right:
+            return "right";
+        case Mark::wrong:
+            return "wrong";
+        case Mark::carried:
+            return "carried";
+    }
+    return "";
+}
+
+Table drawn_marks(Table table, bool ascii, bool color, std::string_view open, std::string_view close) {
+    for (auto& row : table.marks) {
+        for (auto& mark : row) {
+            mark.symbol = mark_symbol(mark.verdict, ascii);
+            mark.color = color ? mark_color(mark.verdict) : nullptr;
+            mark.detail = mark.verdict == Mark::wrong
+                              ? " " + std::string(open) + (ascii ? to_ascii(mark.true_value) : mark.true_value) +
+                                    std::string(close)
+                              : "";
+        }
+    }
+    return table;
+}
+
+}  // namespace qkv

@@ -7,6 +7,7 @@
 #include "render/render.hpp"
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,12 +15,26 @@ namespace qkv {
 
 inline constexpr arma::uword k_summary_limit = 12;  // larger matrices are summarised unless --full
 
-// What may follow a cell's number, after a space: check's verdicts "✓", "→"
-// or "✗ [0.1]". An empty symbol is no mark.
+// A verdict on a learner's number: right (✓), wrong (✗) or following from
+// their earlier answers (→); none is no mark.
+enum class Mark { none, right, wrong, carried };
+
+// "✓", "✗" or "→" (with ascii "ok", "X" or "->"); "" for none.
+std::string mark_symbol(Mark mark, bool ascii);
+// The mark's colour, a code of render/palette.hpp (nullptr for none).
+const char* mark_color(Mark mark);
+// "right", "wrong" or "carried": the mark's class on a page ("" for none).
+std::string mark_name(Mark mark);
+
+// What may follow a cell's number, after a space: a verdict, and for a wrong
+// number the true value. A document's table holds the verdict and the true
+// value; a format draws them (drawn_marks) as the symbol and the detail.
 struct CellMark {
-    std::string symbol;           // "✓"; coloured with `color`
-    std::string detail;           // after the symbol, never coloured: " [0.1]"
-    const char* color = nullptr;  // a code of render/palette.hpp, or nullptr for none
+    Mark verdict = Mark::none;
+    std::string true_value;       // a wrong number's true value, as it should have been written: "0.1"
+    std::string symbol;           // drawn: "✓"; coloured with `color`; empty for no mark
+    std::string detail;           // drawn: after the symbol, never coloured: " [0.1]"
+    const char* color = nullptr;  // drawn: a code of render/palette.hpp, or nullptr for none
 };
 
 struct Table {
@@ -35,6 +50,10 @@ struct Table {
     std::vector<arma::uword> cols;
     std::vector<std::vector<CellMark>> marks;        // none, or one per cell
 };
+
+// `table` with its marks drawn: each verdict's symbol (ASCII where asked), its
+// colour where asked, and a wrong number's true value between `open` and `close`.
+Table drawn_marks(Table table, bool ascii, bool color, std::string_view open, std::string_view close);
 
 // How the cells sit in their columns. right: numbers and column labels
 // right-aligned. left: each column's numbers right-aligned among themselves

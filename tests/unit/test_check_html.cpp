@@ -100,7 +100,7 @@ TEST_CASE("check -f html colours each cell by its verdict", "[check][html][cli]"
     CHECK(page.find("<p class=\"verdict-wrong\"><strong>Summary:</strong> 30 answered cells in 4 steps: 26 right, 1 "
                     "wrong, 3 follow from your earlier answers. First mistake: weights.</p>") != std::string::npos);
     CHECK(page.find("weights[1,1]: you wrote 0.0; the true value 0.0634 rounds to 0.1.") != std::string::npos);
-    CHECK(page.find("<code>qkv explain illustrated 'weights[1,1]'</code>") != std::string::npos);
+    CHECK(page.find("<code>qkv explain illustrated &apos;weights[1,1]&apos;</code>") != std::string::npos);
     for (const std::string id : {"check-keys-h1", "check-scores-h1", "check-weights-h1", "check-output"}) {
         CAPTURE(id);
         CHECK(page.find("<section id=\"" + id + "\">") != std::string::npos);

@@ -4,6 +4,7 @@
 // nothing for an empty one; and each command writes every format that its
 // row in the table of formats names.
 #include "render/document.hpp"
+#include "render/palette.hpp"
 #include "render/render.hpp"
 #include "support.hpp"
 
@@ -130,7 +131,9 @@ TEST_CASE("LaTeX keeps a group on one page and writes nothing for an empty block
     CHECK(count(fragment, "\\end{minipage}") == 2);
     CHECK(fragment.find("\\subsection*{Step 5: Scores, head 2\\hspace{0pt plus 4em} (\\texttt{scores})}") !=
           std::string::npos);
-    CHECK(fragment.find("\\[ S = Q K^\\top \\qquad (2 \\times 2) \\]") != std::string::npos);
+    // the formula with its shape, or without it where the line is too narrow for both
+    CHECK(fragment.find("\\qkvfresh\n\\qkvdisplay{S = Q K^\\top \\qquad (2 \\times 2)}%\n"
+                        "\\qkvlastdisplay{S = Q K^\\top}%\n") != std::string::npos);
     CHECK(fragment.find("\\noindent\\textbf{Query weights} \\quad $W_{Q}$ \\quad ($2 \\times 2$)") !=
           std::string::npos);
     // one list: the empty notes and the empty prose write nothing
@@ -192,6 +195,135 @@ TEST_CASE("text wraps prose and notes and puts no blank line under a heading", "
     std::ostringstream alone;
     write_document(more, Format::text, {}, alone);
     CHECK(alone.str() == "  more\n");
+}
+
+namespace {
+
+// A report as `qkv check` builds one: the title of what, the lines of a
+// report, a legend, a part with a marked table, and the summary.
+Table answers_table() {
+    Table table = two_by_two();
+    table.marks.assign(2, std::vector<CellMark>(2));
+    table.marks[0][0] = {.verdict = Mark::wrong, .true_value = "1.25"};
+    table.marks[0][1].verdict = Mark::right;
+    table.marks[1][0].verdict = Mark::carried;
+    table.marks[1][1].verdict = Mark::right;
+    return table;
+}
+
+Document report() {
+    const Table table = answers_table();
+    Document document;
+    document.title = "Checking answers";
+    document.subject = "Two <tokens>";
+    document.purpose = "checking answers: Two <tokens>";
+    document.blocks = {
+        Statement{{{.spans = {{"Answers from "}, {"a/b_c.yaml", SpanKind::code}, {". Rounded."}}}}},
+        Legend{{{Mark::right, "right"}, {Mark::wrong, "wrong, the true value"}, {Mark::none, "~ not answered"}}},
+        Part{"check-scores-h2",
+             {StepHeading{"Step 5", "Scores", "head 2", "scores", 2}, Formula{"S = Q K^\\top", "S = Q·Kᵀ", 2, 2},
+              TableBlock{.table = table, .role = TableRole::answers}, Statement{{{.spans = {{"4 answered."}}}}},
+              MarkedList{{{Mark::wrong, "scores[1,1]: you wrote 1.5"}, {Mark::none, "… and 1 more."}}},
+              Statement{{{.label = "Mistake:", .spans = {{"Swapped."}}, .tone = Mark::wrong},
+                         {.label = "Correct:", .spans = {{"Z_2 = A·V", SpanKind::formula}}}}}}},
+        Summary{.label = "Summary:",
+                .text = "4 answered cells.",
+                .tone = Mark::wrong,
+                .next = {{"See: "}, {"qkv explain m.yaml 'scores[1,1]'", SpanKind::code}}},
+    };
+    return document;
+}
+
+std::string report_in(Format format, const DocumentStyle& style = {}) {
+    std::ostringstream out;
+    write_document(report(), format, style, out);
+    return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("a report's lines follow one another, indented in a part, the summary apart", "[document]") {
+    const Table drawn = drawn_marks(answers_table(), false, false, "[", "]");
+    CHECK(report_in(Format::text) ==
+          "Checking answers · Two <tokens>\n"
+          "Answers from a/b_c.yaml. Rounded.\n"
+          "✓ right   ✗ wrong, the true value in brackets   ~ not answered\n"
+          "\n"
+          "Step 5 · Scores · head 2  [scores]\n"
+          "  S = Q·Kᵀ    (2 × 2)\n"
+          "\n" +
+              draw_table(drawn, TextTableSkin(false, 2, Align::left)) +
+              "  4 answered.\n"
+              "  ✗ scores[1,1]: you wrote 1.5\n"
+              "  … and 1 more.\n"
+              "  Mistake: Swapped.\n"
+              "  Correct: Z₂ = A·V\n"
+              "\n"
+              "Summary: 4 answered cells.\n"
+              "See: qkv explain m.yaml 'scores[1,1]'\n");
+    // a wrong number's true value in brackets, its mark after each number
+    CHECK(draw_table(drawn, TextTableSkin(false, 2, Align::left)).find("1.50 ✗ [1.25]") != std::string::npos);
+    // ASCII spells the marks and the symbols, and leaves code as it is
+    const std::string ascii = report_in(Format::text, {.ascii = true});
+    CHECK(ascii.find("ok right   X wrong, the true value in brackets") != std::string::npos);
+    CHECK(ascii.find("  Correct: Z_2 = A*V\n") != std::string::npos);
+    CHECK(ascii.find("... and 1 more.") != std::string::npos);
+    // colour: the marks and the mistake's label in their tones, the summary in bold
+    const std::string color = report_in(Format::text, {.color = true});
+    CHECK(color.find(std::string(k_red) + "Mistake:" + k_reset + " Swapped.") != std::string::npos);
+    CHECK(color.find(std::string(k_green) + "✓" + k_reset + " right") != std::string::npos);
+    CHECK(color.find(std::string(k_bold) + "Summary: 4 answered cells." + k_reset) != std::string::npos);
+    CHECK(color.find(std::string(k_red) + "✗" + k_reset + " [1.25]") != std::string::npos);
+}
+
+TEST_CASE("Markdown writes a report's labelled lines as one paragraph and its code as code", "[document]") {
+    const std::string md = report_in(Format::markdown);
+    CHECK(md.starts_with("# Checking answers: Two \\<tokens\\>\n\n"
+                         "Answers from `a/b_c.yaml`. Rounded.\n\n"
+                         "✓ right · ✗ wrong, the true value in parentheses · \\~ not answered\n\n"
+                         "## Step 5 · Scores · head 2 `scores`\n"));
+    CHECK(md.find("1.50 ✗ (1.25)") != std::string::npos);
+    CHECK(md.find("-0.25 →") != std::string::npos);
+    CHECK(md.find("\n4 answered.\n\n- ✗ scores\\[1,1\\]: you wrote 1.5\n- … and 1 more.\n\n") != std::string::npos);
+    CHECK(md.find("**Mistake:** Swapped.  \n**Correct:** Z_2 = A·V\n") != std::string::npos);
+    CHECK(md.ends_with("\n**Summary:** 4 answered cells.\n\nSee: `qkv explain m.yaml 'scores[1,1]'`\n"));
+    const std::string ascii = report_in(Format::markdown, {.ascii = true});
+    CHECK(ascii.find("ok right; X wrong, the true value in parentheses; \\~ not answered") != std::string::npos);
+}
+
+TEST_CASE("LaTeX sets a report's marks as symbols and its code in type", "[document]") {
+    const std::string tex = report_in(Format::latex);
+    CHECK(tex.find("% qkv: checking answers: Two <tokens>") != std::string::npos);
+    CHECK(tex.find("\\section*{\\raggedright Checking answers: Two $<$tokens$>$}") != std::string::npos);
+    // a path breaks after its slashes, in a ragged-right paragraph
+    CHECK(tex.find("{\\raggedright Answers from \\texttt{a/\\allowbreak{}b\\_c.yaml}. Rounded.\\par}") != std::string::npos);
+    CHECK(tex.find("\\noindent $\\checkmark$ right\\quad $\\boxtimes$ wrong, the true value in parentheses\\quad "
+                   "\\textasciitilde{} not answered\n") != std::string::npos);
+    CHECK(tex.find("(1.25)") != std::string::npos);
+    CHECK(tex.find("\\item[$\\boxtimes$] scores[1,1]: you wrote 1.5\n  \\item[] \\ldots{} and 1 more.") !=
+          std::string::npos);
+    CHECK(tex.find("\n\\noindent\\textbf{Mistake:} Swapped.\n\n\\noindent\\textbf{Correct:} ") != std::string::npos);
+    CHECK(tex.find("\\bigskip\n\\noindent\\textbf{Summary:} 4 answered cells.\n") != std::string::npos);
+    CHECK(tex.find("{\\raggedright\\noindent See: \\texttt{qkv explain m.yaml 'scores[1,1]'}\\par}") != std::string::npos);
+}
+
+TEST_CASE("HTML writes a report's summary first and each part as a section with its anchor", "[document]") {
+    const std::string html = report_in(Format::html);
+    CHECK(html.find("<h1>Checking answers: Two &lt;tokens&gt;</h1>") != std::string::npos);
+    const auto summary = html.find("<p class=\"verdict-wrong\"><strong>Summary:</strong> 4 answered cells.</p>\n"
+                                   "<p class=\"note\">See: <code>qkv explain m.yaml &apos;scores[1,1]&apos;</code></p>");
+    REQUIRE(summary != std::string::npos);
+    CHECK(summary < html.find("Answers from"));
+    CHECK(html.find("<p>Answers from <code>a/b_c.yaml</code>. Rounded.</p>") != std::string::npos);
+    CHECK(html.find("<p class=\"note\"><span class=\"verdict-right\">✓</span> right · <span class=\"verdict-wrong\">✗</span> "
+                    "wrong, the true value in parentheses · ~ not answered</p>") != std::string::npos);
+    CHECK(html.find("<section id=\"check-scores-h2\">\n<h2 id=\"scores-h2\">") != std::string::npos);
+    CHECK(html.find("<td class=\"wrong\">1.50 ✗ (1.25)</td>") != std::string::npos);
+    CHECK(html.find("<td class=\"carried\">-0.25 →</td>") != std::string::npos);
+    CHECK(html.find("<li><span class=\"verdict-wrong\">✗</span> scores[1,1]: you wrote 1.5</li>\n<li>… and 1 more.</li>") !=
+          std::string::npos);
+    CHECK(html.find("<p><strong class=\"verdict-wrong\">Mistake:</strong> Swapped.</p>\n<p><strong>Correct:</strong> Z₂ = A·V</p>") !=
+          std::string::npos);
 }
 
 TEST_CASE("a working keeps its columns and escapes only the example's labels", "[document]") {

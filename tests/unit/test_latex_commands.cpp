@@ -170,7 +170,8 @@ TEST_CASE("check -f latex writes the marks, the wrong cells, the diagnosis and t
                       "$\\rightarrow$ follows from your earlier answers") != std::string::npos);
     // each answered step: its heading and its table
     CHECK(qkv::test::count_of(report, "\\subsection*{") == 4);
-    CHECK(report.find("(\\texttt{scaled\\_scores})}") != std::string::npos);
+    CHECK(report.find("\\subsection*{Step 6: Scaled scores\\hspace{0pt plus 4em} (\\texttt{scaled\\_\\allowbreak{}scores})}") !=
+          std::string::npos);
     CHECK(report.find("\\begin{tabular}") != std::string::npos);
     CHECK(report.find("(1.2)") != std::string::npos);   // the true value of scaled_scores[1,1], after the learner's 2
     // three wrong cells in words, then how many more, as the text report says
@@ -180,8 +181,9 @@ TEST_CASE("check -f latex writes the marks, the wrong cells, the diagnosis and t
     CHECK(report.find("\\textbf{Mistake:} Scaling forgotten") != std::string::npos);
     CHECK(report.find("\\textbf{Correct:} S' = S / ") != std::string::npos);
     CHECK(report.find("\\textbf{Summary:} 36 answered cells in 4 steps: 16 right, 9 wrong, 11 follow from your "
-                      "earlier answers. First mistake: scaled\\_scores.") != std::string::npos);
-    CHECK(report.find("\\texttt{qkv explain}~\\texttt{examples/\\allowbreak{}") != std::string::npos);
+                      "earlier answers. First mistake: scaled\\_\\allowbreak{}scores.") != std::string::npos);
+    CHECK(report.find("To see how the true value is worked out: \\texttt{qkv explain examples/\\allowbreak{}") !=
+          std::string::npos);
 
     // all right: no mistake, no hint to explain, exit 0
     const std::string right =

@@ -104,7 +104,7 @@ TEST_CASE("prose sets qkv's names as math and leaves identifiers as text", "[lat
     CHECK(qkv::tex_prose("dW_Q = Xᵀ·dQ, so dX adds") == "$dW_{Q}$ = $X^\\top\\cdot dQ$, so $dX$ adds");
     CHECK(qkv::tex_prose("divisor = 1.4142 (√2), √0.5") == "divisor = 1.4142 ($\\sqrt{2}$), $\\sqrt{0.5}$");
     // a caret with nothing to raise, or no exponent, stays a caret; words starting with d stay words
-    CHECK(qkv::tex_prose("a ^ b and x^") == "a \\^{} b and x\\^{}");
+    CHECK(qkv::tex_prose("a ^ b and x^") == "a \\textasciicircum{} b and x\\textasciicircum{}");
     CHECK(qkv::tex_prose("do Dogs dX2") == "do Dogs dX2");
 }
 

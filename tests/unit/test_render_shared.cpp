@@ -30,10 +30,10 @@ qkv::Table marked_table(bool color) {
     table.cells = {{"12", "0.5"}, {"3", "~"}};
     table.values = {{12, 0.5}, {3, arma::datum::nan}};
     table.marks.assign(2, std::vector<qkv::CellMark>(2));
-    table.marks[0][0] = {"✓", "", color ? qkv::k_green : nullptr};
-    table.marks[0][1] = {"✗", " [0.25]", color ? qkv::k_red : nullptr};
-    table.marks[1][0] = {"✓", "", color ? qkv::k_green : nullptr};
-    return table;
+    table.marks[0][0].verdict = qkv::Mark::right;
+    table.marks[0][1] = {.verdict = qkv::Mark::wrong, .true_value = "0.25"};
+    table.marks[1][0].verdict = qkv::Mark::right;
+    return qkv::drawn_marks(table, false, color, "[", "]");
 }
 
 }  // namespace
