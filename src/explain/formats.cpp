@@ -86,7 +86,7 @@ Document explanations_document(const std::vector<Explanation>& explanations) {
 CellWorkings html_workings(const Model& model, const Trace& trace, const RenderOptions& options) {
     return [&model, &trace, options](const Step& step, arma::uword row, arma::uword col) {
         const Explanation e = explain_cell(model, trace, cell_at(trace, step, row, col), options);
-        return HtmlWorking{e.heading, e.lines};
+        return Working{e.heading_parts, e.latex, e.lines};
     };
 }
 

@@ -2,6 +2,7 @@
 // and the choice of a writer by format.
 #include "render/document.hpp"
 
+#include "attention/cell.hpp"
 #include "attention/steps.hpp"
 #include "render/render.hpp"
 
@@ -20,19 +21,48 @@ Document run_header(const Trace& trace, const RenderOptions& options) {
     return document;
 }
 
-Document run_document(const Trace& trace, const RenderOptions& options) {
+Document run_document(const Trace& trace, const RenderOptions& options, const CellWorkings& workings,
+                      const std::string& id_prefix) {
     Document document = run_header(trace, options);
-    for (const Step* step : select_steps(trace, options)) {
-        document.blocks.push_back(step_heading_of(trace, *step));
-        document.blocks.push_back(formula_of(*step));
-        if (!options.brief) {
-            document.blocks.push_back(Prose{step->explanation});
-        }
-        document.blocks.push_back(TableBlock{.table = build_table(*step, options)});
-        // made in place: GCC 12 takes a moved temporary's vector for one maybe uninitialized
-        document.blocks.emplace_back(std::in_place_type<Notes>, Notes{step->notes});
+    if (workings) {
+        document.blocks.push_back(Aside{"Select any number to see how it was worked out."});
+    }
+    for (Block& part : run_steps(trace, options, workings, id_prefix)) {
+        document.blocks.push_back(std::move(part));
     }
     return document;
+}
+
+std::vector<Block> run_steps(const Trace& trace, const RenderOptions& options, const CellWorkings& workings,
+                             const std::string& id_prefix) {
+    std::vector<Block> parts;
+    for (const Step* step : select_steps(trace, options)) {
+        Part part;
+        part.id = id_prefix + step_text(step->id) + (step->head != 0 ? "-h" + std::to_string(step->head) : "");
+        part.blocks.push_back(step_heading_of(trace, *step));
+        part.blocks.push_back(formula_of(*step));
+        if (!options.brief) {
+            part.blocks.push_back(Prose{step->explanation});
+        }
+        TableBlock table{.table = build_table(*step, options), .shaded = step->id == StepId::weights};
+        if (workings) {
+            const Table& t = table.table;
+            table.workings.assign(t.rows.size(), std::vector<CellWorking>(t.cols.size()));
+            for (std::size_t i = 0; i < t.rows.size(); ++i) {
+                for (std::size_t j = 0; j < t.cols.size(); ++j) {
+                    if (t.rows[i] != k_gap && t.cols[j] != k_gap) {
+                        table.workings[i][j] = {cell_at(trace, *step, t.rows[i], t.cols[j]).text,
+                                                workings(*step, t.rows[i], t.cols[j])};
+                    }
+                }
+            }
+        }
+        part.blocks.push_back(std::move(table));
+        // made in place: GCC 12 takes a moved temporary's vector for one maybe uninitialized
+        part.blocks.emplace_back(std::in_place_type<Notes>, Notes{step->notes});
+        parts.push_back(std::move(part));
+    }
+    return parts;
 }
 
 StepHeading step_heading_of(const Trace& trace, const Step& step) {

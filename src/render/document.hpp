@@ -1,9 +1,10 @@
 // A document for people to read, as a command builds it: a title and blocks
-// in order (prose, headings, formulas, tables, notes, workings), saying what
-// each part is and nothing of how it looks. Each document format writes any document in
-// one place: text in document_text.cpp, Markdown in markdown.cpp, LaTeX in
-// latex.cpp, HTML in document_html.cpp. `qkv worksheet`, `qkv explain`,
-// run's Markdown, `run --decode` and `qkv check`'s report are built this way.
+// in order (prose, headings, formulas, tables, notes, workings, a report's
+// lines and marks), saying what each part is and nothing of how it looks.
+// Each document format writes any document in one place: text in
+// document_text.cpp, Markdown in markdown.cpp, LaTeX in latex.cpp, HTML in
+// document_html.cpp. `qkv worksheet`, `qkv explain`, run's Markdown and HTML,
+// `run --decode` and `qkv check`'s report are built this way.
 //
 // Text arrives in Unicode, as the trace holds it; each writer escapes it (and
 // spells it in ASCII where its style or its format asks).
@@ -13,6 +14,7 @@
 #include "render/formats.hpp"
 #include "render/table.hpp"
 
+#include <functional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -65,35 +67,6 @@ struct Formula {
     arma::uword cols = 0;
 };
 
-// What a table is for, which decides how its cells are drawn.
-enum class TableRole {
-    values,   // a step's numbers
-    given,    // a matrix given to work from, every entry as it is
-    blank,    // a step's cells left empty, to be written in by hand
-    key,      // a step's true values, laid out as the blank table
-    answers,  // a learner's numbers, each with its mark (a CellMark's verdict), a wrong one with its true value
-};
-
-// Where a format shows a wrong number's true value, after its mark: text in
-// brackets ("✗ [0.1]"), every other format in parentheses ("✗ (0.1)").
-// The words a legend ends the meaning of Mark::wrong with: "in brackets".
-std::string_view true_value_open(Format format);
-std::string_view true_value_close(Format format);
-std::string true_value_words(Format format);
-
-struct TableBlock {
-    Table table;
-    TableRole role = TableRole::values;
-    // A caption over the table, as formula text ("q = x₁·W_Q"), shown with
-    // the table's shape; none where a Caption or a step's heading names it.
-    std::string caption = "";
-};
-
-// Short remarks under a table, as a list; none writes nothing.
-struct Notes {
-    std::vector<std::string> items;
-};
-
 // A part of a heading: qkv's own notation ("scores[1,2] = 4    (Scores, row 1 \""),
 // which a format writes as it is, or one of the example's labels ("cat"),
 // which it escapes as text.
@@ -111,6 +84,54 @@ struct Working {
     std::vector<HeadingPart> heading;
     std::string formula;  // LaTeX ("S = Q K^\top"), shown by the formats that set math; may be empty
     std::vector<std::string> lines;
+};
+
+// What a table is for, which decides how its cells are drawn.
+enum class TableRole {
+    values,   // a step's numbers
+    given,    // a matrix given to work from, every entry as it is
+    blank,    // a step's cells left empty, to be written in by hand
+    key,      // a step's true values, laid out as the blank table
+    answers,  // a learner's numbers, each with its mark (a CellMark's verdict), a wrong one with its true value
+};
+
+// Where a format shows a wrong number's true value, after its mark: text in
+// brackets ("✗ [0.1]"), every other format in parentheses ("✗ (0.1)").
+// The words a legend ends the meaning of Mark::wrong with: "in brackets".
+std::string_view true_value_open(Format format);
+std::string_view true_value_close(Format format);
+std::string true_value_words(Format format);
+
+// A cell's working as a table offers it (a page: a button that opens it
+// under the cell), with the cell's name ("scores[1,2]").
+struct CellWorking {
+    std::string name;
+    Working working;
+};
+
+struct TableBlock {
+    Table table;
+    TableRole role = TableRole::values;
+    // A caption over the table, as formula text ("q = x₁·W_Q"), shown with
+    // the table's shape; none where a Caption or a step's heading names it.
+    std::string caption = "";
+    // Weights, shaded as a heatmap with each row's largest marked where the
+    // format shades them (a page).
+    bool shaded = false;
+    // Each kept cell's working, by the table's row and column (none at a
+    // gap), where the format can show it on demand (a page); or none at all.
+    std::vector<std::vector<CellWorking>> workings = {};
+};
+
+// A remark on how to read the document, apart from what it says ("Select
+// any number to see how it was worked out.").
+struct Aside {
+    std::string text;
+};
+
+// Short remarks under a table, as a list; none writes nothing.
+struct Notes {
+    std::vector<std::string> items;
 };
 
 // A piece of a line: text as it is; code (a file or a command, in a
@@ -169,8 +190,8 @@ struct Group;
 // The blocks about one thing (a step checked), under an anchor a page can link to.
 struct Part;
 
-using Block = std::variant<Prose, Sizes, Section, StepHeading, Caption, Formula, TableBlock, Notes, Working, Statement,
-                           MarkedList, Legend, Summary, Group, Part>;
+using Block = std::variant<Prose, Sizes, Section, StepHeading, Caption, Formula, TableBlock, Aside, Notes, Working,
+                           Statement, MarkedList, Legend, Summary, Group, Part>;
 
 struct Group {
     std::vector<Block> blocks;
@@ -200,7 +221,13 @@ struct DocumentStyle {
     bool standalone = false;  // LaTeX: a whole document rather than a fragment to \input
     bool color = false;       // text: ANSI colour (already resolved from --color)
     bool continues = false;   // text: the document follows other text, after a blank line
+    // HTML: the blocks alone, for a page that its caller writes around them (a lesson's)
+    bool body_only = false;
 };
+
+// The arithmetic of one cell of a step, 0-based matrix row and column, as
+// `qkv explain` works it out (the command supplies it: render/ knows no explain).
+using CellWorkings = std::function<Working(const Step& step, arma::uword row, arma::uword col)>;
 
 struct RenderOptions;  // render/render.hpp
 
@@ -209,10 +236,18 @@ struct RenderOptions;  // render/render.hpp
 Document run_header(const Trace& trace, const RenderOptions& options);
 
 // `qkv run`'s document of the steps options.steps and options.head choose:
-// the header, then each step's heading, formula, explanation (left out with
-// options.brief), table and notes. Run writes Markdown, and any document
-// format without a writer of run's own, this way.
-Document run_document(const Trace& trace, const RenderOptions& options);
+// the header, then each step as a part (its anchor `id_prefix` and the step's
+// id and head) holding its heading, formula, explanation (left out with
+// options.brief), table (weights shaded) and notes. With `workings`, every
+// kept cell of every table holds its working, and an aside says that a number
+// can be selected. Run writes Markdown and HTML, and any document format
+// without a writer of run's own, this way.
+Document run_document(const Trace& trace, const RenderOptions& options, const CellWorkings& workings = {},
+                      const std::string& id_prefix = "");
+
+// The parts of run_document() alone, each step's.
+std::vector<Block> run_steps(const Trace& trace, const RenderOptions& options, const CellWorkings& workings = {},
+                             const std::string& id_prefix = "");
 
 // The title and its subject as one line: "Checking answers: Homework".
 std::string full_title(const Document& document, std::string_view separator = ": ");

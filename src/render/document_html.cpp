@@ -1,7 +1,9 @@
 // A document (document.hpp) as one self-contained HTML page (OUTPUT FORMATS
 // in man/qkv.1.in), with the page style of render/html.hpp: a group of blocks
-// is a <section> that a printed page does not split, and each cell of a blank
-// table an empty box (td.blank) large enough to write a number in by hand.
+// is a <section> that a printed page does not split, a part a <section> under
+// its anchor; each cell of a blank table an empty box (td.blank) large enough
+// to write a number in by hand, each cell with a working a button that opens
+// it, weights shaded; the summary first, under the title.
 #include "render/html.hpp"
 #include "render/render.hpp"
 #include "render/document.hpp"
@@ -40,11 +42,13 @@ public:
         const std::string tag = "h" + std::to_string(section.level + 1);
         return "<" + tag + ">" + xml_escape(ascii(one_line(section.text))) + "</" + tag + ">\n";
     }
-    // "Step 5 · Scores scores", its id the step's (and head's): unique on the page
+    // "Step 5 · Scores scores", its id the step's (and head's): unique on the
+    // page; in a part, whose section is the anchor, none
     std::string operator()(const StepHeading& heading) const {
         const std::string id = heading.id + (heading.head_index != 0 ? "-h" + std::to_string(heading.head_index) : "");
-        return "<h2 id=\"" + id + "\">" + xml_escape(ascii(joined_heading(heading, " · ", " · "))) + " <code>" +
-               xml_escape(heading.id) + "</code></h2>\n";
+        return (m_part.empty() ? "<h2 id=\"" + id + "\">" : std::string("<h2>")) +
+               xml_escape(ascii(joined_heading(heading, " · ", " · "))) + " <code>" + xml_escape(heading.id) +
+               "</code></h2>\n";
     }
     std::string operator()(const Caption& caption) const {
         return "<h3>" + xml_escape(ascii(caption.name)) + " <span class=\"math\">" + symbol_html(caption.symbol) +
@@ -65,6 +69,9 @@ public:
                                           true_value_close(Format::html)),
                               caption);
         }
+        if (block.role == TableRole::values && (block.shaded || !block.workings.empty())) {
+            return worked_table(block, caption);
+        }
         if (block.role != TableRole::blank) {
             return html_table(block.table, caption);
         }
@@ -73,6 +80,7 @@ public:
             return std::string("<td class=\"blank\"></td>");
         });
     }
+    std::string operator()(const Aside& aside) const { return "<p class=\"note\">" + text(aside.text) + "</p>\n"; }
     std::string operator()(const Notes& notes) const {
         if (notes.items.empty()) {
             return "";
@@ -133,7 +141,10 @@ public:
         // the page style keeps a <section> on one printed page
     std::string operator()(const Group& group) const { return "<section>\n" + blocks(group.blocks) + "</section>\n"; }
     std::string operator()(const Part& part) const {
-        return "<section id=\"" + xml_escape(part.id) + "\">\n" + blocks(part.blocks) + "</section>\n";
+        m_part = part.id;
+        std::string out = "<section id=\"" + xml_escape(part.id) + "\">\n" + blocks(part.blocks) + "</section>\n";
+        m_part.clear();
+        return out;
     }
 
     std::string blocks(const std::vector<Block>& blocks) const {
@@ -148,6 +159,38 @@ public:
 
 private:
     std::string text(const std::string& plain) const { return xml_escape(ascii(plain)); }
+
+    // each kept cell a button that opens its working (a popover, after the
+    // table) and weights shaded as in the SVG; a popover's id is the part's and
+    // the cell's matrix row and column
+    std::string worked_table(const TableBlock& block, const std::string& caption) const {
+        const Table& table = block.table;
+        std::string popovers;
+        const auto cell = [&](std::size_t i, std::size_t j, const std::string& number) {
+            std::string content = text(number);
+            if (!block.workings.empty()) {
+                const CellWorking& cell = block.workings[i][j];
+                const std::string target =
+                    m_part + "-" + std::to_string(table.rows[i] + 1) + "-" + std::to_string(table.cols[j] + 1);
+                content = "<button type=\"button\" class=\"cell\" popovertarget=\"" + target + "\" aria-label=\"" +
+                          xml_escape(cell.name + " = " + ascii(number)) + "\">" + content + "</button>";
+                HtmlWorking working{ascii(joined(cell.working.heading)), {}};
+                for (const auto& line : cell.working.lines) {
+                    working.lines.push_back(ascii(line));
+                }
+                popovers += "<div popover=\"auto\" id=\"" + target + "\" class=\"working\">" +
+                            "<button type=\"button\" class=\"close\" popovertarget=\"" + target +
+                            "\" popovertargetaction=\"hide\">Close</button>\n" + html_working(working) + "</div>\n";
+            }
+            if (!block.shaded) {
+                return "<td>" + content + "</td>";
+            }
+            const double value = table.values[i][j];
+            return html_shaded_cell(value, content, i < table.row_maxima.size() && value == table.row_maxima[i]);
+        };
+        const std::string drawn = html_table(table, caption, cell);
+        return drawn + (popovers.empty() ? "" : "<div class=\"workings\">\n" + popovers + "</div>\n");
+    }
     // a mark in its colour, by its class, and a space after it
     std::string mark(Mark mark) const {
         return mark == Mark::none ? ""
@@ -173,12 +216,17 @@ private:
     }
 
     bool m_ascii;
+    mutable std::string m_part;  // the id of the part being written
 };
 
 }  // namespace
 
 void write_html_document(const Document& document, const DocumentStyle& style, std::ostream& out) {
     const HtmlBlocks blocks(style);
+    if (style.body_only) {
+        out << blocks.blocks(document.blocks);
+        return;
+    }
     // the page's head and its <h1>
     html_begin(out, blocks.ascii(full_title(document)));
     // the summary first: on a page, the verdict is what a reader looks for

@@ -78,6 +78,12 @@ public:
         }
         m_blank = true;
     }
+    void operator()(const Aside& aside) {
+        separate();
+        m_lines = false;
+        wrapped(aside.text, "  ", "  ", k_dim);
+        m_blank = false;
+    }
     void operator()(const Notes& notes) {
         for (const auto& note : notes.items) {
             wrapped(note, "  · ", "    ", k_dim);

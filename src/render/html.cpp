@@ -1,5 +1,5 @@
 // The HTML page every command shares (html_begin, html_table, html_working)
-// and run's page. One style sheet, written into every page: system fonts,
+// and run's page (its document, written by document_html.cpp). One style sheet, written into every page: system fonts,
 // tables that scroll sideways on a phone rather than widen the page, cells
 // that look like numbers until focused, workings as popovers, and print rules
 // that drop the controls.
@@ -130,10 +130,6 @@ summary { cursor: pointer; color: var(--accent); }
   td.shade, td.wrong { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
 }
 )css";
-
-std::string element_id(const std::string& prefix, const Step& step) {
-    return prefix + step_text(step.id) + (step.head != 0 ? "-h" + std::to_string(step.head) : "");
-}
 
 std::size_t count_cells(const Table& table) {
     std::size_t count = 0;
@@ -329,80 +325,19 @@ std::string html_working(const HtmlWorking& working) {
 
 void render_html_steps(const Trace& trace, const RenderOptions& options, std::ostream& out,
                        const CellWorkings& workings, const std::string& id_prefix) {
-    const auto symbols = [&](const std::string& text) { return options.ascii ? to_ascii(text) : text; };
-    const std::vector<const Step*> steps = select_steps(trace, options);
-    if (workings) {
-        check_working_limit(steps, options);
-    }
-    for (const Step* step : steps) {
-        const std::string id = element_id(id_prefix, *step);
-        const Table table = build_table(*step, options);
-        out << "<section id=\"" << id << "\">\n<h2>" << xml_escape(symbols(step_heading(trace, *step)))
-            << " <code>" << step_text(step->id) << "</code></h2>\n";
-        out << "<p class=\"formula\"><span class=\"math\">"
-            << html_formula(symbols(formula_text(step->formula, options.ascii))) << "</span> <span class=\"shape\">("
-            << xml_escape(symbols(table.shape)) << ")</span></p>\n";
-        if (!options.brief && !step->explanation.empty()) {
-            out << "<p>" << xml_escape(symbols(one_line(step->explanation))) << "</p>\n";
-        }
-        const bool shaded = step->id == StepId::weights;
-        std::string popovers;
-        const auto cell = [&](std::size_t i, std::size_t j, const std::string& text) {
-            const arma::uword row = table.rows[i];
-            const arma::uword col = table.cols[j];
-            const double value = step->values(row, col);
-            std::string content = xml_escape(symbols(text));
-            if (workings) {
-                const std::string name = cell_at(trace, *step, row, col).text;
-                const std::string target = id + "-" + std::to_string(row + 1) + "-" + std::to_string(col + 1);
-                content = "<button type=\"button\" class=\"cell\" popovertarget=\"" + target + "\" aria-label=\"" +
-                          xml_escape(name + " = " + symbols(text)) + "\">" + content + "</button>";
-                HtmlWorking working = workings(*step, row, col);
-                if (options.ascii) {
-                    working.heading = to_ascii(working.heading);
-                    for (auto& line : working.lines) {
-                        line = to_ascii(line);
-                    }
-                }
-                popovers += "<div popover=\"auto\" id=\"" + target + "\" class=\"working\">" +
-                            "<button type=\"button\" class=\"close\" popovertarget=\"" + target +
-                            "\" popovertargetaction=\"hide\">Close</button>\n" + html_working(working) + "</div>\n";
-            }
-            if (!shaded) {
-                return "<td>" + content + "</td>";
-            }
-            return html_shaded_cell(value, content, i < table.row_maxima.size() && value == table.row_maxima[i]);
-        };
-        out << html_table(table, "", cell);
-        if (!popovers.empty()) {
-            out << "<div class=\"workings\">\n" << popovers << "</div>\n";
-        }
-        if (!step->notes.empty()) {
-            out << "<ul class=\"note\">\n";
-            for (const auto& note : step->notes) {
-                out << "<li>" << xml_escape(symbols(note)) << "</li>\n";
-            }
-            out << "</ul>\n";
-        }
-        out << "</section>\n";
-    }
-}
-
-void render_html(const Trace& trace, const RenderOptions& options, std::ostream& out, const CellWorkings& workings) {
-    const auto symbols = [&](const std::string& text) { return options.ascii ? to_ascii(text) : text; };
     if (workings) {
         check_working_limit(select_steps(trace, options), options);
     }
-    html_begin(out, symbols(trace.title.empty() ? "Self-attention, step by step" : trace.title));
-    if (!options.brief) {
-        out << html_paragraphs(symbols(trace.description));
-    }
-    out << "<p class=\"dims\">" << xml_escape(dims_line(trace)) << "</p>\n";
+    Document steps;
+    steps.blocks = run_steps(trace, options, workings, id_prefix);
+    write_document(steps, Format::html, {.ascii = options.ascii, .body_only = true}, out);
+}
+
+void render_html(const Trace& trace, const RenderOptions& options, std::ostream& out, const CellWorkings& workings) {
     if (workings) {
-        out << "<p class=\"note\">Select any number to see how it was worked out.</p>\n";
+        check_working_limit(select_steps(trace, options), options);
     }
-    render_html_steps(trace, options, out, workings);
-    html_end(out);
+    write_document(run_document(trace, options, workings), Format::html, {.ascii = options.ascii}, out);
 }
 
 }  // namespace qkv

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "attention/trace.hpp"
+#include "render/document.hpp"
 #include "render/table.hpp"
 
 #include <functional>
@@ -84,18 +85,16 @@ struct HtmlWorking {
 // The working as a block: the heading, then the lines in a <pre>.
 std::string html_working(const HtmlWorking& working);
 
-// The arithmetic of one cell of a step, 0-based matrix row and column, as
-// `qkv explain` works it out (the command supplies it: render/ knows no explain).
-using CellWorkings = std::function<HtmlWorking(const Step& step, arma::uword row, arma::uword col)>;
 
 // A page holds at most this many cells' workings; more is refused with a hint.
 inline constexpr std::size_t k_html_working_limit = 20000;
 
 // run's page: the title, the description and sizes, then each chosen step as
-// a section (heading, formula and shape, explanation, table, notes). With
-// `workings`, every cell of every table is a button that opens its working;
-// weights are shaded as in the SVG. Throws InputError when the page would
-// hold more than k_html_working_limit workings (--full on a large example).
+// a section (heading, formula and shape, explanation, table, notes): the
+// document run_document() builds, written by the HTML writer of documents.
+// With `workings`, every cell of every table is a button that opens its
+// working; weights are shaded as in the SVG. Throws InputError when the page
+// would hold more than k_html_working_limit workings (--full on a large example).
 void render_html(const Trace& trace, const RenderOptions& options, std::ostream& out,
                  const CellWorkings& workings = {});
 

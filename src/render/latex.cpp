@@ -347,6 +347,7 @@ public:
                                                                 tex_escape(block.table.shape) + ")\n";
         return caption + table(block);
     }
+    std::string operator()(const Aside& aside) const { return "{\\small " + tex_prose(aside.text) + "\\par}\n\n"; }
     std::string operator()(const Notes& notes) const { return itemize(notes.items); }
     // a labelled line a paragraph of its own ("\noindent\textbf{Mistake:} …"); a line
     // holding code ragged right, as a path breaks only after its slashes

@@ -204,6 +204,7 @@ public:
         return caption + (block.role == TableRole::blank ? draw_table(block.table, BlankTableSkin())
                                                          : draw_table(block.table, MarkdownTableSkin()));
     }
+    std::string operator()(const Aside& aside) const { return "*" + escaped(aside.text) + "*\n"; }
     std::string operator()(const Notes& notes) const {
         std::string out;
         for (const auto& note : notes.items) {

@@ -317,13 +317,59 @@ TEST_CASE("HTML writes a report's summary first and each part as a section with 
     CHECK(html.find("<p>Answers from <code>a/b_c.yaml</code>. Rounded.</p>") != std::string::npos);
     CHECK(html.find("<p class=\"note\"><span class=\"verdict-right\">✓</span> right · <span class=\"verdict-wrong\">✗</span> "
                     "wrong, the true value in parentheses · ~ not answered</p>") != std::string::npos);
-    CHECK(html.find("<section id=\"check-scores-h2\">\n<h2 id=\"scores-h2\">") != std::string::npos);
+    // the section is the anchor: its heading has none of its own
+    CHECK(html.find("<section id=\"check-scores-h2\">\n<h2>Step 5 · Scores · head 2 <code>scores</code></h2>") != std::string::npos);
     CHECK(html.find("<td class=\"wrong\">1.50 ✗ (1.25)</td>") != std::string::npos);
     CHECK(html.find("<td class=\"carried\">-0.25 →</td>") != std::string::npos);
     CHECK(html.find("<li><span class=\"verdict-wrong\">✗</span> scores[1,1]: you wrote 1.5</li>\n<li>… and 1 more.</li>") !=
           std::string::npos);
     CHECK(html.find("<p><strong class=\"verdict-wrong\">Mistake:</strong> Swapped.</p>\n<p><strong>Correct:</strong> Z₂ = A·V</p>") !=
           std::string::npos);
+}
+
+TEST_CASE("a page opens each cell's working from the cell and shades weights", "[document]") {
+    TableBlock table{.table = two_by_two(), .shaded = true};
+    table.workings.assign(2, std::vector<CellWorking>(2));
+    for (std::size_t i = 0; i < 2; ++i) {
+        for (std::size_t j = 0; j < 2; ++j) {
+            const std::string name = "weights[" + std::to_string(i + 1) + "," + std::to_string(j + 1) + "]";
+            table.workings[i][j] = {name, Working{{{name + " = …"}}, "", {"exp(x) / Σ", "= <1>"}}};
+        }
+    }
+    Document document;
+    document.title = "Weights";
+    document.blocks = {Aside{"Select any number."}, Part{"w-h1", {table}}};
+    std::ostringstream page;
+    write_document(document, Format::html, {}, page);
+    const std::string html = page.str();
+    CHECK(html.find("<p class=\"note\">Select any number.</p>") != std::string::npos);
+    // each cell a button for the popover named by the part and the cell's row and column
+    CHECK(count(html, "<button type=\"button\" class=\"cell\"") == 4);
+    CHECK(html.find("popovertarget=\"w-h1-2-1\" aria-label=\"weights[2,1] = -0.25\">-0.25</button>") !=
+          std::string::npos);
+    CHECK(html.find("<div popover=\"auto\" id=\"w-h1-1-2\" class=\"working\">") != std::string::npos);
+    CHECK(html.find("<h3>weights[1,2] = …</h3>\n<pre>exp(x) / Σ\n= &lt;1&gt;\n</pre>") != std::string::npos);
+    // shaded, each row's largest marked
+    CHECK(count(html, "<td class=\"shade") == 4);
+    CHECK(count(html, "<td class=\"shade max\"") == 2);
+    // ASCII: the working spelled out as well
+    std::ostringstream ascii;
+    write_document(document, Format::html, {.ascii = true}, ascii);
+    CHECK(ascii.str().find("<h3>weights[1,2] = ...</h3>\n<pre>exp(x) / sum") != std::string::npos);
+    // the blocks alone, for a page its caller writes
+    std::ostringstream body;
+    write_document(document, Format::html, {.body_only = true}, body);
+    CHECK(body.str().starts_with("<p class=\"note\">Select any number.</p>\n<section id=\"w-h1\">"));
+    CHECK(body.str().find("<html") == std::string::npos);
+    // the formats that cannot open a working show the numbers, and the aside as a remark
+    std::ostringstream md;
+    write_document(document, Format::markdown, {}, md);
+    CHECK(md.str().find("*Select any number.*") != std::string::npos);
+    CHECK(md.str().find("exp(x)") == std::string::npos);
+    std::ostringstream text;
+    write_document(document, Format::text, {}, text);
+    CHECK(text.str().find("  Select any number.\n") != std::string::npos);
+    CHECK(text.str().find("-0.25") != std::string::npos);
 }
 
 TEST_CASE("a working keeps its columns and escapes only the example's labels", "[document]") {
