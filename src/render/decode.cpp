@@ -264,19 +264,10 @@ std::vector<Block> walk(const Trace& trace, const DecodeTrace& decode, const Mod
 
 void render_decode(const Trace& trace, const DecodeTrace& decode, const Model& model, const RenderOptions& options,
                    std::ostream& out) {
-    const DocumentStyle style{.ascii = options.ascii, .standalone = options.standalone, .color = options.color};
+    const DocumentStyle style{
+        .ascii = options.ascii, .standalone = options.standalone, .color = options.color, .width = options.width};
     if (options.format == Format::json) {
         render_decode_json(trace, decode, model, options, out);
-        return;
-    }
-    if (options.format == Format::text) {
-        render_text(trace.header(), options, out);  // the title, description and sizes, as run writes them
-        Document document;
-        document.blocks = walk(trace, decode, model, options);
-        document.title_in_fragment = false;
-        DocumentStyle after_header = style;
-        after_header.continues = true;
-        write_document(document, Format::text, after_header, out);
         return;
     }
     if (is_document_format(options.format)) {

@@ -3,8 +3,8 @@
 // lines and marks), saying what each part is and nothing of how it looks.
 // Each document format writes any document in one place: text in
 // document_text.cpp, Markdown in markdown.cpp, LaTeX in latex.cpp, HTML in
-// document_html.cpp. `qkv worksheet`, `qkv explain`, run's Markdown and HTML,
-// `run --decode` and `qkv check`'s report are built this way.
+// document_html.cpp. `qkv worksheet`, `qkv explain`, run's text, Markdown and
+// HTML, `run --decode` and `qkv check`'s report are built this way.
 //
 // Text arrives in Unicode, as the trace holds it; each writer escapes it (and
 // spells it in ASCII where its style or its format asks).
@@ -220,9 +220,11 @@ struct DocumentStyle {
     bool ascii = false;       // text, Markdown and HTML: ASCII only (LaTeX always is)
     bool standalone = false;  // LaTeX: a whole document rather than a fragment to \input
     bool color = false;       // text: ANSI colour (already resolved from --color)
-    bool continues = false;   // text: the document follows other text, after a blank line
     // HTML: the blocks alone, for a page that its caller writes around them (a lesson's)
     bool body_only = false;
+    // text: the terminal's columns (0: any): prose wraps two columns short of
+    // them (and at 78 at most), and a wider table is drawn in blocks of columns
+    int width = 0;
 };
 
 // The arithmetic of one cell of a step, 0-based matrix row and column, as
@@ -240,7 +242,7 @@ Document run_header(const Trace& trace, const RenderOptions& options);
 // id and head) holding its heading, formula, explanation (left out with
 // options.brief), table (weights shaded) and notes. With `workings`, every
 // kept cell of every table holds its working, and an aside says that a number
-// can be selected. Run writes Markdown and HTML, and any document format
+// can be selected. Run writes text, Markdown and HTML, and any document format
 // without a writer of run's own, this way.
 Document run_document(const Trace& trace, const RenderOptions& options, const CellWorkings& workings = {},
                       const std::string& id_prefix = "");

@@ -1,15 +1,19 @@
 // A document (document.hpp) as text for a terminal: the title in bold,
-// headings in colour, prose and notes wrapped to 78 columns and indented by
-// two, notes as "· …", tables as `qkv run` draws them under their caption and
-// shape. One blank line between blocks (a table already ends with one), none
-// under a heading; a document that continues other text starts with a blank
-// line. A report's lines (statements, marked lists, a legend) are never
-// wrapped, follow the title and one another with no blank line, and are
-// indented by two inside a part; the summary stands apart, in bold.
+// underlined unless a report's lines follow it; headings in colour; prose and
+// notes wrapped to 78 columns (or the terminal's --width) and indented by
+// two, notes as "· …"; tables as `qkv run` draws them under their caption and
+// shape, in blocks of columns where the terminal is narrower. One blank line
+// between blocks (a table already ends with one), none under a heading, and
+// one of its own before a step's heading. The opening, before the first
+// heading, is at the margin. A report's lines (statements, marked lists, a
+// legend) are never wrapped, follow the title and one another with no blank
+// line, and are indented by two inside a part; the summary stands apart, in bold.
 #include "render/document.hpp"
 #include "render/palette.hpp"
 #include "render/render.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace qkv {
@@ -18,10 +22,73 @@ namespace {
 
 constexpr std::size_t k_wrap_width = 78;
 
+// With colour, weights shaded as a heatmap, each row's largest one marked.
+class HeatmapSkin : public TextTableSkin {
+public:
+    HeatmapSkin(const Table& table, bool ascii) : TextTableSkin(ascii), m_table(table) {}
+
+protected:
+    std::string cell(const std::string& text, int row, std::size_t col) const override {
+        const double value = row < 0 ? arma::datum::nan : m_table.values[row][col];
+        if (std::isnan(value)) {
+            return text;
+        }
+        return shade(value, value == m_table.row_maxima[row]) + text + k_reset;
+    }
+
+private:
+    // Background from dark (weight 0) to light (weight 1); the row's largest
+    // weight is also bold and underlined.
+    static std::string shade(double weight, bool row_max) {
+        const int level = 236 + static_cast<int>(std::lround(std::clamp(weight, 0.0, 1.0) * 19.0));
+        const int foreground = level > 247 ? 16 : 255;
+        std::string code = shade_256(level, foreground);
+        if (row_max) {
+            code += k_row_max;
+        }
+        return code;
+    }
+
+    const Table& m_table;
+};
+
+// The columns of the widest line, colour escapes not counted.
+std::size_t widest_line(const std::string& text) {
+    std::size_t widest = 0;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+        widest = std::max(widest, visible_width(line));
+    }
+    return widest;
+}
+
+// Columns first … last − 1 of a table, with all its rows.
+Table columns_of(const Table& table, std::size_t first, std::size_t last) {
+    Table part = table;
+    auto keep = [first, last](auto& items) {
+        items.erase(items.begin() + static_cast<std::ptrdiff_t>(last), items.end());
+        items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(first));
+    };
+    keep(part.col_labels);
+    keep(part.cols);
+    for (auto& row : part.cells) {
+        keep(row);
+    }
+    for (auto& row : part.values) {
+        keep(row);
+    }
+    for (auto& row : part.marks) {
+        if (!row.empty()) {
+            keep(row);
+        }
+    }
+    return part;
+}
+
 class TextWriter {
 public:
     TextWriter(const DocumentStyle& style, std::ostream& out)
-        : m_style(style), m_out(out), m_blank(!style.continues) {}
+        : m_style(style), m_out(out) {}
 
     void operator()(const Prose& prose) {
         std::istringstream lines(prose.text);
@@ -29,8 +96,15 @@ public:
         std::string paragraph;
         const auto flush = [&] {
             if (!paragraph.empty()) {
-                separate();
-                wrapped(paragraph, "  ", "  ", nullptr);
+                // the opening, before the first heading, at the margin and one
+                // paragraph under the other; an explanation right under its formula
+                if (!m_opening && !m_formula) {
+                    separate();
+                }
+                m_formula = false;
+                m_written = true;
+                const std::string indent = m_opening ? "" : "  ";
+                wrapped(paragraph, indent, indent, nullptr);
                 m_blank = false;
                 paragraph.clear();
             }
@@ -44,9 +118,25 @@ public:
         }
         flush();
     }
-    void operator()(const Sizes& sizes) { (*this)(Prose{dims_line(sizes.dims, sizes.cross)}); }
+    // in the opening, one line at the margin
+    void operator()(const Sizes& sizes) {
+        if (!m_opening) {
+            (*this)(Prose{dims_line(sizes.dims, sizes.cross)});
+            return;
+        }
+        m_written = true;
+        m_lines = false;
+        m_out << symbols(dims_line(sizes.dims, sizes.cross)) << '\n';
+        m_blank = false;
+    }
     void operator()(const Section& section) { heading(section.text); }
-    void operator()(const StepHeading& step) { heading(joined_heading(step, " · ", " · ") + "  [" + step.id + "]"); }
+    // a blank line of its own before it, even after a table's
+    void operator()(const StepHeading& step) {
+        if (m_blank && m_written) {
+            m_out << '\n';
+        }
+        heading(joined_heading(step, " · ", " · ") + "  [" + step.id + "]");
+    }
     void operator()(const Caption& caption) {
         separate();
         m_lines = false;
@@ -60,6 +150,7 @@ public:
         m_out << "  " << symbols(formula_text(formula.text, m_style.ascii)) << "    ("
               << shape_text(formula.rows, formula.cols, m_style.ascii) << ")\n";
         m_blank = false;
+        m_formula = true;
     }
     void operator()(const TableBlock& block) {
         separate();
@@ -74,7 +165,7 @@ public:
                                             true_value_close(Format::text)),
                                 TextTableSkin(m_style.ascii, 2, Align::left));
         } else {
-            m_out << draw_table(block.table, TextTableSkin(m_style.ascii));
+            fitted(block);
         }
         m_blank = true;
     }
@@ -86,7 +177,7 @@ public:
     }
     void operator()(const Notes& notes) {
         for (const auto& note : notes.items) {
-            wrapped(note, "  · ", "    ", k_dim);
+            wrapped("· " + note, "  ", "    ", k_dim);
         }
         m_blank = m_blank && notes.items.empty();  // a table's notes follow its blank line
         m_lines = m_lines && notes.items.empty();
@@ -147,14 +238,23 @@ public:
         }
     }
 
-    // in bold; a report's lines right under it, anything else after a blank line
-    void title(const std::string& text) {
-        m_out << styled(symbols(one_line(text)), k_bold, m_style.color) << '\n';
-        m_blank = false;
-        m_lines = true;
+    // in bold; over a report, its lines right under it, anything else after a
+    // blank line; over anything else, underlined, and its opening right under it
+    void title(const std::string& text, bool report) {
+        const std::string line = symbols(one_line(text));
+        m_out << styled(line, k_bold, m_style.color) << '\n';
+        m_written = true;
+        if (report) {
+            m_blank = false;
+            m_lines = true;
+            return;
+        }
+        m_out << std::string(display_width(line), '=') << '\n';
+        m_blank = true;
     }
 
     void heading(const std::string& text) {
+        m_opening = false;
         separate();
         m_out << styled(symbols(one_line(text)), k_heading, m_style.color) << '\n';
         m_blank = true;  // what follows a heading sits right under it
@@ -195,33 +295,90 @@ private:
         if (!m_blank) {
             m_out << '\n';
         }
+        m_written = true;
+        m_formula = false;
     }
 
-    // `text` in lines of at most 78 columns, the first after `first`, the others after `indent`.
+    std::size_t wrap_width() const {
+        const std::size_t given =
+            m_style.width > 0 ? static_cast<std::size_t>(std::max(20, m_style.width - 2)) : k_wrap_width;
+        return std::min(k_wrap_width, given);
+    }
+
+    // A table of values; with colour, weights shaded; one wider than the
+    // terminal drawn in blocks of columns, one under the other: as few blocks
+    // as fit, then as even as they can be.
+    void fitted(const TableBlock& block) {
+        const Table& table = block.table;
+        const auto draw = [&](const Table& part) {
+            return m_style.color && block.shaded ? draw_table(part, HeatmapSkin(part, m_style.ascii))
+                                                 : draw_table(part, TextTableSkin(m_style.ascii));
+        };
+        const auto fits = [&](const std::string& drawn) {
+            return m_style.width <= 0 || widest_line(drawn) <= static_cast<std::size_t>(m_style.width);
+        };
+        const std::string whole = draw(table);
+        if (fits(whole) || table.col_labels.size() < 2) {
+            m_out << whole;
+            return;
+        }
+        std::vector<std::size_t> starts;
+        const std::size_t n = table.col_labels.size();
+        for (std::size_t first = 0; first < n;) {
+            std::size_t last = first + 1;  // one past the block's last column; a block holds one column at least
+            while (last < n && fits(draw(columns_of(table, first, last + 1)))) {
+                ++last;
+            }
+            starts.push_back(first);
+            first = last;
+        }
+        const std::size_t even = (n + starts.size() - 1) / starts.size();
+        bool evenly = true;
+        for (std::size_t first = 0; first < n && evenly; first += even) {
+            evenly = fits(draw(columns_of(table, first, std::min(n, first + even))));
+        }
+        if (evenly) {
+            starts.clear();
+            for (std::size_t first = 0; first < n; first += even) {
+                starts.push_back(first);
+            }
+        }
+        for (std::size_t b = 0; b < starts.size(); ++b) {
+            m_out << draw(columns_of(table, starts[b], b + 1 < starts.size() ? starts[b + 1] : n));
+        }
+    }
+
+    // `text` in lines of at most wrap_width() columns, the first after `first`,
+    // the others after `indent`; the words (not the indent) in `style`.
     void wrapped(const std::string& text, const std::string& first, const std::string& indent, const char* style) {
         std::istringstream words(symbols(text));
         std::string word;
-        std::string line = symbols(first);
-        bool empty = true;  // no word on the line yet
+        std::string line;
+        const std::string* lead = &first;
+        const auto flush = [&] {
+            m_out << *lead << (style == nullptr ? line : styled(line, style, m_style.color)) << '\n';
+            lead = &indent;
+            line.clear();
+        };
         while (words >> word) {
-            if (!empty && display_width(line + " " + word) > k_wrap_width) {
-                m_out << (style == nullptr ? line : styled(line, style, m_style.color)) << '\n';
-                line = symbols(indent);
-                empty = true;
+            if (!line.empty() && display_width(*lead + line + " " + word) > wrap_width()) {
+                flush();
             }
-            line += (empty ? "" : " ") + word;
-            empty = false;
+            line += (line.empty() ? "" : " ") + word;
         }
-        if (!empty) {
-            m_out << (style == nullptr ? line : styled(line, style, m_style.color)) << '\n';
+        if (!line.empty()) {
+            flush();
         }
     }
 
     const DocumentStyle& m_style;
     std::ostream& m_out;
-    bool m_blank;          // the next block needs no blank line before it
+    bool m_blank = true;   // the next block needs no blank line before it
     bool m_lines = false;  // the last thing written is a report's line (or the title), which a report line follows directly
     bool m_in_part = false;
+    bool m_opening = true;   // no heading yet: prose and sizes at the margin
+    bool m_formula = false;  // the last thing written is a formula, which prose follows directly
+    bool m_written = false;  // anything written yet
 };
 
 }  // namespace
@@ -229,7 +386,9 @@ private:
 void write_text_document(const Document& document, const DocumentStyle& style, std::ostream& out) {
     TextWriter writer(style, out);
     if (document.title_in_fragment) {
-        writer.title(full_title(document, " · "));
+        const bool report = !document.blocks.empty() && (std::holds_alternative<Statement>(document.blocks.front()) ||
+                                                         std::holds_alternative<Legend>(document.blocks.front()));
+        writer.title(full_title(document, " · "), report);
     }
     writer.blocks(document.blocks);
 }

@@ -175,7 +175,7 @@ TEST_CASE("text wraps prose and notes and puts no blank line under a heading", "
     write_document(document, Format::text, {}, out);
     const std::string a(30, 'a'), b(30, 'b'), c(30, 'c');
     CHECK(out.str() == "Decoding\n"
-                       "\n"
+                       "========\n"
                        "Position 1 · one\n"
                        "  " + a + " " + b + "\n"
                        "  " + c + "\n"
@@ -183,18 +183,31 @@ TEST_CASE("text wraps prose and notes and puts no blank line under a heading", "
                        "\n"
                        "  q = x₁·W_Q    (2 × 2)\n" +
                            draw_table(two_by_two(), TextTableSkin(false)) + "  · under the table\n");
-    // a document that continues other text starts with a blank line; its title
-    // shows in a whole document only
+    // the opening, before the first heading, at the margin; a step's heading
+    // with a blank line of its own, even after a table's; prose wrapped two
+    // columns short of --width
     Document more;
     more.title = "More";
+    more.blocks = {Prose{a + " " + b}, Section{"Given"}, TableBlock{.table = two_by_two()},
+                   StepHeading{"Step 1", "Inputs", "", "inputs", 0}, Prose{a + " " + b}};
+    std::ostringstream narrow;
+    write_document(more, Format::text, {.width = 50}, narrow);
+    CHECK(narrow.str() == "More\n"
+                          "====\n" +
+                              a + "\n" + b +
+                              "\n"
+                              "\n"
+                              "Given\n" +
+                              draw_table(two_by_two(), TextTableSkin(false)) +
+                              "\n"
+                              "Step 1 · Inputs  [inputs]\n"
+                              "  " + a + "\n"
+                              "  " + b + "\n");
     more.title_in_fragment = false;
     more.blocks = {Prose{"more"}};
-    std::ostringstream after;
-    write_document(more, Format::text, {.continues = true}, after);
-    CHECK(after.str() == "\n  more\n");
     std::ostringstream alone;
     write_document(more, Format::text, {}, alone);
-    CHECK(alone.str() == "  more\n");
+    CHECK(alone.str() == "more\n");
 }
 
 namespace {
