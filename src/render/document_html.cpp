@@ -64,8 +64,8 @@ public:
         const std::string caption =
             block.caption.empty() ? "" : ascii(formula_text(block.caption, m_ascii)) + " (" + block.table.shape + ")";
         if (block.role == TableRole::answers) {
-            // a cell is classed by its mark's colour: right, wrong or carried
-            return html_table(drawn_marks(block.table, m_ascii, true, true_value_open(Format::html),
+            // a cell is classed by its verdict: right, wrong or carried
+            return html_table(drawn_marks(block.table, m_ascii, false, true_value_open(Format::html),
                                           true_value_close(Format::html)),
                               caption);
         }

@@ -141,15 +141,6 @@ std::size_t count_cells(const Table& table) {
     return count;
 }
 
-// check's marks are coloured by role (render/palette.hpp); a page names the role as a class.
-std::string verdict_class(const char* color) {
-    if (color == nullptr) {
-        return "";
-    }
-    const std::string_view code(color);
-    return code == k_green ? "right" : code == k_red ? "wrong" : code == k_yellow ? "carried" : "";
-}
-
 // Refuses a page of more than k_html_working_limit workings, before anything is written.
 void check_working_limit(const std::vector<const Step*>& steps, const RenderOptions& options) {
     std::size_t cells = 0;
@@ -296,7 +287,7 @@ std::string html_table(const Table& table, const std::string& caption, const Htm
             if (!table.marks.empty() && !table.marks[i][j].symbol.empty()) {
                 const CellMark& mark = table.marks[i][j];
                 content += " " + xml_escape(mark.symbol + mark.detail);
-                kind = verdict_class(mark.color);
+                kind = mark_name(mark.verdict);  // a page names the verdict as a class
             }
             out += (kind.empty() ? "<td>" : "<td class=\"" + kind + "\">") + content + "</td>";
         }
