@@ -16,8 +16,8 @@ std::unique_ptr<LessonWriter> make_markdown_lesson_writer(const RenderOptions& o
 std::unique_ptr<LessonWriter> make_html_lesson_writer(const RenderOptions& options, std::ostream& out);
 std::unique_ptr<LessonWriter> make_latex_lesson_writer(const RenderOptions& options, std::ostream& out);
 
-// The chosen steps as the renderer of options.format writes them, without the
-// header (title and sizes) it writes before them.
+// The chosen steps as run writes them in options.format (a document format),
+// without the title and sizes before them: run_steps() in a body-only document.
 std::string render_steps_only(const Trace& trace, const RenderOptions& options);
 
 // Narration as one string in which each filled-in value is enclosed by these

@@ -1,6 +1,8 @@
 #include "lesson/writer.hpp"
 
 #include "lesson/skins.hpp"
+#include "render/document.hpp"
+#include "render/render.hpp"
 #include "render/table.hpp"
 
 #include <algorithm>
@@ -22,20 +24,13 @@ std::vector<Piece> fill(const Lesson& lesson, const Narration& narration, int pr
 }
 
 std::string render_steps_only(const Trace& trace, const RenderOptions& options) {
-    // A renderer writes a header (title, sizes) before the steps. A lesson has
-    // its own title, so the header is cut off: it is what the renderer writes
-    // when no step is chosen, the part both outputs share.
-    std::ostringstream full;
-    render(trace, options, full);
-    std::ostringstream header;
-    render(trace.header(), options, header);
-    const std::string with_steps = full.str();
-    const std::string without = header.str();
-    std::size_t shared = 0;
-    while (shared < with_steps.size() && shared < without.size() && with_steps[shared] == without[shared]) {
-        ++shared;
-    }
-    return with_steps.substr(shared);
+    Document steps;
+    steps.blocks = run_steps(trace, options);
+    std::ostringstream out;
+    write_document(steps, options.format,
+                   {.ascii = options.ascii, .standalone = options.standalone, .color = options.color, .body_only = true},
+                   out);
+    return out.str();
 }
 
 std::string marked_text(const std::vector<Piece>& pieces) {

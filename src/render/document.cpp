@@ -1,11 +1,13 @@
-// What every document format shares: a step's heading and formula as blocks,
-// and the choice of a writer by format.
+// What every document format shares: run's document, a step's heading and
+// formula as blocks, and the choice of a writer by format.
 #include "render/document.hpp"
 
 #include "attention/cell.hpp"
 #include "attention/steps.hpp"
+#include "render/latex.hpp"
 #include "render/render.hpp"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace qkv {
@@ -21,41 +23,89 @@ Document run_header(const Trace& trace, const RenderOptions& options) {
     return document;
 }
 
-Document run_document(const Trace& trace, const RenderOptions& options, const CellWorkings& workings,
-                      const std::string& id_prefix) {
+Document run_document(const Trace& trace, const RenderOptions& options, const RunExtras& extras) {
     Document document = run_header(trace, options);
-    if (workings) {
+    if (extras.workings) {
         document.blocks.push_back(Aside{"Select any number to see how it was worked out."});
     }
-    for (Block& part : run_steps(trace, options, workings, id_prefix)) {
+    for (Block& part : run_steps(trace, options, extras)) {
         document.blocks.push_back(std::move(part));
     }
     return document;
 }
 
-std::vector<Block> run_steps(const Trace& trace, const RenderOptions& options, const CellWorkings& workings,
-                             const std::string& id_prefix) {
+namespace {
+
+// Each kept cell's working, by the table's row and column.
+std::vector<std::vector<CellWorking>> cell_workings(const Trace& trace, const Step& step, const Table& table,
+                                                    const CellWorkings& workings) {
+    std::vector<std::vector<CellWorking>> cells(table.rows.size(), std::vector<CellWorking>(table.cols.size()));
+    for (std::size_t i = 0; i < table.rows.size(); ++i) {
+        for (std::size_t j = 0; j < table.cols.size(); ++j) {
+            if (table.rows[i] != k_gap && table.cols[j] != k_gap) {
+                cells[i][j] = {cell_at(trace, step, table.rows[i], table.cols[j]).text,
+                               workings(step, table.rows[i], table.cols[j])};
+            }
+        }
+    }
+    return cells;
+}
+
+// The weights' cells whose score the mask made −∞ (none when the trace has
+// no masked scores of the weights' shape).
+std::vector<std::vector<bool>> blocked_cells(const Trace& trace, const Step& weights, const Table& table) {
+    const Step* masked = trace.find(StepId::masked_scores, weights.head);
+    if (masked == nullptr || masked->values.n_rows != weights.values.n_rows ||
+        masked->values.n_cols != weights.values.n_cols) {
+        return {};
+    }
+    std::vector<std::vector<bool>> blocked(table.rows.size(), std::vector<bool>(table.cols.size(), false));
+    for (std::size_t i = 0; i < table.rows.size(); ++i) {
+        for (std::size_t j = 0; j < table.cols.size(); ++j) {
+            blocked[i][j] = table.rows[i] != k_gap && table.cols[j] != k_gap &&
+                            std::isinf(masked->values(table.rows[i], table.cols[j]));
+        }
+    }
+    return blocked;
+}
+
+// "Scores, head 2" with "S = Q K^\top", labelled PREFIX:scores:head2; the
+// head is named where there are several
+Numbered numbered(const Trace& trace, const Step& step, const RenderOptions& options) {
+    const bool several = step.head > 0 && trace.dims.heads > 1;
+    const std::string head = several ? std::to_string(step.head) : "";
+    return {.name = step.title + (several ? ", head " + head : ""),
+            .formula = step.latex,
+            .label = options.label_prefix + ":" + step_text(step.id) + (several ? ":head" + head : "")};
+}
+
+}  // namespace
+
+std::vector<Block> run_steps(const Trace& trace, const RenderOptions& options, const RunExtras& extras) {
     std::vector<Block> parts;
     for (const Step* step : select_steps(trace, options)) {
         Part part;
-        part.id = id_prefix + step_text(step->id) + (step->head != 0 ? "-h" + std::to_string(step->head) : "");
+        part.id = extras.id_prefix + step_text(step->id) + (step->head != 0 ? "-h" + std::to_string(step->head) : "");
         part.blocks.push_back(step_heading_of(trace, *step));
         part.blocks.push_back(formula_of(*step));
         if (!options.brief) {
             part.blocks.push_back(Prose{step->explanation});
-        }
-        TableBlock table{.table = build_table(*step, options), .shaded = step->id == StepId::weights};
-        if (workings) {
-            const Table& t = table.table;
-            table.workings.assign(t.rows.size(), std::vector<CellWorking>(t.cols.size()));
-            for (std::size_t i = 0; i < t.rows.size(); ++i) {
-                for (std::size_t j = 0; j < t.cols.size(); ++j) {
-                    if (t.rows[i] != k_gap && t.cols[j] != k_gap) {
-                        table.workings[i][j] = {cell_at(trace, *step, t.rows[i], t.cols[j]).text,
-                                                workings(*step, t.rows[i], t.cols[j])};
-                    }
+            if (extras.model != nullptr) {
+                std::string equations = latex_working(*extras.model, trace, *step, options);
+                if (!equations.empty()) {
+                    part.blocks.push_back(Equations{std::move(equations)});
                 }
             }
+        }
+        TableBlock table{.table = build_table(*step, options), .shaded = step->id == StepId::weights};
+        if (extras.workings) {
+            table.workings = cell_workings(trace, *step, table.table, extras.workings);
+        }
+        if (table.shaded) {
+            table.blocked = blocked_cells(trace, *step, table.table);
+        }
+        if (options.floats) {
+            table.numbered = numbered(trace, *step, options);
         }
         part.blocks.push_back(std::move(table));
         // made in place: GCC 12 takes a moved temporary's vector for one maybe uninitialized

@@ -3,8 +3,8 @@
 // lines and marks), saying what each part is and nothing of how it looks.
 // Each document format writes any document in one place: text in
 // document_text.cpp, Markdown in markdown.cpp, LaTeX in latex.cpp, HTML in
-// document_html.cpp. `qkv worksheet`, `qkv explain`, run's text, Markdown and
-// HTML, `run --decode` and `qkv check`'s report are built this way.
+// document_html.cpp. `qkv worksheet`, `qkv explain`, `qkv run` (in every
+// document format), `run --decode` and `qkv check`'s report are built this way.
 //
 // Text arrives in Unicode, as the trace holds it; each writer escapes it (and
 // spells it in ASCII where its style or its format asks).
@@ -15,6 +15,7 @@
 #include "render/table.hpp"
 
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -109,18 +110,41 @@ struct CellWorking {
     Working working;
 };
 
+// A table numbered and named apart from the text, where the format floats
+// its tables (LaTeX with --float): its name ("Scores, head 2"), the step's
+// formula (LaTeX) and the label a reference names ("qkv:scores:head2").
+struct Numbered {
+    std::string name;
+    std::string formula;
+    std::string label;
+};
+
 struct TableBlock {
     Table table;
     TableRole role = TableRole::values;
     // A caption over the table, as formula text ("q = x₁·W_Q"), shown with
     // the table's shape; none where a Caption or a step's heading names it.
     std::string caption = "";
-    // Weights, shaded as a heatmap with each row's largest marked where the
-    // format shades them (a page).
+    // Weights, shaded as a heatmap where the format shades them (a page,
+    // LaTeX, text in colour), a page marking each row's largest.
     bool shaded = false;
     // Each kept cell's working, by the table's row and column (none at a
     // gap), where the format can show it on demand (a page); or none at all.
     std::vector<std::vector<CellWorking>> workings = {};
+    // The cells the mask blocks, by the table's row and column (none, or one
+    // per cell): a shading format leaves them white, as their weight is 0 by
+    // the mask and not by the numbers.
+    std::vector<std::vector<bool>> blocked = {};
+    // Where the format floats tables: how this one is numbered and named.
+    std::optional<Numbered> numbered = std::nullopt;
+};
+
+// A step's working written out as equations, in LaTeX already laid out to
+// fit the line (the alternatives latex_working() offers TeX), continuing the
+// paragraph before it. A format that sets display math (LaTeX) writes it;
+// the others leave it out.
+struct Equations {
+    std::string latex;
 };
 
 // A remark on how to read the document, apart from what it says ("Select
@@ -190,8 +214,8 @@ struct Group;
 // The blocks about one thing (a step checked), under an anchor a page can link to.
 struct Part;
 
-using Block = std::variant<Prose, Sizes, Section, StepHeading, Caption, Formula, TableBlock, Aside, Notes, Working,
-                           Statement, MarkedList, Legend, Summary, Group, Part>;
+using Block = std::variant<Prose, Sizes, Section, StepHeading, Caption, Formula, TableBlock, Equations, Aside, Notes,
+                           Working, Statement, MarkedList, Legend, Summary, Group, Part>;
 
 struct Group {
     std::vector<Block> blocks;
@@ -220,7 +244,8 @@ struct DocumentStyle {
     bool ascii = false;       // text, Markdown and HTML: ASCII only (LaTeX always is)
     bool standalone = false;  // LaTeX: a whole document rather than a fragment to \input
     bool color = false;       // text: ANSI colour (already resolved from --color)
-    // HTML: the blocks alone, for a page that its caller writes around them (a lesson's)
+    // the blocks alone, for a document that its caller writes around them (a
+    // lesson's): no title, and in LaTeX no preamble or layout macros
     bool body_only = false;
     // text: the terminal's columns (0: any): prose wraps two columns short of
     // them (and at 78 at most), and a wider table is drawn in blocks of columns
@@ -232,24 +257,32 @@ struct DocumentStyle {
 using CellWorkings = std::function<Working(const Step& step, arma::uword row, arma::uword col)>;
 
 struct RenderOptions;  // render/render.hpp
+struct Model;          // model/model.hpp
+
+// What run's document may hold beyond the trace, where its caller has it.
+struct RunExtras {
+    // every kept cell's working, with an aside saying that a number can be selected
+    CellWorkings workings = {};
+    // the example: each step's working as equations (Equations, latex_working())
+    const Model* model = nullptr;
+    // before each part's anchor, keeping several traces' anchors on one page apart
+    std::string id_prefix = "";
+};
 
 // The start of `qkv run`'s documents: the example's title (or a default), its
 // description (left out with options.brief) and its sizes.
 Document run_header(const Trace& trace, const RenderOptions& options);
 
 // `qkv run`'s document of the steps options.steps and options.head choose:
-// the header, then each step as a part (its anchor `id_prefix` and the step's
-// id and head) holding its heading, formula, explanation (left out with
-// options.brief), table (weights shaded) and notes. With `workings`, every
-// kept cell of every table holds its working, and an aside says that a number
-// can be selected. Run writes text, Markdown and HTML, and any document format
-// without a writer of run's own, this way.
-Document run_document(const Trace& trace, const RenderOptions& options, const CellWorkings& workings = {},
-                      const std::string& id_prefix = "");
+// the header, then each step as a part (its anchor extras.id_prefix and the
+// step's id and head) holding its heading, formula, explanation and working
+// as equations (left out with options.brief), table (weights shaded, the
+// masked ones apart; numbered with options.floats) and notes. Run writes
+// every document format this way.
+Document run_document(const Trace& trace, const RenderOptions& options, const RunExtras& extras = {});
 
 // The parts of run_document() alone, each step's.
-std::vector<Block> run_steps(const Trace& trace, const RenderOptions& options, const CellWorkings& workings = {},
-                             const std::string& id_prefix = "");
+std::vector<Block> run_steps(const Trace& trace, const RenderOptions& options, const RunExtras& extras = {});
 
 // The title and its subject as one line: "Checking answers: Homework".
 std::string full_title(const Document& document, std::string_view separator = ": ");

@@ -80,6 +80,8 @@ public:
             return std::string("<td class=\"blank\"></td>");
         });
     }
+    // equations are LaTeX's alone: the table and its workings show the result
+    std::string operator()(const Equations&) const { return ""; }
     std::string operator()(const Aside& aside) const { return "<p class=\"note\">" + text(aside.text) + "</p>\n"; }
     std::string operator()(const Notes& notes) const {
         if (notes.items.empty()) {

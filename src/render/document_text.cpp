@@ -169,6 +169,8 @@ public:
         }
         m_blank = true;
     }
+    // a terminal sets no equations: the table shows the result
+    void operator()(const Equations&) {}
     void operator()(const Aside& aside) {
         separate();
         m_lines = false;
@@ -385,7 +387,7 @@ private:
 
 void write_text_document(const Document& document, const DocumentStyle& style, std::ostream& out) {
     TextWriter writer(style, out);
-    if (document.title_in_fragment) {
+    if (document.title_in_fragment && !style.body_only) {
         const bool report = !document.blocks.empty() && (std::holds_alternative<Statement>(document.blocks.front()) ||
                                                          std::holds_alternative<Legend>(document.blocks.front()));
         writer.title(full_title(document, " · "), report);

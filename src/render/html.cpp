@@ -320,7 +320,7 @@ void render_html_steps(const Trace& trace, const RenderOptions& options, std::os
         check_working_limit(select_steps(trace, options), options);
     }
     Document steps;
-    steps.blocks = run_steps(trace, options, workings, id_prefix);
+    steps.blocks = run_steps(trace, options, {.workings = workings, .id_prefix = id_prefix});
     write_document(steps, Format::html, {.ascii = options.ascii, .body_only = true}, out);
 }
 
@@ -328,7 +328,7 @@ void render_html(const Trace& trace, const RenderOptions& options, std::ostream&
     if (workings) {
         check_working_limit(select_steps(trace, options), options);
     }
-    write_document(run_document(trace, options, workings), Format::html, {.ascii = options.ascii}, out);
+    write_document(run_document(trace, options, {.workings = workings}), Format::html, {.ascii = options.ascii}, out);
 }
 
 }  // namespace qkv

@@ -260,10 +260,6 @@ std::string step_subsection(const StepHeading& heading) {
            id + "})}\n";
 }
 
-std::string display_formula(const std::string& latex, arma::uword rows, arma::uword cols) {
-    return "\\[ " + latex + " \\qquad (" + std::to_string(rows) + " \\times " + std::to_string(cols) + ") \\]\n";
-}
-
 std::string itemize(const std::vector<std::string>& items) {
     if (items.empty()) {
         return "";
@@ -324,6 +320,8 @@ public:
         const std::string text = joined_paragraphs(prose.text);
         return text.empty() ? "" : text + "\n\n";
     }
+    // the paragraph before it goes on into the display (blocks())
+    std::string operator()(const Equations& equations) const { return equations.latex; }
     std::string operator()(const Sizes& sizes) const { return dims_sentence(sizes.dims, sizes.cross) + "\n"; }
     std::string operator()(const Section& section) const {
         return std::string("\n\\") + (section.level == 1 ? "subsection*{" : "subsubsection*{") + tex_escape(section.text) +
@@ -411,8 +409,18 @@ public:
 
     std::string blocks(const std::vector<Block>& blocks) const {
         std::string out;
-        for (const Block& block : blocks) {
-            out += std::visit(*this, block);
+        for (std::size_t k = 0; k < blocks.size(); ++k) {
+            // a formula's explanation runs on into its equations or its table,
+            // as a paragraph that they end: no blank line, whose \partopsep
+            // would set the table apart from it
+            const bool continued = (k > 0 && std::holds_alternative<Formula>(blocks[k - 1])) ||
+                                   (k + 1 < blocks.size() && std::holds_alternative<Equations>(blocks[k + 1]));
+            if (continued && std::holds_alternative<Prose>(blocks[k])) {
+                const std::string text = joined_paragraphs(std::get<Prose>(blocks[k]).text);
+                out += text.empty() ? "" : text + "\n";
+                continue;
+            }
+            out += std::visit(*this, blocks[k]);
         }
         return out;
     }
@@ -444,7 +452,7 @@ private:
         const double width = m_standalone ? k_standalone_width : k_fragment_width;
         switch (block.role) {
             case TableRole::values:
-                return latex_table(block.table, {});
+                return latex_table(block.table, values_style(block));
             case TableRole::answers:
                 // latex_table spells the marks
                 return latex_table(drawn_marks(block.table, false, false, true_value_open(Format::latex),
@@ -464,6 +472,19 @@ private:
         const double digits = std::max(k_sheet_column_digits, std::ceil(widest) + 2);
         return fitted_table(block.table, SheetSkin(block.role == TableRole::blank, digits / 2),
                             {width, digits + 0.1, false, k_sheet_row_height});
+    }
+
+    // weights shaded, but not where the mask blocks them; a float numbered and named
+    static LatexTableStyle values_style(const TableBlock& block) {
+        LatexTableStyle style{.shade_weights = block.shaded, .blocked = block.blocked};
+        if (block.numbered) {
+            const std::string name = tex_escape(block.numbered->name);
+            style.floating = true;
+            style.caption = name + ": $" + block.numbered->formula + "$";
+            style.short_caption = name;
+            style.label = block.numbered->label;
+        }
+        return style;
     }
 
     bool m_standalone;
@@ -536,8 +557,7 @@ Table tex_cells(const Table& table, const LatexTableStyle& style) {
             }
             cell = tex_number(table.cells[i][j]);
             const double value = table.values[i][j];
-            const bool blocked = style.blocked_by != nullptr && placed &&
-                                 std::isinf((*style.blocked_by)(table.rows[i], table.cols[j]));
+            const bool blocked = i < style.blocked.size() && j < style.blocked[i].size() && style.blocked[i][j];
             if (style.shade_weights && std::isfinite(value) && !blocked) {
                 const std::string colour = ramp_colour(value);
                 cell = "\\qkvcell{" + tex_rgb(colour) + "}{" + (text_colour_on(colour) == "#ffffff" ? "1" : "0") +
@@ -703,54 +723,16 @@ std::string latex_paragraphs(const std::string& text) { return joined_paragraphs
 std::string latex_itemize(const std::vector<std::string>& items) { return itemize(items); }
 
 void write_latex_document(const Document& document, const DocumentStyle& style, std::ostream& out) {
+    if (style.body_only) {
+        out << LatexBlocks(style).blocks(document.blocks);
+        return;
+    }
     out << latex_begin(style.standalone, to_ascii(one_line(document.purpose)));
     if (style.standalone || document.title_in_fragment) {
         // ragged right: a long title (an example's, or a list of cells) breaks between words
         out << "\\section*{\\raggedright " << tex_escape(full_title(document)) << "}\n\n";
     }
     out << LatexBlocks(style).blocks(document.blocks) << latex_end(style.standalone);
-}
-
-void render_latex(const Trace& trace, const RenderOptions& options, std::ostream& out, const Model* model) {
-    const std::string title = trace.title.empty() ? "Self-attention, step by step" : trace.title;
-    out << latex_begin(options.standalone, "self-attention step by step");
-    out << "\\section*{" << tex_escape(title) << "}\n\n";
-    if (!options.brief && !trace.description.empty()) {
-        out << joined_paragraphs(trace.description) << "\n\n";
-    }
-    out << dims_sentence(trace.dims, trace.cross);
-
-    for (const Step* step : select_steps(trace, options)) {
-        out << step_subsection(step_heading_of(trace, *step));
-        const Table table = build_table(*step, options);
-        out << display_formula(step->latex, step->values.n_rows, step->values.n_cols);
-        if (!options.brief) {
-            out << tex_prose(step->explanation) << "\n";
-            if (model != nullptr) {
-                out << latex_working(*model, trace, *step, options);
-            }
-        }
-        LatexTableStyle style;
-        if (step->id == StepId::weights) {
-            style.shade_weights = true;
-            const Step* masked = trace.find(StepId::masked_scores, step->head);
-            const bool found = masked != nullptr && masked->values.n_rows == step->values.n_rows &&
-                               masked->values.n_cols == step->values.n_cols;
-            style.blocked_by = found ? &masked->values : nullptr;
-        }
-        if (options.floats) {
-            const bool several = step->head > 0 && trace.dims.heads > 1;
-            const std::string name = tex_escape(step->title + (several ? ", head " + std::to_string(step->head) : ""));
-            style.floating = true;
-            style.caption = name + ": $" + step->latex + "$";
-            style.short_caption = name;
-            style.label = options.label_prefix + ":" + step_text(step->id) +
-                          (several ? ":head" + std::to_string(step->head) : "");
-        }
-        out << latex_table(table, style);
-        out << itemize(step->notes);
-    }
-    out << latex_end(options.standalone);
 }
 
 }  // namespace qkv

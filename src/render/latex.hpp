@@ -51,11 +51,11 @@ std::string latex_end(bool standalone);
 // How latex_table() sets a table.
 struct LatexTableStyle {
     bool shade_weights = false;  // cells shaded on the SVG's blue ramp (0 … 1), with \cellcolor when colortbl is loaded
-    const arma::mat* blocked_by = nullptr;  // the masked scores: a cell that is −∞ there is masked, and left white
+    std::vector<std::vector<bool>> blocked = {};  // by the table's row and column: cells the mask blocks, left white
     bool floating = false;       // in a table float with caption and label
-    std::string caption;         // the float's caption, already LaTeX
-    std::string short_caption;   // the list of tables' entry, plain text (no math); empty: the caption
-    std::string label;           // the float's \label
+    std::string caption = "";        // the float's caption, already LaTeX
+    std::string short_caption = "";  // the list of tables' entry, plain text (no math); empty: the caption
+    std::string label = "";          // the float's \label
 };
 
 // A matrix as booktabs tabulars in a center environment (or a table float),

@@ -204,6 +204,8 @@ public:
         return caption + (block.role == TableRole::blank ? draw_table(block.table, BlankTableSkin())
                                                          : draw_table(block.table, MarkdownTableSkin()));
     }
+    // equations are LaTeX's alone: the table shows the result
+    std::string operator()(const Equations&) const { return ""; }
     std::string operator()(const Aside& aside) const { return "*" + escaped(aside.text) + "*\n"; }
     std::string operator()(const Notes& notes) const {
         std::string out;
@@ -292,7 +294,7 @@ private:
 void write_markdown_document(const Document& document, const DocumentStyle& style, std::ostream& out) {
     const MarkdownBlocks blocks(style);
     const std::string body = blocks.blocks(document.blocks);
-    if (document.title_in_fragment) {
+    if (document.title_in_fragment && !style.body_only) {
         out << "# " << blocks.escaped(full_title(document)) << "\n" << (body.empty() ? "" : "\n");
     }
     out << body;

@@ -73,9 +73,6 @@ void render(const Trace& trace, const RenderOptions& options, std::ostream& out,
         case Format::text:
             render_text(trace, options, out);
             return;
-        case Format::latex:
-            render_latex(trace, options, out, model);
-            return;
         case Format::csv:
             render_csv(trace, options, out);
             return;
@@ -90,11 +87,13 @@ void render(const Trace& trace, const RenderOptions& options, std::ostream& out,
             render_html(trace, options, out);
             return;
         default:
-            // Markdown, and any document format without a writer of run's own: run's document
+            // Markdown, LaTeX, and any document format without a writer of run's own: run's document
             break;
     }
     if (is_document_format(options.format)) {
-        write_document(run_document(trace, options), options.format,
+        // LaTeX sets each step's working as equations, from the example
+        const RunExtras extras{.model = options.format == Format::latex ? model : nullptr};
+        write_document(run_document(trace, options, extras), options.format,
                        {.ascii = options.ascii, .standalone = options.standalone, .color = options.color}, out);
         return;
     }

@@ -37,7 +37,8 @@ struct RenderOptions {
 std::vector<const Step*> select_steps(const Trace& trace, const RenderOptions& options);
 
 // Write the trace in options.format. `model`, when given, is the example the
-// trace was computed from: JSON writes its parameters ("params").
+// trace was computed from: JSON writes its parameters ("params"), LaTeX each
+// step's working as equations.
 void render(const Trace& trace, const RenderOptions& options, std::ostream& out, const Model* model = nullptr);
 
 void render_text(const Trace& trace, const RenderOptions& options, std::ostream& out);
@@ -49,8 +50,6 @@ void render_json(const Trace& trace, const Model* model, const RenderOptions& op
 // one row of numbers as [a, b, c].
 void write_json_rows(std::ostream& out, const arma::mat& M);
 void write_json_row(std::ostream& out, const arma::rowvec& row);
-// `model`, when given, adds each step's working as equations (latex_working).
-void render_latex(const Trace& trace, const RenderOptions& options, std::ostream& out, const Model* model = nullptr);
 void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& out);
 // Throws InputError when a panel is too large to draw.
 void render_svg(const Trace& trace, const RenderOptions& options, std::ostream& out);

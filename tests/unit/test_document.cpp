@@ -145,6 +145,65 @@ TEST_CASE("LaTeX keeps a group on one page and writes nothing for an empty block
     CHECK(whole.ends_with("\\end{document}\n"));
 }
 
+TEST_CASE("LaTeX runs an explanation into its equations and table, and shades and floats a step's table",
+          "[document]") {
+    const StepHeading heading{"Step 7", "Weights", "head 2", "weights", 2};
+    const Formula formula{"A = \\mathrm{softmax}(S)", "A = softmax(S)", 2, 2};
+    TableBlock table{.table = two_by_two(), .shaded = true, .blocked = {{false, true}, {false, false}}};
+    table.numbered = Numbered{"Weights, head 2", "A = \\mathrm{softmax}(S)", "qkv:weights:head2"};
+    Document document;
+    document.title = "Weights";
+    document.blocks = {Part{"weights-h2", {heading, formula, Prose{"Each row sums to 1."}, Equations{"\\[ E \\]\n"},
+                                           table, Notes{{"A note."}}}},
+                       Part{"weights-h1", {heading, formula, Prose{"Explained again."}, TableBlock{.table = two_by_two()}}}};
+    std::ostringstream latex;
+    write_document(document, Format::latex, {}, latex);
+    const std::string tex = latex.str();
+    // no blank line: the equations, or the table, end the explanation's paragraph
+    CHECK(tex.find("Each row sums to 1.\n\\[ E \\]\n") != std::string::npos);
+    CHECK(tex.find("Explained again.\n\\begin{center}") != std::string::npos);
+    // every weight shaded but the one the mask blocks
+    CHECK(count(tex, "\\qkvcell{") == 3);
+    CHECK(tex.find("$2.00$") != std::string::npos);
+    CHECK(tex.find("{$2.00$}") == std::string::npos);
+    // a float with its caption, the list of tables' entry and the label
+    CHECK(tex.find("\\begin{table}[htbp]\n\\centering\n\\caption[Weights, head 2]{Weights, head 2: $A = "
+                   "\\mathrm{softmax}(S)$}\\label{qkv:weights:head2}") != std::string::npos);
+    CHECK(count(tex, "\\begin{table}") == 1);
+    // the formats that set no display math leave the equations out; only LaTeX floats
+    for (const Format format : {Format::text, Format::markdown, Format::html}) {
+        std::ostringstream out;
+        write_document(document, format, {}, out);
+        CHECK(out.str().find("[ E") == std::string::npos);
+        CHECK(out.str().find("qkv:weights") == std::string::npos);
+        CHECK(out.str().find("Each row sums to 1.") != std::string::npos);
+    }
+}
+
+TEST_CASE("a document's blocks alone leave out its title and, in LaTeX, its preamble", "[document]") {
+    Document document;
+    document.title = "Headline";
+    document.purpose = "a test of the body alone";
+    document.blocks = {Prose{"Body text."}, Notes{{"A note."}}};
+    for (const Format format : {Format::text, Format::markdown, Format::latex, Format::html}) {
+        CAPTURE(format_name(format));
+        std::ostringstream whole;
+        write_document(document, format, {.standalone = true}, whole);
+        std::ostringstream body;
+        write_document(document, format, {.standalone = true, .body_only = true}, body);
+        CHECK(whole.str().find("Headline") != std::string::npos);
+        CHECK(body.str().find("Headline") == std::string::npos);
+        CHECK(body.str().find("Body text.") != std::string::npos);
+        CHECK(body.str().find("A note.") != std::string::npos);
+        CHECK(body.str().find("a test of the body alone") == std::string::npos);
+    }
+    std::ostringstream tex;
+    write_document(document, Format::latex, {.standalone = true, .body_only = true}, tex);
+    CHECK(tex.str().find("\\documentclass") == std::string::npos);
+    CHECK(tex.str().find("\\providecommand") == std::string::npos);
+    CHECK(tex.str().find("\\end{document}") == std::string::npos);
+}
+
 TEST_CASE("HTML puts a group in a section and leaves a blank table's cells empty", "[document]") {
     const std::string html = written(Format::html);
     CHECK(html.starts_with("<!DOCTYPE html>"));

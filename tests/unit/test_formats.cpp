@@ -203,7 +203,7 @@ TEST_CASE("LaTeX compiles with pdflatex, standalone and as a fragment", "[format
 
 TEST_CASE("LaTeX escapes special characters and writes symbols as math", "[formats][latex][cli]") {
     const std::string out = run_ok({"run", "-", "-f", "latex", "-s", "masked_scores"}, k_awkward_yaml);
-    CHECK(out.find("\\section*{Escapes: 50\\% \\& \\$x\\_1\\$ \\#\\{\\textasciitilde{}\\textasciicircum{}\\textbackslash{}\\} "
+    CHECK(out.find("\\section*{\\raggedright Escapes: 50\\% \\& \\$x\\_1\\$ \\#\\{\\textasciitilde{}\\textasciicircum{}\\textbackslash{}\\} "
                    "$<$b$>$}") != std::string::npos);
     CHECK(out.find("x$|$y \\& 5\\% \\$\\_\\textasciicircum{}") != std::string::npos);
     CHECK(out.find("$-\\infty$") != std::string::npos);
@@ -380,7 +380,7 @@ TEST_CASE("LaTeX spells letters, Greek and symbols in ASCII and compiles in OT1 
     CHECK(fragment.find("?$\\hbar$? L$\\cdot$l$\\cdot$'n ??s ?? ") != std::string::npos);
     // CJK has no glyph in either font: one "?" a character
     CHECK(fragment.find("\n?? ?? ") != std::string::npos);
-    CHECK(standalone.find("\\section*{?$\\hbar$? L$\\cdot$l$\\cdot$'n ??s: $\\frac{1}{2}$ $\\mu$") !=
+    CHECK(standalone.find("\\section*{\\raggedright ?$\\hbar$? L$\\cdot$l$\\cdot$'n ??s: $\\frac{1}{2}$ $\\mu$") !=
           std::string::npos);
 
     compile_tex(dir, "standalone", standalone);
