@@ -22,9 +22,9 @@ set(QKV_SOURCES_check src/check/catalogue.cpp src/check/check.cpp src/check/clas
     src/check/exercise.cpp src/check/diagnose.cpp src/check/mistakes_projections.cpp src/check/mistakes_scores.cpp
     src/check/mistakes_output.cpp src/check/mistakes_backward.cpp
     src/check/recompute.cpp src/check/report.cpp src/check/report_json.cpp)
-set(QKV_SOURCES_lesson src/lesson/html_skin.cpp src/lesson/lesson.cpp src/lesson/markdown_skin.cpp
-    src/lesson/player.cpp src/lesson/given.cpp src/lesson/grading.cpp src/lesson/prepare.cpp src/lesson/script.cpp
-    src/lesson/text_skin.cpp src/lesson/writer.cpp src/lesson/latex_skin.cpp)
+set(QKV_SOURCES_lesson src/lesson/document_skin.cpp src/lesson/given.cpp src/lesson/grading.cpp
+    src/lesson/lesson.cpp src/lesson/player.cpp src/lesson/prepare.cpp src/lesson/script.cpp
+    src/lesson/text_skin.cpp src/lesson/writer.cpp)
 set(QKV_SOURCES_io src/io/answers.cpp src/io/lesson_find.cpp src/io/lesson_loader.cpp src/io/loader.cpp
     src/io/loader_inputs.cpp src/io/loader_settings.cpp src/io/loader_variants.cpp src/io/loader_weights.cpp
     src/io/matrix_source.cpp src/io/rubric.cpp src/io/yaml_util.cpp src/io/yaml_writer.cpp)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "lesson/writer.hpp"
+#include "render/document.hpp"
 
 #include <functional>
 #include <memory>
@@ -12,9 +13,8 @@
 namespace qkv {
 
 std::unique_ptr<LessonWriter> make_text_lesson_writer(const RenderOptions& options, std::ostream& out, Screen screen);
-std::unique_ptr<LessonWriter> make_markdown_lesson_writer(const RenderOptions& options, std::ostream& out);
-std::unique_ptr<LessonWriter> make_html_lesson_writer(const RenderOptions& options, std::ostream& out);
-std::unique_ptr<LessonWriter> make_latex_lesson_writer(const RenderOptions& options, std::ostream& out);
+// Any other document format: the lesson as a document (document_skin.cpp).
+std::unique_ptr<LessonWriter> make_document_lesson_writer(const RenderOptions& options, std::ostream& out);
 
 // The chosen steps as run writes them in options.format (a document format),
 // without the title and sizes before them: run_steps() in a body-only document.
@@ -29,18 +29,10 @@ inline constexpr char k_value_space = '\x03';  // a space inside a value, where 
 std::string marked_text(const std::vector<Piece>& pieces);
 std::string unmarked(const std::string& text);
 
-// How a skin writes marked narration: the runs of plain prose and of `code
-// spans` each through its own escaping, and what stands for the marks. A
-// space inside a value is given what is written so far (LaTeX lets a line
-// break after a comma in a vector).
-struct InlineStyle {
-    std::function<std::string(const std::string&)> prose;
-    std::function<std::string(const std::string&)> code;
-    std::string value_start, value_end, code_start, code_end;
-    std::function<std::string(const std::string& written)> value_space;
-};
-// Marked narration in a skin's style; a code span left open ends with it.
-std::string styled_inline(const std::string& marked, const InlineStyle& style);
+// Marked narration as the spans of a document: plain text, `code spans`
+// (their backticks dropped) and the filled-in values; a code span left open
+// ends with the text.
+std::vector<Span> spans_of(const std::string& marked);
 
 // Splits at blank lines, joins the lines of each paragraph with spaces; a line
 // starting with "- " begins a paragraph of its own (a list item).

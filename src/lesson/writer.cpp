@@ -64,39 +64,37 @@ std::string unmarked(const std::string& text) {
     return plain;
 }
 
-std::string styled_inline(const std::string& marked, const InlineStyle& style) {
-    std::string out;
-    std::string run;  // text not yet escaped
-    bool in_code = false;
-    const auto flush = [&]() {
-        out += in_code ? style.code(run) : style.prose(run);
-        run.clear();
+std::vector<Span> spans_of(const std::string& marked) {
+    std::vector<Span> spans;
+    std::string run;  // the span being read
+    SpanKind kind = SpanKind::text;
+    const auto finish = [&](SpanKind next) {
+        if (!run.empty()) {
+            spans.push_back({run, kind});
+            run.clear();
+        }
+        kind = next;
     };
     for (const char c : marked) {
         switch (c) {
             case k_value_start:
-                flush();
-                out += style.value_start;
+                finish(SpanKind::value);
                 break;
             case k_value_end:
-                flush();
-                out += style.value_end;
+                finish(SpanKind::text);
                 break;
             case k_value_space:
-                flush();
-                out += style.value_space(out);
+                run += ' ';
                 break;
             case '`':
-                flush();
-                out += in_code ? style.code_end : style.code_start;
-                in_code = !in_code;
+                finish(kind == SpanKind::code ? SpanKind::text : SpanKind::code);
                 break;
             default:
                 run += c;
         }
     }
-    flush();
-    return in_code ? out + style.code_end : out;
+    finish(SpanKind::text);
+    return spans;
 }
 
 std::vector<std::string> paragraphs_of(const std::string& text) {
@@ -129,15 +127,11 @@ std::unique_ptr<LessonWriter> make_lesson_writer(const RenderOptions& options, s
     switch (options.format) {
         case Format::text:
             return make_text_lesson_writer(options, out, std::move(screen));
-        case Format::markdown:
-            return make_markdown_lesson_writer(options, out);
-        case Format::html:
-            return make_html_lesson_writer(options, out);
-        case Format::latex:
-            return make_latex_lesson_writer(options, out);
         default:
-            // a lesson has a skin of its own for each format its row names
             break;
+    }
+    if (is_document_format(options.format)) {
+        return make_document_lesson_writer(options, out);
     }
     throw std::logic_error("a lesson is written as " + format_list(Writer::lesson));
 }

@@ -4,7 +4,8 @@
 // Each document format writes any document in one place: text in
 // document_text.cpp, Markdown in markdown.cpp, LaTeX in latex.cpp, HTML in
 // document_html.cpp. `qkv worksheet`, `qkv explain`, `qkv run` (in every
-// document format), `run --decode` and `qkv check`'s report are built this way.
+// document format), `run --decode`, `qkv check`'s report and a lesson written
+// to a file (lesson/document_skin.cpp) are built this way.
 //
 // Text arrives in Unicode, as the trace holds it; each writer escapes it (and
 // spells it in ASCII where its style or its format asks).
@@ -159,9 +160,11 @@ struct Notes {
 };
 
 // A piece of a line: text as it is; code (a file or a command, in a
-// fixed-width font, copied as it is: never spelled in ASCII); or text in
-// qkv's notation for formulas ("Z_2" is Z₂ where the format can write it).
-enum class SpanKind { text, code, formula };
+// fixed-width font, copied as it is: never spelled in ASCII); text in
+// qkv's notation for formulas ("Z_2" is Z₂ where the format can write it); or
+// a number of the example's in prose ("[1, 0, 1, 0]"), set in bold where the
+// format can and never broken at its spaces.
+enum class SpanKind { text, code, formula, value };
 struct Span {
     std::string text;
     SpanKind kind = SpanKind::text;
@@ -209,13 +212,46 @@ struct Summary {
     std::vector<Span> next = {};
 };
 
+// Paragraphs of prose made of spans (a lesson's narration), each a
+// paragraph or an item of a list: items that follow one another make one list.
+struct Paragraph {
+    std::vector<Span> spans;
+    bool item = false;
+};
+struct Passage {
+    std::vector<Paragraph> paragraphs;
+};
+
+// What the document is about, in a line under its title (a lesson's summary).
+struct Lead {
+    std::vector<Span> spans;
+};
+
+// A question's answer, worked out: its label ("Answer", "Right."), toned
+// by its verdict, and the working; `folded`: kept closed until the reader
+// opens it, where the format can fold (a page, Markdown). The working's
+// heading names a cell ("weights[1,1] = 0.0634    (…)"), or is a sentence
+// (the answer to a question of shape or of choice) when `sentence`.
+struct Answer {
+    std::string label;
+    Mark tone = Mark::none;
+    bool folded = false;
+    Working working;
+    bool sentence = false;
+};
+
 // Blocks kept on one page, where the format has pages.
 struct Group;
 // The blocks about one thing (a step checked), under an anchor a page can link to.
 struct Part;
+// A question to the reader, and what follows it about its answer.
+struct QuestionBlock;
+// Page `number` of `pages` of a document read page by page (a lesson).
+struct PageBlock;
 
 using Block = std::variant<Prose, Sizes, Section, StepHeading, Caption, Formula, TableBlock, Equations, Aside, Notes,
-                           Working, Statement, MarkedList, Legend, Summary, Group, Part>;
+                           Working, Statement, MarkedList, Legend, Summary, Passage, Lead, Answer, Group, Part,
+                           QuestionBlock, PageBlock>;
 
 struct Group {
     std::vector<Block> blocks;
@@ -223,6 +259,22 @@ struct Group {
 
 struct Part {
     std::string id;
+    std::vector<Block> blocks;
+};
+
+// What is asked; how to answer it ("(rows × columns)", may be empty); the
+// numbers it is worked from, as code ("queries[2] = [2, 2, 2]"), with any
+// words between them; then the verdicts and the answer.
+struct QuestionBlock {
+    std::vector<Span> prompt;
+    std::string form = "";
+    std::vector<Span> given = {};
+    std::vector<Block> blocks = {};
+};
+
+struct PageBlock {
+    int number = 1;
+    int pages = 1;
     std::vector<Block> blocks;
 };
 
@@ -245,7 +297,7 @@ struct DocumentStyle {
     bool standalone = false;  // LaTeX: a whole document rather than a fragment to \input
     bool color = false;       // text: ANSI colour (already resolved from --color)
     // the blocks alone, for a document that its caller writes around them (a
-    // lesson's): no title, and in LaTeX no preamble or layout macros
+    // lesson on a terminal): no title, and in LaTeX no preamble or layout macros
     bool body_only = false;
     // text: the terminal's columns (0: any): prose wraps two columns short of
     // them (and at 78 at most), and a wider table is drawn in blocks of columns

@@ -93,12 +93,9 @@ public:
         }
         return out + "</ul>\n";
     }
+    // in a panel, as a cell's working opens from a table
     std::string operator()(const Working& working) const {
-        HtmlWorking lines{ascii(joined(working.heading)), {}};
-        for (const auto& line : working.lines) {
-            lines.lines.push_back(ascii(line));
-        }
-        return "<section class=\"explained\">\n" + html_working(lines) + "</section>\n";
+        return "<div class=\"working\">\n" + html_working(lines_of(working)) + "</div>\n";
     }
     // each line a paragraph: "<p><strong class="verdict-wrong">Mistake:</strong> …</p>"
     std::string operator()(const Statement& statement) const {
@@ -107,8 +104,8 @@ public:
             if (line.label.empty()) {
                 out += "<p" + tone(line.tone) + ">" + spans(line.spans) + "</p>\n";
             } else {
-                out += "<p><strong" + tone(line.tone) + ">" + text(line.label) + "</strong> " + spans(line.spans) +
-                       "</p>\n";
+                out += "<p><strong" + tone(line.tone) + ">" + text(line.label) + "</strong>" +
+                       (line.spans.empty() ? "" : " " + spans(line.spans)) + "</p>\n";
             }
         }
         return out;
@@ -140,6 +137,46 @@ public:
         }
         return out;
     }
+    // paragraphs, and each run of items one list
+    std::string operator()(const Passage& passage) const {
+        std::string out;
+        bool in_list = false;
+        for (const auto& paragraph : passage.paragraphs) {
+            if (paragraph.item != in_list) {
+                out += paragraph.item ? "<ul>\n" : "</ul>\n";
+                in_list = paragraph.item;
+            }
+            out += paragraph.item ? "<li>" + spans(paragraph.spans) + "</li>\n" : "<p>" + spans(paragraph.spans) + "</p>\n";
+        }
+        return in_list ? out + "</ul>\n" : out;
+    }
+    std::string operator()(const Lead& lead) const { return "<p class=\"note\">" + spans(lead.spans) + "</p>\n"; }
+    // folded in <details>, which opens without JavaScript; or under its verdict
+    std::string operator()(const Answer& answer) const {
+        const std::string working = "<div class=\"working\">\n" + html_working(lines_of(answer.working)) + "</div>\n";
+        if (answer.folded) {
+            return "<details>\n<summary>" + text(answer.label) + "</summary>\n" + working + "</details>\n";
+        }
+        return "<p" + tone(answer.tone) + "><strong>" + text(answer.label) + "</strong></p>\n" + working;
+    }
+    // a box holding the question and what follows about its answer
+    std::string operator()(const QuestionBlock& question) const {
+        std::string out = "<div class=\"question\">\n<p><strong>Question.</strong> " + spans(question.prompt) +
+                          (question.form.empty() ? "" : " <span class=\"note\">" + text(question.form) + "</span>") +
+                          "</p>\n";
+        if (!question.given.empty()) {
+            out += "<p class=\"given\"><em>Given:</em> " + spans(question.given) + "</p>\n";
+        }
+        return out + blocks(question.blocks) + "</div>\n";
+    }
+    // a section; after the first, a note where a terminal draws its "page 2 of 6" rule
+    std::string operator()(const PageBlock& page) const {
+        return "<section class=\"page\" id=\"page-" + std::to_string(page.number) + "\">\n" +
+               (page.number > 1 ? "<p class=\"note\">Page " + std::to_string(page.number) + " of " +
+                                      std::to_string(page.pages) + "</p>\n"
+                                : "") +
+               blocks(page.blocks) + "</section>\n";
+    }
         // the page style keeps a <section> on one printed page
     std::string operator()(const Group& group) const { return "<section>\n" + blocks(group.blocks) + "</section>\n"; }
     std::string operator()(const Part& part) const {
@@ -162,6 +199,14 @@ public:
 private:
     std::string text(const std::string& plain) const { return xml_escape(ascii(plain)); }
 
+    HtmlWorking lines_of(const Working& working) const {
+        HtmlWorking lines{ascii(joined(working.heading)), {}};
+        for (const auto& line : working.lines) {
+            lines.lines.push_back(ascii(line));
+        }
+        return lines;
+    }
+
     // each kept cell a button that opens its working (a popover, after the
     // table) and weights shaded as in the SVG; a popover's id is the part's and
     // the cell's matrix row and column
@@ -176,13 +221,10 @@ private:
                     m_part + "-" + std::to_string(table.rows[i] + 1) + "-" + std::to_string(table.cols[j] + 1);
                 content = "<button type=\"button\" class=\"cell\" popovertarget=\"" + target + "\" aria-label=\"" +
                           xml_escape(cell.name + " = " + ascii(number)) + "\">" + content + "</button>";
-                HtmlWorking working{ascii(joined(cell.working.heading)), {}};
-                for (const auto& line : cell.working.lines) {
-                    working.lines.push_back(ascii(line));
-                }
                 popovers += "<div popover=\"auto\" id=\"" + target + "\" class=\"working\">" +
                             "<button type=\"button\" class=\"close\" popovertarget=\"" + target +
-                            "\" popovertargetaction=\"hide\">Close</button>\n" + html_working(working) + "</div>\n";
+                            "\" popovertargetaction=\"hide\">Close</button>\n" +
+                            html_working(lines_of(cell.working)) + "</div>\n";
             }
             if (!block.shaded) {
                 return "<td>" + content + "</td>";
@@ -208,7 +250,17 @@ private:
         for (const auto& span : spans) {
             out += span.kind == SpanKind::code      ? "<code>" + xml_escape(span.text) + "</code>"
                    : span.kind == SpanKind::formula ? text(formula_text(span.text, m_ascii))
+                   : span.kind == SpanKind::value   ? "<strong>" + unbroken(text(span.text)) + "</strong>"
                                                     : text(span.text);
+        }
+        return out;
+    }
+
+    // a value's spaces do not break (&#160;, which XML reads too)
+    static std::string unbroken(const std::string& html) {
+        std::string out;
+        for (const char c : html) {
+            out += c == ' ' ? std::string("&#160;") : std::string(1, c);
         }
         return out;
     }

@@ -198,9 +198,9 @@ public:
     void operator()(const Statement& statement) {
         for (const auto& line : statement.lines) {
             const std::string label = line.label.empty()          ? ""
-                                      : line.tone == Mark::none ? symbols(line.label) + " "
-                                                                : styled(symbols(line.label), mark_color(line.tone), m_style.color) + " ";
-            report_line(label + spans(line.spans));
+                                      : line.tone == Mark::none ? symbols(line.label)
+                                                                : styled(symbols(line.label), mark_color(line.tone), m_style.color);
+            report_line(label + (label.empty() || line.spans.empty() ? "" : " ") + spans(line.spans));
         }
     }
     void operator()(const MarkedList& list) {
@@ -225,6 +225,64 @@ public:
         }
         m_blank = false;
         m_lines = true;
+    }
+    // paragraphs, and the items of a list one under the other
+    void operator()(const Passage& passage) {
+        bool item = false;
+        for (const auto& paragraph : passage.paragraphs) {
+            if (!(item && paragraph.item)) {
+                separate();
+            }
+            const std::string indent = m_opening ? "" : "  ";
+            wrapped(spans(paragraph.spans), indent + (paragraph.item ? "- " : ""), indent + (paragraph.item ? "  " : ""),
+                    nullptr);
+            item = paragraph.item;
+            m_blank = false;
+            m_lines = false;
+        }
+    }
+    void operator()(const Lead& lead) {
+        separate();
+        wrapped(spans(lead.spans), m_opening ? "" : "  ", m_opening ? "" : "  ", k_dim);
+        m_blank = false;
+        m_lines = false;
+    }
+    // the label in the verdict's colour, then the working's heading and its lines
+    void operator()(const Answer& answer) {
+        separate();
+        const char* colour = answer.tone == Mark::none ? k_bold : mark_color(answer.tone);
+        m_out << "  " << styled(symbols(answer.label + (answer.folded ? ":" : "")), colour, m_style.color) << ' '
+              << symbols(joined(answer.working.heading)) << '\n';
+        for (const auto& line : answer.working.lines) {
+            m_out << "    " << symbols(line) << '\n';
+        }
+        m_blank = false;
+        m_lines = false;
+    }
+    void operator()(const QuestionBlock& question) {
+        separate();
+        wrapped(styled("Question.", k_bold, m_style.color) + " " + spans(question.prompt) +
+                    (question.form.empty() ? "" : " " + question.form),
+                "  ", "  ", nullptr);
+        if (!question.given.empty()) {
+            wrapped("Given: " + spans(question.given), "  ", "    ", k_dim);
+        }
+        m_blank = false;
+        m_lines = false;
+        blocks(question.blocks);
+    }
+    // after the first, a rule that says which page this is
+    void operator()(const PageBlock& page) {
+        if (page.number > 1) {
+            separate();
+            const std::string rule = m_style.ascii ? "---" : "───";
+            m_out << styled(rule + " page " + std::to_string(page.number) + " of " + std::to_string(page.pages) + " " +
+                                rule,
+                            k_dim, m_style.color)
+                  << '\n';
+            m_blank = false;
+        }
+        blocks(page.blocks);
     }
         // a terminal has no pages
     void operator()(const Group& group) { blocks(group.blocks); }
@@ -278,8 +336,17 @@ private:
         for (const auto& span : spans) {
             text += span.kind == SpanKind::code      ? span.text
                     : span.kind == SpanKind::formula ? symbols(formula_text(span.text, m_style.ascii))
+                    : span.kind == SpanKind::value   ? unbroken(symbols(span.text))
                                                      : symbols(span.text);
         }
+        return text;
+    }
+
+    // a value's spaces, which wrapped() does not break at: a control character
+    // that it writes as a space
+    static constexpr char k_unbroken = '\x03';
+    static std::string unbroken(std::string text) {
+        std::replace(text.begin(), text.end(), ' ', k_unbroken);
         return text;
     }
 
@@ -363,6 +430,7 @@ private:
             line.clear();
         };
         while (words >> word) {
+            std::replace(word.begin(), word.end(), k_unbroken, ' ');
             if (!line.empty() && display_width(*lead + line + " " + word) > wrap_width()) {
                 flush();
             }

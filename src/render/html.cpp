@@ -314,14 +314,10 @@ std::string html_working(const HtmlWorking& working) {
     return out + "</pre>\n";
 }
 
-void render_html_steps(const Trace& trace, const RenderOptions& options, std::ostream& out,
-                       const CellWorkings& workings, const std::string& id_prefix) {
-    if (workings) {
-        check_working_limit(select_steps(trace, options), options);
-    }
-    Document steps;
-    steps.blocks = run_steps(trace, options, {.workings = workings, .id_prefix = id_prefix});
-    write_document(steps, Format::html, {.ascii = options.ascii, .body_only = true}, out);
+std::vector<Block> worked_steps(const Trace& trace, const RenderOptions& options, const CellWorkings& workings,
+                                const std::string& id_prefix) {
+    check_working_limit(select_steps(trace, options), options);
+    return run_steps(trace, options, {.workings = workings, .id_prefix = id_prefix});
 }
 
 void render_html(const Trace& trace, const RenderOptions& options, std::ostream& out, const CellWorkings& workings) {

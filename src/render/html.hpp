@@ -98,10 +98,11 @@ inline constexpr std::size_t k_html_working_limit = 20000;
 void render_html(const Trace& trace, const RenderOptions& options, std::ostream& out,
                  const CellWorkings& workings = {});
 
-// The chosen steps' sections alone, as render_html() writes them (for a
-// lesson's pages, which have their own title). `id_prefix` keeps the ids of
-// several traces on one page apart.
-void render_html_steps(const Trace& trace, const RenderOptions& options, std::ostream& out,
-                       const CellWorkings& workings = {}, const std::string& id_prefix = "");
+// The chosen steps' parts as render_html() writes them, every cell holding
+// its working (for a lesson's pages, which have their own title). `id_prefix`
+// keeps the anchors of several traces on one page apart. Throws InputError
+// as render_html() does.
+std::vector<Block> worked_steps(const Trace& trace, const RenderOptions& options, const CellWorkings& workings,
+                                const std::string& id_prefix);
 
 }  // namespace qkv

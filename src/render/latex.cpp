@@ -345,7 +345,10 @@ public:
                                                                 tex_escape(block.table.shape) + ")\n";
         return caption + table(block);
     }
-    std::string operator()(const Aside& aside) const { return "{\\small " + tex_prose(aside.text) + "\\par}\n\n"; }
+    // set apart, in italics
+    std::string operator()(const Aside& aside) const {
+        return "\n\\medskip\\noindent\\emph{" + tex_prose(aside.text) + "}\n";
+    }
     std::string operator()(const Notes& notes) const { return itemize(notes.items); }
     // a labelled line a paragraph of its own ("\noindent\textbf{Mistake:} …"); a line
     // holding code ragged right, as a path breaks only after its slashes
@@ -355,7 +358,8 @@ public:
             const bool code = std::any_of(line.spans.begin(), line.spans.end(),
                                           [](const Span& span) { return span.kind == SpanKind::code; });
             if (!line.label.empty()) {
-                out += "\n\\noindent\\textbf{" + tex_escape(line.label) + "} " + spans(line.spans) + "\n";
+                out += "\n\\noindent\\textbf{" + tex_escape(line.label) + "}" +
+                       (line.spans.empty() ? "" : " " + spans(line.spans)) + "\n";
             } else if (code) {
                 out += "{\\raggedright " + spans(line.spans) + "\\par}\n\n";
             } else {
@@ -389,8 +393,47 @@ public:
         }
         return out;
     }
+    // under the title a section's heading; on a page, under its steps' headings
     std::string operator()(const Working& working) const {
-        return latex_cell_working(joined(working.heading), working.formula, working.lines, "subsection*");
+        return latex_cell_working(joined(working.heading), working.formula, working.lines,
+                                  m_pages > 0 ? "subsubsection*" : "subsection*");
+    }
+    // after a blank line: a paragraph of its own even after a list or a table
+    std::string operator()(const Passage& passage) const {
+        std::string out = "\n";
+        bool in_list = false;
+        for (const auto& paragraph : passage.paragraphs) {
+            if (paragraph.item != in_list) {
+                out += paragraph.item ? "\\begin{itemize}\n" : "\\end{itemize}\n\n";
+                in_list = paragraph.item;
+            }
+            out += paragraph.item ? "  \\item " + spans(paragraph.spans) + "\n" : spans(paragraph.spans) + "\n\n";
+        }
+        return in_list ? out + "\\end{itemize}\n" : out;
+    }
+    std::string operator()(const Lead& lead) const { return "\\emph{" + spans(lead.spans) + "}\n\n"; }
+    // a handout cannot fold: the label runs in, a folded answer's as an aside
+    // ("Answer:" in italics), the working under it
+    std::string operator()(const Answer& answer) const {
+        const std::string label = answer.folded ? "\\textit{" + tex_escape(answer.label) + ":}"
+                                                : "\\textbf{" + tex_escape(answer.label) + "}";
+        return "\n\\noindent" + label + " " +
+               latex_cell_heading(joined(answer.working.heading)) + "\n" + latex_cell_lines(answer.working.lines) +
+               "\\medskip\n";
+    }
+    std::string operator()(const QuestionBlock& question) const {
+        std::string out = "\n\\medskip\\noindent\\textbf{Question.} " + spans(question.prompt) +
+                          (question.form.empty() ? "" : " \\emph{" + tex_prose(question.form) + "}") + "\n";
+        if (!question.given.empty()) {
+            out += "\n\\noindent\\textit{Given:} " + spans(question.given) + "\n";
+        }
+        return out + blocks(question.blocks);
+    }
+    std::string operator()(const PageBlock& page) const {
+        ++m_pages;
+        std::string out = blocks(page.blocks);
+        --m_pages;
+        return out;
     }
     // in a minipage, which a page break cannot split, unless it has more
     // lines of tables than a page holds at a sheet's row height
@@ -429,22 +472,34 @@ private:
     // prose, its underscores places to break (a step's id: grad_scaled_scores)
     static std::string text(const std::string& text) { return tex_break_underscores(tex_prose(text)); }
     static std::string mark(Mark mark) { return tex_escape(mark_symbol(mark, false)); }
-    // code in a fixed-width font, a path breaking after its slashes
+    // code in a fixed-width font, which TeX does not hyphenate: it may break
+    // after a slash, a comma or an underscore, so that a path or a command
+    // fits a column; a value in bold, its spaces unbreakable but after a
+    // comma (a vector may break after its commas; "4 × 2" stays whole)
     static std::string spans(const std::vector<Span>& spans) {
         std::string out;
         for (const auto& span : spans) {
-            if (span.kind != SpanKind::code) {
+            if (span.kind == SpanKind::code) {
+                std::string tex;
+                for (const char c : tex_break_underscores(tex_escape(span.text))) {
+                    tex += c;
+                    tex += c == '/' || c == ',' ? "\\allowbreak{}" : "";
+                }
+                out += "\\texttt{" + tex + "}";
+            } else if (span.kind == SpanKind::value) {
+                std::string tex;
+                const std::string value = text(span.text);
+                for (std::size_t i = 0; i < value.size(); ++i) {
+                    tex += value[i] != ' ' ? std::string(1, value[i]) : i > 0 && value[i - 1] == ',' ? " " : "~";
+                }
+                out += "\\textbf{" + tex + "}";
+            } else {
                 out += text(span.text);
-                continue;
             }
-            std::string tex = tex_escape(span.text);
-            for (std::size_t at = tex.find('/'); at != std::string::npos; at = tex.find('/', at + 1)) {
-                tex.insert(at + 1, "\\allowbreak{}");
-            }
-            out += "\\texttt{" + tex + "}";
         }
         return out;
     }
+
 
     // a step's values as run draws them; a given matrix fitted to the line;
     // a blank table (or the key's) with room to write in; a learner's answers marked
@@ -488,6 +543,7 @@ private:
     }
 
     bool m_standalone;
+    mutable int m_pages = 0;  // pages being written, around the block being written
 };
 
 }  // namespace
@@ -730,9 +786,18 @@ void write_latex_document(const Document& document, const DocumentStyle& style, 
     out << latex_begin(style.standalone, to_ascii(one_line(document.purpose)));
     if (style.standalone || document.title_in_fragment) {
         // ragged right: a long title (an example's, or a list of cells) breaks between words
-        out << "\\section*{\\raggedright " << tex_escape(full_title(document)) << "}\n\n";
+        out << "\\section*{\\raggedright " << tex_prose(full_title(document)) << "}\n\n";
     }
-    out << LatexBlocks(style).blocks(document.blocks) << latex_end(style.standalone);
+    // narration holds commands and vectors that do not hyphenate: rather more
+    // space between words than a line that runs into the margin, in a group
+    // around the whole (a group around less would leave the paragraph after
+    // it to the \everypar of the heading or the table before it)
+    const bool narrated = std::any_of(document.blocks.begin(), document.blocks.end(), [](const Block& block) {
+        return std::holds_alternative<Passage>(block) || std::holds_alternative<PageBlock>(block);
+    });
+    const std::string body = LatexBlocks(style).blocks(document.blocks);
+    out << (narrated ? "\\begingroup\\setlength{\\emergencystretch}{3em}\n" + body + "\\par\\endgroup\n" : body)
+        << latex_end(style.standalone);
 }
 
 }  // namespace qkv

@@ -231,7 +231,8 @@ public:
     std::string operator()(const Statement& statement) const {
         std::string out;
         for (const auto& line : statement.lines) {
-            out += (out.empty() ? "" : "  \n") + (line.label.empty() ? "" : "**" + escaped(line.label) + "** ") +
+            out += (out.empty() ? "" : "  \n") +
+                   (line.label.empty() ? "" : "**" + escaped(line.label) + "**" + (line.spans.empty() ? "" : " ")) +
                    spans(line.spans);
         }
         return out.empty() ? "" : out + "\n";
@@ -256,6 +257,44 @@ public:
         return "**" + escaped(summary.label) + "** " + escaped(summary.text) + "\n" +
                (summary.next.empty() ? "" : "\n" + spans(summary.next) + "\n");
     }
+    // paragraphs apart, the items of a list one under the other
+    std::string operator()(const Passage& passage) const {
+        std::string out;
+        bool item = false;
+        for (const auto& paragraph : passage.paragraphs) {
+            out += out.empty() || (item && paragraph.item) ? "" : "\n";
+            out += (paragraph.item ? "- " : "") + spans(paragraph.spans) + "\n";
+            item = paragraph.item;
+        }
+        return out;
+    }
+    std::string operator()(const Lead& lead) const { return "*" + spans(lead.spans) + "*\n"; }
+    // folded in <details>, which GitHub and pandoc's HTML open on a click; or
+    // under its label; a cell's heading as code, which keeps its columns
+    std::string operator()(const Answer& answer) const {
+        const std::string heading = answer.sentence ? escaped(joined(answer.working.heading))
+                                                    : markdown_code_span(symbols(joined(answer.working.heading)));
+        std::vector<std::string> lines;
+        for (const auto& line : answer.working.lines) {
+            lines.push_back(symbols(line));
+        }
+        const std::string working = lines.empty() ? "" : "\n" + markdown_code_block(lines);
+        if (answer.folded) {
+            return "<details>\n<summary>" + escaped(answer.label) + "</summary>\n\n" + heading + "\n" + working +
+                   "\n</details>\n";
+        }
+        return "**" + escaped(answer.label) + "** " + heading + "\n" + working;
+    }
+    std::string operator()(const QuestionBlock& question) const {
+        std::string out = "**Question.** " + spans(question.prompt) +
+                          (question.form.empty() ? "" : " " + escaped(question.form)) + "\n";
+        if (!question.given.empty()) {
+            out += "\n*Given:* " + spans(question.given) + "\n";
+        }
+        const std::string after = blocks(question.blocks);
+        return after.empty() ? out : out + "\n" + after;
+    }
+    std::string operator()(const PageBlock& page) const { return blocks(page.blocks); }
         // a page of Markdown has no end: the group's blocks one after another
     std::string operator()(const Group& group) const { return blocks(group.blocks); }
     std::string operator()(const Part& part) const { return blocks(part.blocks); }
@@ -281,6 +320,7 @@ private:
     std::string spans(const std::vector<Span>& spans) const {
         std::string out;
         for (const auto& span : spans) {
+            // (a value as plain text, as the rest of the paragraph)
             out += span.kind == SpanKind::code ? markdown_code_span(span.text) : escaped(span.text);
         }
         return out;

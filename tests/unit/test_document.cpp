@@ -204,6 +204,137 @@ TEST_CASE("a document's blocks alone leave out its title and, in LaTeX, its prea
     CHECK(tex.str().find("\\end{document}") == std::string::npos);
 }
 
+namespace {
+
+// A lesson's document in small: a lead, two pages of narration (a value, code,
+// a list), a question with its answer folded away, a verdict and a worked answer.
+Document lesson_like() {
+    const Working working{{{"weights[1,1] = 0.0634    (Weights, row 1 \""}, {"<s>", true}, {"\")"}},
+                          "A = \\mathrm{softmax}(S)",
+                          {"exp(−2) / 2.1353", "= 0.0634"}};
+    Document document;
+    document.title = "Lesson 1";
+    document.subject = "Three inputs";
+    document.purpose = "Lesson 1: Three inputs";
+    document.blocks = {
+        Lead{{{"Queries and keys, "}, {"qkv run", SpanKind::code}}},
+        PageBlock{.number = 1,
+                  .pages = 2,
+                  .blocks = {Passage{{{{{"The first is "}, {"[1, 0, 1, 0]", SpanKind::value}, {"."}}},
+                                      {{{"one"}}, true},
+                                      {{{"two"}}, true},
+                                      {{{"After the list."}}}}},
+                             Notes{{"A note."}},
+                             Passage{{{{{"After the notes."}}}}}}},
+        PageBlock{.number = 2,
+                  .pages = 2,
+                  .blocks = {QuestionBlock{.prompt = {{"What weight? "}, {"3 × 3", SpanKind::value}},
+                                           .form = "(at least 2 decimals)",
+                                           .given = {{"scores[1] = [2, 4, 4]", SpanKind::code}, {" (Another model)"}},
+                                           .blocks = {Answer{.label = "Answer", .folded = true, .working = working}}},
+                             QuestionBlock{.prompt = {{"Again?"}},
+                                           .blocks = {Statement{{{.label = "Not quite:",
+                                                                  .spans = {{"you wrote 7."}},
+                                                                  .tone = Mark::wrong}}},
+                                                      Answer{.label = "Right.", .tone = Mark::right, .working = working}}},
+                             working}},
+        Part{.id = "end", .blocks = {Statement{{{.label = "Score: 1 of 2 questions right.", .spans = {}}}},
+                                     Aside{"End of lesson 1."}}},
+    };
+    return document;
+}
+
+std::string lesson_in(Format format, const DocumentStyle& style = {}) {
+    std::ostringstream out;
+    write_document(lesson_like(), format, style, out);
+    return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("a lesson's pages, narration and questions in Markdown", "[document]") {
+    const std::string md = lesson_in(Format::markdown);
+    INFO(md);
+    CHECK(md.starts_with("# Lesson 1: Three inputs\n\n*Queries and keys, `qkv run`*\n\n"));
+    // a value is plain text; the items of a list one under the other
+    CHECK(md.find("The first is \\[1, 0, 1, 0\\].\n\n- one\n- two\n\nAfter the list.\n") != std::string::npos);
+    CHECK(md.find("**Question.** What weight? 3 × 3 (at least 2 decimals)\n\n*Given:* `scores[1] = [2, 4, 4]` (Another "
+                  "model)\n\n<details>\n<summary>Answer</summary>\n\n`weights[1,1] = 0.0634    (Weights, row 1 \"<s>\")`\n\n"
+                  "```text\nexp(−2) / 2.1353\n= 0.0634\n```\n\n</details>\n") != std::string::npos);
+    CHECK(md.find("**Not quite:** you wrote 7.\n\n**Right.** `weights[1,1]") != std::string::npos);
+    // a label alone has no space after it
+    CHECK(md.find("**Score: 1 of 2 questions right.**\n\n*End of lesson 1.*\n") != std::string::npos);
+    // the working on the page
+    CHECK(md.find("### weights[1,1] = 0.0634    (Weights, row 1 \"\\<s\\>\")") != std::string::npos);
+}
+
+TEST_CASE("a lesson's pages, narration and questions on a page", "[document]") {
+    const std::string html = lesson_in(Format::html);
+    INFO(html);
+    CHECK(html.find("<h1>Lesson 1: Three inputs</h1>\n<p class=\"note\">Queries and keys, <code>qkv run</code></p>\n"
+                    "<section class=\"page\" id=\"page-1\">\n") != std::string::npos);
+    // a value in bold, its spaces unbroken; the items one list
+    CHECK(html.find("<p>The first is <strong>[1,&#160;0,&#160;1,&#160;0]</strong>.</p>\n<ul>\n<li>one</li>\n<li>two</li>\n"
+                    "</ul>\n<p>After the list.</p>\n") != std::string::npos);
+    // after the first page, which page it is
+    CHECK(html.find("<section class=\"page\" id=\"page-2\">\n<p class=\"note\">Page 2 of 2</p>\n") != std::string::npos);
+    CHECK(count(html, "Page 1 of") == 0);
+    // a question is a box holding its answer, folded or under its verdict
+    CHECK(html.find("<div class=\"question\">\n<p><strong>Question.</strong> What weight? <strong>3&#160;×&#160;3</strong> "
+                    "<span class=\"note\">(at least 2 decimals)</span></p>\n<p class=\"given\"><em>Given:</em> "
+                    "<code>scores[1] = [2, 4, 4]</code> (Another model)</p>\n<details>\n<summary>Answer</summary>\n"
+                    "<div class=\"working\">\n<h3>weights[1,1] = 0.0634    (Weights, row 1 &quot;&lt;s&gt;&quot;)</h3>") !=
+          std::string::npos);
+    CHECK(html.find("<p><strong class=\"verdict-wrong\">Not quite:</strong> you wrote 7.</p>\n<p class=\"verdict-right\">"
+                    "<strong>Right.</strong></p>\n<div class=\"working\">\n") != std::string::npos);
+    CHECK(count(html, "<div class=\"question\">") == 2);
+    CHECK(html.find("</details>\n</div>\n") != std::string::npos);
+    CHECK(html.find("<section id=\"end\">\n<p><strong>Score: 1 of 2 questions right.</strong></p>\n"
+                    "<p class=\"note\">End of lesson 1.</p>\n</section>\n") != std::string::npos);
+}
+
+TEST_CASE("a lesson's pages, narration and questions in LaTeX", "[document]") {
+    const std::string tex = lesson_in(Format::latex);
+    INFO(tex);
+    CHECK(tex.starts_with("% qkv: Lesson 1: Three inputs\n"));
+    // narration may stretch its spaces, in one group around the whole
+    CHECK(count(tex, "\\begingroup\\setlength{\\emergencystretch}{3em}\n") == 1);
+    CHECK(tex.find("\\section*{\\raggedright Lesson 1: Three inputs}\n\n\\begingroup\\setlength{\\emergencystretch}{3em}\n"
+                   "\\emph{Queries and keys, \\texttt{qkv run}}\n") != std::string::npos);
+    CHECK(tex.find("\\par\\endgroup\n") != std::string::npos);
+    // a value in bold, breaking after its commas only; a paragraph after a list or the notes starts afresh
+    CHECK(tex.find("\nThe first is \\textbf{[1, 0, 1, 0]}.\n\n\\begin{itemize}\n  \\item one\n  \\item two\n"
+                   "\\end{itemize}\n\nAfter the list.\n\n") != std::string::npos);
+    CHECK(tex.find("\\end{itemize}\n\nAfter the notes.") != std::string::npos);
+    CHECK(tex.find("\\textbf{Question.} What weight? \\textbf{3~$\\times$~3} \\emph{(at least 2 decimals)}") !=
+          std::string::npos);
+    CHECK(tex.find("\\noindent\\textit{Given:} \\texttt{scores[1] = [2,\\allowbreak{} 4,\\allowbreak{} 4]} (Another "
+                   "model)") != std::string::npos);
+    // a handout cannot fold: a folded answer's label is an aside, a verdict's in bold
+    CHECK(tex.find("\\noindent\\textit{Answer:} weights[1,1] = 0.0634") != std::string::npos);
+    CHECK(tex.find("\\noindent\\textbf{Not quite:} you wrote 7.\n") != std::string::npos);
+    CHECK(tex.find("\\noindent\\textbf{Right.} weights[1,1]") != std::string::npos);
+    // a working on a page sits under the page's step headings
+    CHECK(tex.find("\\subsubsection*{\\raggedright weights[1,1]") != std::string::npos);
+    CHECK(tex.find("\\noindent\\textbf{Score: 1 of 2 questions right.}\n") != std::string::npos);
+    CHECK(tex.find("\\medskip\\noindent\\emph{End of lesson 1.}\n") != std::string::npos);
+}
+
+TEST_CASE("a lesson's pages, narration and questions in text", "[document]") {
+    const std::string text = lesson_in(Format::text, {.width = 24});
+    INFO(text);
+    // a value is never broken at its spaces, however narrow the line
+    CHECK(text.find("[1, 0, 1, 0]") != std::string::npos);
+    // (no heading: the opening, at the margin)
+    CHECK(text.find("\n- one\n- two\n") != std::string::npos);
+    CHECK(text.find("Score: 1 of 2 questions right.\n") != std::string::npos);
+    CHECK(text.find("─── page 2 of 2 ───") != std::string::npos);
+    CHECK(text.find("page 1 of") == std::string::npos);
+    CHECK(text.find("Not quite: you wrote 7.") != std::string::npos);
+    CHECK(text.find("  Answer: weights[1,1]") != std::string::npos);
+    CHECK(text.find("    exp(−2) / 2.1353\n") != std::string::npos);
+}
+
 TEST_CASE("HTML puts a group in a section and leaves a blank table's cells empty", "[document]") {
     const std::string html = written(Format::html);
     CHECK(html.starts_with("<!DOCTYPE html>"));
@@ -368,7 +499,9 @@ TEST_CASE("LaTeX sets a report's marks as symbols and its code in type", "[docum
     CHECK(tex.find("% qkv: checking answers: Two <tokens>") != std::string::npos);
     CHECK(tex.find("\\section*{\\raggedright Checking answers: Two $<$tokens$>$}") != std::string::npos);
     // a path breaks after its slashes, in a ragged-right paragraph
-    CHECK(tex.find("{\\raggedright Answers from \\texttt{a/\\allowbreak{}b\\_c.yaml}. Rounded.\\par}") != std::string::npos);
+    // code breaks after a slash, a comma or an underscore
+    CHECK(tex.find("{\\raggedright Answers from \\texttt{a/\\allowbreak{}b\\_\\allowbreak{}c.yaml}. Rounded.\\par}") !=
+          std::string::npos);
     CHECK(tex.find("\\noindent $\\checkmark$ right\\quad $\\boxtimes$ wrong, the true value in parentheses\\quad "
                    "\\textasciitilde{} not answered\n") != std::string::npos);
     CHECK(tex.find("(1.25)") != std::string::npos);
@@ -376,7 +509,8 @@ TEST_CASE("LaTeX sets a report's marks as symbols and its code in type", "[docum
           std::string::npos);
     CHECK(tex.find("\n\\noindent\\textbf{Mistake:} Swapped.\n\n\\noindent\\textbf{Correct:} ") != std::string::npos);
     CHECK(tex.find("\\bigskip\n\\noindent\\textbf{Summary:} 4 answered cells.\n") != std::string::npos);
-    CHECK(tex.find("{\\raggedright\\noindent See: \\texttt{qkv explain m.yaml 'scores[1,1]'}\\par}") != std::string::npos);
+    CHECK(tex.find("{\\raggedright\\noindent See: \\texttt{qkv explain m.yaml 'scores[1,\\allowbreak{}1]'}\\par}") !=
+          std::string::npos);
 }
 
 TEST_CASE("HTML writes a report's summary first and each part as a section with its anchor", "[document]") {
@@ -473,7 +607,7 @@ TEST_CASE("a working keeps its columns and escapes only the example's labels", "
           std::string::npos);
     const std::string html = written_as(Format::html, {});
     CHECK(html.find("<h1>The arithmetic of scores[1,2]</h1>") != std::string::npos);
-    CHECK(html.find("<section class=\"explained\">") != std::string::npos);
+    CHECK(html.find("<div class=\"working\">") != std::string::npos);
     CHECK(html.find("&lt;s&gt;*") != std::string::npos);
 }
 

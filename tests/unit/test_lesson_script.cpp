@@ -4,6 +4,7 @@
 // The loader's positions for the same problems are tested in test_lesson.cpp.
 #include "io/loader.hpp"
 #include "lesson/script.hpp"
+#include "lesson/skins.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -129,4 +130,27 @@ TEST_CASE("the keys a lesson and a page may have and the names of models", "[les
     CHECK(is_model_name("small-2_b"));
     CHECK_FALSE(is_model_name("Small"));
     CHECK_FALSE(is_model_name(""));
+}
+
+TEST_CASE("filled-in narration becomes a document's spans: text, code and values", "[lesson]") {
+    const std::string marked = marked_text({{"Query 1 is ", false}, {"[1, 0, 2]", true}, {"; run `qkv run x` now", false}});
+    const std::vector<Span> spans = spans_of(marked);
+    REQUIRE(spans.size() == 5);
+    CHECK(spans[0].text == "Query 1 is ");
+    CHECK(spans[0].kind == SpanKind::text);
+    // a value's spaces come back as spaces: the writer keeps them together
+    CHECK(spans[1].text == "[1, 0, 2]");
+    CHECK(spans[1].kind == SpanKind::value);
+    CHECK(spans[2].text == "; run ");
+    CHECK(spans[3].text == "qkv run x");
+    CHECK(spans[3].kind == SpanKind::code);
+    CHECK(spans[4].text == " now");
+    CHECK(spans[4].kind == SpanKind::text);
+    // a code span left open ends with the text
+    const std::vector<Span> open = spans_of("see `qkv lesson");
+    REQUIRE(open.size() == 2);
+    CHECK(open[1].text == "qkv lesson");
+    CHECK(open[1].kind == SpanKind::code);
+    // list items are paragraphs of their own
+    CHECK(paragraphs_of("One\nline.\n- a\n- b\n\nTwo.") == std::vector<std::string>{"One line.", "- a", "- b", "Two."});
 }
