@@ -147,13 +147,10 @@ int run_check(const CheckCommandOptions& options) {
     }
     bool batch = false;
     const std::vector<std::string> files = answer_files(options.answers, options.file, batch);
-    if (gradescope && batch) {
-        throw InputError(usage_error("-f gradescope writes one learner's results.json",
-                                     "give one answers file, or use -f csv or -f json for a class"));
-    }
-    if ((common.format == format_name(Format::html) || common.format == format_name(Format::latex)) && batch) {
+    if (batch && !writes_format(Writer::check_class, common.format)) {
         throw InputError(usage_error("-f " + common.format + " writes one learner's report; expected one answers file",
-                                     "give one answers file, or use -f text, markdown, json or csv for a class"));
+                                     "give one answers file, or use -f " + format_list(Writer::check_class) +
+                                         " for a class"));
     }
     const Source source = read_source(options.file);
     const Model model = load_model(source, load_options(common));

@@ -30,13 +30,14 @@ constexpr unsigned k_documents = bit(Writer::run) | bit(Writer::explain) | bit(W
 
 // One row per format, in the order -f/--format lists them.
 constexpr FormatRow k_formats[] = {
-    {Format::text, "text", k_documents | bit(Writer::decode) | bit(Writer::bench), true, write_text_document},
-    {Format::markdown, "markdown", k_documents | bit(Writer::decode) | bit(Writer::worksheet), true,
-     write_markdown_document},
+    {Format::text, "text", k_documents | bit(Writer::decode) | bit(Writer::check_class) | bit(Writer::bench), true,
+     write_text_document},
+    {Format::markdown, "markdown", k_documents | bit(Writer::decode) | bit(Writer::check_class) | bit(Writer::worksheet),
+     true, write_markdown_document},
     {Format::latex, "latex", k_documents | bit(Writer::worksheet), true, write_latex_document},
-    {Format::csv, "csv", bit(Writer::run) | bit(Writer::check)},
+    {Format::csv, "csv", bit(Writer::run) | bit(Writer::check) | bit(Writer::check_class)},
     {Format::json, "json", bit(Writer::run) | bit(Writer::decode) | bit(Writer::explain) | bit(Writer::check) |
-                               bit(Writer::bench)},
+                               bit(Writer::check_class) | bit(Writer::bench)},
     {Format::svg, "svg", bit(Writer::run)},
     {Format::html, "html", k_documents | bit(Writer::decode) | bit(Writer::worksheet), true, write_html_document},
     {Format::yaml, "yaml", bit(Writer::worksheet)},

@@ -31,8 +31,10 @@ struct DocumentStyle;  // render/document.hpp
 // How a document format writes any document (render/document.hpp).
 using DocumentWriter = void (*)(const Document&, const DocumentStyle&, std::ostream&);
 
-// What writes formats: a command, or a view of one (run --decode).
-enum class Writer { run, decode, explain, check, lesson, worksheet, bench };
+// What writes formats: a command, or a view of one (run --decode; check of a
+// class, several answer files, whose reports follow one another or make one
+// table).
+enum class Writer { run, decode, explain, check, check_class, lesson, worksheet, bench };
 
 // Every format, in the order of the table.
 std::vector<Format> all_formats();

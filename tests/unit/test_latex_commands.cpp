@@ -130,7 +130,7 @@ TEST_CASE("check refuses a class of answer files with -f latex, as with -f html"
     run.cwd = qkv::test::source_dir() + "/examples/homework/class";
     const auto result = run_qkv(run);
     qkv::test::require_input_error(result, "-f latex writes one learner's report; expected one answers file");
-    CHECK(result.err.find("\n  hint: give one answers file, or use -f text, markdown, json or csv for a class\n") !=
+    CHECK(result.err.find("\n  hint: give one answers file, or use -f text, markdown, csv or json for a class\n") !=
           std::string::npos);
     // and a lesson names latex among the formats it is written in
     qkv::test::require_input_error(run_qkv({"lesson", "1", "-f", "svg"}),
