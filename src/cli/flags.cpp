@@ -131,7 +131,7 @@ output row of position t equal row t of the full computation's
 \fBweights\fR and \fBhead_output\fR. The cache grows by
 (d_k + d_v)\(pcG\(pc8 bytes a position (G key/value heads, float64).
 .IP
-Text, Markdown and HTML show, for each position, the cache (a row per cached
+Text, Markdown, LaTeX and HTML show, for each position, the cache (a row per cached
 position: its key, then its value), the query, the scores and weights, the
 output row and the bytes the cache holds; \fB\-\-head\fR N shows query head N
 and the cache it reads. JSON is the document of \fBrun \-f json\fR with two
@@ -145,7 +145,7 @@ after the last token, whatever \fB\-\-head\fR shows).
 Only causal self-attention decodes: \fBmask: causal\fR or
 \fBmask: {window: W}\fR, without \fBpadding\fR, \fBcontext\fR or a mask
 matrix. Anything else is an error (status 2) naming each problem, and so are
-\fB\-\-steps\fR and \fB\-f latex\fR, \fBcsv\fR or \fBsvg\fR with
+\fB\-\-steps\fR and \fB\-f csv\fR or \fBsvg\fR with
 \fB\-\-decode\fR: those show the steps of the full computation, whose weights
 and outputs decoding reproduces.)roff"},
     {.name = "--block-size",

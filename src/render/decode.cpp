@@ -1,4 +1,4 @@
-// `qkv run --decode` as text, Markdown and HTML: what a key/value cache is,
+// `qkv run --decode` in every document format: what a key/value cache is,
 // then position by position the cache, the new token's query, its scores and
 // weights over the cached keys, and its output row. One walk builds it as a
 // document (document.hpp), which each format writes (the JSON is in

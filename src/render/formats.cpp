@@ -34,7 +34,7 @@ constexpr FormatRow k_formats[] = {
      write_text_document},
     {Format::markdown, "markdown", k_documents | bit(Writer::decode) | bit(Writer::check_class) | bit(Writer::worksheet),
      true, write_markdown_document},
-    {Format::latex, "latex", k_documents | bit(Writer::worksheet), true, write_latex_document},
+    {Format::latex, "latex", k_documents | bit(Writer::decode) | bit(Writer::worksheet), true, write_latex_document},
     {Format::csv, "csv", bit(Writer::run) | bit(Writer::check) | bit(Writer::check_class)},
     {Format::json, "json", bit(Writer::run) | bit(Writer::decode) | bit(Writer::explain) | bit(Writer::check) |
                                bit(Writer::check_class) | bit(Writer::bench)},

@@ -206,6 +206,8 @@ std::string tex_escape(const std::string& text) {
                 case '<': add("$<$"); break;
                 case '>': add("$>$"); break;
                 case '|': add("$|$"); break;
+                // "--decode" as two hyphens, not TeX's en dash
+                case '-': add(i + 1 < text.size() && text[i + 1] == '-' ? "-{}" : "-"); break;
                 default: add(std::string(1, byte < 0x20 || byte == 0x7F ? ' ' : text[i]));
             }
             ++i;
@@ -309,6 +311,38 @@ std::optional<std::string> math_name(const std::string& text, std::size_t at, st
     }
     length = end - at;
     return math;
+}
+
+// A word with an index, as a formula writes one: "weight_j" → "\mathrm{weight}_{j}"
+// (a word of two or more small letters, one letter or digits after the
+// underscore); nothing for an identifier ("head_output", "w_q_k").
+std::optional<std::string> indexed_word(const std::string& text, std::size_t at, std::size_t& length) {
+    const auto lower = [&](std::size_t k) {
+        return k < text.size() && std::islower(static_cast<unsigned char>(text[k])) != 0;
+    };
+    const auto digit = [&](std::size_t k) {
+        return k < text.size() && std::isdigit(static_cast<unsigned char>(text[k])) != 0;
+    };
+    std::size_t end = at;
+    while (lower(end)) {
+        ++end;
+    }
+    if (end - at < 2 || end >= text.size() || text[end] != '_') {
+        return std::nullopt;
+    }
+    std::size_t index_end = end + 1;
+    if (lower(index_end)) {
+        ++index_end;
+    } else {
+        while (digit(index_end)) {
+            ++index_end;
+        }
+    }
+    if (index_end == end + 1 || (index_end < text.size() && word_char(decode_code_point(text, index_end).first))) {
+        return std::nullopt;
+    }
+    length = index_end - at;
+    return "\\mathrm{" + text.substr(at, end - at) + "}_{" + text.substr(end + 1, index_end - end - 1) + "}";
 }
 
 // An exponent as math: "−2k/d_k" → "-2k/d_{k}"; nothing when it holds
@@ -462,7 +496,11 @@ std::string tex_prose(const std::string& text) {
             }
         }
         if (word_start) {
-            if (const auto name = math_name(text, i, name_length)) {
+            auto name = math_name(text, i, name_length);
+            if (!name) {
+                name = indexed_word(text, i, name_length);
+            }
+            if (name) {
                 flush();
                 append_tex(out, "$" + *name + "$");
                 i += name_length;

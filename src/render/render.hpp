@@ -54,7 +54,7 @@ void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& 
 // Throws InputError when a panel is too large to draw.
 void render_svg(const Trace& trace, const RenderOptions& options, std::ostream& out);
 
-// Decoding with a key/value cache (run --decode): text and Markdown
+// Decoding with a key/value cache (run --decode): each document format
 // walk through each position's cache, query, scores, weights and output row
 // (the model gives their formulas); JSON is the run document of `trace` plus
 // "decode" and "cache". --head chooses the heads shown. The formats it is

@@ -208,6 +208,32 @@ TEST_CASE("lesson -f latex writes the narration, the steps and each question wit
     CHECK(qkv::test::count_of(lesson, "\\begingroup") == qkv::test::count_of(lesson, "\\endgroup"));
 }
 
+TEST_CASE("run --decode -f latex walks the cache position by position", "[latex][cli][decode]") {
+    const std::string decode = latex_of({"run", "gqa", "--decode", "-f", "latex"});
+    CHECK(decode.find("\\subsection*{Decoding with a key/value cache}") != std::string::npos);
+    // an option in prose keeps its two hyphens
+    CHECK(decode.find("(qkv run without -{}-decode)") != std::string::npos);
+    CHECK(decode.find("\\subsubsection*{Position 2 $\\cdot$ read}") != std::string::npos);
+    // a caption's formula with its index set as math
+    CHECK(decode.find("z = $\\Sigma_{j}$ $\\mathrm{weight}_{j}\\cdot v_{j}$") != std::string::npos);
+    CHECK(decode.find("key/value head 2 $\\cdot$ cache: keys k and values v") != std::string::npos);
+    // and no format the table of formats does not name
+    const auto refused = run_qkv({"run", "gqa", "--decode", "-f", "svg"});
+    qkv::test::require_input_error(refused, "--decode cannot be written as svg; expected -f text, markdown, latex, json "
+                                            "or html");
+}
+
+TEST_CASE("run --decode's LaTeX compiles standalone and in one- and two-column documents",
+          "[latex][cli][decode][documents]") {
+    if (!pdflatex_installed()) {
+        return;
+    }
+    TempDir dir;
+    for (const std::string example : {"gqa", "alibi-window", "sinks", "rope"}) {
+        require_compiles_everywhere(dir, example, {"run", example, "--decode"});
+    }
+}
+
 TEST_CASE("explain's LaTeX compiles standalone and in one- and two-column documents", "[latex][cli][explain][documents]") {
     if (!pdflatex_installed()) {
         return;

@@ -91,6 +91,13 @@ TEST_CASE("prose sets qkv's names as math and leaves identifiers as text", "[lat
     CHECK(qkv::tex_prose("Dividing by √d_k keeps") == "Dividing by $\\sqrt{d_{k}}$ keeps");
     CHECK(qkv::tex_prose("hence Aᵀ.") == "hence $A^\\top$.");
     CHECK(qkv::tex_prose("S = Q·Kᵀ: query") == "S = Q$\\cdot K^\\top$: query");
+    // a word with one index, as a formula writes it; an identifier stays text
+    CHECK(qkv::tex_prose("z = weight_j·v_j") == "z = $\\mathrm{weight}_{j}\\cdot v_{j}$");
+    CHECK(qkv::tex_prose("row_2 of head_output") == "$\\mathrm{row}_{2}$ of head\\_output");
+    CHECK(qkv::tex_prose("grad_q_k") == "grad\\_q\\_k");
+    // two hyphens are an option's, not an en dash
+    CHECK(qkv::tex_prose("without --decode") == "without -{}-decode");
+    CHECK(qkv::tex_escape("a - b") == "a - b");
     CHECK(qkv::tex_prose("angle p·θ_k, position") == "angle p$\\cdot\\theta_{k}$, position");
     CHECK(qkv::tex_prose("as W_K was written (grad_output:)") == "as $W_{K}$ was written (grad\\_output:)");
     CHECK(qkv::tex_prose("rotate_half and a_b_c") == "rotate\\_half and a\\_b\\_c");

@@ -55,15 +55,16 @@ TEST_CASE("the table of formats says which command writes which, the first its d
     const auto names = [](Writer writer) { return qkv::format_names(qkv::formats_of(writer)); };
     using List = std::vector<std::string>;
     CHECK(names(Writer::run) == List{"text", "markdown", "latex", "csv", "json", "svg", "html"});
-    CHECK(names(Writer::decode) == List{"text", "markdown", "json", "html"});
+    CHECK(names(Writer::decode) == List{"text", "markdown", "latex", "json", "html"});
     CHECK(names(Writer::explain) == List{"text", "markdown", "latex", "json", "html"});
     CHECK(names(Writer::check) == List{"text", "markdown", "latex", "csv", "json", "html", "gradescope"});
+    CHECK(names(Writer::check_class) == List{"text", "markdown", "csv", "json"});
     CHECK(names(Writer::lesson) == List{"text", "markdown", "latex", "html"});
     CHECK(names(Writer::worksheet) == List{"markdown", "latex", "html", "yaml"});
     CHECK(names(Writer::bench) == List{"text", "json"});
     CHECK(qkv::writes(Writer::check, qkv::Format::gradescope));
     CHECK_FALSE(qkv::writes(Writer::run, qkv::Format::yaml));
-    CHECK(qkv::format_list(Writer::decode) == "text, markdown, json or html");
+    CHECK(qkv::format_list(Writer::decode) == "text, markdown, latex, json or html");
 }
 
 TEST_CASE("each command refuses a format it does not write, naming those it writes", "[render][cli]") {
