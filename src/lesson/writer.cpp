@@ -28,7 +28,11 @@ std::string render_steps_only(const Trace& trace, const RenderOptions& options) 
     steps.blocks = run_steps(trace, options);
     std::ostringstream out;
     write_document(steps, options.format,
-                   {.ascii = options.ascii, .standalone = options.standalone, .color = options.color, .body_only = true},
+                   {.ascii = options.ascii,
+                    .standalone = options.standalone,
+                    .color = options.color,
+                    .body_only = true,
+                    .width = options.width},
                    out);
     return out.str();
 }

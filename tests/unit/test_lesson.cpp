@@ -125,6 +125,25 @@ TEST_CASE("every built-in lesson plays straight through and matches its golden f
     }
 }
 
+TEST_CASE("a lesson's steps wrap their explanations at the terminal's width, as its narration", "[lesson][cli]") {
+    qkv::test::CliRun run;
+    run.args = {"lesson", "1", "--page", "4", "--no-pause"};
+    run.env = {{"COLUMNS", "60"}};
+    const auto result = qkv::test::run_qkv(run);
+    REQUIRE(result.status == 0);
+    // the step's explanation wraps two columns short of 60, with the indent it began with
+    CHECK(result.out.find("  This example does not scale (scale: none), so the scores\n  pass through unchanged.\n") !=
+          std::string::npos);
+    // narration and explanations alike: no line but a table's is wider than the terminal
+    std::istringstream lines(result.out);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.find("│") == std::string::npos && line.find("─") == std::string::npos) {
+            CAPTURE(line);
+            CHECK(qkv::display_width(line) <= 60);
+        }
+    }
+}
+
 TEST_CASE("a lesson by number is the same as by name, and --no-pause plays it the same way", "[lesson][cli]") {
     const auto by_number = run_qkv({"lesson", "6", "--no-pause"});
     const auto by_name = run_qkv({"lesson", "masking"});
