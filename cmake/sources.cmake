@@ -14,8 +14,8 @@ set(QKV_SOURCES_attention src/attention/attention.cpp src/attention/bench.cpp sr
 set(QKV_SOURCES_render src/render/csv.cpp src/render/decode.cpp src/render/decode_json.cpp src/render/html.cpp
     src/render/formats.cpp src/render/json.cpp src/render/latex.cpp src/render/latex_text.cpp src/render/latex_cell.cpp
     src/render/markdown.cpp src/render/render.cpp src/render/svg.cpp src/render/table.cpp src/render/text.cpp
-    src/render/worksheet.cpp src/render/document_html.cpp src/render/document.cpp src/render/document_text.cpp src/render/worksheet_yaml.cpp
-    src/render/latex_working.cpp)
+    src/render/worksheet.cpp src/render/document_html.cpp src/render/document_latex.cpp src/render/document.cpp
+    src/render/document_text.cpp src/render/worksheet_yaml.cpp src/render/latex_working.cpp)
 set(QKV_SOURCES_explain src/explain/backward.cpp src/explain/explain.cpp src/explain/formats.cpp
     src/explain/numbers.cpp src/explain/online.cpp src/explain/operands.cpp)
 set(QKV_SOURCES_check src/check/catalogue.cpp src/check/check.cpp src/check/class_report.cpp

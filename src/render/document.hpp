@@ -2,8 +2,8 @@
 // in order (prose, headings, formulas, tables, notes, workings, a report's
 // lines and marks), saying what each part is and nothing of how it looks.
 // Each document format writes any document in one place: text in
-// document_text.cpp, Markdown in markdown.cpp, LaTeX in latex.cpp, HTML in
-// document_html.cpp. `qkv worksheet`, `qkv explain`, `qkv run` (in every
+// document_text.cpp, Markdown in markdown.cpp, LaTeX in document_latex.cpp,
+// HTML in document_html.cpp. `qkv worksheet`, `qkv explain`, `qkv run` (in every
 // document format), `run --decode`, `qkv check`'s report and a lesson written
 // to a file (lesson/document_skin.cpp) are built this way.
 //

@@ -11,7 +11,7 @@ namespace qkv {
 // by their rows and nowhere else (write_document calls them).
 void write_text_document(const Document& document, const DocumentStyle& style, std::ostream& out);      // document_text.cpp
 void write_markdown_document(const Document& document, const DocumentStyle& style, std::ostream& out);  // markdown.cpp
-void write_latex_document(const Document& document, const DocumentStyle& style, std::ostream& out);     // latex.cpp
+void write_latex_document(const Document& document, const DocumentStyle& style, std::ostream& out);     // document_latex.cpp
 void write_html_document(const Document& document, const DocumentStyle& style, std::ostream& out);      // document_html.cpp
 
 namespace {

@@ -91,6 +91,15 @@ std::string latex_cell_lines(const std::vector<std::string>& lines);
 std::string latex_cell_working(const std::string& heading, const std::string& formula,
                                const std::vector<std::string>& lines, const std::string& heading_command);
 
+// A given matrix, every entry as it is, fitted to the line (a whole page's
+// with `standalone`, else a fragment's).
+std::string latex_given_table(const Table& table, bool standalone);
+// A worksheet's table: every cell boxed, a column wide enough and a row tall
+// enough to write a number in by hand, empty (`blank`) or with the key's numbers.
+std::string latex_sheet_table(const Table& table, bool blank, bool standalone);
+// Whether LaTeX holding worksheet tables fits one page at a sheet's row height.
+bool latex_fits_page(const std::string& latex);
+
 // Paragraphs of prose (blank lines between them), each line through tex_prose.
 std::string latex_paragraphs(const std::string& text);
 // A bulleted list of prose items; nothing for none.
