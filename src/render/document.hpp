@@ -262,20 +262,21 @@ struct Part {
     std::vector<Block> blocks;
 };
 
+struct PageBlock {
+    int number = 1;
+    int pages = 1;
+    std::vector<Block> blocks;
+};
+
 // What is asked; how to answer it ("(rows × columns)", may be empty); the
 // numbers it is worked from, as code ("queries[2] = [2, 2, 2]"), with any
-// words between them; then the verdicts and the answer.
+// words between them; then the verdicts and the answer. (Defined after the
+// other blocks: its members' defaults need every kind of block complete.)
 struct QuestionBlock {
     std::vector<Span> prompt;
     std::string form = "";
     std::vector<Span> given = {};
     std::vector<Block> blocks = {};
-};
-
-struct PageBlock {
-    int number = 1;
-    int pages = 1;
-    std::vector<Block> blocks;
 };
 
 struct Document {
