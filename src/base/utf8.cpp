@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <sstream>
 
 namespace qkv {
 
@@ -145,6 +146,23 @@ std::size_t visible_width(const std::string& line) {
         visible += line[i];
     }
     return display_width(visible);
+}
+
+std::vector<std::string> word_lines(const std::string& text, std::size_t width) {
+    std::vector<std::string> lines;
+    std::istringstream words(text);
+    std::string line;
+    for (std::string word; words >> word;) {
+        if (!line.empty() && display_width(line) + 1 + display_width(word) > width) {
+            lines.push_back(line);
+            line.clear();
+        }
+        line += (line.empty() ? "" : " ") + word;
+    }
+    if (!line.empty()) {
+        lines.push_back(line);
+    }
+    return lines;
 }
 
 std::size_t code_point_count(std::string_view text) {

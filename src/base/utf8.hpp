@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace qkv {
 
@@ -29,6 +30,10 @@ std::size_t code_point_width(char32_t code);
 std::size_t display_width(const std::string& text);
 // The same for a line that may hold colour escapes (ESC [ … m), which take no column.
 std::size_t visible_width(const std::string& line);
+
+// `text`'s words in lines of at most `width` columns, one space between
+// them (a longer word has a line to itself).
+std::vector<std::string> word_lines(const std::string& text, std::size_t width);
 
 // The code points in `text`: its bytes that do not continue a sequence (an
 // editor's column in a line of UTF-8).

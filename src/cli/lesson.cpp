@@ -70,24 +70,6 @@ extern "C" void leave_on_interrupt(int signal_number) {
     _exit(128 + signal_number);
 }
 
-// `text`'s words in lines of at most `width` columns (a longer word has a line to itself).
-std::vector<std::string> wrapped(const std::string& text, std::size_t width) {
-    std::vector<std::string> lines;
-    std::istringstream words(text);
-    std::string line;
-    for (std::string word; words >> word;) {
-        if (!line.empty() && display_width(line) + 1 + display_width(word) > width) {
-            lines.push_back(line);
-            line.clear();
-        }
-        line += (line.empty() ? "" : " ") + word;
-    }
-    if (!line.empty()) {
-        lines.push_back(line);
-    }
-    return lines;
-}
-
 // The list of lessons: each one's number, name and summary (in ASCII with
 // --ascii), the summaries wrapped to the terminal's width under one another
 // (below the name when the terminal is too narrow for a column of them),
@@ -112,7 +94,7 @@ int list_lessons(bool ascii) {
         const std::string index = std::to_string(++number);
         const std::string head = std::string(index.size() < 2 ? 1 : 0, ' ') + index + "  " + name;
         const std::vector<std::string> summary =
-            wrapped(ascii ? to_ascii(loaded.summary) : loaded.summary, columns - margin.size());
+            word_lines(ascii ? to_ascii(loaded.summary) : loaded.summary, columns - margin.size());
         if (beside) {
             for (std::size_t i = 0; i < summary.size(); ++i) {
                 lines.push_back((i == 0 ? head + std::string(indent - head.size(), ' ') : margin) + summary[i]);
@@ -125,9 +107,9 @@ int list_lessons(bool ascii) {
         }
     }
     lines.emplace_back();
-    for (const auto& line : wrapped("Start with qkv lesson 1. A lesson is played by its number or its name: qkv "
-                                    "lesson 10 and qkv lesson rope are the same.",
-                                    columns)) {
+    for (const auto& line : word_lines("Start with qkv lesson 1. A lesson is played by its number or its name: qkv "
+                                       "lesson 10 and qkv lesson rope are the same.",
+                                       columns)) {
         lines.push_back(line);
     }
     if (!interactive || screen.height < 2 || static_cast<int>(lines.size()) < screen.height) {

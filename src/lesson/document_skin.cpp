@@ -20,16 +20,6 @@ namespace qkv {
 
 namespace {
 
-// A working of explain's, as the document holds one; `sentence` when its
-// heading is one (an answer of shape or of choice) rather than a cell's.
-Working working_of(const Explanation& explanation) {
-    std::vector<HeadingPart> heading = explanation.heading_parts;
-    if (heading.empty()) {
-        heading.push_back({explanation.heading});
-    }
-    return {std::move(heading), explanation.latex, explanation.lines};
-}
-
 class DocumentLessonWriter : public LessonWriter {
 public:
     DocumentLessonWriter(const RenderOptions& options, std::ostream& out) : m_options(options), m_out(out) {}
@@ -49,7 +39,7 @@ public:
         m_document.blocks.push_back(PageBlock{.number = page, .pages = pages, .blocks = {}});
     }
 
-    void narration(const std::vector<Piece>& pieces) override { add(passage(marked_text(pieces))); }
+    void narration(const std::vector<Piece>& pieces) override { add(passage_of(marked_text(pieces))); }
 
     // Each call's parts get anchors of their own ("p3-t1-scores"): the same
     // step may be shown on several pages, and anchors must not repeat. A page
@@ -72,35 +62,22 @@ public:
         }
     }
 
-    // "(at least 2 decimals)" after the prompt, the numbers given as code: "`queries[2] = [2, 2, 2]` (Model)"
     void question(const std::vector<Piece>& prompt, const std::string& form,
                   const std::vector<Given>& given) override {
-        QuestionBlock asked{.prompt = spans_of(marked_text(prompt)), .form = symbols(form)};
-        for (const auto& item : given) {
-            if (!asked.given.empty()) {
-                asked.given.push_back({"; "});
-            }
-            asked.given.push_back({symbols(item.numbers), SpanKind::code});
-            if (!item.model.empty()) {
-                asked.given.push_back({" (" + symbols(item.model) + ")"});
-            }
-        }
-        add(std::move(asked));
+        add(question_of(prompt, form, given, m_options.ascii));
         m_question = &std::get<QuestionBlock>(current().back());
     }
 
     // Playing straight through: the answer, folded away until the reader opens it.
-    void answer(const Explanation& working) override { answered("Answer", Mark::none, true, working); }
+    void answer(const Explanation& working) override { answer_block(answer_of("Answer", Mark::none, true, working)); }
 
-    void right(const Explanation& working) override { answered("Right.", Mark::right, false, working); }
+    void right(const Explanation& working) override { answer_block(answer_of("Right.", Mark::right, false, working)); }
 
     void wrong(const std::string& given, const std::string& why, const Explanation* working) override {
-        const std::string said = "you wrote " + given + "." + (why.empty() ? "" : " " + why) +
-                                 (working == nullptr ? " Try once more." : "");
-        answer_block(Statement{{{.label = "Not quite:", .spans = {{symbols(said)}}, .tone = Mark::wrong}}});
+        answer_block(wrong_verdict(given, why, working != nullptr, m_options.ascii));
         if (working != nullptr) {
             // folded as when playing straight through: a page may still ask again (the playground does)
-            answered("Answer", Mark::none, true, *working);
+            answer_block(answer_of("Answer", Mark::none, true, *working));
         }
     }
 
@@ -114,7 +91,7 @@ public:
             end.blocks.push_back(Statement{{{.label = symbols(score), .spans = {}}}});
         }
         if (!lesson.try_it.empty()) {
-            end.blocks.push_back(passage(symbols(lesson.try_it)));
+            end.blocks.push_back(passage_of(symbols(lesson.try_it)));
         }
         end.blocks.push_back(Aside{(number > 0 ? "End of lesson " + std::to_string(number) + "."
                                                : std::string("End of the lesson.")) +
@@ -150,24 +127,6 @@ private:
             return;
         }
         m_question->blocks.push_back(std::move(block));
-    }
-
-    void answered(const std::string& label, Mark tone, bool folded, const Explanation& explanation) {
-        answer_block(Answer{.label = label,
-                            .tone = tone,
-                            .folded = folded,
-                            .working = working_of(explanation),
-                            .sentence = explanation.heading_parts.empty()});
-    }
-
-    // Narration's paragraphs, and its lines starting with "- " as list items.
-    static Passage passage(const std::string& marked) {
-        Passage passage;
-        for (const auto& paragraph : paragraphs_of(marked)) {
-            const bool item = paragraph.rfind("- ", 0) == 0;
-            passage.paragraphs.push_back({spans_of(item ? paragraph.substr(2) : paragraph), item});
-        }
-        return passage;
     }
 
     const RenderOptions& m_options;

@@ -23,20 +23,6 @@ std::vector<Piece> fill(const Lesson& lesson, const Narration& narration, int pr
     return pieces;
 }
 
-std::string render_steps_only(const Trace& trace, const RenderOptions& options) {
-    Document steps;
-    steps.blocks = run_steps(trace, options);
-    std::ostringstream out;
-    write_document(steps, options.format,
-                   {.ascii = options.ascii,
-                    .standalone = options.standalone,
-                    .color = options.color,
-                    .body_only = true,
-                    .width = options.width},
-                   out);
-    return out.str();
-}
-
 std::string marked_text(const std::vector<Piece>& pieces) {
     std::string text;
     for (const auto& piece : pieces) {
@@ -54,18 +40,6 @@ std::string marked_text(const std::vector<Piece>& pieces) {
         }
     }
     return text;
-}
-
-std::string unmarked(const std::string& text) {
-    std::string plain;
-    for (const char c : text) {
-        if (c == k_value_space) {
-            plain += ' ';
-        } else if (c != k_value_start && c != k_value_end) {
-            plain += c;
-        }
-    }
-    return plain;
 }
 
 std::vector<Span> spans_of(const std::string& marked) {
@@ -125,6 +99,60 @@ std::vector<std::string> paragraphs_of(const std::string& text) {
     }
     finish();
     return paragraphs;
+}
+
+Passage passage_of(const std::string& marked) {
+    Passage passage;
+    for (const auto& paragraph : paragraphs_of(marked)) {
+        const bool item = paragraph.rfind("- ", 0) == 0;
+        passage.paragraphs.push_back({spans_of(item ? paragraph.substr(2) : paragraph), item});
+    }
+    return passage;
+}
+
+// `sentence`: the heading is one (an answer of shape or of choice) rather than a cell's
+Working working_of(const Explanation& explanation) {
+    std::vector<HeadingPart> heading = explanation.heading_parts;
+    if (heading.empty()) {
+        heading.push_back({explanation.heading});
+    }
+    return {std::move(heading), explanation.latex, explanation.lines};
+}
+
+QuestionBlock question_of(const std::vector<Piece>& prompt, const std::string& form, const std::vector<Given>& given,
+                          bool ascii) {
+    const auto symbols = [ascii](const std::string& text) { return ascii ? to_ascii(text) : text; };
+    QuestionBlock asked{.prompt = spans_of(marked_text(prompt)), .form = symbols(form)};
+    for (const auto& item : given) {
+        if (!asked.given.empty()) {
+            asked.given.push_back({"; "});
+        }
+        asked.given.push_back({symbols(item.numbers), SpanKind::code});
+        if (!item.model.empty()) {
+            asked.given.push_back({" (" + symbols(item.model) + ")"});
+        }
+    }
+    return asked;
+}
+
+Answer answer_of(const std::string& label, Mark tone, bool folded, const Explanation& explanation) {
+    return {.label = label,
+            .tone = tone,
+            .folded = folded,
+            .working = working_of(explanation),
+            .sentence = explanation.heading_parts.empty()};
+}
+
+VerdictBlock wrong_verdict(const std::string& given, const std::string& why, bool last_try, bool ascii) {
+    const auto symbols = [ascii](const std::string& text) { return ascii ? to_ascii(text) : text; };
+    VerdictBlock verdict{.label = "Not quite:", .tone = Mark::wrong, .sentences = {symbols("you wrote " + given + ".")}};
+    if (!why.empty()) {
+        verdict.sentences.push_back(symbols(why));
+    }
+    if (!last_try) {
+        verdict.sentences.push_back("Try once more.");
+    }
+    return verdict;
 }
 
 std::unique_ptr<LessonWriter> make_lesson_writer(const RenderOptions& options, std::ostream& out, Screen screen) {

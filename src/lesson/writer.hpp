@@ -1,8 +1,8 @@
 // How a lesson is written: narration, tables, workings and questions all go
-// through one LessonWriter, which has a text skin (for the terminal), a
-// Markdown skin (a document), a LaTeX skin (a document for pdflatex) and an
-// HTML skin (a page). The player decides what to write and when; a
-// skin decides only how it looks.
+// through one LessonWriter, which has a text skin (played on a terminal) and
+// a document skin (a Markdown or LaTeX handout, an HTML page). The player
+// decides what to write and when; a skin only gathers it into the blocks of a
+// document, which the format's writer of documents writes.
 #pragma once
 
 #include "attention/trace.hpp"

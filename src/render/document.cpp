@@ -148,6 +148,14 @@ std::string joined(const std::vector<HeadingPart>& parts) {
     return text;
 }
 
+Statement statement_of(const VerdictBlock& verdict) {
+    std::string said;
+    for (const auto& sentence : verdict.sentences) {
+        said += (said.empty() ? "" : " ") + sentence;
+    }
+    return {{{.label = verdict.label, .spans = {{said}}, .tone = verdict.tone}}};
+}
+
 std::string full_title(const Document& document, std::string_view separator) {
     return document.subject.empty() ? document.title : document.title + std::string(separator) + document.subject;
 }

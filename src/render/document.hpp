@@ -161,10 +161,11 @@ struct Notes {
 
 // A piece of a line: text as it is; code (a file or a command, in a
 // fixed-width font, copied as it is: never spelled in ASCII); text in
-// qkv's notation for formulas ("Z_2" is Z₂ where the format can write it); or
+// qkv's notation for formulas ("Z_2" is Z₂ where the format can write it);
 // a number of the example's in prose ("[1, 0, 1, 0]"), set in bold where the
-// format can and never broken at its spaces.
-enum class SpanKind { text, code, formula, value };
+// format can and never broken at its spaces; or words that stand out (a
+// lesson's score), in bold where the format can.
+enum class SpanKind { text, code, formula, value, strong };
 struct Span {
     std::string text;
     SpanKind kind = SpanKind::text;
@@ -240,6 +241,18 @@ struct Answer {
     bool sentence = false;
 };
 
+// The verdict on an answer the reader gave: its label ("Not quite:"), toned,
+// and what it says, a sentence each ("you wrote 7.", why that is wrong, what
+// to do now). Text sets the first sentence beside the label and the others
+// under it; the other formats run them on as one line of a report.
+struct VerdictBlock {
+    std::string label;
+    Mark tone = Mark::none;
+    std::vector<std::string> sentences;
+};
+// The verdict as that line of a report.
+Statement statement_of(const VerdictBlock& verdict);
+
 // Blocks kept on one page, where the format has pages.
 struct Group;
 // The blocks about one thing (a step checked), under an anchor a page can link to.
@@ -250,7 +263,7 @@ struct QuestionBlock;
 struct PageBlock;
 
 using Block = std::variant<Prose, Sizes, Section, StepHeading, Caption, Formula, TableBlock, Equations, Aside, Notes,
-                           Working, Statement, MarkedList, Legend, Summary, Passage, Lead, Answer, Group, Part,
+                           Working, Statement, MarkedList, Legend, Summary, Passage, Lead, Answer, VerdictBlock, Group, Part,
                            QuestionBlock, PageBlock>;
 
 struct Group {
@@ -301,8 +314,14 @@ struct DocumentStyle {
     // lesson on a terminal): no title, and in LaTeX no preamble or layout macros
     bool body_only = false;
     // text: the terminal's columns (0: any): prose wraps two columns short of
-    // them (and at 78 at most), and a wider table is drawn in blocks of columns
+    // them (and at 78 at most), a line that is not prose (a heading, a formula,
+    // a working) is broken at a space where it would not fit, and a wider
+    // table is drawn in blocks of columns
     int width = 0;
+    // text: the blocks go on from text already written (a lesson on a
+    // terminal is written as it is played): the first is set apart from what
+    // is above it, and the opening is over (workings are indented)
+    bool continues = false;
 };
 
 // The arithmetic of one cell of a step, 0-based matrix row and column, as

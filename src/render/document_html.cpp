@@ -110,6 +110,7 @@ public:
         }
         return out;
     }
+    std::string operator()(const VerdictBlock& verdict) const { return (*this)(statement_of(verdict)); }
     std::string operator()(const MarkedList& list) const {
         if (list.items.empty()) {
             return "";
@@ -251,6 +252,7 @@ private:
             out += span.kind == SpanKind::code      ? "<code>" + xml_escape(span.text) + "</code>"
                    : span.kind == SpanKind::formula ? text(formula_text(span.text, m_ascii))
                    : span.kind == SpanKind::value   ? "<strong>" + unbroken(text(span.text)) + "</strong>"
+                   : span.kind == SpanKind::strong  ? "<strong>" + text(span.text) + "</strong>"
                                                     : text(span.text);
         }
         return out;

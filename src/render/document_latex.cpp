@@ -91,6 +91,7 @@ public:
         }
         return out;
     }
+    std::string operator()(const VerdictBlock& verdict) const { return (*this)(statement_of(verdict)); }
     std::string operator()(const MarkedList& list) const {
         if (list.items.empty()) {
             return "";
@@ -212,6 +213,8 @@ private:
                     tex += value[i] != ' ' ? std::string(1, value[i]) : i > 0 && value[i - 1] == ',' ? " " : "~";
                 }
                 out += "\\textbf{" + tex + "}";
+            } else if (span.kind == SpanKind::strong) {
+                out += "\\textbf{" + text(span.text) + "}";
             } else {
                 out += text(span.text);
             }

@@ -8,6 +8,13 @@
 // heading, is at the margin. A report's lines (statements, marked lists, a
 // legend) are never wrapped, follow the title and one another with no blank
 // line, and are indented by two inside a part; the summary stands apart, in bold.
+//
+// A lesson's narration, its lead and its questions are at the margin, their
+// values (and words that stand out) in bold, a list's items a paragraph each;
+// a working is indented by two once the opening is over; the answers and
+// verdicts on a question are its lines, right under it and indented. On a
+// terminal of known width a line that is not prose (a heading, a formula, a
+// working) is broken at a space where it would not fit, its rest indented.
 #include "render/document.hpp"
 #include "render/palette.hpp"
 #include "render/render.hpp"
@@ -21,6 +28,28 @@ namespace qkv {
 namespace {
 
 constexpr std::size_t k_wrap_width = 78;
+
+// the narrowest a line is wrapped to, however narrow the terminal
+constexpr int k_narrowest = 20;
+
+// Marks in text to be wrapped: bold from one to the other (a value, words
+// that stand out), and a space inside a value, where no line breaks.
+constexpr char k_bold_on = '\x01';
+constexpr char k_bold_off = '\x02';
+constexpr char k_unbroken = '\x03';
+
+// The text as it shows, without its marks.
+std::string shown(const std::string& text) {
+    std::string plain;
+    for (const char c : text) {
+        if (c == k_unbroken) {
+            plain += ' ';
+        } else if (c != k_bold_on && c != k_bold_off) {
+            plain += c;
+        }
+    }
+    return plain;
+}
 
 // With colour, weights shaded as a heatmap, each row's largest one marked.
 class HeatmapSkin : public TextTableSkin {
@@ -88,7 +117,11 @@ Table columns_of(const Table& table, std::size_t first, std::size_t last) {
 class TextWriter {
 public:
     TextWriter(const DocumentStyle& style, std::ostream& out)
-        : m_style(style), m_out(out) {}
+        : m_style(style),
+          m_out(out),
+          m_blank(!style.continues),
+          m_opening(!style.continues),
+          m_written(style.continues) {}
 
     void operator()(const Prose& prose) {
         std::istringstream lines(prose.text);
@@ -140,15 +173,17 @@ public:
     void operator()(const Caption& caption) {
         separate();
         m_lines = false;
-        m_out << "  " << styled(symbols(caption.name), k_bold, m_style.color) << "    ("
-              << shape_text(caption.rows, caption.cols, m_style.ascii) << ")\n";
+        broken("  " + styled(symbols(caption.name), k_bold, m_style.color) + "    (" +
+                   shape_text(caption.rows, caption.cols, m_style.ascii) + ")",
+               2);
         m_blank = true;
     }
     void operator()(const Formula& formula) {
         separate();
         m_lines = false;
-        m_out << "  " << symbols(formula_text(formula.text, m_style.ascii)) << "    ("
-              << shape_text(formula.rows, formula.cols, m_style.ascii) << ")\n";
+        broken("  " + symbols(formula_text(formula.text, m_style.ascii)) + "    (" +
+                   shape_text(formula.rows, formula.cols, m_style.ascii) + ")",
+               2);
         m_blank = false;
         m_formula = true;
     }
@@ -156,8 +191,9 @@ public:
         separate();
         m_lines = false;
         if (!block.caption.empty()) {
-            m_out << "  " << styled(symbols(formula_text(block.caption, m_style.ascii)), k_bold, m_style.color)
-                  << "    (" << block.table.shape << ")\n";
+            broken("  " + styled(symbols(formula_text(block.caption, m_style.ascii)), k_bold, m_style.color) +
+                       "    (" + block.table.shape + ")",
+                   2);
         }
         if (block.role == TableRole::answers) {
             // each column's numbers right-aligned among themselves, each with its mark after it
@@ -184,13 +220,15 @@ public:
         m_blank = m_blank && notes.items.empty();  // a table's notes follow its blank line
         m_lines = m_lines && notes.items.empty();
     }
-    // the heading in bold, the lines indented
+    // the heading in bold, the lines indented; at the margin in the opening
+    // (explain's document), else indented by two (a lesson's)
     void operator()(const Working& working) {
         separate();
         m_lines = false;
-        m_out << styled(symbols(joined(working.heading)), k_bold, m_style.color) << '\n';
+        const std::string indent = m_opening ? "" : "  ";
+        broken(indent + styled(symbols(joined(working.heading)), k_bold, m_style.color), 4);
         for (const auto& line : working.lines) {
-            m_out << "  " << symbols(line) << '\n';
+            broken(indent + "  " + symbols(line), 4);
         }
         m_blank = false;
     }
@@ -200,7 +238,7 @@ public:
             const std::string label = line.label.empty()          ? ""
                                       : line.tone == Mark::none ? symbols(line.label)
                                                                 : styled(symbols(line.label), mark_color(line.tone), m_style.color);
-            report_line(label + (label.empty() || line.spans.empty() ? "" : " ") + spans(line.spans));
+            report_line(label + (label.empty() || line.spans.empty() ? "" : " ") + spans(line.spans, false));
         }
     }
     void operator()(const MarkedList& list) {
@@ -221,51 +259,58 @@ public:
         separate();
         m_out << styled(symbols(summary.label + " " + summary.text), k_bold, m_style.color) << '\n';
         if (!summary.next.empty()) {
-            m_out << spans(summary.next) << '\n';
+            m_out << resolved(spans(summary.next, false)) << '\n';
         }
         m_blank = false;
         m_lines = true;
     }
-    // paragraphs, and the items of a list one under the other
+    // at the margin, a blank line before each paragraph (each item of a list too)
     void operator()(const Passage& passage) {
-        bool item = false;
         for (const auto& paragraph : passage.paragraphs) {
-            if (!(item && paragraph.item)) {
-                separate();
-            }
-            const std::string indent = m_opening ? "" : "  ";
-            wrapped(spans(paragraph.spans), indent + (paragraph.item ? "- " : ""), indent + (paragraph.item ? "  " : ""),
-                    nullptr);
-            item = paragraph.item;
+            separate();
+            wrapped(spans(paragraph.spans, true), paragraph.item ? "- " : "", paragraph.item ? "  " : "", nullptr);
             m_blank = false;
             m_lines = false;
         }
     }
     void operator()(const Lead& lead) {
         separate();
-        wrapped(spans(lead.spans), m_opening ? "" : "  ", m_opening ? "" : "  ", k_dim);
+        wrapped(spans(lead.spans, true), "", "", nullptr);
         m_blank = false;
         m_lines = false;
     }
-    // the label in the verdict's colour, then the working's heading and its lines
+    // a line of its question's, right under it: the label in bold (in the
+    // verdict's colour), then the working's heading and its lines
     void operator()(const Answer& answer) {
-        separate();
-        const char* colour = answer.tone == Mark::none ? k_bold : mark_color(answer.tone);
-        m_out << "  " << styled(symbols(answer.label + (answer.folded ? ":" : "")), colour, m_style.color) << ' '
-              << symbols(joined(answer.working.heading)) << '\n';
+        wrapped(symbols(joined(answer.working.heading)), "  ", "    ", nullptr,
+                verdict_label(answer.label + (answer.folded ? ":" : ""), answer.tone));
         for (const auto& line : answer.working.lines) {
-            m_out << "    " << symbols(line) << '\n';
+            broken("    " + symbols(line), 6);
         }
         m_blank = false;
         m_lines = false;
     }
+    // a line of its question's too: the label and the first sentence, the
+    // others under them
+    void operator()(const VerdictBlock& verdict) {
+        const std::string label = verdict_label(verdict.label, verdict.tone);
+        if (verdict.sentences.empty()) {
+            m_out << "  " << label << '\n';
+        }
+        for (std::size_t i = 0; i < verdict.sentences.size(); ++i) {
+            wrapped(verdict.sentences[i], i == 0 ? "  " : "    ", "    ", nullptr, i == 0 ? label : "");
+        }
+        m_blank = false;
+        m_lines = false;
+    }
+    // at the margin, what is given indented under it, and the verdicts and answer right after
     void operator()(const QuestionBlock& question) {
         separate();
-        wrapped(styled("Question.", k_bold, m_style.color) + " " + spans(question.prompt) +
+        wrapped(std::string(1, k_bold_on) + "Question:" + k_bold_off + " " + spans(question.prompt, true) +
                     (question.form.empty() ? "" : " " + question.form),
-                "  ", "  ", nullptr);
+                "", "  ", nullptr);
         if (!question.given.empty()) {
-            wrapped("Given: " + spans(question.given), "  ", "    ", k_dim);
+            wrapped("Given: " + spans(question.given, false), "  ", "    ", nullptr);
         }
         m_blank = false;
         m_lines = false;
@@ -298,25 +343,26 @@ public:
         }
     }
 
-    // in bold; over a report, its lines right under it, anything else after a
-    // blank line; over anything else, underlined, and its opening right under it
+    // in bold, wrapped; over a report, its lines right under it, anything else
+    // after a blank line; over anything else, underlined, and its opening
+    // right under it
     void title(const std::string& text, bool report) {
         const std::string line = symbols(one_line(text));
-        m_out << styled(line, k_bold, m_style.color) << '\n';
+        wrapped(line, "", "", k_bold);
         m_written = true;
         if (report) {
             m_blank = false;
             m_lines = true;
             return;
         }
-        m_out << std::string(display_width(line), '=') << '\n';
+        m_out << std::string(std::min(display_width(line), wrap_width()), '=') << '\n';
         m_blank = true;
     }
 
     void heading(const std::string& text) {
         m_opening = false;
         separate();
-        m_out << styled(symbols(one_line(text)), k_heading, m_style.color) << '\n';
+        broken(styled(symbols(one_line(text)), k_heading, m_style.color), 2);
         m_blank = true;  // what follows a heading sits right under it
         m_lines = false;
     }
@@ -330,24 +376,42 @@ private:
                                   : styled(mark_symbol(mark, m_style.ascii), mark_color(mark), m_style.color) + " ";
     }
 
-    // code as it is, to be copied; formula notation as text writes it
-    std::string spans(const std::vector<Span>& spans) const {
+    // code as it is, to be copied (in prose between backticks, which set it
+    // apart from the words around it); formula notation as text writes it; a
+    // value, and words that stand out, marked bold for wrapped()
+    std::string spans(const std::vector<Span>& spans, bool quoted_code) const {
         std::string text;
         for (const auto& span : spans) {
-            text += span.kind == SpanKind::code      ? span.text
+            text += span.kind == SpanKind::code      ? (quoted_code ? "`" + span.text + "`" : span.text)
                     : span.kind == SpanKind::formula ? symbols(formula_text(span.text, m_style.ascii))
-                    : span.kind == SpanKind::value   ? unbroken(symbols(span.text))
+                    : span.kind == SpanKind::value   ? k_bold_on + unbroken(symbols(span.text)) + k_bold_off
+                    : span.kind == SpanKind::strong  ? k_bold_on + symbols(span.text) + k_bold_off
                                                      : symbols(span.text);
         }
         return text;
     }
 
-    // a value's spaces, which wrapped() does not break at: a control character
-    // that it writes as a space
-    static constexpr char k_unbroken = '\x03';
+    // a value's spaces, where wrapped() does not break a line
     static std::string unbroken(std::string text) {
         std::replace(text.begin(), text.end(), ' ', k_unbroken);
         return text;
+    }
+
+    // a line's marks as they show: bold (with colour), and spaces
+    std::string resolved(const std::string& line) const {
+        std::string out;
+        for (const char c : line) {
+            out += c == k_bold_on    ? (m_style.color ? k_bold : "")
+                   : c == k_bold_off ? (m_style.color ? k_reset : "")
+                   : c == k_unbroken ? std::string(" ")
+                                     : std::string(1, c);
+        }
+        return out;
+    }
+
+    // a question's label in bold, in the colour of its verdict where it has one
+    std::string verdict_label(const std::string& label, Mark tone) const {
+        return styled(symbols(label), std::string(k_bold) + (tone == Mark::none ? "" : mark_color(tone)), m_style.color);
     }
 
     // a line of a report: right under the one before it, a blank line after anything else
@@ -355,7 +419,7 @@ private:
         if (!m_lines) {
             separate();
         }
-        m_out << (m_in_part ? "  " : "") << line << '\n';
+        m_out << (m_in_part ? "  " : "") << resolved(line) << '\n';
         m_blank = false;
         m_lines = true;
     }
@@ -368,10 +432,12 @@ private:
         m_formula = false;
     }
 
-    std::size_t wrap_width() const {
-        const std::size_t given =
-            m_style.width > 0 ? static_cast<std::size_t>(std::max(20, m_style.width - 2)) : k_wrap_width;
-        return std::min(k_wrap_width, given);
+    // prose: two columns short of the terminal's, 78 at most
+    std::size_t wrap_width() const { return std::min(k_wrap_width, line_width()); }
+    // any other line: two columns short of the terminal's (any, where it is not known)
+    std::size_t line_width() const {
+        return m_style.width > 0 ? static_cast<std::size_t>(std::max(k_narrowest, m_style.width - 2))
+                                 : std::string::npos;
     }
 
     // A table of values; with colour, weights shaded; one wider than the
@@ -418,37 +484,104 @@ private:
     }
 
     // `text` in lines of at most wrap_width() columns, the first after `first`,
-    // the others after `indent`; the words (not the indent) in `style`.
-    void wrapped(const std::string& text, const std::string& first, const std::string& indent, const char* style) {
-        std::istringstream words(symbols(text));
-        std::string word;
-        std::string line;
+    // the others after `indent`; the words (not the indent) in `style`, the
+    // marked ones in bold. "×" stays with its neighbours (a shape such as
+    // 2 × 3 is never split), but for a bracket after it (a product such as
+    // 2 × (d_k + d_v) may break there), and a value wider than a line breaks
+    // after its commas.
+    // A `label` (styled already) is the first line's first word.
+    void wrapped(const std::string& text, const std::string& first, const std::string& indent, const char* style,
+                 const std::string& label = "") {
+        const std::size_t width = wrap_width();
+        std::vector<std::string> words;
+        std::istringstream split(symbols(text));
+        for (std::string word; split >> word;) {
+            if (!words.empty() && (word == "×" || (words.back().ends_with("×") && !word.starts_with("(")))) {
+                words.back() += k_unbroken + word;
+            } else {
+                words.push_back(word);
+            }
+        }
+        const std::size_t room = width - std::min(width / 2, visible_width(indent));
+        std::vector<std::string> pieces;
+        for (const auto& word : words) {
+            const std::string comma = std::string(",") + k_unbroken;
+            std::size_t start = 0;
+            if (display_width(shown(word)) > room) {
+                for (auto at = word.find(comma); at != std::string::npos; at = word.find(comma, start)) {
+                    pieces.push_back(word.substr(start, at + 1 - start));
+                    start = at + comma.size();
+                }
+            }
+            pieces.push_back(word.substr(start));
+        }
+        std::string line = label;
+        std::size_t used = visible_width(label);  // the line's columns
+        bool bold = false;     // bold may run on over a line's end
         const std::string* lead = &first;
         const auto flush = [&] {
-            m_out << *lead << (style == nullptr ? line : styled(line, style, m_style.color)) << '\n';
+            m_out << *lead << (style == nullptr ? line : styled(line, style, m_style.color))
+                  << (bold && m_style.color ? k_reset : "") << '\n';
             lead = &indent;
-            line.clear();
+            line = bold && m_style.color ? k_bold : "";
+            used = 0;
         };
-        while (words >> word) {
-            std::replace(word.begin(), word.end(), k_unbroken, ' ');
-            if (!line.empty() && display_width(*lead + line + " " + word) > wrap_width()) {
+        for (const auto& word : pieces) {
+            const std::size_t columns = display_width(shown(word));
+            if (used > 0 && visible_width(*lead) + used + 1 + columns > width) {
                 flush();
             }
-            line += (line.empty() ? "" : " ") + word;
+            if (used > 0) {
+                line += ' ';
+                ++used;
+            }
+            for (const char c : word) {
+                bold = c == k_bold_on || (bold && c != k_bold_off);
+            }
+            line += resolved(word);
+            used += columns;
         }
-        if (!line.empty()) {
+        if (used > 0) {
             flush();
         }
     }
 
+    // A line as it is where it fits the terminal, else broken at its spaces,
+    // the rest indented by `hang` columns more than the line.
+    void broken(const std::string& line, std::size_t hang) {
+        if (visible_width(line) <= line_width()) {
+            m_out << line << '\n';
+            return;
+        }
+        const std::string indent(line.find_first_not_of(' ') == std::string::npos ? 0 : line.find_first_not_of(' '), ' ');
+        const std::string rest = indent + std::string(hang, ' ');
+        std::istringstream split(line);
+        std::string current = indent;
+        std::size_t used = indent.size();
+        bool first = true;
+        for (std::string word; split >> word;) {
+            const std::size_t columns = visible_width(word);
+            if (!first && used + 1 + columns > line_width()) {
+                m_out << current << '\n';
+                current = rest + word;
+                used = rest.size() + columns;
+                continue;
+            }
+            current += (first ? "" : " ") + word;
+            used += (first ? 0 : 1) + columns;
+            first = false;
+        }
+        m_out << current << '\n';
+    }
+
     const DocumentStyle& m_style;
     std::ostream& m_out;
-    bool m_blank = true;   // the next block needs no blank line before it
+    bool m_blank;          // the next block needs no blank line before it
     bool m_lines = false;  // the last thing written is a report's line (or the title), which a report line follows directly
     bool m_in_part = false;
-    bool m_opening = true;   // no heading yet: prose and sizes at the margin
+    bool m_opening;          // no heading yet: prose and sizes at the margin
     bool m_formula = false;  // the last thing written is a formula, which prose follows directly
-    bool m_written = false;  // anything written yet
+    bool m_written;          // anything written yet
 };
 
 }  // namespace

@@ -237,6 +237,7 @@ public:
         }
         return out.empty() ? "" : out + "\n";
     }
+    std::string operator()(const VerdictBlock& verdict) const { return (*this)(statement_of(verdict)); }
     std::string operator()(const MarkedList& list) const {
         std::string out;
         for (const auto& item : list.items) {
@@ -321,7 +322,9 @@ private:
         std::string out;
         for (const auto& span : spans) {
             // (a value as plain text, as the rest of the paragraph)
-            out += span.kind == SpanKind::code ? markdown_code_span(span.text) : escaped(span.text);
+            out += span.kind == SpanKind::code     ? markdown_code_span(span.text)
+                   : span.kind == SpanKind::strong ? "**" + escaped(span.text) + "**"
+                                                   : escaped(span.text);
         }
         return out;
     }

@@ -233,9 +233,9 @@ Document lesson_like() {
                                            .given = {{"scores[1] = [2, 4, 4]", SpanKind::code}, {" (Another model)"}},
                                            .blocks = {Answer{.label = "Answer", .folded = true, .working = working}}},
                              QuestionBlock{.prompt = {{"Again?"}},
-                                           .blocks = {Statement{{{.label = "Not quite:",
-                                                                  .spans = {{"you wrote 7."}},
-                                                                  .tone = Mark::wrong}}},
+                                           .blocks = {VerdictBlock{.label = "Not quite:",
+                                                                   .tone = Mark::wrong,
+                                                                   .sentences = {"you wrote 7."}},
                                                       Answer{.label = "Right.", .tone = Mark::right, .working = working}}},
                              working}},
         Part{.id = "end", .blocks = {Statement{{{.label = "Score: 1 of 2 questions right.", .spans = {}}}},
@@ -321,18 +321,114 @@ TEST_CASE("a lesson's pages, narration and questions in LaTeX", "[document]") {
 }
 
 TEST_CASE("a lesson's pages, narration and questions in text", "[document]") {
-    const std::string text = lesson_in(Format::text, {.width = 24});
-    INFO(text);
-    // a value is never broken at its spaces, however narrow the line
-    CHECK(text.find("[1, 0, 1, 0]") != std::string::npos);
-    // (no heading: the opening, at the margin)
-    CHECK(text.find("\n- one\n- two\n") != std::string::npos);
-    CHECK(text.find("Score: 1 of 2 questions right.\n") != std::string::npos);
-    CHECK(text.find("─── page 2 of 2 ───") != std::string::npos);
-    CHECK(text.find("page 1 of") == std::string::npos);
-    CHECK(text.find("Not quite: you wrote 7.") != std::string::npos);
-    CHECK(text.find("  Answer: weights[1,1]") != std::string::npos);
-    CHECK(text.find("    exp(−2) / 2.1353\n") != std::string::npos);
+    const std::string text = lesson_in(Format::text, {.width = 32});
+    // narration at the margin, a blank line before each paragraph (an item
+    // too); a value never broken at its spaces; code between backticks; the
+    // verdicts and answers right under their question, indented
+    CHECK(text == "Lesson 1 · Three inputs\n"
+                  "=======================\n"
+                  "Queries and keys, `qkv run`\n"
+                  "\n"
+                  "The first is [1, 0, 1, 0].\n"
+                  "\n"
+                  "- one\n"
+                  "\n"
+                  "- two\n"
+                  "\n"
+                  "After the list.\n"
+                  "  · A note.\n"
+                  "\n"
+                  "After the notes.\n"
+                  "\n"
+                  "─── page 2 of 2 ───\n"
+                  "\n"
+                  "Question: What weight? 3 × 3\n"
+                  "  (at least 2 decimals)\n"
+                  "  Given: scores[1] = [2, 4, 4]\n"
+                  "    (Another model)\n"
+                  "  Answer: weights[1,1] =\n"
+                  "    0.0634 (Weights, row 1\n"
+                  "    \"<s>\")\n"
+                  "    exp(−2) / 2.1353\n"
+                  "    = 0.0634\n"
+                  "\n"
+                  "Question: Again?\n"
+                  "  Not quite: you wrote 7.\n"
+                  "  Right. weights[1,1] = 0.0634\n"
+                  "    (Weights, row 1 \"<s>\")\n"
+                  "    exp(−2) / 2.1353\n"
+                  "    = 0.0634\n"
+                  "\n"
+                  "weights[1,1] = 0.0634\n"
+                  "    (Weights, row 1 \"<s>\")\n"
+                  "  exp(−2) / 2.1353\n"
+                  "  = 0.0634\n"
+                  "\n"
+                  "  Score: 1 of 2 questions right.\n"
+                  "\n"
+                  "  End of lesson 1.\n");
+}
+
+namespace {
+
+std::string text_of(const std::vector<Block>& blocks, DocumentStyle style) {
+    Document document;
+    document.blocks = blocks;
+    style.body_only = true;
+    std::ostringstream out;
+    write_document(document, Format::text, style, out);
+    return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("text keeps a value's bold over a line's end and tones a verdict's label", "[document]") {
+    const std::string bold = k_bold, reset = k_reset;
+    const std::string text = text_of(
+        {Passage{{{{{"The row is "}, {"[1, 0, 1, 0, 2, 2, 1, 0, 1]", SpanKind::value}, {" and "}, {"more words", SpanKind::strong}}}}},
+         QuestionBlock{.prompt = {{"Again?"}},
+                       .blocks = {VerdictBlock{.label = "Not quite:",
+                                               .tone = Mark::wrong,
+                                               .sentences = {"you wrote 7.", "It is a sum of four products."}}}}},
+        {.color = true, .width = 24});
+    // the value is wider than a line: it breaks after a comma, bold on both lines
+    CHECK(text == "The row is " + bold + "[1, 0, 1," + reset + "\n" + bold + "0, 2, 2, 1, 0, 1]" + reset + " and\n" +
+                      bold + "more words" + reset + "\n"
+                      "\n" +
+                      bold + "Question:" + reset + " Again?\n" +
+                      "  " + bold + k_red + "Not quite:" + reset + " you wrote\n"
+                      "    7.\n"
+                      "    It is a sum of\n"
+                      "    four products.\n");
+}
+
+TEST_CASE("text written on from text above it sets its first block apart and indents a working", "[document]") {
+    const Working working{{{"scores[1,2] = 4    (Scores, row 1, column 2)"}}, "", {"q·k = 1·4 + 0·4 + 2·0 = 4"}};
+    // explain's document: the working at the margin, whole without a width
+    CHECK(text_of({working}, {}) == "scores[1,2] = 4    (Scores, row 1, column 2)\n  q·k = 1·4 + 0·4 + 2·0 = 4\n");
+    // a lesson's, on a terminal of 30 columns: set apart, indented, broken at
+    // a space where it would not fit, the rest indented by four more
+    CHECK(text_of({working}, {.width = 30, .continues = true}) == "\n"
+                                                                  "  scores[1,2] = 4 (Scores,\n"
+                                                                  "      row 1, column 2)\n"
+                                                                  "    q·k = 1·4 + 0·4 + 2·0 =\n"
+                                                                  "        4\n");
+}
+
+TEST_CASE("text breaks a heading wider than the terminal, and keeps a shape whole", "[document]") {
+    const std::vector<Block> blocks{StepHeading{.number = "Step 5", .title = "Scores", .head = "", .id = "scores"},
+                                    Formula{"S = QK^T", "S = Q·Kᵀ", 3, 3},
+                                    Prose{"Each of 2 heads × (d_k + d_v) numbers makes a 3 × 4 table."}};
+    CHECK(text_of(blocks, {}) ==
+          "Step 5 · Scores  [scores]\n  S = Q·Kᵀ    (3 × 3)\n  Each of 2 heads × (d_k + d_v) numbers makes a 3 × 4 table.\n");
+    // "3 × 4" is never split; "× (" may be
+    CHECK(text_of(blocks, {.width = 22}) == "Step 5 · Scores\n"
+                                            "  [scores]\n"
+                                            "  S = Q·Kᵀ (3 × 3)\n"
+                                            "  Each of 2 heads ×\n"
+                                            "  (d_k + d_v)\n"
+                                            "  numbers makes a\n"
+                                            "  3 × 4 table.\n");
 }
 
 TEST_CASE("HTML puts a group in a section and leaves a blank table's cells empty", "[document]") {
