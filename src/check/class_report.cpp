@@ -4,7 +4,6 @@
 
 #include "check/report.hpp"
 
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -70,40 +69,41 @@ std::string count_text(std::size_t count, const std::string& one, const std::str
     return std::to_string(count) + " " + (count == 1 ? one : many);
 }
 
-void render_summary_text(const ClassTally& t, bool markdown, std::ostream& out) {
+// The class summary: how many files were right, each step's tally, the commonest mistakes.
+Document class_summary(const ClassTally& t) {
     const std::size_t wrong = t.files - t.correct - t.unreadable;
     std::string line = count_text(t.files, "file", "files") + ": " + std::to_string(t.correct) + " all right, " +
                        std::to_string(wrong) + " with mistakes";
     if (t.unreadable > 0) {
         line += ", " + std::to_string(t.unreadable) + " could not be read";
     }
-    out << (markdown ? "\n# Class summary\n\n" : "\nClass summary\n") << line << ".\n\n";
+    Document document;
+    document.title = "Class summary";
+    document.purpose = "a class's answers, summed up";
+    document.blocks.push_back(Statement{{{.spans = {{line + "."}}}}});
     if (!t.steps.empty()) {
-        std::size_t width = 4;
+        Table table;
+        table.col_labels = {"without a mistake", "answered"};
         for (const auto& [key, step] : t.steps) {
-            width = std::max(width, step.label.size());
+            table.row_labels.push_back(step.label);
+            table.cells.push_back({std::to_string(step.without_mistake), std::to_string(step.answered)});
+            table.values.push_back({static_cast<double>(step.without_mistake), static_cast<double>(step.answered)});
         }
-        if (markdown) {
-            out << "| step | without a mistake | answered |\n|---|---:|---:|\n";
-        } else {
-            out << fmt::format("  {:<{}}  {:>17}  {:>8}\n", "step", width, "without a mistake", "answered");
-        }
-        for (const auto& [key, step] : t.steps) {
-            out << (markdown ? fmt::format("| {} | {} | {} |\n", step.label, step.without_mistake, step.answered)
-                             : fmt::format("  {:<{}}  {:>17}  {:>8}\n", step.label, width, step.without_mistake,
-                                           step.answered));
-        }
-        out << '\n';
+        table.shape = std::to_string(t.steps.size()) + " × 2";
+        document.blocks.push_back(TableBlock{.table = std::move(table)});
     }
     if (t.mistakes.empty()) {
-        out << "No classic mistake was named.\n";
-        return;
+        document.blocks.push_back(Statement{{{.spans = {{"No classic mistake was named."}}}}});
+        return document;
     }
-    std::vector<std::string> parts;
-    for (const auto& [id, count] : t.mistakes) {
-        parts.push_back((markdown ? "`" + id + "`" : id) + " (" + count_text(count, "file", "files") + ")");
+    std::vector<Span> spans{{"Commonest mistakes: "}};
+    for (std::size_t i = 0; i < t.mistakes.size(); ++i) {
+        const auto& [id, count] = t.mistakes[i];
+        spans.push_back({id, SpanKind::code});
+        spans.push_back({" (" + count_text(count, "file", "files") + ")" + (i + 1 < t.mistakes.size() ? ", " : ".")});
     }
-    out << "Commonest mistakes: " << join_list(parts, ", ") << ".\n";
+    document.blocks.push_back(Statement{{{.spans = std::move(spans)}}});
+    return document;
 }
 
 void render_class_json(const ClassTally& t, const std::vector<GradedFile>& files, std::ostream& out) {
@@ -143,7 +143,9 @@ void render_class(const Trace& trace, const std::vector<GradedFile>& files, cons
         render_gradebook(files, out);
         return;
     }
+    // one document after another, a rule between two in Markdown
     const bool markdown = options.format == Format::markdown;
+    const DocumentStyle style{.ascii = options.ascii, .color = options.color};
     for (std::size_t i = 0; i < files.size(); ++i) {
         const GradedFile& file = files[i];
         if (i > 0) {
@@ -152,10 +154,15 @@ void render_class(const Trace& trace, const std::vector<GradedFile>& files, cons
         if (file.report) {
             render_check(trace, *file.report, options, example, out);
         } else {
-            out << (markdown ? "# " + file.file + "\n\n`" + file.error + "`\n" : file.file + ": " + file.error + "\n");
+            Document unread;
+            unread.title = file.file;
+            unread.purpose = "a file that could not be read";
+            unread.blocks.push_back(Statement{{{.spans = {{file.error, SpanKind::code}}}}});
+            write_document(unread, options.format, style, out);
         }
     }
-    render_summary_text(t, markdown, out);
+    out << '\n';
+    write_document(class_summary(t), options.format, style, out);
 }
 
 void render_gradebook(const std::vector<GradedFile>& files, std::ostream& out) {

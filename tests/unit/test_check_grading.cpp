@@ -247,6 +247,18 @@ TEST_CASE("a folder of answers grades a class; a bad file does not stop the othe
     const auto text = run_in_repo({"check", k_model, "--answers", folder.path().string()});
     CHECK_THAT(text.out, Contains("Class summary\n3 files: 1 all right, 2 with mistakes."));
     CHECK_THAT(text.out, Contains("Commonest mistakes: scaling_forgotten (1 file), softmax_no_exp (1 file)."));
+    // each step's tally, as a table: two of the three have weights without a mistake (one follows from a wrong scaling)
+    CHECK_THAT(text.out, Contains("\n                │ without a mistake answered\n"));
+    CHECK_THAT(text.out, Contains("\n  weights       │                 2        3\n"));
+
+    // Markdown: the same, a rule between two reports, the tally a pipe table
+    const auto markdown = run_in_repo({"check", k_model, "--answers", folder.path().string(), "-f", "markdown"});
+    CHECK(markdown.status == 1);
+    CHECK_THAT(markdown.out, Contains("\n---\n\n# Checking answers"));
+    CHECK_THAT(markdown.out, Contains("\n# Class summary\n\n3 files: 1 all right, 2 with mistakes.\n\n"
+                                      "|               | without a mistake | answered |\n"));
+    CHECK_THAT(markdown.out, Contains("| weights       |                 2 |        3 |\n"));
+    CHECK_THAT(markdown.out, Contains("Commonest mistakes: `scaling_forgotten` (1 file), `softmax_no_exp` (1 file).\n"));
 
     // exit 2 once a file cannot be read; the others are still graded
     folder.add("d-broken.yaml", "answers:\n  weights: [[1.0, 0.0\n");
@@ -260,6 +272,12 @@ TEST_CASE("a folder of answers grades a class; a bad file does not stop the othe
     const auto gradebook = run_in_repo({"check", k_model, "--answers", folder.path().string(), "-f", "csv"});
     CHECK(gradebook.status == 2);
     CHECK_THAT(gradebook.out, Contains(folder.path().string() + "/d-broken.yaml,,,,,,\n"));
+    // in a report, the file that could not be read under its name, and the summary counting it
+    const auto unread = run_in_repo({"check", k_model, "--answers", folder.path().string(), "-f", "markdown"});
+    CHECK(unread.status == 2);
+    CHECK_THAT(unread.out, Contains("\n---\n\n# " + folder.path().string() + "/d-broken.yaml\n\n`qkv: error: " +
+                                    folder.path().string() + "/d-broken.yaml:"));
+    CHECK_THAT(unread.out, Contains("4 files: 1 all right, 2 with mistakes, 1 could not be read.\n"));
 
     // several --answers, and exit 0 when all are right
     const auto right = run_in_repo({"check", k_model, "--answers", "examples/homework/three-words/right.yaml",
