@@ -101,6 +101,13 @@ std::vector<std::string> paragraphs_of(const std::string& text) {
     return paragraphs;
 }
 
+namespace {
+
+// `text` in ASCII where asked
+std::string symbols(const std::string& text, bool ascii) { return ascii ? to_ascii(text) : text; }
+
+}  // namespace
+
 Passage passage_of(const std::string& marked) {
     Passage passage;
     for (const auto& paragraph : paragraphs_of(marked)) {
@@ -110,7 +117,6 @@ Passage passage_of(const std::string& marked) {
     return passage;
 }
 
-// `sentence`: the heading is one (an answer of shape or of choice) rather than a cell's
 Working working_of(const Explanation& explanation) {
     std::vector<HeadingPart> heading = explanation.heading_parts;
     if (heading.empty()) {
@@ -121,20 +127,20 @@ Working working_of(const Explanation& explanation) {
 
 QuestionBlock question_of(const std::vector<Piece>& prompt, const std::string& form, const std::vector<Given>& given,
                           bool ascii) {
-    const auto symbols = [ascii](const std::string& text) { return ascii ? to_ascii(text) : text; };
-    QuestionBlock asked{.prompt = spans_of(marked_text(prompt)), .form = symbols(form)};
+    QuestionBlock asked{.prompt = spans_of(marked_text(prompt)), .form = symbols(form, ascii)};
     for (const auto& item : given) {
         if (!asked.given.empty()) {
             asked.given.push_back({"; "});
         }
-        asked.given.push_back({symbols(item.numbers), SpanKind::code});
+        asked.given.push_back({symbols(item.numbers, ascii), SpanKind::code});
         if (!item.model.empty()) {
-            asked.given.push_back({" (" + symbols(item.model) + ")"});
+            asked.given.push_back({" (" + symbols(item.model, ascii) + ")"});
         }
     }
     return asked;
 }
 
+// `sentence`: the heading is one (an answer of shape or of choice) rather than a cell's
 Answer answer_of(const std::string& label, Mark tone, bool folded, const Explanation& explanation) {
     return {.label = label,
             .tone = tone,
@@ -144,10 +150,9 @@ Answer answer_of(const std::string& label, Mark tone, bool folded, const Explana
 }
 
 VerdictBlock wrong_verdict(const std::string& given, const std::string& why, bool last_try, bool ascii) {
-    const auto symbols = [ascii](const std::string& text) { return ascii ? to_ascii(text) : text; };
-    VerdictBlock verdict{.label = "Not quite:", .tone = Mark::wrong, .sentences = {symbols("you wrote " + given + ".")}};
+    VerdictBlock verdict{.label = "Not quite:", .tone = Mark::wrong, .sentences = {symbols("you wrote " + given + ".", ascii)}};
     if (!why.empty()) {
-        verdict.sentences.push_back(symbols(why));
+        verdict.sentences.push_back(symbols(why, ascii));
     }
     if (!last_try) {
         verdict.sentences.push_back("Try once more.");

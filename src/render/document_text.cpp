@@ -517,7 +517,7 @@ private:
         }
         std::string line = label;
         std::size_t used = visible_width(label);  // the line's columns
-        bool bold = false;     // bold may run on over a line's end
+        bool bold = false;                        // bold may run on over a line's end
         const std::string* lead = &first;
         const auto flush = [&] {
             m_out << *lead << (style == nullptr ? line : styled(line, style, m_style.color))
