@@ -61,8 +61,13 @@ struct WorksheetCommandOptions {
 CLI::App* setup_worksheet(CLI::App& app, WorksheetCommandOptions& options);
 int run_worksheet(const WorksheetCommandOptions& options);
 
-CLI::App* setup_examples(CLI::App& app);
-int run_examples();
+struct ExamplesOptions {
+    std::string name;    // empty: the list; else the built-in example whose YAML is printed
+    std::string output;  // -o FILE; empty = stdout
+    bool force = false;
+};
+CLI::App* setup_examples(CLI::App& app, ExamplesOptions& options);
+int run_examples(const ExamplesOptions& options);
 
 struct InitOptions {
     int tokens = 3;        // the illustrated example's shape: 3 tokens, d_model 4, d_k 3
@@ -120,17 +125,19 @@ struct PlaygroundOptions {
 CLI::App* setup_playground(CLI::App& app, PlaygroundOptions& options);
 int run_playground(const PlaygroundOptions& options);
 
-// What the playground's page is made of, compiled into the command by the
-// build: the page's template and script (web/playground.html and .js), and
-// emscripten's module of qkv itself (its JavaScript, and the WebAssembly
-// gzipped, in base64). All empty in a qkv built without emscripten.
+// What the playground's page is made of, as the build leaves it in
+// share/qkv/playground/ beside the command (../share/qkv/playground/ once
+// installed): the page's template and script (web/playground.html and .js),
+// and emscripten's module of qkv itself (its JavaScript, and the WebAssembly
+// gzipped, in base64). Throws InputError, saying how to build them, where
+// they are not.
 struct PlaygroundAssets {
-    std::string_view page;
-    std::string_view script;
-    std::string_view module;
-    std::string_view wasm;
+    std::string page;
+    std::string script;
+    std::string module;
+    std::string wasm;
 };
-const PlaygroundAssets& playground_assets();
+PlaygroundAssets playground_assets();
 
 // "qkv 0.1.0 (Release build, BLAS: OpenBLAS 0.3.21)"
 std::string version_text();

@@ -59,6 +59,8 @@ std::string bash_value(const Flag& flag, CommandId id) {
     case Complete::example:
     case Complete::lesson:
         return "_qkv_files yaml yml";
+    case Complete::example_name:
+        return "_qkv_words \"$(_qkv_names \"$qkv\" examples)\"";
     case Complete::format:
     case Complete::choices:
         return "_qkv_words '" + joined(value_words(flag, id)) + "'";
@@ -157,6 +159,8 @@ std::string zsh_action(const Flag& flag, CommandId id) {
         return "_qkv_steps";
     case Complete::example:
         return "_qkv_examples";
+    case Complete::example_name:
+        return "_qkv_example_names";
     case Complete::lesson:
         return "_qkv_lessons";
     case Complete::cells:
@@ -211,6 +215,9 @@ std::string fish_line(const Flag& flag, const std::string& condition, CommandId 
         case Complete::example:
         case Complete::lesson:
             line += " -r -F";
+            break;
+        case Complete::example_name:
+            line += " -x -a '(__qkv_examples)'";
             break;
         case Complete::steps:
             line += " -x -a \"(__qkv_steps $steps)\"";
@@ -358,6 +365,12 @@ _qkv_examples() {
     _alternative "examples:built-in example:(${names[*]} -)" 'files:YAML file:_files -g "*.(yaml|yml)"'
 }
 
+_qkv_example_names() {
+    local -a names
+    names=(${(f)"$(_call_program examples $_qkv_command examples 2>/dev/null | awk '{ print $1 }')"})
+    _describe 'built-in example' names
+}
+
 _qkv_lessons() {
     local -a names
     names=(${(f)"$(_call_program lessons $_qkv_command lesson 2>/dev/null | awk '$1 ~ /^[0-9]+$/ { print $2 }')"})
@@ -483,6 +496,8 @@ complete -c qkv -f
         const std::string condition = "\"__fish_seen_subcommand_from " + joined(names) + "\"";
         if (flag.complete == Complete::example) {
             out << "complete -c qkv -n " << condition << " -a '(__qkv_examples)' -F\n";
+        } else if (flag.complete == Complete::example_name) {
+            out << "complete -c qkv -n " << condition << " -a '(__qkv_examples)'\n";
         } else if (flag.complete == Complete::lesson) {
             out << "complete -c qkv -n " << condition << " -a '(__qkv_lessons)' -F\n";
         }

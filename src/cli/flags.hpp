@@ -46,6 +46,7 @@ enum class Complete {
     steps,      // step ids separated by commas
     choices,    // one of the row's choices
     example,    // a built-in example's name, a YAML file or -
+    example_name,  // a built-in example's name
     lesson,     // a lesson's number or name, or a lesson file
     cells,      // explain's cells: a step id, then [ROW,COL]
 };

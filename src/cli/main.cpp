@@ -44,7 +44,8 @@ int main_with_errors(int argc, char** argv) {
     CLI::App* check = setup_check(app, check_options);
     WorksheetCommandOptions worksheet_options;
     CLI::App* worksheet = setup_worksheet(app, worksheet_options);
-    CLI::App* examples = setup_examples(app);
+    ExamplesOptions examples_options;
+    CLI::App* examples = setup_examples(app, examples_options);
     InitOptions init_options;
     CLI::App* init = setup_init(app, init_options);
 #ifndef QKV_WEB
@@ -87,7 +88,7 @@ int main_with_errors(int argc, char** argv) {
         return run_worksheet(worksheet_options);
     }
     if (examples->parsed()) {
-        return run_examples();
+        return run_examples(examples_options);
     }
     if (init->parsed()) {
         return run_init(init_options);

@@ -11,9 +11,72 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 namespace qkv::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<std::string> read_whole(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        return std::nullopt;
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return in.bad() ? std::nullopt : std::optional(text.str());
+}
+
+// "/home/me/qkv/build/" as typed in a shell: the path, quoted where it needs it.
+std::string shell_path(const fs::path& path) {
+    const std::string text = path.string();
+    return text.find_first_of(" \t'\"$`\\") == std::string::npos ? text : "'" + text + "'";
+}
+
+}  // namespace
+
+PlaygroundAssets playground_assets() {
+    std::error_code error;
+    const fs::path command = fs::read_symlink("/proc/self/exe", error);
+    const fs::path folder = command.parent_path();
+    // the build folder's, then an installed qkv's (PREFIX/bin/qkv, PREFIX/share/qkv/playground/)
+    const fs::path in_build = folder / "share/qkv/playground";
+    const fs::path installed = (folder / "../share/qkv/playground").lexically_normal();
+    for (const fs::path& pieces : {in_build, installed}) {
+        if (!fs::exists(pieces / "qkv.wasm.gz.b64", error)) {
+            continue;
+        }
+        auto page = read_whole(pieces / "page.html");
+        auto script = read_whole(pieces / "page.js");
+        auto module = read_whole(pieces / "qkv.js");
+        auto wasm = read_whole(pieces / "qkv.wasm.gz.b64");
+        if (!page || !script || !module || !wasm) {
+            throw InputError(Diagnostic{pieces.string(), 0, 0, "the playground's files cannot be read",
+                                        "check the files' permissions, or build them again: cmake --build BUILD "
+                                        "--target playground"});
+        }
+        return {*page, *script, *module, *wasm};
+    }
+    const bool build_folder = fs::exists(folder / "CMakeCache.txt", error);
+    const std::string build = build_folder ? shell_path(folder) : "build";
+#ifdef QKV_PLAYGROUND_CONFIGURED
+    if (build_folder) {
+        throw InputError(usage_error("the playground is not built yet; expected its files in " + in_build.string(),
+                                     "build it with: cmake --build " + build + " --target playground"));
+    }
+    throw InputError(usage_error("the playground's files are not installed; expected them in " + installed.string(),
+                                 "build them with cmake --build build --target playground, then install again"));
+#else
+    throw InputError(usage_error(
+        "this qkv was built without its playground (emscripten was not installed); expected a build with it",
+        "./bootstrap run installs emscripten and yaml-cpp's source; then build it with: cmake --build " + build +
+            " --target playground"));
+#endif
+}
 
 namespace {
 
@@ -79,12 +142,7 @@ CLI::App* setup_playground(CLI::App& app, PlaygroundOptions& options) {
 }
 
 int run_playground(const PlaygroundOptions& options) {
-    const PlaygroundAssets& assets = playground_assets();
-    if (assets.wasm.empty()) {
-        throw InputError(usage_error(
-            "this qkv was built without its playground (emscripten was not installed); expected a build with it",
-            "install Debian's emscripten and build again: ./bootstrap run does both"));
-    }
+    const PlaygroundAssets assets = playground_assets();
     // the model is read, checked and computed here, so that a bad file is
     // reported now, and the page opens on its steps
     const Source source = read_source(options.file);
@@ -125,7 +183,7 @@ int run_playground(const PlaygroundOptions& options) {
                            {"QKV_MODEL_YAML", xml_escape(source.text)},
                            {"QKV_STEPS_HTML", xml_escape(steps.str())},
                            {"QKV_EXAMPLE_TEXTS", script_text(texts.dump())},
-                           {"QKV_WASM", std::string(assets.wasm)},
+                           {"QKV_WASM", assets.wasm},
                            {"QKV_MODULE_JS", script_text(assets.module)},
                            {"QKV_INITIAL", initial},
                            {"QKV_PAGE_JS", script_text(assets.script)}});

@@ -29,7 +29,7 @@ Model ModelLoader::load(const YAML::Node& root) {
                      "start from `qkv init`, or see `man qkv` for the keys an example file takes");
         m_diagnostics.throw_if_any();
     }
-    m_yaml.check_keys(root, "", k_top_keys);
+    m_yaml.check_keys(root, "", k_top_keys, k_pasted_keys);
     m_root = root;
 
     Model model;

@@ -30,6 +30,36 @@ inline const std::vector<std::string> k_top_keys = {
     "alibi",      "sinks",       "grad_output", "decimals", "rubric",
 };
 
+// What people paste from PyTorch's modules and functions at the top level,
+// and what qkv reads instead.
+inline const std::vector<ForeignKey> k_pasted_keys = {
+    {"dropout", "qkv computes attention as in evaluation (model.eval()), where dropout is the identity",
+     "remove dropout: qkv's numbers are PyTorch's in eval mode, or in training with dropout 0"},
+    {"qkv_bias", "qkv reads the bias vectors themselves; expected bias: {query, key, value}",
+     "remove qkv_bias for no biases (qkv_bias=False), or give them: bias: {query: [...], key: [...], value: [...]}"},
+    {"num_heads", "qkv's key is heads", "write heads: N to split the weights into N heads (num_heads belongs inside "
+                                        "a pytorch: block, nn.MultiheadAttention's state)"},
+    {"context_length", "qkv takes the sequence's length from the rows of inputs",
+     "remove context_length; for the causal mask that PyTorch sizes by it, write mask: causal"},
+    {"d_in", "qkv reads the widths from the matrices' shapes",
+     "remove d_in: d_model is the number of columns of inputs"},
+    {"d_out", "qkv reads the widths from the matrices' shapes",
+     "remove d_out: d_k and d_v are the numbers of columns of the weights"},
+    {"attn_mask", "qkv's key is mask, in which 1 = may attend and 0 = blocked",
+     "write mask: causal, or mask: with 1 where nn.MultiheadAttention's boolean attn_mask has False"},
+    {"is_causal", "qkv's key is mask", "write mask: causal"},
+    {"key_padding_mask", "qkv's key is padding, in which 1 = a real token and 0 = padding",
+     "write padding: [1, 1, 0], with 0 for each key that key_padding_mask marks True"},
+    {"in_proj_weight", "nn.MultiheadAttention's weights go in a pytorch: block",
+     "write pytorch: {num_heads: H, in_proj_weight: ..., out_proj_weight: ...}"},
+    {"W_query", "a module's weights go in weights: {query, key, value}",
+     "write weights: {query: ..., key: ..., value: ...}, and layout: pytorch for nn.Linear's weight (out × in)"},
+    {"W_key", "a module's weights go in weights: {query, key, value}",
+     "write weights: {query: ..., key: ..., value: ...}, and layout: pytorch for nn.Linear's weight (out × in)"},
+    {"W_value", "a module's weights go in weights: {query, key, value}",
+     "write weights: {query: ..., key: ..., value: ...}, and layout: pytorch for nn.Linear's weight (out × in)"},
+};
+
 // "3 × 2"
 std::string shape_text(const arma::mat& M);
 

@@ -60,6 +60,51 @@ bool ModelLoader::zeros_and_ones(const arma::mat& M, const YAML::Node& node, con
     return true;
 }
 
+namespace {
+
+// The first cell of a list, or of a list of lists, written true or false (as
+// a boolean mask prints): a mask of them gets one error, not one a cell.
+std::optional<YAML::Node> first_boolean(const YAML::Node& node) {
+    const auto boolean = [](const YAML::Node& cell) {
+        static const std::vector<std::string> k_words = {"true", "True", "TRUE", "false", "False", "FALSE"};
+        return cell.IsScalar() && cell.Tag() != "!" &&
+               std::find(k_words.begin(), k_words.end(), cell.Scalar()) != k_words.end();
+    };
+    if (!node.IsSequence()) {
+        return std::nullopt;
+    }
+    for (std::size_t i = 0; i < node.size() && i < k_max_dimension; ++i) {
+        const YAML::Node row = node[i];
+        if (boolean(row)) {
+            return row;
+        }
+        for (std::size_t j = 0; row.IsSequence() && j < row.size() && j < k_max_dimension; ++j) {
+            if (boolean(row[j])) {
+                return row[j];
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+// torch.triu(torch.ones(n, n), diagonal=1): PyTorch's causal mask, whose 1s
+// (above the diagonal) are the blocked keys.
+bool pytorch_causal(const arma::mat& M) {
+    if (M.n_rows != M.n_cols || M.n_rows < 2) {
+        return false;
+    }
+    for (arma::uword i = 0; i < M.n_rows; ++i) {
+        for (arma::uword j = 0; j < M.n_cols; ++j) {
+            if (M(i, j) != (j > i ? 1.0 : 0.0)) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
 void ModelLoader::read_mask(Model& model) {
     const YAML::Node mask = root()["mask"];
     const YAML::Node padding = root()["padding"];
@@ -77,6 +122,11 @@ void ModelLoader::read_mask(Model& model) {
         } else if (mask.IsMap()) {
             read_window(model, mask);
             readable = model.mask_kind == MaskKind::window;
+        } else if (const auto cell = first_boolean(mask)) {
+            m_yaml.error(*cell, "mask holds true and false; expected 1 (may attend) and 0 (blocked)",
+                         "PyTorch's boolean masks mean either: True = blocked in nn.MultiheadAttention and "
+                         "masked_fill, True = may attend in scaled_dot_product_attention; or write mask: causal");
+            readable = false;
         } else if (auto M = matrix(mask, "mask")) {
             if (M->n_rows != n || M->n_cols != m) {
                 m_yaml.error(mask, "mask is " + shape_text(*M) + "; expected " + std::to_string(n) + " × " +
@@ -87,6 +137,12 @@ void ModelLoader::read_mask(Model& model) {
                                        "1 = may attend, 0 = blocked (PyTorch's boolean attn_mask uses the "
                                        "opposite sense)")) {
                 readable = false;
+            } else if (pytorch_causal(*M)) {
+                // read as qkv reads a mask, each query would see only the keys after it
+                m_yaml.error(mask, "mask is torch.triu(ones, diagonal=1), PyTorch's causal mask, in which 1 = "
+                                   "blocked; expected qkv's sense, in which 1 = may attend",
+                             "write mask: causal (or 1 − mask: ones on and below the diagonal)");
+                readable = false;
             } else {
                 model.mask_kind = MaskKind::matrix;
                 model.mask = *M;
@@ -96,8 +152,13 @@ void ModelLoader::read_mask(Model& model) {
         }
     }
     if (padding) {
-        auto p = m_yaml.vector(padding, "padding");
-        if (!p) {
+        const auto cell = first_boolean(padding);
+        auto p = cell ? std::nullopt : m_yaml.vector(padding, "padding");
+        if (cell) {
+            m_yaml.error(*cell, "padding holds true and false; expected 1 (a real token) and 0 (padding)",
+                         "PyTorch's key_padding_mask is the opposite, True = padding: write 0 where it has True");
+            readable = false;
+        } else if (!p) {
             readable = false;
         } else if (p->n_elem != m) {
             m_yaml.error(padding, "padding has " + std::to_string(p->n_elem) + " entries; expected " +
@@ -134,14 +195,48 @@ void ModelLoader::read_mask(Model& model) {
         return false;
     };
     const YAML::Node where = mask ? mask : padding;
+    std::vector<arma::uword> blocked;
     for (arma::uword i = 0; i < n; ++i) {
         if (!attends_somewhere(i)) {
-            const std::string label = i < model.tokens.size() ? " (" + model.tokens[i] + ")" : "";
-            m_yaml.error(where, "query " + std::to_string(i + 1) + label +
-                                    " may attend to no key: the mask and padding block its whole row",
-                         "softmax of a row of −∞ is 0/0; let every query attend to at least one key, or give each head a "
-                         "sink (sinks:), which then takes the whole row");
+            blocked.push_back(i);
         }
+    }
+    // a matrix in PyTorch's sense (1 = blocked, 0 on the diagonal: each
+    // token may see itself) blocks a row where its opposite blocks none:
+    // one error that says so, not one a row
+    const auto opposite_attends = [&](arma::uword i) {
+        for (arma::uword j = 0; j < m; ++j) {
+            if (model.mask(i, j) == 0.0 && (!model.padding || (*model.padding)(j) != 0.0)) {
+                return true;
+            }
+        }
+        return false;
+    };
+    if (!blocked.empty() && model.mask_kind == MaskKind::matrix) {
+        bool opposite = true;
+        for (arma::uword i = 0; i < std::min(n, m) && opposite; ++i) {
+            opposite = model.mask(i, i) == 0.0;
+        }
+        for (arma::uword i = 0; i < n && opposite; ++i) {
+            opposite = opposite_attends(i);
+        }
+        if (opposite) {
+            const arma::uword i = blocked.front();
+            const std::string label = i < model.tokens.size() ? " (" + model.tokens[i] + ")" : "";
+            m_yaml.error(mask, "mask blocks every key of query " + std::to_string(i + 1) + label +
+                                   ", as a mask in PyTorch's sense would (1 = blocked); expected qkv's sense, "
+                                   "1 = may attend and 0 = blocked",
+                         "write 1 − mask (each 1 as 0, each 0 as 1): PyTorch's boolean attn_mask is the opposite "
+                         "of qkv's");
+            return;
+        }
+    }
+    for (const arma::uword i : blocked) {
+        const std::string label = i < model.tokens.size() ? " (" + model.tokens[i] + ")" : "";
+        m_yaml.error(where, "query " + std::to_string(i + 1) + label +
+                                " may attend to no key: the mask and padding block its whole row",
+                     "softmax of a row of −∞ is 0/0; let every query attend to at least one key, or give each head a "
+                     "sink (sinks:), which then takes the whole row");
     }
 }
 

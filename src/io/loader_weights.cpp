@@ -262,6 +262,12 @@ bool ModelLoader::split_weights_given(const YAML::Node& weights) {
         if (m_yaml.has_misspelling_of(m_root, "weights", k_top_keys)) {
             return false;
         }
+        // a module's weights under their own names have an error of their own, which says where they go
+        for (const char* pasted : {"W_query", "W_key", "W_value", "in_proj_weight"}) {
+            if (root()[pasted]) {
+                return false;
+            }
+        }
         m_yaml.error(m_root, "weights is missing",
                      "add `weights:` with query, key and value matrices (d_model rows each)");
         return false;
@@ -463,7 +469,9 @@ void ModelLoader::read_pytorch_block(Model& model, const YAML::Node& block) {
         m_yaml.error(block["in_proj_weight"], "pytorch.in_proj_weight is " + shape_text(*in_proj) + "; expected " +
                                                   std::to_string(3 * E) + " × " + std::to_string(E) +
                                                   " (3·E × E, with E = d_model = " + std::to_string(E) + ")",
-                     "in_proj_weight stacks the query, key and value weights, each E × E");
+                     "pytorch: is nn.MultiheadAttention's state, whose in_proj_weight stacks the query, key and "
+                     "value weights, each E × E; for another module's weights, of any shapes, write weights: "
+                     "{query, key, value} with layout: pytorch");
         return;
     }
     if (E % *n_heads != 0) {

@@ -58,6 +58,18 @@ std::optional<arma::mat> from_rows(YamlReader& yaml, const YAML::Node& node, con
                    "wrap each row in brackets: [[1, 0, 1]] is one row of three numbers");
         return std::nullopt;
     }
+    if (first.size() > 0 && first[0].IsSequence()) {
+        // a list of matrices, as PyTorch prints a batch: one error, not one per row
+        const YAML::Node inner = first[0];
+        const std::string each = std::to_string(first.size()) + " × " + std::to_string(inner.size());
+        const bool sequence = path == "inputs" || path == "context";
+        yaml.error(node, path + " is a list of " + std::to_string(node.size()) +
+                             (node.size() == 1 ? " matrix" : " matrices") + " (" + each +
+                             "), as PyTorch prints a batch; expected one matrix, a list of rows",
+                   sequence ? "qkv computes one sequence: take one item of the batch (x[0] in PyTorch)"
+                            : "write one matrix here: a list of rows like [[1, 0], [0, 1]]");
+        return std::nullopt;
+    }
     const std::uint64_t rows = node.size();
     const std::uint64_t cols = first.size();
     if (cols == 0) {

@@ -289,7 +289,8 @@ void YamlReader::error(const YAML::Node& node, const std::string& what, const st
     error_at(node.IsDefined() ? node.Mark() : YAML::Mark::null_mark(), what, hint);
 }
 
-void YamlReader::check_keys(const YAML::Node& map, const std::string& path, const std::vector<std::string>& known) {
+void YamlReader::check_keys(const YAML::Node& map, const std::string& path, const std::vector<std::string>& known,
+                            const std::vector<ForeignKey>& foreign) {
     if (!map.IsMap()) {
         return;
     }
@@ -317,6 +318,12 @@ void YamlReader::check_keys(const YAML::Node& map, const std::string& path, cons
             error(entry.first, "YAML merge keys (<<) are not supported",
                   "write the keys of the merged map out in this map; anchors and aliases (&name, *name) work "
                   "for whole values");
+            continue;
+        }
+        const auto brought = std::find_if(foreign.begin(), foreign.end(),
+                                          [&](const ForeignKey& other) { return other.name == key; });
+        if (brought != foreign.end()) {
+            error(entry.first, "unknown key " + full + ": " + brought->what, brought->hint);
             continue;
         }
         error(entry.first, "unknown key " + full,

@@ -22,6 +22,15 @@ std::optional<double> parse_number(const std::string& text);
 // A map key as text (non-scalar keys are described, not thrown on).
 std::string key_text(const YAML::Node& key);
 
+// A key that is not qkv's but that people bring from elsewhere (PyTorch's
+// modules), with what qkv makes of it: check_keys reports it in these words
+// instead of as an unknown key.
+struct ForeignKey {
+    std::string name;
+    std::string what;  // after "KEY: ", e.g. "qkv computes attention as in evaluation, …"
+    std::string hint;
+};
+
 class YamlReader {
 public:
     YamlReader(const Source& source, Diagnostics& diagnostics) : m_source(source), m_diagnostics(diagnostics) {}
@@ -33,8 +42,10 @@ public:
     void error_at(const YAML::Mark& mark, const std::string& what, const std::string& hint);
     // The diagnostic error_at would record, without recording it.
     Diagnostic at(const YAML::Mark& mark, const std::string& what, const std::string& hint) const;
-    // Reports keys of `map` not in `known`, with a "did you mean" hint.
-    void check_keys(const YAML::Node& map, const std::string& path, const std::vector<std::string>& known);
+    // Reports keys of `map` not in `known`, with a "did you mean" hint, or
+    // in the words of `foreign` for a key it names.
+    void check_keys(const YAML::Node& map, const std::string& path, const std::vector<std::string>& known,
+                    const std::vector<ForeignKey>& foreign = {});
 
     // Each returns nullopt when the node is absent (no error) or malformed (error recorded).
     std::optional<std::string> string(const YAML::Node& node, const std::string& path);

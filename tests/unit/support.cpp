@@ -120,9 +120,9 @@ Model load_text(const std::string& yaml, const std::string& name) { return load_
 
 Trace compute_text(const std::string& yaml) { return compute(load_text(yaml)); }
 
-void exec_qkv(const std::vector<std::string>& args) {
+void exec_qkv(const std::vector<std::string>& args, const std::string& binary) {
     // not qkv_binary(): a forked child has no test to fail
-    std::vector<std::string> storage{binary_path()};
+    std::vector<std::string> storage{binary.empty() ? std::string(binary_path()) : binary};
     storage.insert(storage.end(), args.begin(), args.end());
     if (std::getenv("QKV_THREADS") == nullptr && std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
         setenv("QKV_THREADS", "2", 1);  // see CliRun
@@ -171,7 +171,7 @@ CliResult run_qkv(const CliRun& run) {
                 _exit(127);
             }
         }
-        exec_qkv(run.args);
+        exec_qkv(run.args, run.binary);
     }
     close(in_pipe[0]);
     close(out_pipe[1]);

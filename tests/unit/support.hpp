@@ -40,7 +40,8 @@ void require_tag(const std::string& tag);
 const std::vector<std::string>* running_test_tags();
 // In a forked child: replaces the process with qkv ARGS (exits 127 if that
 // fails), with QKV_THREADS=2 unless it or OPENBLAS_NUM_THREADS is set.
-[[noreturn]] void exec_qkv(const std::vector<std::string>& args);
+// BINARY, when given, is another copy of qkv to run.
+[[noreturn]] void exec_qkv(const std::vector<std::string>& args, const std::string& binary = "");
 
 // Reads a file of the repository (path relative to its root).
 std::string read_repo_file(const std::string& relative);
@@ -65,6 +66,7 @@ struct CliRun {
     std::string cwd;                             // empty = current folder
     std::map<std::string, std::string> env;      // set (empty value: set to empty)
     std::uint64_t address_limit = 0;             // bytes of address space (ulimit -v), 0 = none
+    std::string binary;                          // a copy of qkv to run instead of qkv_binary(); empty = that
     int seconds = 120;                           // then it is killed, and the test fails (10 × under QKV_TEST_BINARY)
 };
 

@@ -47,8 +47,15 @@ TEST_CASE("a command that stores one of its flags nowhere fails as it is set up"
     bindings.bind("--tokens", &tokens);
     // bench takes --tokens and much more: the rest have no place to go
     CHECK_THROWS_AS(qkv::cli::add_command(app, CommandId::bench, bindings), std::logic_error);
-    // examples takes only --help, which CLI11 answers itself
-    CHECK_NOTHROW(qkv::cli::add_command(app, CommandId::examples, qkv::cli::Bindings()));
+    // examples stores every flag it takes (--help CLI11 answers itself)
+    qkv::cli::Bindings examples;
+    std::string name;
+    std::string output;
+    bool force = false;
+    examples.bind("name", &name).bind("--output", &output).bind("--force", &force);
+    CHECK_NOTHROW(qkv::cli::add_command(app, CommandId::examples, examples));
+    CLI::App other("", "qkv");
+    CHECK_THROWS_AS(qkv::cli::add_command(other, CommandId::examples, qkv::cli::Bindings()), std::logic_error);
 }
 
 TEST_CASE("every flag of the table is spelt as a flag and has its help line and its man text", "[flags]") {
@@ -128,7 +135,8 @@ TEST_CASE("the man page has an entry for every flag, with its command or under O
         CHECK(shared == !one_command);
     }
     // every command's own section says which of the shared options it takes
-    CHECK(qkv::test::count_of(page, "\n.PP\nAlso ") == 7);  // run, explain, init, check, worksheet, lesson, playground
+    // run, explain, init, check, worksheet, examples, lesson, playground
+    CHECK(qkv::test::count_of(page, "\n.PP\nAlso ") == 8);
     const std::string init = page.substr(page.find("\n.B init\n"), 12000);
     CHECK(init.find("Also \\fB\\-o\\fR, \\fB\\-\\-force\\fR (see \\fBOPTIONS\\fR).") != std::string::npos);
     // and the synopsis has a line for each command a user runs

@@ -229,3 +229,37 @@ TEST_CASE("qkv examples lists every built-in example, name first", "[cli]") {
     }
     CHECK(std::count(result.out.begin(), result.out.end(), '\n') == static_cast<long>(count));
 }
+
+TEST_CASE("qkv examples NAME prints the example's file, comments included, and run - on it writes what run NAME "
+          "writes", "[cli]") {
+    for (const auto& example : qkv::builtin_examples()) {
+        const std::string name(example.name);
+        CAPTURE(name);
+        const std::string yaml = qkv::test::run_ok({"examples", name});
+        CHECK(yaml == qkv::test::read_repo_file("examples/" + name + ".yaml"));
+        for (const char* format : {"text", "json", "latex"}) {
+            CAPTURE(format);
+            CHECK(qkv::test::run_ok({"run", "-", "-f", format}, yaml) == qkv::test::run_ok({"run", name, "-f", format}));
+        }
+    }
+    // the comments of the file come with it
+    CHECK(qkv::test::run_ok({"examples", "masked"}).find("padding: [1, 1, 1, 0]       # per key: 1 = a real token") !=
+          std::string::npos);
+
+    // -o writes a file to start from, never over one
+    qkv::test::TempDir dir;
+    const std::string mine = dir.path() + "/mine.yaml";
+    CHECK(qkv::test::run_ok({"examples", "masked", "-o", mine}).empty());
+    CHECK(qkv::test::read_file(mine) == qkv::test::read_repo_file("examples/masked.yaml"));
+    const auto again = run_qkv({"examples", "rope", "-o", mine});
+    CHECK(again.status == 2);
+    CHECK(qkv::test::read_file(mine) == qkv::test::read_repo_file("examples/masked.yaml"));
+
+    // a name that is not built in, with the names that are
+    const auto missing = run_qkv({"examples", "maskd"});
+    CHECK(missing.status == 2);
+    CHECK(missing.out.empty());
+    CHECK(missing.err == "qkv: error: maskd: no built-in example by that name\n  hint: did you mean masked? "
+                         "built-in examples: illustrated, sky-is-blue, two-heads, masked, cross, rope, gqa, "
+                         "alibi-window, sinks, backward\n");
+}

@@ -130,6 +130,47 @@ TEST_CASE("qkv playground writes one page under 1 MB that opens on the example, 
     run_ok({"playground", "-o", out, "--force"});
 }
 
+TEST_CASE("a qkv whose playground is not built yet says in one line the command that builds it", "[cli][playground]") {
+    // a copy of the command alone, as `./bootstrap run` leaves it: in a build
+    // folder (one with a CMakeCache.txt) before the page is built, and as if
+    // installed without the page's files
+    TempDir dir;
+    namespace fs = std::filesystem;
+    fs::create_directories(dir.path() + "/my build/bin");
+    const std::string in_build = dir.path() + "/my build/qkv";
+    fs::copy_file(qkv::test::qkv_binary(), in_build);
+    dir.write("my build/CMakeCache.txt", "# a build folder\n");
+    const std::string installed = dir.path() + "/my build/bin/qkv";
+    fs::copy_file(qkv::test::qkv_binary(), installed);
+
+    qkv::test::CliRun run{.args = {"playground", "-o", dir.path() + "/page.html"}};
+    run.binary = in_build;
+    const auto before = qkv::test::run_qkv(run);
+    INFO(before.err);
+    CHECK(before.status == 2);
+    CHECK(before.out.empty());
+    CHECK(qkv::test::lines_of(before.err).size() == 2);
+    if (k_built) {
+        CHECK(before.err == "qkv: error: the playground is not built yet; expected its files in " + dir.path() +
+                                "/my build/share/qkv/playground\n  hint: build it with: cmake --build '" +
+                                dir.path() + "/my build' --target playground\n");
+    } else {
+        CHECK(before.err.find("built without its playground") != std::string::npos);
+        CHECK(before.err.find("  hint: ./bootstrap run installs emscripten and yaml-cpp's source; then build it "
+                              "with: cmake --build '" + dir.path() + "/my build' --target playground\n") !=
+              std::string::npos);
+    }
+    run.binary = installed;
+    const auto without = qkv::test::run_qkv(run);
+    INFO(without.err);
+    CHECK(without.status == 2);
+    CHECK(qkv::test::lines_of(without.err).size() == 2);
+    CHECK(without.err.find(k_built ? "the playground's files are not installed; expected them in " + dir.path() +
+                                         "/my build/share/qkv/playground"
+                                   : std::string("built without its playground")) != std::string::npos);
+    CHECK_FALSE(fs::exists(dir.path() + "/page.html"));
+}
+
 TEST_CASE("the playground's WebAssembly writes what the command line writes, byte for byte, for every example, "
           "format, lesson and bad input", "[browser][cli][documents][playground]") {
     if (!k_built) {
