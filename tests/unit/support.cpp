@@ -140,9 +140,8 @@ void exec_qkv(const std::vector<std::string>& args, const std::string& binary) {
 namespace {
 
 // Starts qkv as RUN says with posix_spawn, which (unlike fork) copies nothing
-// of the test process: under AddressSanitizer, whose shadow memory spans
-// terabytes, a fork for each of the suite's thousands of runs costs more than
-// the runs. A limit on the address space needs fork (run_qkv).
+// of the test process, not even the page tables of AddressSanitizer's shadow
+// memory. A limit on the address space needs fork (run_qkv).
 pid_t spawn_qkv(const CliRun& run, int in_pipe[2], int out_pipe[2], int err_pipe[2]) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
