@@ -121,9 +121,9 @@ Model load_text(const std::string& yaml, const std::string& name) { return load_
 
 Trace compute_text(const std::string& yaml) { return compute(load_text(yaml)); }
 
-void exec_qkv(const std::vector<std::string>& args, const std::string& binary) {
+void exec_qkv(const std::vector<std::string>& args) {
     // not qkv_binary(): a forked child has no test to fail
-    std::vector<std::string> storage{binary.empty() ? std::string(binary_path()) : binary};
+    std::vector<std::string> storage{binary_path()};
     storage.insert(storage.end(), args.begin(), args.end());
     if (std::getenv("QKV_THREADS") == nullptr && std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
         setenv("QKV_THREADS", "2", 1);  // see CliRun
@@ -139,22 +139,15 @@ void exec_qkv(const std::vector<std::string>& args, const std::string& binary) {
 
 namespace {
 
-// Starts qkv as RUN says with posix_spawn, which (unlike fork) copies nothing
-// of the test process, not even the page tables of AddressSanitizer's shadow
-// memory. A limit on the address space needs fork (run_qkv).
-pid_t spawn_qkv(const CliRun& run, int in_pipe[2], int out_pipe[2], int err_pipe[2]) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
-    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
-        posix_spawn_file_actions_addclose(&actions, fd);
-    }
-    if (!run.cwd.empty()) {
-        posix_spawn_file_actions_addchdir_np(&actions, run.cwd.c_str());
-    }
-    // the environment as run_qkv's child sets it: qkv's threads as CliRun says
+// The program, its arguments and its environment for RUN: the tests' own
+// environment, with qkv's threads as CliRun says and RUN's variables on top.
+struct Command {
+    std::vector<std::string> strings;  // the program and its arguments, then the environment
+    std::vector<char*> argv;
+    std::vector<char*> envp;
+};
+
+Command command_of(const CliRun& run) {
     std::map<std::string, std::string> environment;
     for (char** entry = environ; *entry != nullptr; ++entry) {
         const std::string text = *entry;
@@ -171,24 +164,40 @@ pid_t spawn_qkv(const CliRun& run, int in_pipe[2], int out_pipe[2], int err_pipe
     for (const auto& [name, value] : run.env) {
         environment[name] = value;
     }
-    std::vector<std::string> env_storage;
+    Command command;
+    command.strings.push_back(run.binary.empty() ? std::string(binary_path()) : run.binary);
+    command.strings.insert(command.strings.end(), run.args.begin(), run.args.end());
+    const std::size_t arguments = command.strings.size();
     for (const auto& [name, value] : environment) {
-        env_storage.push_back(name + "=" + value);
+        command.strings.push_back(name + "=" + value);
     }
-    std::vector<char*> envp;
-    for (auto& entry : env_storage) {
-        envp.push_back(entry.data());
+    for (std::size_t i = 0; i < command.strings.size(); ++i) {
+        (i < arguments ? command.argv : command.envp).push_back(command.strings[i].data());
     }
-    envp.push_back(nullptr);
-    std::vector<std::string> arg_storage{run.binary.empty() ? std::string(binary_path()) : run.binary};
-    arg_storage.insert(arg_storage.end(), run.args.begin(), run.args.end());
-    std::vector<char*> argv;
-    for (auto& arg : arg_storage) {
-        argv.push_back(arg.data());
+    command.argv.push_back(nullptr);
+    command.envp.push_back(nullptr);
+    return command;
+}
+
+// Starts COMMAND as RUN says with posix_spawn, which (unlike fork) copies
+// nothing of the test process, not even the page tables of
+// AddressSanitizer's shadow memory. A limit on the address space needs fork
+// (run_qkv).
+pid_t spawn_qkv(const CliRun& run, Command& command, int in_pipe[2], int out_pipe[2], int err_pipe[2]) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
+        posix_spawn_file_actions_addclose(&actions, fd);
     }
-    argv.push_back(nullptr);
+    if (!run.cwd.empty()) {
+        posix_spawn_file_actions_addchdir_np(&actions, run.cwd.c_str());
+    }
     pid_t pid = -1;
-    const int error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+    const int error =
+        posix_spawn(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data());
     posix_spawn_file_actions_destroy(&actions);
     return error == 0 ? pid : -1;
 }
@@ -203,12 +212,8 @@ CliResult run_qkv(const CliRun& run) {
     REQUIRE(pipe(in_pipe) == 0);
     REQUIRE(pipe(out_pipe) == 0);
     REQUIRE(pipe(err_pipe) == 0);
-    pid_t pid = -1;
-    if (run.address_limit == 0) {
-        pid = spawn_qkv(run, in_pipe, out_pipe, err_pipe);
-    } else {
-        pid = fork();
-    }
+    Command spawned = command_of(run);
+    const pid_t pid = run.address_limit == 0 ? spawn_qkv(run, spawned, in_pipe, out_pipe, err_pipe) : fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
         dup2(in_pipe[0], STDIN_FILENO);
@@ -220,22 +225,14 @@ CliResult run_qkv(const CliRun& run) {
         if (!run.cwd.empty() && chdir(run.cwd.c_str()) != 0) {
             _exit(127);
         }
-        // qkv's threads as CliRun says, whatever the tests' own environment holds
-        if (run.env.count("QKV_THREADS") == 0 && run.env.count("OPENBLAS_NUM_THREADS") == 0) {
-            setenv("QKV_THREADS", "2", 1);
-        } else if (run.env.count("QKV_THREADS") == 0) {
-            unsetenv("QKV_THREADS");
-        }
-        for (const auto& [name, value] : run.env) {
-            setenv(name.c_str(), value.c_str(), 1);
-        }
         if (run.address_limit > 0) {
             const rlimit limit{run.address_limit, run.address_limit};
             if (setrlimit(RLIMIT_AS, &limit) != 0) {
                 _exit(127);
             }
         }
-        exec_qkv(run.args, run.binary);
+        execve(spawned.argv[0], spawned.argv.data(), spawned.envp.data());
+        _exit(127);
     }
     close(in_pipe[0]);
     close(out_pipe[1]);

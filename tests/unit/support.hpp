@@ -40,8 +40,7 @@ void require_tag(const std::string& tag);
 const std::vector<std::string>* running_test_tags();
 // In a forked child: replaces the process with qkv ARGS (exits 127 if that
 // fails), with QKV_THREADS=2 unless it or OPENBLAS_NUM_THREADS is set.
-// BINARY, when given, is another copy of qkv to run.
-[[noreturn]] void exec_qkv(const std::vector<std::string>& args, const std::string& binary = "");
+[[noreturn]] void exec_qkv(const std::vector<std::string>& args);
 
 // Reads a file of the repository (path relative to its root).
 std::string read_repo_file(const std::string& relative);
