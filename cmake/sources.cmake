@@ -2,7 +2,7 @@
 # and the WebAssembly build of the playground (web/CMakeLists.txt) both
 # compile these lists, so that the page runs the same code as the command.
 # (tests/check_sources.cmake finds a .cpp file that no list names.)
-set(QKV_SOURCES_base src/base/diagnostics.cpp src/base/numbers.cpp src/base/utf8.cpp)
+set(QKV_SOURCES_base src/base/diagnostics.cpp src/base/expression.cpp src/base/numbers.cpp src/base/utf8.cpp)
 set(QKV_SOURCES_builtin src/builtin/builtin.cpp)
 set(QKV_SOURCES_model src/model/model.cpp)
 set(QKV_SOURCES_attention src/attention/attention.cpp src/attention/bench.cpp src/attention/blas.cpp

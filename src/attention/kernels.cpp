@@ -374,7 +374,8 @@ HWY_INLINE void WeightedSumTile(D d, const double* HWY_RESTRICT St, std::size_t 
                                 std::size_t ldz) {
     const std::size_t N = hn::Lanes(d);
     Vec acc[R][NV];
-    double* sums = partial + i0 * k_panel;
+    // no sums wait when the keys fit one pass (partial is null then)
+    double* sums = partial == nullptr ? nullptr : partial + i0 * k_panel;
 #pragma GCC unroll 8
     for (std::size_t r = 0; r < R; ++r) {
 #pragma GCC unroll 4
@@ -469,7 +470,8 @@ void WeightedSumBlock(const double* St, std::size_t keys, std::size_t rows, cons
             for (std::size_t h = 0; h < width; h += span) {
                 const std::size_t columns = std::min(span, width - h);
                 const WeightedSumTiles<k_vectors> tiles{St, keys, group + h, j0, std::min(j0 + k_depth, keys),
-                                                        partial.data() + h, columns, scale, Z + (c0 + h) * ldz, ldz};
+                                                        partial.empty() ? nullptr : partial.data() + h, columns,
+                                                        scale, Z + (c0 + h) * ldz, ldz};
                 weighted_sum_tiles((columns + N - 1) / N, rows, tiles);
             }
         }

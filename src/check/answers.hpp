@@ -18,7 +18,8 @@ struct AnswerCell {
     bool given = false;   // false for ~ (not answered)
     double value = 0.0;   // may be −∞ (masked_scores); never NaN
     int decimals = 0;     // digits after the point as written: "0.50" → 2, "6.03e-06" → 8
-    std::string text;     // as written, e.g. "0.50"
+    std::string text;     // as written, e.g. "0.50" or "2/10"
+    bool expression = false;  // written as arithmetic (2/10), not as a number: graded as its value
 };
 
 // One step's answer, as written: n_rows × n_cols cells, row-major. n_cols is

@@ -131,6 +131,9 @@ std::string correct_sentence(const StepCheck& step) { return step.diagnosis->cor
 std::string wrong_cell_sentence(const Trace& trace, const CheckReport& report, const StepCheck& step,
                                 const CellCheck& cell, const RenderOptions& options) {
     std::string text = cell_name(trace, step, cell) + ": you wrote " + cell.answer->text;
+    if (cell.answer->expression) {
+        text += " = " + trimmed(cell.answer->value, std::max(options.precision, 4));
+    }
     // too few decimals is worth a word only when the number, at its own
     // decimals, rounds right: 1 for 0.6405, not 4 for 2.3094
     const double own_unit = std::pow(10.0, -std::min(cell.answer->decimals, 300));

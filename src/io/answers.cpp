@@ -4,6 +4,7 @@
 #include "io/answers.hpp"
 
 #include "attention/steps.hpp"
+#include "base/expression.hpp"
 
 #include "io/loader_parts.hpp"
 #include "io/yaml_util.hpp"
@@ -24,7 +25,7 @@ namespace {
 // More numbers than anyone writes by hand; keeps a runaway file from filling the memory.
 constexpr std::size_t k_max_answer_cells = 1000000;
 
-const char* const k_number_hint = "write a number such as 0.25 or -1, ~ for a cell you leave out, or -inf for a blocked score";
+const char* const k_number_hint = "write a number such as 0.25, -1 or 2/10, ~ for a cell you leave out, or -inf for a blocked score";
 
 // "answers.scores", or "scores" in an answer file that is the map of answers itself.
 std::string joined(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
@@ -401,7 +402,7 @@ private:
             return false;
         }
         const std::string inside = m_yaml.flow_text(row);
-        const std::string written = decimal_comma_number(inside);
+        const std::string written = decimal_comma_in(inside);
         if (written.empty()) {
             return false;
         }
@@ -491,10 +492,20 @@ private:
         } else {
             value = parse_number(ascii);
         }
+        // a fraction or an arithmetic expression, as its value (2/10, 0.6439*(1-0.6439))
+        std::optional<WrittenValue> expression;
+        if (!value && decimal_comma_in(text).empty()) {
+            expression = read_expression(ascii);
+            if (expression) {
+                value = expression->value;
+            }
+        }
         if (!value || std::isnan(*value)) {
-            const std::string comma = decimal_comma_number(text);
-            if (!value && !comma.empty() && comma.size() == text.size()) {
-                m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a number written with a point",
+            const std::string comma = decimal_comma_in(text);
+            if (!value && !comma.empty()) {
+                m_yaml.error(node,
+                             path + " is " + m_yaml.describe(node) + "; expected a number" +
+                                 (comma.size() == text.size() ? " written with a point" : ""),
                              "write " + with_point(comma) + ", not " + comma);
             } else {
                 m_yaml.error(node, path + " is " + m_yaml.describe(node) + "; expected a number", k_number_hint);
@@ -521,8 +532,9 @@ private:
         }
         result.given = true;
         result.value = *value;
-        result.decimals = std::isfinite(*value) ? count_decimals(ascii) : 0;
+        result.decimals = expression ? expression->decimals : std::isfinite(*value) ? count_decimals(ascii) : 0;
         result.text = text;
+        result.expression = expression.has_value();
         return result;
     }
 };

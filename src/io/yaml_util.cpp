@@ -1,4 +1,5 @@
 #include "io/yaml_util.hpp"
+#include "base/expression.hpp"
 #include "base/parse.hpp"
 #include "base/utf8.hpp"
 
@@ -401,39 +402,6 @@ std::string with_ascii_minus(std::string text) {
     return text;
 }
 
-namespace {
-bool is_digit_char(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-}  // namespace
-
-std::string decimal_comma_number(const std::string& text) {
-    for (std::size_t i = 1; i + 1 < text.size(); ++i) {
-        if (text[i] != ',' || !is_digit_char(text[i - 1]) || !is_digit_char(text[i + 1])) {
-            continue;
-        }
-        std::size_t start = i;
-        while (start > 0 && (is_digit_char(text[start - 1]) || text[start - 1] == '.')) {
-            --start;
-        }
-        if (start > 0 && (text[start - 1] == '-' || text[start - 1] == '+')) {
-            --start;
-        } else if (start >= k_unicode_minus.size() &&
-                   text.compare(start - k_unicode_minus.size(), k_unicode_minus.size(), k_unicode_minus) == 0) {
-            start -= k_unicode_minus.size();
-        }
-        std::size_t end = i + 1;
-        while (end < text.size() && is_digit_char(text[end])) {
-            ++end;
-        }
-        return text.substr(start, end - start);
-    }
-    return "";
-}
-
-std::string with_point(std::string text) {
-    std::replace(text.begin(), text.end(), ',', '.');
-    return text;
-}
-
 std::string YamlReader::flow_text(const YAML::Node& node) const {
     const std::string& text = m_source.text;
     const YAML::Mark mark = node.Mark();
@@ -455,7 +423,7 @@ std::string YamlReader::flow_text(const YAML::Node& node) const {
 
 bool YamlReader::decimal_comma(const YAML::Node& list, const std::string& path) {
     const std::string inside = flow_text(list);
-    const std::string written = decimal_comma_number(inside);
+    const std::string written = decimal_comma_in(inside);
     if (written.empty()) {
         return false;
     }

@@ -90,11 +90,6 @@ private:
 inline const std::string k_unicode_minus = "\u2212";
 // The text with each Unicode minus written as '-': "−0.71" → "-0.71", "−∞" → "-∞".
 std::string with_ascii_minus(std::string text);
-// The first number of `text` written with a decimal comma ("0,33" in "[0,33, 0,67]"),
-// with its sign; empty when no comma stands between two digits.
-std::string decimal_comma_number(const std::string& text);
-// "0,33" → "0.33"
-std::string with_point(std::string text);
 
 // "512 KiB", "3.5 MiB", "4 GiB": a size for messages.
 std::string size_text(std::uint64_t bytes);

@@ -5,6 +5,7 @@
 // rounded too early; and, failing those, what was expected and from which
 // numbers.
 #include "lesson/player.hpp"
+#include "base/expression.hpp"
 #include "base/numbers.hpp"
 #include "base/parse.hpp"
 
@@ -16,7 +17,9 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <sstream>
+#include <string_view>
 
 namespace qkv {
 
@@ -28,8 +31,27 @@ std::string lowered(std::string text) {
     return text;
 }
 
+// Words that say the same of a change or a comparison, the first of each
+// row standing for the rest: "bigger" chooses "larger".
+constexpr std::string_view k_synonyms[][5] = {
+    {"larger", "bigger", "greater", "higher", ""},
+    {"smaller", "less", "lower", "lesser", ""},
+    {"grows", "increases", "rises", "climbs", ""},
+    {"shrinks", "decreases", "falls", "drops", ""},
+};
+
+std::string synonym_of(const std::string& word) {
+    for (const auto& row : k_synonyms) {
+        if (std::find(std::begin(row), std::end(row), word) != std::end(row)) {
+            return std::string(row[0]);
+        }
+    }
+    return word;
+}
+
 // The words of a reply or an option, to match one against the other: lower
-// case, apostrophes dropped ("model's" reads "models"), other punctuation a space.
+// case, apostrophes dropped ("model's" reads "models"), other punctuation a
+// space, and synonyms as one word (k_synonyms).
 std::vector<std::string> match_words(const std::string& text) {
     std::string plain;
     for (std::size_t i = 0; i < text.size(); ++i) {
@@ -46,7 +68,7 @@ std::vector<std::string> match_words(const std::string& text) {
     std::vector<std::string> words;
     std::istringstream split(plain);
     for (std::string word; split >> word;) {
-        words.push_back(word);
+        words.push_back(synonym_of(word));
     }
     return words;
 }
@@ -378,6 +400,13 @@ Reply read_reply(const std::string& line) {
     double value = 0.0;
     const auto [end, error] = parse_double(begin, text.data() + text.size(), value);
     if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+        reply.comma = decimal_comma_in(text);
+        if (const auto expression = read_expression(text); expression && reply.comma.empty()) {
+            reply.kind = Reply::number;
+            reply.value = expression->value;
+            reply.decimals = expression->decimals;
+            return reply;
+        }
         reply.kind = Reply::not_a_number;
         return reply;
     }
@@ -451,7 +480,11 @@ Graded grade_reply(const Lesson& lesson, const Question& question, const std::st
         case Question::Kind::number: {
             const Reply reply = read_reply(text);
             if (reply.kind != Reply::number) {
-                graded.again = "Please type a number, Enter to see the answer, or q to leave: ";
+                if (!reply.comma.empty()) {
+                    graded.hint = "Write " + with_point(reply.comma) + ", not " + reply.comma + ".";
+                }
+                graded.again = (graded.hint.empty() ? "" : graded.hint + " ") +
+                               "Please type a number, Enter to see the answer, or q to leave: ";
                 return graded;
             }
             graded.valid = true;

@@ -210,7 +210,8 @@ private:
                 return true;
             }
             m_writer.wrong(reply,
-                           !graded.valid ? "That is not an answer of this question's kind " +
+                           !graded.valid ? (graded.hint.empty() ? "" : graded.hint + " ") +
+                                               "That is not an answer of this question's kind " +
                                                answer_form(m_lesson, question) + "."
                            : graded.why.empty() ? graded.expected
                                                 : graded.why,

@@ -38,12 +38,15 @@ struct PlayOptions {
 
 enum class PlayEnd { finished, left };
 
-// What a learner typed as an answer: a number, nothing (show the answer), or
-// q to leave. "−" (the Unicode minus) is read as "-".
+// What a learner typed as an answer: a number, a fraction or an arithmetic
+// expression (2/10, 0.6439*(1-0.6439): its value), nothing (show the
+// answer), or q to leave. "−" (the Unicode minus) is read as "-"; a number
+// written with a decimal comma is not read (`comma` holds it: "0,06").
 struct Reply {
     enum Kind { number, skip, leave, not_a_number } kind = not_a_number;
     double value = 0.0;
-    int decimals = 0;    // digits after the point as written: "0.50" → 2, "6.03e-06" → 8
+    int decimals = 0;    // digits after the point as written: "0.50" → 2, "6.03e-06" → 8; an expression's, base/expression.hpp
+    std::string comma;   // a number written with a decimal comma, for the hint "write 0.06, not 0,06"
 };
 Reply read_reply(const std::string& line);
 // A line as typed, without the spaces around it.
@@ -66,6 +69,7 @@ struct Graded {
     std::string why;
     std::string expected;
     std::string again;
+    std::string hint;  // why a reply that is not valid was not read: "Write 0.06, not 0,06."
 };
 // `shown_decimals`: the precision of the numbers on the screen, which an
 // answer may have been worked from (their rounding is allowed for).

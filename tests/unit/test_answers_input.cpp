@@ -181,6 +181,53 @@ TEST_CASE("check's JSON gives a typeset minus as a number", "[cli][check][json]"
     }
 }
 
+// ── arithmetic ──────────────────────────────────────────────────────────────
+
+TEST_CASE("an answer written as a fraction or an expression is graded as its value", "[check]") {
+    const Model model = test::load_text(k_negative_model);
+    const Trace trace = compute(model);
+    // weights row 1 is [1/(1+e), e/(1+e)] = [0.268941, 0.731059] (see k_negative_model)
+    const Answers answers = answers_from("weights: [[1/(1+e), exp(1)/(1+exp(1))], [0.2689*1, 1 - 0.2689]]\n", trace);
+    REQUIRE(answers.steps.size() == 1);
+    const AnswerCell& exact = answers.steps[0].at(0, 0);
+    CHECK(exact.expression);
+    CHECK(exact.text == "1/(1+e)");
+    CHECK_THAT(exact.value, WithinAbs(0.2689414213699951, 1e-15));
+    CHECK(exact.decimals == 0);  // runs on: only its exact value counts
+    CHECK(answers.steps[0].at(1, 1).decimals == 4);
+    // row 2, softmax([0, 1]), is row 1 again: the first row exact, the second from 4 decimals
+    CHECK(verdicts(model, trace, "weights: [[1/(1+e), exp(1)/(1+exp(1))], [0.2689*1, 1 - 0.2689]]\n") ==
+          std::vector<Verdict>(4, Verdict::right));
+    CHECK(verdicts(model, trace, "weights: [[1/(1+e), 1/2], [1 - 0.2689, 0.2689*1]]\n") ==
+          std::vector<Verdict>{Verdict::right, Verdict::wrong, Verdict::wrong, Verdict::wrong});
+    // a plain number stays a number
+    CHECK_FALSE(answers_from("weights: [[0.27, 0.73], ~]\n", trace).steps[0].at(0, 0).expression);
+}
+
+TEST_CASE("check's report shows an expression with its value", "[cli][check]") {
+    // weights[1,1] of the illustrated article is 0.0634: 2/10 is row 1's scores divided by their sum
+    const auto result = test::run_qkv({"check", "illustrated", "--answers", "-"}, "weights: [[2/10, 4/10, 4/10], ~, ~]\n");
+    INFO(result.err);
+    CHECK(result.status == 1);
+    CHECK_THAT(result.out, Contains("weights[1,1]: you wrote 2/10 = 0.2;"));
+    CHECK_THAT(result.out, Contains("exponentiat"));
+    const auto json = test::run_qkv({"check", "illustrated", "--answers", "-", "-f", "json"},
+                                    "weights: [[2/10, ~, ~], ~, ~]\n");
+    const auto cell = nlohmann::json::parse(json.out)["steps"][0]["cells"][0];
+    CHECK(cell["given"].get<double>() == 0.2);
+    CHECK(cell["given_text"] == "2/10");
+}
+
+TEST_CASE("what is neither a number nor arithmetic is refused with a hint that names both", "[check][errors]") {
+    const Trace trace = test::compute_text(k_negative_model);
+    const auto [error, hint] = answer_error(trace, "weights: [[1/(1+, 0.73], ~]\n");
+    CHECK(error == "answers.yaml:1:12: weights[1,1] is \"1/(1+\"; expected a number");
+    CHECK_THAT(hint, Contains("2/10"));
+    const auto [comma, comma_hint] = answer_error(trace, "weights:\n  - - 0,27*1\n    - 0.73\n  - ~\n");
+    CHECK_THAT(comma, Contains("weights[1,1] is \"0,27*1\"; expected a number"));
+    CHECK(comma_hint == "write 0.27, not 0,27");
+}
+
 // ── decimal commas ──────────────────────────────────────────────────────────
 
 TEST_CASE("decimals written with commas are an input error at their row", "[check][errors]") {

@@ -432,7 +432,7 @@ grad_output: ones
     }
 }
 
-TEST_CASE("grad_inputs adds every path from X; grad_context the keys' and values'", "[backward]") {
+TEST_CASE("grad_inputs adds every path from X, and grad_context the keys' and values'", "[backward]") {
     SECTION("self-attention: dX = dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ") {
         // = dS + dSᵀ + ones·[[1, 3], [2, 4]] = 4pq·[[−2, 0], [0, 2]] + [[3, 7], [3, 7]]
         const Trace trace = compute_hand("grad_output: ones\n");

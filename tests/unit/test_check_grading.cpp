@@ -209,7 +209,7 @@ TEST_CASE("a rubric gives each step its points, in proportion to its right and c
     CHECK(in_model_doc["score"] == 0.0);
 }
 
-TEST_CASE("a folder of answers grades a class; a bad file does not stop the others", "[cli][check][grading]") {
+TEST_CASE("a folder of answers grades a class, and a bad file does not stop the others", "[cli][check][grading]") {
     const qkv::test::TempFolder folder("class");
     folder.add("a-right.yaml", qkv::test::read_repo_file("examples/homework/three-words/right.yaml"));
     folder.add("b-no-exp.yaml", qkv::test::read_repo_file("examples/homework/three-words/mistake-no-exp.yaml"));

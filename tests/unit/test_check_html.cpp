@@ -164,12 +164,12 @@ TEST_CASE("check -f html's tables hold the text report's numbers at the same --p
     }
 }
 
-TEST_CASE("check -f html grades one learner; a class is refused with a usage error", "[check][html][cli]") {
+TEST_CASE("check -f html grades one learner, and refuses a class with a usage error", "[check][html][cli]") {
     const auto result = run_in_repo({"check", "examples/homework/three-words/model.yaml", "--answers",
                                      "examples/homework/three-words", "-f", "html"});
     CHECK(result.status == 2);
     CHECK(result.out.empty());
     CHECK(result.err.find("qkv: error: -f html writes one learner's report") != std::string::npos);
-    CHECK(result.err.find("hint: give one answers file, or use -f text, markdown, json or csv for a class") !=
+    CHECK(result.err.find("hint: give one answers file, or use -f text, markdown, csv or json for a class") !=
           std::string::npos);
 }

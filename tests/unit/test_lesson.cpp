@@ -684,8 +684,12 @@ TEST_CASE("a learner's reply is read as a number, a skip or leaving", "[lesson][
         {"   ", Kind::skip, 0.0},
         {"q", Kind::leave, 0.0},
         {"quit", Kind::leave, 0.0},
+        {"2/10", Kind::number, 0.2},
+        {"0.6439*(1-0.6439)", Kind::number, 0.6439 * (1 - 0.6439)},
+        {"exp(2)/(exp(2)+2*exp(4))", Kind::number, std::exp(2.0) / (std::exp(2.0) + 2 * std::exp(4.0))},
         {"four", Kind::not_a_number, 0.0},
         {"0,5", Kind::not_a_number, 0.0},
+        {"2*0,5", Kind::not_a_number, 0.0},
         {"inf", Kind::not_a_number, 0.0},
         {"4 5", Kind::not_a_number, 0.0},
     }));
@@ -694,8 +698,29 @@ TEST_CASE("a learner's reply is read as a number, a skip or leaving", "[lesson][
     const auto reply = qkv::read_reply(line);
     CHECK(reply.kind == std::get<1>(row));
     if (reply.kind == Kind::number) {
-        CHECK_THAT(reply.value, WithinAbs(std::get<2>(row), 1e-15));
+        CHECK_THAT(reply.value, WithinAbs(std::get<2>(row), 1e-10));
     }
+    // a decimal comma is kept for the hint, never read as a number
+    CHECK(reply.comma == (line.find(",5") != std::string::npos ? "0,5" : ""));
+}
+
+TEST_CASE("a lesson grades an expression as its value and answers a decimal comma with a hint",
+          "[lesson][player]") {
+    const auto lesson = qkv::prepare_lesson(qkv::read_lesson({"small.yaml", k_small_lesson, ""}, "small"));
+    const qkv::Question& weight = *lesson.pages[1].ask;  // weights[1,2] = 0.4683, from scaled scores [2, 4, 4]
+    const auto exact = qkv::grade_reply(lesson, weight, "exp(4)/(exp(2)+2*exp(4))");
+    CHECK(exact.valid);
+    CHECK(exact.right);
+    CHECK(qkv::grade_reply(lesson, weight, "0.4683 * 1").right);
+    // 4/10 is the row divided by its sum without exp, graded and named as the number 0.4 would be
+    const auto no_exp = qkv::grade_reply(lesson, weight, "4/10");
+    CHECK(no_exp.valid);
+    CHECK_FALSE(no_exp.right);
+    CHECK(no_exp.why.find("exponentiat") != std::string::npos);
+    const auto comma = qkv::grade_reply(lesson, weight, "0,47");
+    CHECK_FALSE(comma.valid);
+    CHECK(comma.hint == "Write 0.47, not 0,47.");
+    CHECK(comma.again.rfind("Write 0.47, not 0,47. Please type a number", 0) == 0);
 }
 
 TEST_CASE("a lesson grades a number as qkv check does, at the precision its question states", "[lesson][player]") {
@@ -780,6 +805,12 @@ TEST_CASE("a choice is read by its number, its start or its key words, without i
     // the right option of each, by the numbers of its models
     const std::size_t grows_right = qkv::right_option(lesson, *grows);
     for (const std::string reply : {"it grows towards 1", "1", "grows", "it grows", "GROWS", "it g", "towards"}) {
+        CAPTURE(reply);
+        const auto graded = qkv::grade_reply(lesson, *grows, reply);
+        CHECK(graded.valid);
+        CHECK(graded.right == (grows_right == 0));
+    }
+    for (const std::string reply : {"it increases", "rises", "it climbs towards 1"}) {  // the same word, said otherwise
         CAPTURE(reply);
         const auto graded = qkv::grade_reply(lesson, *grows, reply);
         CHECK(graded.valid);
@@ -1191,4 +1222,28 @@ TEST_CASE("a lesson's --answer grades the questions in order as a terminal does,
     // and in a handout
     const std::string html = qkv::test::run_ok({"lesson", "1", "--page", "4", "--answer", "0.20", "-f", "html"});
     CHECK(html.find("<p><strong class=\"verdict-wrong\">Not quite:</strong> you wrote 0.20.") != std::string::npos);
+}
+
+TEST_CASE("a choice of larger or smaller takes the words people use for them", "[lesson][player]") {
+    const auto lesson = builtin_lesson("walkthrough");
+    const qkv::Question* larger = nullptr;
+    for (const auto& page : lesson.pages) {
+        if (page.ask && page.ask->kind == qkv::Question::Kind::choice && page.ask->options.front().label == "larger") {
+            larger = &*page.ask;
+        }
+    }
+    REQUIRE(larger != nullptr);
+    const std::size_t right = qkv::right_option(lesson, *larger);
+    for (const std::string reply : {"larger", "bigger", "it's bigger", "greater", "higher"}) {
+        CAPTURE(reply);
+        const auto graded = qkv::grade_reply(lesson, *larger, reply);
+        CHECK(graded.valid);
+        CHECK(graded.right == (right == 0));
+    }
+    for (const std::string reply : {"smaller", "less", "lower", "it's lower"}) {
+        CAPTURE(reply);
+        const auto graded = qkv::grade_reply(lesson, *larger, reply);
+        CHECK(graded.valid);
+        CHECK(graded.right == (right == 1));
+    }
 }

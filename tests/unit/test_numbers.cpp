@@ -1,4 +1,6 @@
-// Numbers as text: the one place qkv lays out a number (base/numbers.hpp).
+// Numbers as text: the one place qkv lays out a number (base/numbers.hpp), and
+// the arithmetic a learner writes as an answer (base/expression.hpp).
+#include "base/expression.hpp"
 #include "base/numbers.hpp"
 
 #include <catch2/catch.hpp>
@@ -94,4 +96,87 @@ TEST_CASE("a given number reads as a person writes it: whole numbers in full, th
     CHECK(qkv::readable(0.0625) == "0.0625");
     CHECK(qkv::readable(std::ldexp(1.0, -16)) == "1.52587890625e-05");
     CHECK(qkv::readable(1e20) == "1e+20");
+}
+
+TEST_CASE("an answer written as arithmetic is read as its value, at the decimals its numbers carry",
+          "[unit][numbers]") {
+    const auto row = GENERATE(table<std::string, double, int>({
+        {"2/10", 0.2, 1},                                            // its value ends at 1 decimal
+        {"1/4", 0.25, 2},
+        {"1/3", 1.0 / 3.0, 0},                                       // runs on: graded as the exact value
+        {"0.6439*(1-0.6439)", 0.6439 * (1 - 0.6439), 4},             // the most decimals of its numbers
+        {"exp(2)/(exp(2)+2*exp(4))", std::exp(2.0) / (std::exp(2.0) + 2 * std::exp(4.0)), 0},
+        {"e^2 / (e^2 + 2 e^4)", 0.0, -1},                           // no product without a sign
+        {"e^2/(e^2+2*e^4)", std::exp(2.0) / (std::exp(2.0) + 2 * std::exp(4.0)), 0},
+        {" 4 / sqrt(3) ", 4 / std::sqrt(3.0), 0},
+        {"4/√3", 4 / std::sqrt(3.0), 0},
+        {"2^3^2", 512.0, 0},                                         // a power binds to the right
+        {"2**3", 8.0, 0},
+        {"-2^2", -4.0, 0},                                           // as on paper
+        {"2^-1", 0.5, 1},
+        {"−0.5 × 2", -1.0, 1},
+        {"3 · 2 ÷ 4", 1.5, 1},
+        {"log(e)", 1.0, 0},
+        {"ln(1)", 0.0, 0},
+        {"6.03e-06*2", 1.206e-05, 8},
+        {"1e3/4", 250.0, 0},
+        {".5+.25", 0.75, 2},
+        {"((1+2))*3", 9.0, 0},
+        {"0.5", 0.5, 1},
+        {"0.50", 0.5, 2},
+        {"1/0", 0.0, -1},                                            // not finite
+        {"log(0)", 0.0, -1},
+        {"sqrt(-1)", 0.0, -1},
+        {"2 3", 0.0, -1},
+        {"2*", 0.0, -1},
+        {"(1+2", 0.0, -1},
+        {"1+2)", 0.0, -1},
+        {"exp 2", 0.0, -1},
+        {"cos(0)", 0.0, -1},
+        {"0,06", 0.0, -1},
+        {"inf", 0.0, -1},
+        {"", 0.0, -1},
+        {".", 0.0, -1},
+        {"2e", 0.0, -1},
+        {"two", 0.0, -1},
+    }));
+    const std::string text = std::get<0>(row);
+    CAPTURE(text);
+    const auto read = qkv::read_expression(text);
+    if (std::get<2>(row) < 0) {
+        CHECK_FALSE(read);
+        return;
+    }
+    REQUIRE(read);
+    CHECK(std::fabs(read->value - std::get<1>(row)) <= 1e-15 * std::max(1.0, std::fabs(std::get<1>(row))));
+    CHECK(read->decimals == std::get<2>(row));
+}
+
+TEST_CASE("an expression past its limits is refused, not read at any depth", "[unit][numbers]") {
+    CHECK(qkv::read_expression(std::string(40, '(') + "1" + std::string(40, ')')));
+    CHECK_FALSE(qkv::read_expression(std::string(60, '(') + "1" + std::string(60, ')')));
+    CHECK_FALSE(qkv::read_expression(std::string(5000, '(') + "1" + std::string(5000, ')')));
+    CHECK_FALSE(qkv::read_expression(std::string(3000, '-') + "1"));
+    std::string powers = "1";
+    for (int i = 0; i < 400; ++i) {
+        powers += "^1";
+    }
+    CHECK_FALSE(qkv::read_expression(powers));
+    std::string sum = "1";
+    for (int i = 0; i < 300; ++i) {
+        sum += "+1";
+    }
+    REQUIRE(qkv::read_expression(sum));  // long, not deep
+    CHECK(qkv::read_expression(sum)->value == 301.0);
+}
+
+TEST_CASE("a number written with a decimal comma is found, with its sign, and written with a point",
+          "[unit][numbers]") {
+    CHECK(qkv::decimal_comma_in("0,06") == "0,06");
+    CHECK(qkv::decimal_comma_in("2*0,06") == "0,06");
+    CHECK(qkv::decimal_comma_in("−1,5") == "−1,5");
+    CHECK(qkv::decimal_comma_in("[0,33, 0,67]") == "0,33");
+    CHECK(qkv::decimal_comma_in("1, 2") == "");
+    CHECK(qkv::decimal_comma_in("0.06") == "");
+    CHECK(qkv::with_point("0,06") == "0.06");
 }
