@@ -10,17 +10,23 @@ namespace qkv::checking {
 
 namespace {
 
-// The one mistake the search tries itself, in every step: it needs the true
-// value worked from the learner's own, which is the search's to compute.
-constexpr MistakeRow k_transposed[] = {
+// The mistakes the search tries itself, in every step: a transpose needs the
+// true value worked from the learner's own, which is the search's to compute
+// (diagnose.cpp); another cell's value and too few decimals are looked for in
+// one cell at a time (check.cpp's grade_cell).
+constexpr MistakeRow k_searched[] = {
     {.id = "transposed", .steps = StepSet::every(),
      .man = R"roff(An answer that is the transpose of the right one.)roff"},
+    {.id = "another_cell", .steps = StepSet::every(),
+     .man = R"roff(A cell that holds another cell's true value, of the same step or of a step it is worked from.)roff"},
+    {.id = "too_few_decimals", .steps = StepSet::every(),
+     .man = R"roff(A cell that holds the true value rounded to fewer decimals than the exercise asks for.)roff"},
 };
 
 std::vector<MistakeRow> all_rows() {
     std::vector<MistakeRow> rows;
     for (const auto stage : {projection_mistakes(), score_mistakes(), output_mistakes(), backward_mistakes(),
-                             std::span<const MistakeRow>(k_transposed)}) {
+                             std::span<const MistakeRow>(k_searched)}) {
         rows.insert(rows.end(), stage.begin(), stage.end());
     }
     return rows;

@@ -2,6 +2,7 @@
 // worked out from the learner's own earlier answers (error carried forward).
 #include "check/check.hpp"
 
+#include "check/catalogue.hpp"
 #include "check/diagnose.hpp"
 #include "check/recompute.hpp"
 
@@ -255,7 +256,8 @@ CellsGraded grade_cells(StepCheck& check, const arma::mat& from_learner, const a
                 verdict = Verdict::consistent;
             }
             check.cells.push_back(
-                {i, j, &cell, expected(i, j), verdict, graded_decimals(cell.decimals, value, expected(i, j), options)});
+                {i, j, &cell, expected(i, j), verdict, graded_decimals(cell.decimals, value, expected(i, j), options),
+                 std::nullopt});
             as_written(i, j) = value;
             if (verdict == Verdict::wrong) {
                 unrounded(i, j) = value;
@@ -389,14 +391,152 @@ Grading grade(const Model& model, const Trace& trace, const Answers& answers, co
 
 }  // namespace
 
+namespace {
+
+// The most wrong cells of one step that get a diagnosis of their own: far more
+// than anyone works by hand, and a bound on the search in a large answer.
+constexpr std::size_t k_max_diagnosed_cells = 64;
+
+// "scores[2,3]", "scores[2,3]@1" with several heads.
+std::string cell_text(const Trace& trace, StepId id, int head, arma::uword row, arma::uword col) {
+    std::string name = step_text(id) + "[" + std::to_string(row + 1) + "," + std::to_string(col + 1) + "]";
+    return head != 0 && trace.dims.heads > 1 ? name + "@" + std::to_string(head) : name;
+}
+
+// The learner's number is the true value of another cell: of the same step
+// (nearest first), or of a step it is worked from.
+std::optional<Diagnosis> another_cell(const Model& model, const Trace& trace, const StepCheck& check,
+                                      const CellCheck& cell, const CheckOptions& options) {
+    const AnswerCell& given = *cell.answer;
+    const StepKey key{check.answer->id, check.answer->head};
+    const std::string name = cell_text(trace, key.id, key.head, cell.row, cell.col);
+    const auto found = [&](const Step& step, arma::uword i, arma::uword j) {
+        const double value = step.values(i, j);
+        return std::isfinite(value) && matches(given.value, given.decimals, value, options) &&
+               !matches(value, cell.decimals, cell.expected, options);
+    };
+    const auto named = [&](const Step& step, arma::uword i, arma::uword j) {
+        return Diagnosis{checking::mistake_id("another_cell"),
+                         "That number is " + cell_text(trace, step.id, step.head, i, j) + ", not " + name + ".",
+                         name + " is worked as " + check.step->formula + ", in row " + std::to_string(cell.row + 1) +
+                             " and column " + std::to_string(cell.col + 1),
+                         ""};
+    };
+    // the same step: the same row or column first, then the rest, nearest first
+    const Step& own = *check.step;
+    std::optional<std::pair<arma::uword, arma::uword>> nearest;
+    arma::uword best = 0;
+    for (arma::uword i = 0; i < own.values.n_rows; ++i) {
+        for (arma::uword j = 0; j < own.values.n_cols; ++j) {
+            if ((i == cell.row && j == cell.col) || !found(own, i, j)) {
+                continue;
+            }
+            const arma::uword distance = (i > cell.row ? i - cell.row : cell.row - i) +
+                                         (j > cell.col ? j - cell.col : cell.col - j) +
+                                         (i == cell.row || j == cell.col ? 0 : own.values.n_elem);
+            if (!nearest || distance < best) {
+                nearest = {i, j};
+                best = distance;
+            }
+        }
+    }
+    if (nearest) {
+        return named(own, nearest->first, nearest->second);
+    }
+    for (const StepKey& input : step_inputs(model, key)) {
+        const Step* step = trace.find(input.id, input.head);
+        if (step == nullptr) {
+            continue;
+        }
+        for (arma::uword i = 0; i < step->values.n_rows; ++i) {
+            for (arma::uword j = 0; j < step->values.n_cols; ++j) {
+                if (found(*step, i, j)) {
+                    return named(*step, i, j);
+                }
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+// The true value, written with fewer decimals than the exercise asks for.
+std::optional<Diagnosis> too_few_decimals(const CellCheck& cell) {
+    const AnswerCell& given = *cell.answer;
+    const double unit = std::pow(10.0, -std::min(given.decimals, 300));
+    if (given.expression || cell.decimals <= given.decimals || !std::isfinite(cell.expected) ||
+        std::fabs(cell.expected - given.value) > 0.5 * unit * (1 + 1e-12)) {
+        return std::nullopt;
+    }
+    const auto decimals = [](int n) { return std::to_string(n) + (n == 1 ? " decimal" : " decimals"); };
+    return Diagnosis{checking::mistake_id("too_few_decimals"),
+                     "That is the true value rounded to " + decimals(given.decimals) + ".",
+                     "write it with at least " + decimals(cell.decimals), ""};
+}
+
+// The true value cut off at the answer's decimals, or rounded the wrong way
+// (0.0 or 0.1 for 0.0634 at one decimal): a slip of rounding, which a single
+// number that some mistake also gives must not be blamed on.
+bool rounded_wrongly(const CellCheck& cell) {
+    const AnswerCell& given = *cell.answer;
+    if (given.expression || !std::isfinite(cell.expected) || given.decimals > 15) {
+        return false;
+    }
+    const double unit = std::pow(10.0, -given.decimals);
+    const double down = std::floor(cell.expected / unit) * unit;
+    return std::fabs(given.value - down) <= 1e-9 * unit || std::fabs(given.value - (down + unit)) <= 1e-9 * unit;
+}
+
+// One wrong cell graded on its own, as a lesson grades a number: the true
+// value with too few decimals; a rounding slip, which is named nothing; the
+// named mistakes that give it (the cell alone, so that one number is
+// evidence enough); then another cell's value.
+std::optional<Diagnosis> grade_cell(const Model& model, const Trace& trace, checking::Diagnoser& one_cell,
+                                    const StepCheck& check, const CellCheck& cell, const CheckOptions& options) {
+    if (auto short_of = too_few_decimals(cell)) {
+        return short_of;
+    }
+    if (!options.tolerance && rounded_wrongly(cell)) {
+        return std::nullopt;
+    }
+    StepAnswer alone = *check.answer;
+    for (AnswerCell& each : alone.cells) {
+        each.given = false;
+    }
+    AnswerCell& only = alone.cells[cell.row * alone.n_cols + cell.col];
+    only.given = true;
+    StepCheck single = check;
+    single.answer = &alone;
+    single.cells = {cell};
+    single.cells.front().answer = &only;
+    single.cells.front().diagnosis.reset();
+    single.diagnosis.reset();
+    if (auto found = one_cell.diagnose(single)) {
+        return found;
+    }
+    return another_cell(model, trace, check, cell, options);
+}
+
+}  // namespace
+
 CheckReport check_answers(const Model& model, const Trace& trace, const Answers& answers, const CheckOptions& options) {
     Grading grading = grade(model, trace, answers, options);
-    // name the classic mistake behind each wrong step
+    // name the classic mistake behind each wrong step, and behind each wrong cell on its own
     checking::Diagnoser diagnoser(model, trace, {&grading.learner, &grading.precise}, grading.answered, options,
                                   &grading.rounding);
+    CheckOptions cell_options = options;
+    cell_options.min_evidence = 1;
+    checking::Diagnoser one_cell(model, trace, {&grading.learner, &grading.precise}, grading.answered, cell_options,
+                                 &grading.rounding);
     for (auto& check : grading.report.steps) {
-        if (check.has_mistake()) {
-            check.diagnosis = diagnoser.diagnose(check);
+        if (!check.has_mistake()) {
+            continue;
+        }
+        check.diagnosis = diagnoser.diagnose(check);
+        std::size_t diagnosed = 0;
+        for (auto& cell : check.cells) {
+            if (cell.verdict == Verdict::wrong && diagnosed++ < k_max_diagnosed_cells) {
+                cell.diagnosis = grade_cell(model, trace, one_cell, check, cell, options);
+            }
         }
     }
     return std::move(grading.report);

@@ -66,6 +66,15 @@ bool matches(double given, int decimals, double target, const CheckOptions& opti
 // for when it has fewer and is not the true value exactly.
 int graded_decimals(int decimals, double given, double target, const CheckOptions& options);
 
+// A named mistake recognised in a step, or in one cell.
+struct Diagnosis {
+    std::string key;       // stable name for tests, e.g. "scores_no_transpose"
+    std::string mistake;   // one sentence: what was done
+    std::string correct;   // the correct operation
+    std::string carried;   // set when the mistake was made in an earlier, unanswered step:
+                           // the id of that step (the answer follows from it)
+};
+
 struct CellCheck {
     arma::uword row = 0;   // 0-based
     arma::uword col = 0;   // 0-based
@@ -73,15 +82,10 @@ struct CellCheck {
     double expected = 0.0;  // the true value (from the trace)
     Verdict verdict = Verdict::right;
     int decimals = 0;       // graded at (graded_decimals): expected_rounded is the true value at these
-};
-
-// A classic mistake recognised in a step.
-struct Diagnosis {
-    std::string key;       // stable name for tests, e.g. "scores_no_transpose"
-    std::string mistake;   // one sentence: what was done
-    std::string correct;   // the correct operation
-    std::string carried;   // set when the mistake was made in an earlier, unanswered step:
-                           // the id of that step (the answer follows from it)
+    // A wrong cell's own diagnosis: the mistake that gives this number alone
+    // (from the true inputs and the learner's earlier answers), another cell's
+    // value, or too few decimals (grade_cell); none for the others.
+    std::optional<Diagnosis> diagnosis;
 };
 
 struct StepCheck {

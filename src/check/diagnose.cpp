@@ -141,8 +141,8 @@ std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check, std::size_t
             }
         }
     }
-    // rows and columns swapped, whatever the step
-    if (target.id != StepId::scores) {
+    // rows and columns swapped, whatever the step (one number alone is another cell's, check.cpp)
+    if (target.id != StepId::scores && check.answer->answered() > 1) {
         const arma::mat spread = check.carried_rounding.t();
         if (auto value = recompute(m_model, target, learner); value && explains(value->t(), check, 0.0, &spread)) {
             // the rows of most steps are tokens; a weight's gradient has the weight's rows

@@ -128,6 +128,18 @@ std::string mistake_sentence(const CheckReport& report, const StepCheck& step) {
 
 std::string correct_sentence(const StepCheck& step) { return step.diagnosis->correct + "."; }
 
+std::string cell_diagnosis_line(const CellCheck& cell) {
+    if (!cell.diagnosis) {
+        return "";
+    }
+    const Diagnosis& d = *cell.diagnosis;
+    std::string text = d.mistake;
+    if (!d.carried.empty()) {
+        text += " This was in " + d.carried + ".";
+    }
+    return text + " Correct: " + d.correct + ".";
+}
+
 std::string wrong_cell_sentence(const Trace& trace, const CheckReport& report, const StepCheck& step,
                                 const CellCheck& cell, const RenderOptions& options) {
     std::string text = cell_name(trace, step, cell) + ": you wrote " + cell.answer->text;
@@ -169,12 +181,22 @@ std::string wrong_cell_sentence(const Trace& trace, const CheckReport& report, c
            expected_text(report, cell, options) + ".";
 }
 
+// A wrong cell's sentence, with the cell's own diagnosis where the step's does
+// not already say it (too few decimals, wrong_cell_sentence says itself).
+std::string wrong_cell_text(const Trace& trace, const CheckReport& report, const StepCheck& step,
+                            const CellCheck& cell, const RenderOptions& options) {
+    std::string text = wrong_cell_sentence(trace, report, step, cell, options);
+    const bool own = cell.diagnosis && cell.diagnosis->key != "too_few_decimals" &&
+                     !(step.diagnosis && step.diagnosis->key == cell.diagnosis->key);
+    return own ? text + " " + cell_diagnosis_line(cell) : text;
+}
+
 WrongCells wrong_cells(const Trace& trace, const CheckReport& report, const StepCheck& step,
                        const RenderOptions& options) {
     WrongCells result;
     for (const auto& cell : step.cells) {
         if (cell.verdict == Verdict::wrong && result.sentences.size() < k_details_per_step) {
-            result.sentences.push_back(wrong_cell_sentence(trace, report, step, cell, options));
+            result.sentences.push_back(wrong_cell_text(trace, report, step, cell, options));
         }
     }
     const std::size_t wrong = step.count(Verdict::wrong);

@@ -63,7 +63,10 @@ void render_check_json(const CheckReport& report, std::ostream& out, const std::
                 << ", \"given\": " << number(cell.answer->value)
                 << ", \"given_text\": " << nlohmann::json(cell.answer->text).dump()
                 << ", \"expected\": " << number(cell.expected) << ", \"expected_rounded\": " << number(rounded)
-                << ", \"verdict\": \"" << verdict_name(cell.verdict) << "\"}";
+                << ", \"verdict\": \"" << verdict_name(cell.verdict) << "\", \"diagnosis\": "
+                << (cell.diagnosis ? nlohmann::json(cell_diagnosis_line(cell)).dump() : std::string("null"))
+                << ", \"diagnosis_id\": "
+                << (cell.diagnosis ? nlohmann::json(cell.diagnosis->key).dump() : std::string("null")) << "}";
         }
         const std::string diagnosis = diagnosis_line(report, step);
         out << "],\n   \"diagnosis\": " << (diagnosis.empty() ? "null" : nlohmann::json(diagnosis).dump())

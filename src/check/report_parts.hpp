@@ -43,6 +43,9 @@ std::string shape_sentence(const StepCheck& step);
 std::string mistake_sentence(const CheckReport& report, const StepCheck& step);
 // The correct form of a diagnosed step, as a sentence.
 std::string correct_sentence(const StepCheck& step);
+// A wrong cell's own diagnosis, what was done and the correct form, in one
+// line ("" when it has none).
+std::string cell_diagnosis_line(const CellCheck& cell);
 // How a number is marked: rounding-aware at the exercise's decimals, or within a tolerance.
 std::string rule_sentence(const CheckReport& report);
 

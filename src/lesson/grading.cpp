@@ -206,18 +206,29 @@ std::string diagnose_number(const Lesson& lesson, const Question& question, cons
     given.value = reply.value;
     given.decimals = reply.decimals;
     given.text = std::to_string(reply.value);
+    given.expression = reply.expression;
     Answers answers;
     answers.source = "the lesson";
     answers.steps.push_back(answer);
     add_shown_steps(lesson, question, entry, answers);
-    CheckOptions one_cell = options;
-    one_cell.min_evidence = 1;
-    const auto diagnosis = diagnose_answer(entry.model, entry.trace, answers, step.id, step.head, one_cell);
-    if (diagnosis) {
-        return "That is the number this mistake gives: " + diagnosis->mistake + " Correct: " + diagnosis->correct + ".";
+    // the cell graded as qkv check grades one: its own diagnosis, a named
+    // mistake before the online softmax's, another cell or too few decimals after
+    const CheckReport report = check_answers(entry.model, entry.trace, answers, options);
+    std::optional<Diagnosis> found;
+    for (const StepCheck& checked : report.steps) {
+        if (checked.answer->id == step.id && checked.answer->head == step.head && checked.cells.size() == 1) {
+            found = checked.cells.front().diagnosis;
+        }
+    }
+    const bool searched = found && (found->key == "another_cell" || found->key == "too_few_decimals");
+    if (found && !searched) {
+        return "That is the number this mistake gives: " + found->mistake + " Correct: " + found->correct + ".";
     }
     if (auto online = online_mistake(lesson, question, reply, options); !online.empty()) {
         return online;
+    }
+    if (found) {
+        return found->mistake + " Correct: " + found->correct + ".";
     }
     return rounded_inputs(entry, step, cell, reply, options);
 }
@@ -405,6 +416,7 @@ Reply read_reply(const std::string& line) {
             reply.kind = Reply::number;
             reply.value = expression->value;
             reply.decimals = expression->decimals;
+            reply.expression = true;
             return reply;
         }
         reply.kind = Reply::not_a_number;

@@ -47,6 +47,7 @@ struct Reply {
     double value = 0.0;
     int decimals = 0;    // digits after the point as written: "0.50" → 2, "6.03e-06" → 8; an expression's, base/expression.hpp
     std::string comma;   // a number written with a decimal comma, for the hint "write 0.06, not 0,06"
+    bool expression = false;  // written as arithmetic (4/10): graded as its value
 };
 Reply read_reply(const std::string& line);
 // A line as typed, without the spaces around it.

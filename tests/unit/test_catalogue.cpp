@@ -171,8 +171,10 @@ TEST_CASE("each mistake's first row carries its man page line and whether it is 
         const bool first = seen.insert(row.id).second;
         CHECK(first == !row.man.empty());
         CHECK((first || !row.classic));
-        // the transpose is the search's own; every other row has its recipe
-        CHECK((row.make == nullptr) == (row.id == "transposed"));
+        // the transpose, another cell's value and too few decimals are the search's own; every
+        // other row has its recipe
+        CHECK((row.make == nullptr) ==
+              (row.id == "transposed" || row.id == "another_cell" || row.id == "too_few_decimals"));
     }
     CHECK(named_mistakes().size() == seen.size());
 }
@@ -228,5 +230,79 @@ TEST_CASE("every row of check's catalogue is made in some example, and check nam
             CAPTURE(r, rows[r].id);
             CHECK(named.count(r) == 1);
         }
+    }
+}
+
+TEST_CASE("one cell written under a classic mistake gets the diagnosis the whole step gets", "[check][slow]") {
+    const auto rows = mistake_rows();
+    std::set<std::string> shown;  // the classic mistakes one cell was diagnosed under
+    std::set<std::string> classic;
+    for (const MistakeRow& row : rows) {
+        if (row.classic && row.make != nullptr) {
+            classic.insert(std::string(row.id));
+        }
+    }
+    for (const Example& example : examples()) {
+        const Model model = test::load_text(example.yaml, example.name + ".yaml");
+        const Trace trace = compute(model);
+        const Values truth = true_values(trace);
+        for (const Step& step : trace.steps) {
+            const StepKey key{step.id, step.head};
+            const std::vector<Mistake> made = mistakes_in(model, trace, key, truth);
+            for (std::size_t m = 0; m < made.size(); ++m) {
+                const Mistake& mistake = made[m];
+                if (classic.count(mistake.key) == 0 || shown.count(mistake.key) != 0 || mistake.several_steps) {
+                    continue;
+                }
+                const arma::mat& value = mistake.values.front().second;
+                if (value.n_rows != step.values.n_rows || value.n_cols != step.values.n_cols) {
+                    continue;
+                }
+                // the whole step names it
+                const Answers whole = test::answers_from(answer_of(model, key, value), trace);
+                const auto step_diagnosis = diagnose_answer(model, trace, whole, key.id, key.head, {});
+                if (!step_diagnosis || step_diagnosis->key != mistake.key) {
+                    continue;
+                }
+                // a cell that this mistake alone gives: away from the truth (by more than a
+                // slip of rounding) and from the numbers the step's other mistakes give there
+                const auto apart = [](double a, double b) { return !(std::fabs(a - b) < 2e-3); };
+                for (arma::uword k = 0; k < value.n_elem; ++k) {
+                    const double x = value(k);
+                    bool alone = std::isfinite(x) && !(std::fabs(x - step.values(k)) <= 2e-4);
+                    for (std::size_t o = 0; o < made.size() && alone; ++o) {
+                        const arma::mat& other = made[o].values.front().second;
+                        alone = o == m || made[o].key == mistake.key || other.n_elem != value.n_elem ||
+                                !std::isfinite(other(k)) || apart(x, other(k));
+                    }
+                    if (!alone) {
+                        continue;
+                    }
+                    arma::mat one(value.n_rows, value.n_cols, arma::fill::value(arma::datum::nan));
+                    one(k) = x;
+                    const Answers answers = test::answers_from(answer_of(model, key, one), trace);
+                    const CheckReport report = check_answers(model, trace, answers, {});
+                    CAPTURE(example.name, step_name(key.id), key.head, mistake.key, k, x);
+                    const StepCheck* checked = nullptr;
+                    for (const StepCheck& each : report.steps) {
+                        checked = each.answer->id == key.id && each.answer->head == key.head ? &each : checked;
+                    }
+                    REQUIRE(checked != nullptr);
+                    REQUIRE(checked->cells.size() == 1);
+                    REQUIRE(checked->cells.front().diagnosis);
+                    CHECK(checked->cells.front().diagnosis->key == mistake.key);
+                    shown.insert(mistake.key);
+                    break;
+                }
+            }
+        }
+    }
+    // softmax without exp, scaling forgotten, d_k for √d_k, no transpose, the column softmax,
+    // Aᵀ·V, the mask's mistakes, the wrong weight matrix...: each, in some example
+    // heads averaged makes concat n × d_v, not n × H·d_v: no one cell of the step shows it
+    classic.erase("heads_averaged");
+    for (const std::string& id : classic) {
+        CAPTURE(id);
+        CHECK(shown.count(id) == 1);
     }
 }

@@ -209,8 +209,9 @@ TEST_CASE("the check JSON follows the contract of the man page", "[cli][check][j
         CHECK(step_keys == std::vector<std::string>{"cells", "counts", "diagnosis", "diagnosis_id", "head", "id",
                                                     "max_score", "score", "shape_expected", "shape_given"});
         for (const auto& cell : step["cells"]) {
-            CHECK(cell.size() == 7);
-            for (const char* key : {"row", "col", "given", "given_text", "expected", "expected_rounded", "verdict"}) {
+            CHECK(cell.size() == 9);
+            for (const char* key : {"row", "col", "given", "given_text", "expected", "expected_rounded", "verdict",
+                                    "diagnosis", "diagnosis_id"}) {
                 CHECK(cell.contains(key));
             }
         }
@@ -435,4 +436,51 @@ TEST_CASE("bad answer numbers and ragged rows are exit 2 with their position", "
     // a blocked score is still -inf
     const auto blocked = run_in_repo({"check", model, "--answers", "-"}, "masked_scores: [[1.15, -inf, -inf], ~, ~]\n");
     CHECK(blocked.status == 0);
+}
+
+TEST_CASE("one wrong number gets its own diagnosis, in the text and in each cell of the JSON", "[cli][check][json]") {
+    // the illustrated article: scores row 1 [2, 4, 4], weights row 1 [0.0634, 0.4683, 0.4683]
+    SECTION("0.2 is row 1 of the scores divided by its sum without exp") {
+        const std::string answers = "weights: [[0.2, ~, ~], ~, ~]\n";
+        const auto text = run_qkv({"check", "illustrated", "--answers", "-"}, answers);
+        CHECK(text.status == 1);
+        CHECK(text.out.find("weights[1,1]: you wrote 0.2; the true value 0.0634 rounds to 0.1. Each row was "
+                            "divided by its sum without exponentiating first.") != std::string::npos);
+        const auto json = nlohmann::json::parse(run_qkv({"check", "illustrated", "--answers", "-", "-f", "json"},
+                                                        answers).out);
+        const auto& step = json["steps"][0];
+        CHECK(step["diagnosis_id"].is_null());  // one wrong cell is not evidence enough for the step
+        const auto& cell = step["cells"][0];
+        CHECK(cell["diagnosis_id"] == "softmax_no_exp");
+        CHECK(cell["diagnosis"].get<std::string>().rfind("Each row was divided by its sum without exponentiating "
+                                                         "first. Correct: ", 0) == 0);
+    }
+    SECTION("16 is the score of the next cell") {
+        const auto json = nlohmann::json::parse(
+            run_qkv({"check", "illustrated", "--answers", "-", "-f", "json"}, "scores: [~, [~, ~, 16], ~]\n").out);
+        const auto& cell = json["steps"][0]["cells"][0];
+        CHECK(cell["diagnosis_id"] == "another_cell");
+        CHECK(cell["diagnosis"] == "That number is scores[2,2], not scores[2,3]. Correct: scores[2,3] is worked as "
+                                   "S = Q·Kᵀ, in row 2 and column 3.");
+    }
+    SECTION("0.5 is 0.4683 to one decimal where two are asked") {
+        const auto json = nlohmann::json::parse(run_qkv(
+            {"check", "illustrated", "--answers", "-", "--decimals", "2", "-f", "json"}, "weights: [[~, 0.5, ~], ~, ~]\n")
+                                                    .out);
+        const auto& cell = json["steps"][0]["cells"][0];
+        CHECK(cell["verdict"] == "wrong");
+        CHECK(cell["diagnosis_id"] == "too_few_decimals");
+    }
+    SECTION("a right cell and a slip have none") {
+        const auto json = nlohmann::json::parse(run_qkv({"check", "illustrated", "--answers", "-", "-f", "json"},
+                                                        "weights: [[0.1, 0.37, ~], ~, ~]\n")
+                                                    .out);
+        const auto& cells = json["steps"][0]["cells"];
+        REQUIRE(cells.size() == 2);
+        CHECK(cells[0]["verdict"] == "right");
+        CHECK(cells[0]["diagnosis"].is_null());
+        CHECK(cells[0]["diagnosis_id"].is_null());
+        CHECK(cells[1]["verdict"] == "wrong");
+        CHECK(cells[1]["diagnosis_id"].is_null());
+    }
 }

@@ -552,15 +552,15 @@ TEST_CASE("the player says right or wrong, allows a second try, shows the workin
         // the precision is stated, and 0.5 has fewer decimals than it asks for
         CHECK(out.find("Question: What weight will query 1 give key 2? (at least 2 decimals)") != std::string::npos);
         CHECK(out.find("Please type a number, Enter to see the answer, or q to leave: ") != std::string::npos);
-        // no mistake recognised: what was expected, and from which numbers
+        // too few decimals named
         // (the lines as wrapped, joined again)
         std::string flat;
         std::istringstream words(out);
         for (std::string word; words >> word;) {
             flat += word + " ";
         }
-        CHECK(flat.find("Not quite: you wrote 0.5. It is worked as A = softmax(S') along each row, from "
-                        "scaled_scores[1] = [2, 4, 4]. Try once more.") != std::string::npos);
+        CHECK(flat.find("Not quite: you wrote 0.5. That is the true value rounded to 1 decimal. Correct: write it "
+                        "with at least 2 decimals. Try once more.") != std::string::npos);
         CHECK(out.find("Your second try (Enter shows the answer, q leaves): ") != std::string::npos);
         CHECK(out.find("  Right. weights[1,2] = 0.4683") != std::string::npos);
         // predicted before the table that answers it
@@ -1246,4 +1246,22 @@ TEST_CASE("a choice of larger or smaller takes the words people use for them", "
         CHECK(graded.valid);
         CHECK(graded.right == (right == 1));
     }
+}
+
+TEST_CASE("a lesson grades one number with check's grader: another cell's value and too few decimals are named",
+          "[lesson][player][cli]") {
+    const auto lesson = qkv::prepare_lesson(qkv::read_lesson({"small.yaml", k_small_lesson, ""}, "small"));
+    const qkv::Question& score = *lesson.pages[0].ask;   // scores[1,2] = 4; scores[2,2] = 16
+    const auto other = qkv::grade_reply(lesson, score, "16");
+    CHECK_FALSE(other.right);
+    CHECK(other.why == "That number is scores[2,2], not scores[1,2]. Correct: scores[1,2] is worked as S = Q·Kᵀ, in "
+                       "row 1 and column 2.");
+    const qkv::Question& weight = *lesson.pages[1].ask;  // weights[1,2] = 0.4683, asked to 2 decimals
+    const auto short_of = qkv::grade_reply(lesson, weight, "0.5");
+    CHECK_FALSE(short_of.right);
+    CHECK(short_of.why == "That is the true value rounded to 1 decimal. Correct: write it with at least 2 decimals.");
+    // check says the same of the same number
+    const auto checked = run_qkv({"check", "illustrated", "--answers", "-", "--decimals", "2"},
+                                 "weights: [[~, 0.5, ~], ~, ~]\nscores: [[~, 16, ~], ~, ~]\n");
+    CHECK(checked.out.find("That number is scores[2,2], not scores[1,2].") != std::string::npos);
 }

@@ -329,8 +329,14 @@ TEST_CASE("in tmux at 60 × 24 and 80 × 24 a lesson names the mistakes learners
         {"2", "7", "0.87", "That is the number this mistake gives: Scaling forgotten: the scores were not divided by √d_k"},
         // the key/value heads counted for the output's width
         {"11", "2", "3 x 4", "That counts the 2 key/value heads"},
+        // another cell's score
+        {"1", "3", "10", "That number is scores[3,3], not scores[2,3]."},
+        // a fraction, graded as its value: query 1's scores [2, 4, 4] over their sum, without exp
+        {"1", "4", "2/10", "That is the number this mistake gives: Each row was divided by its sum without"},
+        // the right value with fewer decimals than asked
+        {"1", "4", "0.1", "That is the true value rounded to 1 decimal. Correct: write it with at least 2 decimals."},
         // no catalogued mistake: what was expected, and from which numbers
-        {"1", "3", "10", "It is worked as S = Q·Kᵀ, from queries[2] = [2, 2, 2] and keys[3] = [2, 3, 1]."},
+        {"1", "3", "13", "It is worked as S = Q·Kᵀ, from queries[2] = [2, 2, 2] and keys[3] = [2, 3, 1]."},
     };
     for (const int cols : {60, 80}) {
         for (const Case& test : cases) {
