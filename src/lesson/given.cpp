@@ -3,6 +3,7 @@
 // the screen, however far the page's tables have scrolled.
 #include "lesson/player.hpp"
 
+#include "attention/cell.hpp"
 #include "attention/steps.hpp"
 #include "explain/operands.hpp"
 #include "render/table.hpp"
@@ -77,11 +78,44 @@ void add_unique(std::vector<Given>& to, const std::vector<std::string>& lines, c
     }
 }
 
-// The operands of a cell (or a whole row).
+// The operands of a cell (or a whole row). A step that passes its input on
+// unchanged (no scaling, say) is worked from a cell that holds the answer
+// itself: what that cell is worked from is given instead, so that the Given
+// line never holds the answer.
 void add_cell(std::vector<Given>& to, const Lesson& lesson, const ValueRef& ref, int own, const RenderOptions& options) {
     const LessonModel& entry = lesson.models.at(static_cast<std::size_t>(ref.model));
-    for (const Operand& operand : cell_operands(entry.model, entry.trace, ref.cell)) {
+    CellRef cell = ref.cell;
+    std::vector<Operand> operands = cell_operands(entry.model, entry.trace, cell);
+    const Step& answered = cell_step(entry.trace, cell);
+    const arma::mat answer = cell.col > 0 ? arma::mat{answered.values(static_cast<arma::uword>(cell.row - 1),
+                                                                      static_cast<arma::uword>(cell.col - 1))}
+                                          : arma::mat(answered.values.row(static_cast<arma::uword>(cell.row - 1)));
+    for (int passed = 0; passed < 8 && operands.size() == 1; ++passed) {
+        const Operand& only = operands.front();
+        if (!only.name.empty() || only.row != cell.row || only.col != cell.col ||
+            only.values.n_elem != answer.n_elem || !arma::approx_equal(only.values, answer, "absdiff", 1e-12)) {
+            break;
+        }
+        cell.step = only.step.id;
+        cell.head = std::max(only.step.head, 1);
+        operands = cell_operands(entry.model, entry.trace, cell);
+    }
+    for (const Operand& operand : operands) {
         add_unique(to, operand_lines(entry.trace, operand, options), model_title(lesson, ref.model, own));
+    }
+}
+
+// One name for two vectors ("weights[1]" of two models): each is said with
+// its model's title, the page's own model too.
+void name_models(std::vector<Given>& lines, const Lesson& lesson, int own) {
+    const auto name_of = [](const Given& given) { return given.numbers.substr(0, given.numbers.find(" = ")); };
+    for (Given& given : lines) {
+        const std::string name = name_of(given);
+        const auto same = std::count_if(lines.begin(), lines.end(),
+                                        [&](const Given& other) { return name_of(other) == name; });
+        if (same > 1 && given.model.empty()) {
+            given.model = model_title(lesson, own, -1);
+        }
     }
 }
 
@@ -120,6 +154,7 @@ std::vector<Given> question_given(const Lesson& lesson, const Question& question
             }
             break;
     }
+    name_models(lines, lesson, own);
     return lines;
 }
 

@@ -1265,3 +1265,43 @@ TEST_CASE("a lesson grades one number with check's grader: another cell's value 
                                  "weights: [[~, 0.5, ~], ~, ~]\nscores: [[~, 16, ~], ~, ~]\n");
     CHECK(checked.out.find("That number is scores[2,2], not scores[1,2].") != std::string::npos);
 }
+
+TEST_CASE("no Given line holds its question's answer, and one name for two vectors says each one's model",
+          "[lesson][player]") {
+    qkv::RenderOptions options;
+    options.precision = 4;
+    for (const auto& listed : qkv::builtin_lessons()) {
+        const auto lesson = builtin_lesson(std::string(listed.name));
+        for (std::size_t p = 0; p < lesson.pages.size(); ++p) {
+            if (!lesson.pages[p].ask) {
+                continue;
+            }
+            const qkv::Question& question = *lesson.pages[p].ask;
+            const auto given = qkv::question_given(lesson, question, options);
+            CAPTURE(listed.name, p + 1);
+            std::map<std::string, std::vector<const qkv::Given*>> by_name;
+            for (const auto& line : given) {
+                by_name[line.numbers.substr(0, line.numbers.find(" = "))].push_back(&line);
+            }
+            for (const auto& [name, lines] : by_name) {
+                CAPTURE(name);
+                for (const auto* line : lines) {
+                    CHECK((lines.size() == 1 || !line->model.empty()));
+                }
+            }
+            if (question.kind != qkv::Question::Kind::number || question.reading) {
+                continue;  // a reading question's answer is on the screen by design
+            }
+            // a single cell given, "name[r,c] = v", never holds the answer's value
+            const double answer = qkv::resolve(lesson, question.answer).front();
+            for (const auto& line : given) {
+                const auto equals = line.numbers.find(" = ");
+                const std::string value = line.numbers.substr(equals + 3);
+                if (line.numbers.find(',') < equals && value.find('[') == std::string::npos) {
+                    CAPTURE(line.numbers);
+                    CHECK(std::fabs(std::stod(value) - answer) > 1e-4);
+                }
+            }
+        }
+    }
+}
