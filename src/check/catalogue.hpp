@@ -43,11 +43,21 @@ struct Mistake {
     // be from the answer beyond the half unit of its own rounding, for a learner
     // who worked from values rounded to the same decimals (0 = no further).
     double rounding_slack = 0.0;
+    bool rounding = false;  // its row's: a slip of rounding, tried last
+};
+
+// How the exercise was worked, beyond its numbers, for the rows that need it.
+struct Working {
+    int block_size = 0;  // the keys read in blocks of this many, as the online softmax reads them; 0: whole
+    // The inputs of a step rounded to 0 … rounded_below − 1 decimals are tried
+    // (a lesson: fewer than its screen shows; at most 4).
+    int rounded_below = 4;
 };
 
 // The mistakes that can be made in one step, computed from `learner`: each
 // row of the step that applies, in the order of the rows.
-std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const StepKey& key, const Values& learner);
+std::vector<Mistake> mistakes_in(const Model& model, const Trace& trace, const StepKey& key, const Values& learner,
+                                 const Working& working = {});
 
 // A set of step ids, written as a list: {StepId::queries, StepId::keys}.
 class StepSet {
@@ -95,13 +105,16 @@ struct Attempt {
     const Trace& trace;
     const LearnerValues& L;
     const StepKey& key;
+    const Working& working;
 };
 
 // What a row's recipe gives: its mistake, as many times as the step allows
 // (none, once, or once for each other head), each with its own words.
+struct MistakeRow;
+
 class Made {
 public:
-    Made(std::string_view id, const StepKey& step, std::vector<Mistake>& out) : m_id(id), m_step(step), m_out(out) {}
+    Made(const MistakeRow& row, const StepKey& step, std::vector<Mistake>& out) : m_row(row), m_step(step), m_out(out) {}
 
     // Made in this step alone: what was done, the correct form, and the
     // value the step takes.
@@ -110,7 +123,7 @@ public:
     void several(std::string what, std::string correct, std::vector<std::pair<StepKey, arma::mat>> values) const;
 
 private:
-    std::string_view m_id;
+    const MistakeRow& m_row;
     const StepKey& m_step;
     std::vector<Mistake>& m_out;
 };
@@ -120,6 +133,12 @@ struct MistakeRow {
     StepSet steps = {};        // the steps it is made in
     bool classic = false;      // `init --student` makes each one an exercise allows recognisable
     std::string_view man = {};  // the man page's one line (roff): what was done; on an id's first row only
+    // Looked for in one cell at a time (check.cpp's grade_cell), and its
+    // sentence says what the number is ("That number is scores[2,2], …").
+    bool one_cell = false;
+    // A slip of rounding rather than of method: tried after every other row,
+    // of this step and of the earlier ones, has found nothing.
+    bool rounding = false;
     // When it applies, beyond being one of its steps: what the example has
     // (RoPE, a bias, a mask); none: always. A recipe may still make nothing
     // where the learner's shapes do not allow the mistake.
@@ -134,6 +153,9 @@ std::span<const MistakeRow> mistake_rows();
 
 // The named mistakes: the first row of each id, in order, as the man page lists them.
 std::vector<const MistakeRow*> named_mistakes();
+
+// The first row of ID; a name the table lacks is a programming error (std::logic_error).
+const MistakeRow& row_of(std::string_view id);
 
 // ID, checked against the table: a name the table lacks is a programming
 // error (std::logic_error), so no diagnosis goes undocumented.

@@ -487,16 +487,14 @@ bool rounded_wrongly(const CellCheck& cell) {
 }
 
 // One wrong cell graded on its own, as a lesson grades a number: the true
-// value with too few decimals; a rounding slip, which is named nothing; the
-// named mistakes that give it (the cell alone, so that one number is
-// evidence enough); then another cell's value.
+// value with too few decimals; a rounding slip, which only the slips of
+// rounding may explain (inputs rounded too early); the named mistakes that
+// give it (the cell alone, so that one number is evidence enough); then
+// another cell's value.
 std::optional<Diagnosis> grade_cell(const Model& model, const Trace& trace, checking::Diagnoser& one_cell,
                                     const StepCheck& check, const CellCheck& cell, const CheckOptions& options) {
     if (auto short_of = too_few_decimals(cell)) {
         return short_of;
-    }
-    if (!options.tolerance && rounded_wrongly(cell)) {
-        return std::nullopt;
     }
     StepAnswer alone = *check.answer;
     for (AnswerCell& each : alone.cells) {
@@ -510,6 +508,9 @@ std::optional<Diagnosis> grade_cell(const Model& model, const Trace& trace, chec
     single.cells.front().answer = &only;
     single.cells.front().diagnosis.reset();
     single.diagnosis.reset();
+    if (!options.tolerance && rounded_wrongly(cell)) {
+        return one_cell.diagnose(single, false);
+    }
     if (auto found = one_cell.diagnose(single)) {
         return found;
     }
@@ -525,8 +526,22 @@ CheckReport check_answers(const Model& model, const Trace& trace, const Answers&
                                   &grading.rounding);
     CheckOptions cell_options = options;
     cell_options.min_evidence = 1;
-    checking::Diagnoser one_cell(model, trace, {&grading.learner, &grading.precise}, grading.answered, cell_options,
-                                 &grading.rounding);
+    // one cell is also tried from the true inputs, where the learner's own differ
+    checking::Values truth;
+    bool differs = false;
+    for (const Step& step : trace.steps) {
+        const StepKey key{step.id, step.head};
+        truth[key] = std::make_shared<const arma::mat>(step.values);
+        const auto own = grading.learner.find(key);
+        differs = differs || (own != grading.learner.end() && (own->second->n_rows != step.values.n_rows ||
+                                                                own->second->n_cols != step.values.n_cols ||
+                                                                arma::accu(*own->second != step.values) != 0));
+    }
+    std::vector<const checking::Values*> versions{&grading.learner, &grading.precise};
+    if (differs) {
+        versions.push_back(&truth);
+    }
+    checking::Diagnoser one_cell(model, trace, versions, grading.answered, cell_options, &grading.rounding);
     for (auto& check : grading.report.steps) {
         if (!check.has_mistake()) {
             continue;

@@ -47,6 +47,10 @@ struct CheckOptions {
     // rounded twice (0.864955 shows as 0.8650, written 0.87), so it may be half
     // a unit of the shown precision further off: shown_slack.
     int shown_decimals = -1;
+    // The keys read in blocks of this many, as the online softmax reads them
+    // (check --block-size, a lesson page's block_size): the online softmax's own
+    // mistakes are named too. 0: the keys read whole.
+    int block_size = 0;
 };
 
 // The extra room an answer written with `decimals` digits has when it may have

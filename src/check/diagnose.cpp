@@ -13,7 +13,9 @@ namespace qkv::checking {
 const std::vector<Mistake>& Diagnoser::mistakes_at(std::size_t version, const StepKey& key) {
     auto found = m_mistakes.find({version, key});
     if (found == m_mistakes.end()) {
-        found = m_mistakes.emplace(std::make_pair(version, key), mistakes_in(m_model, m_trace, key, *m_versions[version]))
+        found = m_mistakes
+                    .emplace(std::make_pair(version, key),
+                             mistakes_in(m_model, m_trace, key, *m_versions[version], m_working))
                     .first;
     }
     return found->second;
@@ -116,23 +118,38 @@ std::optional<arma::mat> Diagnoser::carried(const Values& learner, const Mistake
     return std::nullopt;
 }
 
-std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check) {
-    for (std::size_t version = 0; version < m_versions.size(); ++version) {
-        if (auto found = diagnose(check, version)) {
-            return found;
+Working Diagnoser::working_of(const CheckOptions& options) {
+    Working working;
+    working.block_size = options.block_size;
+    if (options.shown_decimals >= 0) {
+        working.rounded_below = std::min(options.shown_decimals, working.rounded_below);
+    }
+    return working;
+}
+
+std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check, bool method) {
+    // a mistake of method before a slip of rounding, in whichever step
+    for (const bool rounding : {false, true}) {
+        if (!method && !rounding) {
+            continue;
+        }
+        for (std::size_t version = 0; version < m_versions.size(); ++version) {
+            if (auto found = diagnose(check, version, rounding)) {
+                return found;
+            }
         }
     }
     return std::nullopt;
 }
 
-std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check, std::size_t version) {
+std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check, std::size_t version, bool rounding) {
     const Values& learner = *m_versions[version];
     const StepKey target{check.answer->id, check.answer->head};
     // a mistake made in this very step
     const std::vector<Mistake>& own = mistakes_at(version, target);
     for (std::size_t i = 0; i < own.size(); ++i) {
         const Mistake& mistake = own[i];
-        if (mistake.several_steps) {
+        if (mistake.several_steps || mistake.rounding != rounding) {
             continue;
         }
         for (const auto& [key, value] : mistake.values) {
@@ -142,7 +159,7 @@ std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check, std::size_t
         }
     }
     // rows and columns swapped, whatever the step (one number alone is another cell's, check.cpp)
-    if (target.id != StepId::scores && check.answer->answered() > 1) {
+    if (!rounding && target.id != StepId::scores && check.answer->answered() > 1) {
         const arma::mat spread = check.carried_rounding.t();
         if (auto value = recompute(m_model, target, learner); value && explains(value->t(), check, 0.0, &spread)) {
             // the rows of most steps are tokens; a weight's gradient has the weight's rows
@@ -172,7 +189,7 @@ std::optional<Diagnosis> Diagnoser::diagnose(const StepCheck& check, std::size_t
             const bool all_unanswered = std::all_of(mistake.values.begin(), mistake.values.end(), [this](const auto& entry) {
                 return m_answered.count(entry.first) == 0;
             });
-            if (!all_unanswered) {
+            if (!all_unanswered || mistake.rounding != rounding) {
                 continue;
             }
             const auto value = carried(learner, mistake, target);

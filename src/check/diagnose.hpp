@@ -29,11 +29,13 @@ public:
     Diagnoser(const Model& model, const Trace& trace, std::vector<const Values*> versions,
               const std::set<StepKey>& answered, const CheckOptions& options, const Values* rounding = nullptr)
         : m_model(model), m_trace(trace), m_versions(std::move(versions)), m_answered(answered), m_options(options),
-          m_rounding(rounding) {}
+          m_rounding(rounding), m_working(working_of(options)) {}
 
     // The first mistake that explains this step's answer: one made in the step
-    // itself, else one made in an earlier step that was not answered.
-    std::optional<Diagnosis> diagnose(const StepCheck& check);
+    // itself, else one made in an earlier step that was not answered; the
+    // mistakes of method first, then the slips of rounding (only those when
+    // `method` is false).
+    std::optional<Diagnosis> diagnose(const StepCheck& check, bool method = true);
 
 private:
     const Model& m_model;
@@ -42,9 +44,13 @@ private:
     const std::set<StepKey>& m_answered;
     const CheckOptions& m_options;
     const Values* m_rounding;
+    Working m_working;
     std::map<std::pair<std::size_t, StepKey>, std::vector<Mistake>> m_mistakes;
 
-    std::optional<Diagnosis> diagnose(const StepCheck& check, std::size_t version);
+    // The rows that are slips of rounding (`rounding`) or the others, tried in
+    // this step, as a transpose (not rounding), then in the earlier steps.
+    std::optional<Diagnosis> diagnose(const StepCheck& check, std::size_t version, bool rounding);
+    static Working working_of(const CheckOptions& options);
     const std::vector<Mistake>& mistakes_at(std::size_t version, const StepKey& key);
     // The answer is this mistake's: every answered cell matches `candidate`
     // (within rounding_slack more units of its last decimal, and within `spread`

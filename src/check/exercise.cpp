@@ -101,7 +101,8 @@ std::optional<ExerciseFlaw> mistakes_flaw(const Model& model, const Trace& trace
     }
     for (const Step& step : trace.steps) {
         const StepKey key{step.id, step.head};
-        const std::vector<Mistake> mistakes = mistakes_in(model, trace, key, truth);
+        // no rounding: an exercise tells the classic mistakes of method apart
+        const std::vector<Mistake> mistakes = mistakes_in(model, trace, key, truth, Working{.rounded_below = 0});
         const std::vector<Simulated> simulated = simulated_in(mistakes, key);
         const std::string where = step_label(trace, step.id, step.head);
         for (const Simulated& classic : simulated) {

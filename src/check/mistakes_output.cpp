@@ -5,6 +5,9 @@
 #include "attention/attention.hpp"
 #include "render/table.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace qkv::checking {
 
 namespace {
@@ -24,6 +27,71 @@ int weighted_head(A a) { return a.key.id == StepId::head_output ? a.key.head : 1
 
 const char* const k_weighted_sum_correct =
     "Z = A·V: row i is Σ_j a_ij · v_j, the value rows weighted by query i's attention weights";
+
+// ── the online softmax ──────────────────────────────────────────────────────
+
+// The keys read in blocks (Working::block_size), as FlashAttention reads them,
+// into a weights or head_output step; not with sinks, whose block joins last.
+bool read_in_blocks(A a) {
+    return a.working.block_size > 0 && !a.model.sinks &&
+           (a.key.id == StepId::weights || a.key.id == StepId::head_output);
+}
+
+// Where a row's recurrence stands after its last block: the running maximum
+// m, the sum ℓ and the unnormalised output o.
+struct Running {
+    double m = -arma::datum::inf;
+    double l = 0.0;
+    arma::rowvec o;
+};
+
+// Row x of the softmax's input in blocks, from m = −∞, ℓ = 0, o = 0: each
+// block raises m to its largest score, rescales ℓ and o by exp(m_old − m)
+// (or, the mistake, does not) and adds its own keys; a block of blocked keys
+// changes nothing.
+Running online_row(const arma::rowvec& x, const arma::mat& V, arma::uword block, bool rescale) {
+    Running r{-arma::datum::inf, 0.0, arma::rowvec(V.n_cols, arma::fill::zeros)};
+    for (arma::uword first = 0; first < x.n_elem; first += block) {
+        const arma::uword last = std::min<arma::uword>(first + block, x.n_elem) - 1;
+        const double block_max = x.subvec(first, last).max();
+        if (std::isinf(block_max) && block_max < 0) {
+            continue;
+        }
+        const double m_new = std::max(r.m, block_max);
+        const double factor = !rescale || std::isinf(r.m) ? 1.0 : std::exp(r.m - m_new);
+        r.l *= factor;
+        r.o *= factor;
+        for (arma::uword j = first; j <= last; ++j) {
+            const double e = std::exp(x(j) - m_new);
+            r.l += e;
+            r.o += e * V.row(j);
+        }
+        r.m = m_new;
+    }
+    return r;
+}
+
+// The step as each row's recurrence gives it: `of` turns a row's x and its end state into the row.
+template <typename Of>
+void online_step(A a, M made, bool rescale, const std::string& what, const std::string& correct, Of of) {
+    const int h = std::max(a.key.head, 1);
+    const StepKey read = step_inputs(a.model, {StepId::weights, h}).front();
+    const arma::mat& x = a.L(read.id, read.head);
+    const arma::mat& V = a.L(StepId::values, a.model.kv_head_of(h));
+    if (x.n_cols != V.n_rows) {
+        return;
+    }
+    const arma::uword width = a.key.id == StepId::weights ? x.n_cols : V.n_cols;
+    arma::mat value(x.n_rows, width);
+    for (arma::uword i = 0; i < x.n_rows; ++i) {
+        const arma::rowvec row = x.row(i);
+        value.row(i) = of(row, online_row(row, V, static_cast<arma::uword>(a.working.block_size), rescale));
+    }
+    made(what, correct, std::move(value));
+}
+
+const char* const k_rescaled =
+    "when a block raises m, multiply ℓ and o by exp(m_old − m_new) before adding the block's own terms";
 
 // ── the heads put together ──────────────────────────────────────────────────
 
@@ -125,6 +193,27 @@ constexpr MistakeRow k_rows[] = {
              made("The weights were applied to the inputs instead of the values.", k_weighted_sum_correct,
                   weights * source);
          }
+     }},
+
+    // ── the online softmax, with Working::block_size ──
+    {.id = "online_not_rescaled", .steps = {StepId::weights, StepId::head_output},
+     .man = R"roff(In the online softmax (\fBcheck \-\-block\-size\fR, a lesson's blocks), \(*l, or \(*l and o, not rescaled by exp(m_old \- m_new) when a block raises the maximum.)roff",
+     .applies = &read_in_blocks,
+     .make = [](A a, M made) {
+         if (a.key.id == StepId::weights) {
+             online_step(a, made, false, "ℓ was not rescaled when a block raised the maximum m.", k_rescaled,
+                         [](const arma::rowvec& x, const Running& r) { return arma::rowvec(arma::exp(x - r.m) / r.l); });
+         } else {
+             online_step(a, made, false, "ℓ and o were not rescaled when a block raised the maximum m.", k_rescaled,
+                         [](const arma::rowvec&, const Running& r) { return arma::rowvec(r.o / r.l); });
+         }
+     }},
+    {.id = "online_not_divided", .steps = {StepId::head_output},
+     .man = R"roff(In the online softmax, o not divided by \(*l at the end.)roff",
+     .applies = &read_in_blocks,
+     .make = [](A a, M made) {
+         online_step(a, made, true, "o was not divided by ℓ at the end.", "the output is o / ℓ, with the last block's ℓ",
+                     [](const arma::rowvec&, const Running& r) { return r.o; });
      }},
 
     // ── the heads put together ──

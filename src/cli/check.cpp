@@ -98,7 +98,8 @@ CLI::App* setup_check(CLI::App& app, CheckCommandOptions& options) {
         .bind("--answers", &options.answers)
         .bind("--tolerance", &options.tolerance)
         .bind("--decimals", &options.decimals)
-        .bind("--rubric", &options.rubric);
+        .bind("--rubric", &options.rubric)
+        .bind("--block-size", &options.block_size);
     return add_command(app, CommandId::check, bindings);
 }
 
@@ -111,6 +112,7 @@ CheckOptions grading_options(const CheckCommandOptions& options, const Model& mo
         checking.tolerance = options.tolerance;
     }
     checking.decimals = options.decimals >= 0 ? options.decimals : model.decimals.value_or(1);
+    checking.block_size = options.block_size;
     checking.rubric = model.rubric;
     if (!options.rubric.empty()) {
         std::error_code error;

@@ -48,6 +48,7 @@ struct CheckCommandOptions {
     double tolerance = -1.0;  // --tolerance T; negative = rounding-aware
     int decimals = -1;        // --decimals N; negative = the example's decimals:, else 1
     std::string rubric;       // --rubric FILE; empty = the example's rubric:
+    int block_size = 0;       // --block-size B: the keys read in blocks, as the online softmax reads them
 };
 CLI::App* setup_check(CLI::App& app, CheckCommandOptions& options);
 int run_check(const CheckCommandOptions& options);

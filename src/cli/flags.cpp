@@ -175,6 +175,18 @@ as for every row.)roff",
      .check = Check::whole,
      .low = 1,
      .high = 65536},
+    {.name = "--block-size",
+     .value = "B",
+     .commands = k_check,
+     .help = "Answers worked B keys at a time: name the online softmax's mistakes",
+     .man = R"roff(The learners worked the weights and head outputs the way FlashAttention does,
+B keys at a time (as \fBexplain \-\-block\-size\fR shows it): their answers
+are also tried against the online softmax's own mistakes, \(*l and o not
+rescaled when a block raises the maximum, and o not divided by \(*l. Right
+answers are the same numbers either way.)roff",
+     .check = Check::whole,
+     .low = 1,
+     .high = 65536},
     {.name = "--brief",
      .commands = k_check,
      .help = "Only the steps with a mistake, and their diagnoses",

@@ -1,8 +1,9 @@
 // Grading a learner's reply to a lesson's question as `qkv check` grades a
 // cell: the reply read as a number, a shape or a choice; a wrong number
-// compared with what each mistake of check's catalogue gives from the numbers
-// on the screen, then with the online softmax's own mistakes and with inputs
-// rounded too early; and, failing those, what was expected and from which
+// graded by check's grader of one cell (the named mistakes of its catalogue,
+// the online softmax's on a page that reads the keys in blocks, inputs
+// rounded too early, another cell's value, too few decimals) from the numbers
+// on the screen; and, failing those, what was expected and from which
 // numbers.
 #include "lesson/player.hpp"
 #include "base/expression.hpp"
@@ -11,6 +12,7 @@
 
 #include "attention/attention.hpp"
 #include "attention/steps.hpp"
+#include "check/catalogue.hpp"
 #include "check/check.hpp"
 
 #include <algorithm>
@@ -148,9 +150,6 @@ std::optional<std::size_t> chosen_option(const Question& question, const std::st
     });
 }
 
-std::string rounded_inputs(const LessonModel& entry, const Step& step, const CellRef& cell, const Reply& reply,
-                           const CheckOptions& options);
-
 // The block size of the page that asks `question` (0: the page reads its keys whole).
 int block_size_of(const Lesson& lesson, const Question& question) {
     const Page* page = page_of(lesson, question);
@@ -183,9 +182,6 @@ void add_shown_steps(const Lesson& lesson, const Question& question, const Lesso
         answers.steps.push_back(std::move(given));
     }
 }
-std::string online_mistake(const Lesson& lesson, const Question& question, const Reply& reply,
-                           const CheckOptions& options);
-
 // The mistake, among `qkv check`'s, that a wrong number shows: the learner's
 // number is the cell as that mistake makes it, and not the true value.
 std::string diagnose_number(const Lesson& lesson, const Question& question, const Reply& reply,
@@ -220,128 +216,14 @@ std::string diagnose_number(const Lesson& lesson, const Question& question, cons
             found = checked.cells.front().diagnosis;
         }
     }
-    const bool searched = found && (found->key == "another_cell" || found->key == "too_few_decimals");
-    if (found && !searched) {
-        return "That is the number this mistake gives: " + found->mistake + " Correct: " + found->correct + ".";
+    if (!found) {
+        return "";
     }
-    if (auto online = online_mistake(lesson, question, reply, options); !online.empty()) {
-        return online;
-    }
-    if (found) {
+    // "That number is scores[3,3], …" says itself what the number is
+    if (checking::row_of(found->key).one_cell) {
         return found->mistake + " Correct: " + found->correct + ".";
     }
-    return rounded_inputs(entry, step, cell, reply, options);
-}
-
-// On a page that reads the keys in blocks (block_size), the online softmax's
-// own mistakes: ℓ (and o) not rescaled when the maximum grows, or o not
-// divided by ℓ at the end.
-std::string online_mistake(const Lesson& lesson, const Question& question, const Reply& reply,
-                           const CheckOptions& options) {
-    const int block = block_size_of(lesson, question);
-    const LessonModel& entry = model_of(lesson, question.answer);
-    const CellRef& cell = question.answer.cell;
-    if (block <= 0 || !step_row(cell.step).online || entry.model.sinks || cell.col < 1) {
-        return "";
-    }
-    const int h = std::max(cell.head, 1);
-    const StepKey read = step_inputs(entry.model, {StepId::weights, h}).front();
-    const Step* source = entry.trace.find(read.id, read.head);
-    const Step* values = entry.trace.find(StepId::values, entry.model.kv_head_of(h));
-    if (source == nullptr || values == nullptr) {
-        return "";
-    }
-    const arma::rowvec x = source->values.row(static_cast<arma::uword>(cell.row - 1));
-    const auto col = static_cast<arma::uword>(cell.col - 1);
-    // the recurrence, rescaling (right) or not (the mistake) when m grows
-    struct Running {
-        double m = -arma::datum::inf;
-        double l = 0.0;
-        arma::rowvec o;
-    };
-    const auto run = [&](bool rescale) {
-        Running r{-arma::datum::inf, 0.0, arma::rowvec(values->values.n_cols, arma::fill::zeros)};
-        const auto size = static_cast<arma::uword>(block);
-        for (arma::uword first = 0; first < x.n_elem; first += size) {
-            const arma::uword last = std::min<arma::uword>(first + size, x.n_elem) - 1;
-            const double block_max = x.subvec(first, last).max();
-            if (std::isinf(block_max) && block_max < 0) {
-                continue;
-            }
-            const double m_new = std::max(r.m, block_max);
-            const double factor = !rescale || std::isinf(r.m) ? 1.0 : std::exp(r.m - m_new);
-            r.l *= factor;
-            r.o *= factor;
-            for (arma::uword j = first; j <= last; ++j) {
-                const double e = std::exp(x(j) - m_new);
-                r.l += e;
-                r.o += e * values->values.row(j);
-            }
-            r.m = m_new;
-        }
-        return r;
-    };
-    const auto fits = [&](double value) {
-        return matches(reply.value, reply.decimals, value, options, shown_slack(options, reply.decimals));
-    };
-    const Running kept = run(false);
-    const std::string not_rescaled = " was not rescaled when m grew: what was summed with the old maximum must "
-                                     "be multiplied by exp(m_old − m_new) before the block's own terms are added.";
-    if (cell.step == StepId::weights && fits(std::exp(x(col) - kept.m) / kept.l)) {
-        return "ℓ" + not_rescaled;
-    }
-    if (cell.step == StepId::head_output) {
-        if (fits(kept.o(col) / kept.l)) {
-            return "ℓ and o were" + not_rescaled.substr(std::string(" was").size());
-        }
-        const Running right = run(true);
-        if (fits(right.o(col))) {
-            return "That is o before the division: the output is o / ℓ, with the last block's ℓ.";
-        }
-    }
-    return "";
-}
-
-// A wrong number that the step's own arithmetic gives from its inputs rounded
-// to fewer decimals than the screen shows (output 1 from weights rounded to 2
-// decimals): the rounding is named, not a mistake of method.
-std::string rounded_inputs(const LessonModel& entry, const Step& step, const CellRef& cell, const Reply& reply,
-                           const CheckOptions& options) {
-    const StepRow& row = step_row(step.id);
-    if (row.compute == nullptr) {
-        return "";
-    }
-    const std::vector<StepKey> reads = step_inputs(entry.model, {step.id, step.head});
-    for (int decimals = 0; decimals < std::min(options.shown_decimals, 4); ++decimals) {
-        std::vector<arma::mat> rounded;
-        std::vector<std::string> changed;
-        for (const StepKey& read : reads) {
-            const Step* input = entry.trace.find(read.id, read.head);
-            if (input == nullptr) {
-                return "";
-            }
-            const arma::mat& values = input->values;
-            rounded.push_back(round_to(values, decimals));
-            if (!arma::approx_equal(rounded.back(), values, "absdiff", 0.0)) {
-                changed.push_back(step_text(read.id));
-            }
-        }
-        if (changed.empty()) {
-            continue;
-        }
-        std::vector<const arma::mat*> inputs;
-        for (const auto& matrix : rounded) {
-            inputs.push_back(&matrix);
-        }
-        const arma::mat result = row.compute(entry.model, step.head, inputs);
-        const double value = result(static_cast<arma::uword>(cell.row - 1), static_cast<arma::uword>(cell.col - 1));
-        if (matches(reply.value, reply.decimals, value, options)) {
-            return "That is what the " + join_list(changed, " and ") + " give rounded to " + std::to_string(decimals) +
-                   (decimals == 1 ? " decimal" : " decimals") + ". Carry the numbers as the tables show them, and round "
-                   "only the answer.";
-        }
-    }
-    return "";
+    return "That is the number this mistake gives: " + found->mistake + " Correct: " + found->correct + ".";
 }
 
 // Where no mistake is recognised: what was expected and from which numbers.
@@ -376,6 +258,7 @@ CheckOptions grading_options(const Lesson& lesson, const Question& question, int
     options.decimals = question_decimals(lesson, question);
     // the tables show numbers rounded: 0.8650 on the screen is 0.864955, and rounds to 0.87
     options.shown_decimals = shown_decimals;
+    options.block_size = block_size_of(lesson, question);
     return options;
 }
 }  // namespace
@@ -500,6 +383,10 @@ Graded grade_reply(const Lesson& lesson, const Question& question, const std::st
                 return graded;
             }
             graded.valid = true;
+            graded.written = trimmed(text);
+            if (reply.expression) {
+                graded.written += " = " + qkv::trimmed(reply.value, std::max(shown_decimals, 4));
+            }
             const double expected = resolve(lesson, question.answer).front();
             const CheckOptions options = grading_options(lesson, question, shown_decimals);
             graded.right = matches(reply.value, reply.decimals, expected, options, shown_slack(options, reply.decimals));

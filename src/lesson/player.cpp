@@ -209,7 +209,7 @@ private:
                 m_writer.right(working);
                 return true;
             }
-            m_writer.wrong(reply,
+            m_writer.wrong(graded.written.empty() ? reply : graded.written,
                            !graded.valid ? (graded.hint.empty() ? "" : graded.hint + " ") +
                                                "That is not an answer of this question's kind " +
                                                answer_form(m_lesson, question) + "."
@@ -254,11 +254,11 @@ private:
             // the mistake the answer shows, or else what was expected and from which numbers
             const std::string& why = graded.why.empty() ? graded.expected : graded.why;
             if (tries == 1 && !either_or) {
-                m_writer.wrong(reply, why, nullptr);
+                m_writer.wrong(graded.written.empty() ? reply : graded.written, why, nullptr);
                 ask_again = "Your second try (Enter shows the answer, q leaves): ";
                 continue;
             }
-            m_writer.wrong(reply, why, &working);
+            m_writer.wrong(graded.written.empty() ? reply : graded.written, why, &working);
             return true;
         }
     }

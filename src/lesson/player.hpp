@@ -71,6 +71,7 @@ struct Graded {
     std::string expected;
     std::string again;
     std::string hint;  // why a reply that is not valid was not read: "Write 0.06, not 0,06."
+    std::string written;  // the reply as the verdict says it: an expression with its value, "2/10 = 0.2"
 };
 // `shown_decimals`: the precision of the numbers on the screen, which an
 // answer may have been worked from (their rounding is allowed for).

@@ -14,7 +14,9 @@ Reports:
                d_model 768, 12 heads: `run -s output`) and its milliseconds
   error        the message shown after a broken line is typed into the editor
   cell         a cell of the steps clicked: whether its working opened, its text
-  graded       the report after the answer template is filled in and graded
+  graded       the report after the answer template is filled in and graded:
+               a wrong query, a score row of the wrong shape, and one weight
+               worked without exp (0.2) from the true scores
   graded_tables
                the report after two cells of the worksheet's empty tables are
                typed in (table_cells: how many there were) and graded;
@@ -23,7 +25,7 @@ Reports:
                questions it has and how many answer boxes the page gave them
   lesson_wrong, lesson_right
                the question on query 1's weight for key 1 after a wrong
-               answer (the scores over their sum, 0.20), then a right one
+               answer (the scores over their sum, 2/10), then a right one
                (0.06); lesson_end: the lesson's end, with the score
   static       with --no-js: the text of the steps shown without JavaScript
   framed       with --framed, the page inside an <iframe srcdoc> of another
@@ -39,7 +41,7 @@ import sys
 import time
 
 QUESTION = "What weight will query 1 give key 1?"
-WRONG = "0.20"
+WRONG = "2/10"
 RIGHT = "0.06"
 
 API = """
@@ -144,7 +146,8 @@ def main():
             report["template"] = template
             driver.execute_script("document.getElementById('answers').value = arguments[0];",
                                   "queries:\n  - [2, 0, 2]\n  - [2, 2, 2]\n  - [2, 1, 3]\n"
-                                  "scores:\n  - [9, 16, 16]\n")
+                                  "scores:\n  - [9, 16, 16]\n"
+                                  "weights:\n  - [0.2, ~, ~]\n  - ~\n  - ~\n")
             driver.find_element(By.ID, "grade").click()
             wait.until(lambda d: not d.find_element(By.ID, "report").get_attribute("hidden"))
             driver.switch_to.frame(driver.find_element(By.ID, "report"))

@@ -484,3 +484,82 @@ TEST_CASE("one wrong number gets its own diagnosis, in the text and in each cell
         CHECK(cells[1]["diagnosis_id"].is_null());
     }
 }
+
+TEST_CASE("an output worked from weights rounded too early is named, in one cell and in the whole row",
+          "[cli][check][json]") {
+    // the illustrated article: weights row 1 [0.0634, 0.4683, 0.4683], values [1, 2, 3], [2, 8, 0],
+    // [2, 6, 3]; output row 1 is [1.9366, 6.6831, 1.5951]. From the weights rounded to 2 decimals,
+    // 0.06·2 + 0.47·8 + 0.47·6 = 6.70 and 0.06·3 + 0.47·0 + 0.47·3 = 1.59
+    const std::string sentence = "Worked from the weights rounded to 2 decimals, not from their full values.";
+    SECTION("one cell") {
+        const std::string answers = "output: [[~, 6.70, ~], ~, ~]\n";
+        const auto text = run_qkv({"check", "illustrated", "--answers", "-"}, answers);
+        CHECK(text.status == 1);
+        CHECK(text.out.find("output[1,2]: you wrote 6.70; the true value 6.6831 rounds to 6.68. " + sentence) !=
+              std::string::npos);
+        const auto json = nlohmann::json::parse(
+            run_qkv({"check", "illustrated", "--answers", "-", "-f", "json"}, answers).out);
+        const auto& cell = json["steps"][0]["cells"][0];
+        CHECK(cell["diagnosis_id"] == "rounded_too_early");
+        // the output of one head without W_O is its weighted sum, head_output, where the rounding was done
+        CHECK(cell["diagnosis"] == sentence + " This was in head_output. Correct: keep every decimal of the numbers "
+                                              "you work from, and round only the answer.");
+    }
+    SECTION("the whole row, whose 1.94 is right") {
+        const auto json = nlohmann::json::parse(run_qkv({"check", "illustrated", "--answers", "-", "-f", "json"},
+                                                        "output: [[1.94, 6.70, 1.59], ~, ~]\n")
+                                                    .out);
+        const auto& step = json["steps"][0];
+        CHECK(step["diagnosis_id"] == "rounded_too_early");
+        CHECK(step["cells"][0]["verdict"] == "right");
+        CHECK(step["cells"][2]["diagnosis_id"] == "rounded_too_early");
+    }
+    SECTION("a mistake of method comes first: 1.8 is the output of the weights without exp") {
+        // [2, 4, 4] / 10 = [0.2, 0.4, 0.4]: 0.2·3 + 0.4·0 + 0.4·3 = 1.8, which the weights rounded to
+        // 1 decimal, [0.1, 0.5, 0.5], give too
+        const auto json = nlohmann::json::parse(
+            run_qkv({"check", "illustrated", "--answers", "-", "-f", "json"}, "output: [[~, ~, 1.80], ~, ~]\n").out);
+        CHECK(json["steps"][0]["cells"][0]["diagnosis_id"] == "softmax_no_exp");
+    }
+}
+
+TEST_CASE("check --block-size names the online softmax's own mistakes", "[cli][check][json]") {
+    // lesson 12's model: query 3's scores [2, 1, 5, 3] in blocks of 2 reach m = 5 with
+    // ℓ = (1 + e^−1)·e^−3 + 1 + e^−2 = 1.2034, so weights[3] = [0.0414, 0.0152, 0.8310, 0.1125].
+    // Without rescaling ℓ = 2.5032 and the row is [e^−3, e^−4, 1, e^−2] / 2.5032 = [0.02, 0.01, 0.40, 0.05].
+    // Query 4: scores [1, 1, 3, 2], values' first column [1, 0, 2, 1]: o = 2.5032 and o / ℓ = 1.5277
+    const qkv::test::TempDir dir;
+    const std::string model = dir.write("blocks.yaml", R"(inputs: [[1, 0], [0, 1], [2, 1], [1, 1]]
+weights:
+  query: [[1, 0], [0, 1]]
+  key: [[1, 0], [0, 1]]
+  value: [[1, 0], [0, 1]]
+scale: none
+)");
+    const auto checked = [&](const std::string& answers, bool blocks) {
+        std::vector<std::string> args{"check", model, "--answers", "-", "-f", "json"};
+        if (blocks) {
+            args.insert(args.end(), {"--block-size", "2"});
+        }
+        const auto run = run_qkv(args, answers);
+        CHECK(run.status == 1);
+        return nlohmann::json::parse(run.out)["steps"][0];
+    };
+    SECTION("ℓ not rescaled, in the whole row and in one weight") {
+        const auto step = checked("weights: [~, ~, [0.02, 0.01, 0.40, 0.05], ~]\n", true);
+        CHECK(step["diagnosis_id"] == "online_not_rescaled");
+        CHECK(step["diagnosis"].get<std::string>().rfind("ℓ was not rescaled when a block raised the maximum m.", 0) ==
+              0);
+        CHECK(checked("weights: [~, ~, [0.02, ~, ~, ~], ~]\n", true)["cells"][0]["diagnosis_id"] ==
+              "online_not_rescaled");
+        // the keys read whole: no such mistake can be made
+        CHECK(checked("weights: [~, ~, [0.02, 0.01, 0.40, 0.05], ~]\n", false)["diagnosis_id"] !=
+              "online_not_rescaled");
+    }
+    SECTION("o not divided by ℓ") {
+        const auto cell = checked("head_output: [~, ~, ~, [2.50, ~]]\n", true)["cells"][0];
+        CHECK(cell["diagnosis_id"] == "online_not_divided");
+        CHECK(cell["diagnosis"] == "o was not divided by ℓ at the end. Correct: the output is o / ℓ, with the last "
+                                   "block's ℓ.");
+    }
+}

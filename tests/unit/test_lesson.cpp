@@ -872,8 +872,9 @@ TEST_CASE("a lesson names an answer worked from inputs rounded too early", "[les
     CHECK(qkv::grade_reply(lesson, *output, "1.60").right);
     const auto graded = qkv::grade_reply(lesson, *output, "1.59");
     CHECK_FALSE(graded.right);
-    CHECK(graded.why == "That is what the weights give rounded to 2 decimals. Carry the numbers as the tables show "
-                        "them, and round only the answer.");
+    CHECK(graded.why == "That is the number this mistake gives: Worked from the weights rounded to 2 decimals, not "
+                        "from their full values. Correct: keep every decimal of the numbers you work from, and round "
+                        "only the answer.");
     CHECK(qkv::grade_reply(lesson, *output, "1.80").why.find("without exponentiating") != std::string::npos);
     // a slip is not put down to rounding
     CHECK(qkv::grade_reply(lesson, *output, "1.52").why.empty());
@@ -897,16 +898,19 @@ TEST_CASE("the online softmax's own mistakes are named in its lesson", "[lesson]
     CHECK(qkv::grade_reply(lesson, weight, "0.04").right);
     const auto kept = qkv::grade_reply(lesson, weight, "0.02");
     CHECK_FALSE(kept.right);
-    CHECK(kept.why.rfind("ℓ was not rescaled when m grew", 0) == 0);
+    CHECK(kept.why == "That is the number this mistake gives: ℓ was not rescaled when a block raised the maximum m. "
+                      "Correct: when a block raises m, multiply ℓ and o by exp(m_old − m_new) before adding the "
+                      "block's own terms.");
     // query 4's output: scores [1, 1, 3, 2], values' first column [1, 0, 2, 1]: o = 2.5032,
     // ℓ = 1.6386, o / ℓ = 1.5277; 2.50 is o itself
     const qkv::Question& output = question("head_output[4,1]");
     CHECK(qkv::grade_reply(lesson, output, "1.53").right);
     const auto undivided = qkv::grade_reply(lesson, output, "2.50");
     CHECK_FALSE(undivided.right);
-    CHECK(undivided.why == "That is o before the division: the output is o / ℓ, with the last block's ℓ.");
+    CHECK(undivided.why == "That is the number this mistake gives: o was not divided by ℓ at the end. Correct: the "
+                           "output is o / ℓ, with the last block's ℓ.");
     // neither rescaled: o = 1 + 2 + e^−1 = 3.3679 over ℓ = 2 + 1 + e^−1 = 3.3679: 1
-    CHECK(qkv::grade_reply(lesson, output, "1.00").why.rfind("ℓ and o were not rescaled", 0) == 0);
+    CHECK(qkv::grade_reply(lesson, output, "1.00").why.find("ℓ and o were not rescaled") != std::string::npos);
     CHECK(qkv::grade_reply(lesson, output, "1.31").why.empty());
 }
 

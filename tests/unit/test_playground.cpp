@@ -314,6 +314,9 @@ TEST_CASE("the playground in Chromium from file://: window.qkv, an error as it i
     CHECK(graded.find("Checking answers") != std::string::npos);
     CHECK(graded.find("✗") != std::string::npos);
     CHECK(graded.find("1 wrong") != std::string::npos);
+    // one wrong weight gets its own diagnosis, worked from the true scores where the learner's queries are wrong
+    CHECK(graded.find("weights[1,1]: you wrote 0.2; the true value 0.0634 rounds to 0.1. Each row was divided by "
+                      "its sum without exponentiating first.") != std::string::npos);
     // a lesson's questions are answered in the page, and graded as on a terminal
     // or typed into the worksheet's empty tables, a box for every cell of the template
     const std::string sheet = run_ok({"worksheet", "illustrated", "-f", "html"});
@@ -327,7 +330,7 @@ TEST_CASE("the playground in Chromium from file://: window.qkv, an error as it i
     CHECK(seen["lesson_questions"].get<int>() > 3);
     CHECK(seen["lesson_boxes"] == seen["lesson_questions"]);
     const std::string wrong = seen["lesson_wrong"];
-    CHECK(wrong.find("Not quite: you wrote 0.20.") != std::string::npos);
+    CHECK(wrong.find("Not quite: you wrote 2/10 = 0.2.") != std::string::npos);
     CHECK(wrong.find("without exponentiating") != std::string::npos);
     CHECK(wrong.find("Try again") != std::string::npos);
     CHECK(seen["lesson_right"].get<std::string>().find("Right.") != std::string::npos);
