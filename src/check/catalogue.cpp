@@ -71,11 +71,15 @@ constexpr MistakeRow k_rounding[] = {
 
 // The mistakes the search tries itself, in every step: a transpose needs the
 // true value worked from the learner's own, which is the search's to compute
-// (diagnose.cpp); another cell's value and too few decimals are looked for in
-// one cell at a time (check.cpp's grade_cell).
+// (diagnose.cpp); the key/value heads counted is seen in an answer's shape
+// (check.cpp's shape_mistake); another cell's value and too few decimals are
+// looked for in one cell at a time (check.cpp's grade_cell).
 constexpr MistakeRow k_searched[] = {
     {.id = "transposed", .steps = StepSet::every(),
      .man = R"roff(An answer that is the transpose of the right one.)roff"},
+    {.id = "kv_heads_counted", .steps = StepSet::every(),
+     .man = R"roff(An answer as wide as the key/value heads side by side (n \(mu G\(pcd_v) where the query heads are (n \(mu H\(pcd_v).)roff",
+     .one_cell = true},
     {.id = "another_cell", .steps = StepSet::every(),
      .man = R"roff(A cell that holds another cell's true value, of the same step or of a step it is worked from.)roff",
      .one_cell = true},

@@ -519,6 +519,21 @@ std::optional<Diagnosis> grade_cell(const Model& model, const Trace& trace, chec
 
 }  // namespace
 
+std::optional<Diagnosis> shape_mistake(const Model& model, const Step& step, arma::uword rows, arma::uword cols) {
+    const arma::uword heads = model.n_heads();
+    const arma::uword kv_heads = model.n_kv_heads();
+    const arma::uword d_v = model.d_v();
+    if (kv_heads == heads || step.values.n_cols != heads * d_v || rows != step.values.n_rows ||
+        cols != kv_heads * d_v) {
+        return std::nullopt;
+    }
+    const auto n = [](arma::uword k) { return std::to_string(k); };
+    return Diagnosis{checking::mistake_id("kv_heads_counted"), "That counts the " + n(kv_heads) + " key/value heads.",
+                     "each of the " + n(heads) + " query heads writes its own " + n(d_v) + " columns, so there are " +
+                         n(heads) + " · " + n(d_v) + " = " + n(heads * d_v),
+                     ""};
+}
+
 CheckReport check_answers(const Model& model, const Trace& trace, const Answers& answers, const CheckOptions& options) {
     Grading grading = grade(model, trace, answers, options);
     // name the classic mistake behind each wrong step, and behind each wrong cell on its own
@@ -547,6 +562,9 @@ CheckReport check_answers(const Model& model, const Trace& trace, const Answers&
             continue;
         }
         check.diagnosis = diagnoser.diagnose(check);
+        if (!check.diagnosis && !check.shape_ok) {
+            check.diagnosis = shape_mistake(model, *check.step, check.answer->n_rows, check.answer->n_cols);
+        }
         std::size_t diagnosed = 0;
         for (auto& cell : check.cells) {
             if (cell.verdict == Verdict::wrong && diagnosed++ < k_max_diagnosed_cells) {

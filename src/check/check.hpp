@@ -136,6 +136,12 @@ struct CheckReport {
 // which must outlive it.
 CheckReport check_answers(const Model& model, const Trace& trace, const Answers& answers, const CheckOptions& options);
 
+// A step answered with `rows` × `cols` that counts the key/value heads where
+// the query heads belong (n × G·d_v for the heads side by side, n × H·d_v):
+// kv_heads_counted. A lesson's shape question and check's answers of the
+// wrong shape alike.
+std::optional<Diagnosis> shape_mistake(const Model& model, const Step& step, arma::uword rows, arma::uword cols);
+
 // The classic mistake that one answered step shows, looked for whether or not
 // the step holds a wrong cell (check_answers looks only in wrong steps). For
 // tests: a correct answer must show none.

@@ -410,17 +410,12 @@ Graded grade_reply(const Lesson& lesson, const Question& question, const std::st
             if (!graded.right && shape->first == step.values.n_cols && shape->second == step.values.n_rows) {
                 graded.why = "That is the shape turned round: rows come first.";
             }
-            // the heads side by side, counted as key/value heads
-            const Model& model = model_of(lesson, question.answer).model;
-            const arma::uword heads = model.n_heads();
-            const arma::uword kv_heads = model.n_kv_heads();
-            const arma::uword d_v = model.d_v();
-            if (!graded.right && kv_heads != heads && step.values.n_cols == heads * d_v &&
-                shape->first == step.values.n_rows && shape->second == kv_heads * d_v) {
-                graded.why = "That counts the " + std::to_string(kv_heads) + " key/value heads: each of the " +
-                             std::to_string(heads) + " query heads writes its own " + std::to_string(d_v) +
-                             " columns, so there are " + std::to_string(heads) + " · " + std::to_string(d_v) + " = " +
-                             std::to_string(heads * d_v) + ".";
+            // the heads side by side, counted as key/value heads: as check names it
+            if (!graded.right) {
+                if (const auto counted = shape_mistake(model_of(lesson, question.answer).model, step, shape->first,
+                                                       shape->second)) {
+                    graded.why = counted->mistake + " Correct: " + counted->correct + ".";
+                }
             }
             if (!graded.right) {
                 graded.expected = expected_from(lesson, question, shown_decimals);

@@ -563,3 +563,21 @@ scale: none
                                    "block's ℓ.");
     }
 }
+
+TEST_CASE("a concat as wide as the key/value heads side by side is named, as a lesson names that shape",
+          "[cli][check][json]") {
+    // gqa: 4 query heads share 2 key/value heads, d_v = 2; concat is 3 × 8, and 3 × 4 counts the 2 key/value heads
+    const std::string answers = "concat: [[1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4]]\n";
+    const auto text = run_qkv({"check", "gqa", "--answers", "-"}, answers);
+    CHECK(text.status == 1);
+    CHECK(text.out.find("Your answer is 3 × 4; concat is 3 × 8.") != std::string::npos);
+    CHECK(text.out.find("Mistake: That counts the 2 key/value heads.") != std::string::npos);
+    CHECK(text.out.find("Correct: each of the 4 query heads writes its own 2 columns, so there are 4 · 2 = 8.") !=
+          std::string::npos);
+    const auto json = nlohmann::json::parse(run_qkv({"check", "gqa", "--answers", "-", "-f", "json"}, answers).out);
+    CHECK(json["steps"][0]["diagnosis_id"] == "kv_heads_counted");
+    // another wrong shape is named nothing
+    const auto other = nlohmann::json::parse(
+        run_qkv({"check", "gqa", "--answers", "-", "-f", "json"}, "concat: [[1, 2, 3], [1, 2, 3], [1, 2, 3]]\n").out);
+    CHECK(other["steps"][0]["diagnosis_id"].is_null());
+}

@@ -953,8 +953,8 @@ TEST_CASE("a shape that counts the key/value heads instead of the query heads is
     const auto counted = qkv::grade_reply(lesson, *output, "3 x 4");
     CHECK(counted.valid);
     CHECK_FALSE(counted.right);
-    CHECK(counted.why == "That counts the 2 key/value heads: each of the 4 query heads writes its own 2 columns, so "
-                         "there are 4 · 2 = 8.");
+    CHECK(counted.why == "That counts the 2 key/value heads. Correct: each of the 4 query heads writes its own 2 "
+                         "columns, so there are 4 · 2 = 8.");
     CHECK(qkv::grade_reply(lesson, *output, "8 x 3").why == "That is the shape turned round: rows come first.");
     CHECK(qkv::grade_reply(lesson, *output, "3 x 6").why.empty());
 }
