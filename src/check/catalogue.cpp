@@ -18,7 +18,7 @@ namespace {
 // each of 0 … rounded_below − 1 decimals that changes them.
 void rounded_too_early(const Attempt& a, const Made& made) {
     const std::vector<StepKey> reads = step_inputs(a.model, a.key);
-    for (int decimals = 0; decimals < std::min(a.working.rounded_below, 4); ++decimals) {
+    for (int decimals = 0; decimals < a.working.rounded_below; ++decimals) {
         Values values = a.L.all();
         std::vector<std::string> changed;
         for (const StepKey& read : reads) {

@@ -542,15 +542,13 @@ CheckReport check_answers(const Model& model, const Trace& trace, const Answers&
     CheckOptions cell_options = options;
     cell_options.min_evidence = 1;
     // one cell is also tried from the true inputs, where the learner's own differ
-    checking::Values truth;
+    const checking::Values truth = checking::true_values(trace);
     bool differs = false;
-    for (const Step& step : trace.steps) {
-        const StepKey key{step.id, step.head};
-        truth[key] = std::make_shared<const arma::mat>(step.values);
-        const auto own = grading.learner.find(key);
-        differs = differs || (own != grading.learner.end() && (own->second->n_rows != step.values.n_rows ||
-                                                                own->second->n_cols != step.values.n_cols ||
-                                                                arma::accu(*own->second != step.values) != 0));
+    for (const auto& [key, own] : grading.learner) {
+        const auto true_value = truth.find(key);
+        differs = differs || (true_value != truth.end() && (own->n_rows != true_value->second->n_rows ||
+                                                            own->n_cols != true_value->second->n_cols ||
+                                                            arma::accu(*own != *true_value->second) != 0));
     }
     std::vector<const checking::Values*> versions{&grading.learner, &grading.precise};
     if (differs) {

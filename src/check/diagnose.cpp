@@ -119,7 +119,7 @@ std::optional<arma::mat> Diagnoser::carried(const Values& learner, const Mistake
 }
 
 Working Diagnoser::working_of(const CheckOptions& options) {
-    Working working;
+    Working working;  // at most 4 decimals, and fewer than a lesson's screen shows
     working.block_size = options.block_size;
     if (options.shown_decimals >= 0) {
         working.rounded_below = std::min(options.shown_decimals, working.rounded_below);

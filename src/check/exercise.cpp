@@ -95,10 +95,7 @@ std::vector<Simulated> simulated_in(const std::vector<Mistake>& mistakes, const 
 
 std::optional<ExerciseFlaw> mistakes_flaw(const Model& model, const Trace& trace) {
     // the learner's values: every step as it truly is
-    Values truth;
-    for (const Step& step : trace.steps) {
-        truth[{step.id, step.head}] = std::make_shared<const arma::mat>(step.values);
-    }
+    const Values truth = true_values(trace);
     for (const Step& step : trace.steps) {
         const StepKey key{step.id, step.head};
         // no rounding: an exercise tells the classic mistakes of method apart

@@ -13,4 +13,12 @@ std::optional<arma::mat> recompute(const Model& model, const StepKey& key, const
     }
 }
 
+Values true_values(const Trace& trace) {
+    Values values;
+    for (const Step& step : trace.steps) {
+        values[{step.id, step.head}] = std::make_shared<const arma::mat>(step.values);
+    }
+    return values;
+}
+
 }  // namespace qkv::checking

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "attention/steps.hpp"
+#include "attention/trace.hpp"
 #include "model/model.hpp"
 
 #include <optional>
@@ -17,5 +18,8 @@ using Values = StepValues;
 // reads, with the model's hand rounding (round:) applied as compute() does.
 // nullopt when the given values do not fit together (their shapes disagree).
 std::optional<arma::mat> recompute(const Model& model, const StepKey& key, const Values& values);
+
+// Every step of the trace as it truly is: the values of a learner who made no mistake.
+Values true_values(const Trace& trace);
 
 }  // namespace qkv::checking

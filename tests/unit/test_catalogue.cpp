@@ -133,15 +133,6 @@ std::string answer_of(const Model& model, const StepKey& key, const arma::mat& M
     return heads + "{" + id + ": " + matrix_yaml(M) + "}]\n";
 }
 
-// The true value of every step of the trace.
-Values true_values(const Trace& trace) {
-    Values values;
-    for (const Step& step : trace.steps) {
-        values[{step.id, step.head}] = std::make_shared<const arma::mat>(step.values);
-    }
-    return values;
-}
-
 // The steps a mistake of several steps is seen in: the true values with the
 // mistake's, and every later computed step worked again from them.
 Values carried_values(const Model& model, const Trace& trace, const Mistake& mistake) {

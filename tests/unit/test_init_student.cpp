@@ -116,10 +116,7 @@ void require_good_exercise(const std::string& text, std::set<std::string>& seen)
     // each classic mistake, made on the true values by check's catalogue, written to two
     // decimals: at least two cells differ from the truth and from every other mistake of
     // the step, and qkv check names it
-    checking::Values truth;
-    for (const Step& step : trace.steps) {
-        truth[{step.id, step.head}] = std::make_shared<const arma::mat>(step.values);
-    }
+    const checking::Values truth = checking::true_values(trace);
     CheckOptions options;
     options.decimals = 2;
     for (const Step& step : trace.steps) {

@@ -176,10 +176,7 @@ TEST_CASE("each step recomputed from the trace's own values gives the trace's va
     const std::string yaml = GENERATE(as<std::string>{}, k_two_heads_masked, k_grouped);
     const Model model = test::load_text(yaml);
     const Trace trace = compute(model);
-    StepValues values;
-    for (const auto& step : trace.steps) {
-        values[{step.id, step.head}] = std::make_shared<const arma::mat>(step.values);
-    }
+    const StepValues values = checking::true_values(trace);
     for (const auto& step : trace.steps) {
         CAPTURE(step_text(step.id), step.head);
         const auto again = checking::recompute(model, {step.id, step.head}, values);
