@@ -7,10 +7,12 @@
 #include "cli/commands.hpp"
 #include "explain/explain.hpp"
 #include "io/loader.hpp"
+#include "io/lesson_loader.hpp"
 #include "render/html.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -161,24 +163,31 @@ int run_playground(const PlaygroundOptions& options) {
         examples.emplace_back(example.name);
         texts[std::string(example.name)] = std::string(example.text);
     }
-    std::vector<std::string> lessons;
+    // each lesson by its number and title: "2 · Why the scores are scaled"
+    std::string lessons;
     for (std::size_t i = 0; i < builtin_lessons().size(); ++i) {
-        lessons.push_back(std::to_string(i + 1));
+        const BuiltinFile& lesson = builtin_lessons()[i];
+        const std::string name(lesson.name);
+        const LessonFile file = read_lesson({"lesson:" + name, std::string(lesson.text), ""}, name);
+        const std::string number = std::to_string(i + 1);
+        lessons += "<option value=\"" + number + "\"" + (i == 0 ? " selected" : "") + ">" + number + " · " +
+                   xml_escape(file.lesson.title) + "</option>";
     }
-    std::vector<std::string> step_ids;
-    for (const StepId id : all_steps()) {
-        step_ids.push_back(step_text(id));
-    }
+    // the steps this example shows, each id once; the page lists them again for each example it computes
     std::string datalist;
-    for (const auto& id : step_ids) {
-        datalist += "<option value=\"" + id + "\"></option>";
+    std::vector<StepId> listed;
+    for (const Step& step : trace.steps) {
+        if (std::find(listed.begin(), listed.end(), step.id) == listed.end()) {
+            listed.push_back(step.id);
+            datalist += "<option value=\"" + step_text(step.id) + "\"></option>";
+        }
     }
     const std::string initial = builtin != nullptr ? std::string(builtin->name) : "";
     const std::string page =
         fill(assets.page, {{"QKV_VERSION", QKV_VERSION},
                            {"QKV_TITLE", xml_escape(model.title)},
                            {"QKV_EXAMPLE_OPTIONS", options_html(examples, initial, "<option value=\"\">your own</option>")},
-                           {"QKV_LESSON_OPTIONS", options_html(lessons, "1")},
+                           {"QKV_LESSON_OPTIONS", lessons},
                            {"QKV_STEP_OPTIONS", datalist},
                            {"QKV_MODEL_YAML", xml_escape(source.text)},
                            {"QKV_STEPS_HTML", xml_escape(steps.str())},

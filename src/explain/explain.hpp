@@ -4,6 +4,7 @@
 // value vectors and their sum.
 #pragma once
 
+#include "explain/operands.hpp"
 #include "attention/cell.hpp"
 #include "attention/trace.hpp"
 #include "model/model.hpp"
@@ -39,6 +40,7 @@ struct Explanation {
     CellRef cell;                     // the cell explained (head 0 for steps that are not per head)
     std::vector<double> values;       // the cell's value, or the whole row's, as the trace holds them
     std::vector<OnlineBlock> blocks;  // with a block size: the online softmax, block by block
+    std::vector<Operand> operands;    // what the cell is worked from (cell_operands), without their values
 };
 
 // The steps whose cells the online softmax explains: weights and head_output.

@@ -37,6 +37,21 @@ void render_json(const std::vector<Explanation>& explanations, std::ostream& out
         cell["values"] = values;
         cell["heading"] = e.heading;
         cell["lines"] = e.lines;
+        // what it is worked from: a row (col null), a column (row null), a cell, a whole step, or a named number
+        nlohmann::ordered_json operands = nlohmann::ordered_json::array();
+        for (const auto& operand : e.operands) {
+            nlohmann::ordered_json entry;
+            if (!operand.name.empty()) {
+                entry["name"] = operand.name;
+            } else {
+                entry["step"] = step_text(operand.step.id);
+                entry["head"] = operand.step.head == 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(operand.step.head);
+                entry["row"] = operand.row == 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(operand.row);
+                entry["col"] = operand.col == 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(operand.col);
+            }
+            operands.push_back(entry);
+        }
+        cell["operands"] = operands;
         if (!e.blocks.empty()) {
             const auto number = [](double value) {
                 return std::isinf(value) ? nlohmann::ordered_json(value < 0 ? "-inf" : "inf")

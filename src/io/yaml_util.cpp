@@ -238,6 +238,97 @@ bool tab_indented(const std::string& text, int line) {
     return false;
 }
 
+// A [ or { of a flow list or map that `text` leaves open before the point
+// where the parser gave up (0-based line and column), when that point is past
+// the line the bracket opened on and the file has gone on at the bracket's
+// own indentation or ended: the bracket the learner forgot to close, not
+// a list written across lines. Quotes, comments and block scalars (| and >)
+// are skipped.
+struct OpenBracket {
+    int line = 0;
+    int column = 0;
+    char bracket = '[';
+};
+
+std::optional<OpenBracket> unclosed_bracket(const std::string& text, int stop_line, int stop_column) {
+    std::vector<OpenBracket> open;
+    std::vector<int> open_indent;   // the indentation of each open bracket's line
+    bool resumed = false;           // a line at the innermost bracket's indentation, or less, since it opened
+    int block_indent = -1;          // inside a block scalar: lines indented more than this are its text
+    bool at_end = true;             // nothing but blanks and comments from the stop on
+    int line = 0;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        const std::string_view row(text.data() + start, end - start);
+        const std::size_t first = row.find_first_not_of(" \t");
+        const bool blank = first == std::string_view::npos || row[first] == '#';
+        const int indent = static_cast<int>(first == std::string_view::npos ? row.size() : first);
+        const bool scalar_text = block_indent >= 0 && (blank || indent > block_indent);
+        if (!scalar_text) {
+            block_indent = -1;
+        }
+        if (!blank && !scalar_text) {
+            if (line > stop_line || (line == stop_line && static_cast<int>(row.size()) > stop_column)) {
+                at_end = false;
+            }
+            if (!open.empty() && line > open.back().line && line <= stop_line && indent <= open_indent.back()) {
+                resumed = true;
+            }
+        }
+        if (line > stop_line) {
+            break;
+        }
+        if (!scalar_text) {
+            char quote = 0;
+            for (std::size_t i = 0; i < row.size(); ++i) {
+                if (line == stop_line && static_cast<int>(i) >= stop_column) {
+                    break;
+                }
+                const char c = row[i];
+                if (quote != 0) {
+                    if (c == quote) {
+                        quote = 0;
+                    }
+                    continue;
+                }
+                if (c == '#' && (i == 0 || row[i - 1] == ' ' || row[i - 1] == '\t')) {
+                    break;
+                }
+                if ((c == '\'' || c == '"') && (i == 0 || std::string_view(" \t[{,:").find(row[i - 1]) != std::string_view::npos)) {
+                    quote = c;
+                } else if (c == '[' || c == '{') {
+                    open.push_back({line, static_cast<int>(i), c});
+                    open_indent.push_back(indent);
+                    resumed = false;
+                } else if ((c == ']' || c == '}') && !open.empty()) {
+                    open.pop_back();
+                    open_indent.pop_back();
+                    resumed = false;
+                } else if ((c == '|' || c == '>') && open.empty()) {
+                    // "key: |" or "- >-": the lines below, indented more, are text
+                    const std::string_view before = row.substr(0, i);
+                    const std::size_t last = before.find_last_not_of(" \t");
+                    const std::string_view after = row.substr(i + 1);
+                    const std::size_t rest = after.find_first_not_of("+-0123456789");
+                    const std::size_t tail = rest == std::string_view::npos ? rest : after.find_first_not_of(" \t", rest);
+                    if (last != std::string_view::npos && (before[last] == ':' || before[last] == '-') &&
+                        (tail == std::string_view::npos || after[tail] == '#')) {
+                        block_indent = indent;
+                        break;
+                    }
+                }
+            }
+        }
+        ++line;
+        start = end + 1;
+    }
+    if (open.empty() || open.back().line >= stop_line || !(resumed || at_end)) {
+        return std::nullopt;
+    }
+    return open.back();
+}
+
 }  // namespace
 
 YAML::Node YamlReader::parse_document() {
@@ -265,6 +356,19 @@ YAML::Node YamlReader::parse_document() {
     } catch (const TreeLimitExceeded& e) {
         error_at(e.mark, e.what, e.hint);
     } catch (const YAML::Exception& e) {
+        // an unclosed bracket is reported where it opened, with where the parser gave up
+        if (const auto bracket = unclosed_bracket(m_source.text, e.mark.line, e.mark.column)) {
+            const bool list = bracket->bracket == '[';
+            YAML::Mark mark;
+            mark.line = bracket->line;
+            mark.column = bracket->column;
+            error_at(mark,
+                     std::string("this ") + bracket->bracket + " is never closed (the YAML parser gave up at line " +
+                         std::to_string(e.mark.line + 1) + ": " + e.msg + "); expected a " + (list ? "]" : "}") +
+                         " to end the " + (list ? "list" : "map"),
+                     "close it on line " + std::to_string(bracket->line + 1) + " with " + (list ? "]" : "}"));
+            return YAML::Node();
+        }
         error_at(e.mark, "invalid YAML: " + e.msg, tab_indented(m_source.text, e.mark.line)
                                                        ? "YAML does not allow tabs for indentation; indent with spaces"
                                                        : "check the indentation and brackets near this position");

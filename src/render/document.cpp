@@ -97,7 +97,10 @@ std::vector<Block> run_steps(const Trace& trace, const RenderOptions& options, c
                 }
             }
         }
-        TableBlock table{.table = build_table(*step, options), .shaded = step->id == StepId::weights};
+        TableBlock table{.table = build_table(*step, options),
+                         .shaded = step->id == StepId::weights,
+                         .row_shaded = step->id != StepId::weights && step_row(step->id).square &&
+                                       !is_gradient(step->id)};
         if (extras.workings) {
             table.workings = cell_workings(trace, *step, table.table, extras.workings);
         }

@@ -8,7 +8,11 @@
 #include "render/render.hpp"
 #include "render/document.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <sstream>
+#include <utility>
 
 namespace qkv {
 
@@ -69,7 +73,7 @@ public:
                                           true_value_close(Format::html)),
                               caption);
         }
-        if (block.role == TableRole::values && (block.shaded || !block.workings.empty())) {
+        if (block.role == TableRole::values && (block.shaded || block.row_shaded || !block.workings.empty())) {
             return worked_table(block, caption);
         }
         if (block.role != TableRole::blank) {
@@ -208,6 +212,19 @@ private:
         return lines;
     }
 
+    // the smallest and largest finite value of a row
+    static std::pair<double, double> row_range(const std::vector<double>& row) {
+        double low = std::numeric_limits<double>::infinity();
+        double high = -low;
+        for (const double value : row) {
+            if (std::isfinite(value)) {
+                low = std::min(low, value);
+                high = std::max(high, value);
+            }
+        }
+        return {low, high};
+    }
+
     // each kept cell a button that opens its working (a popover, after the
     // table) and weights shaded as in the SVG; a popover's id is the part's and
     // the cell's matrix row and column
@@ -227,11 +244,16 @@ private:
                             "\" popovertargetaction=\"hide\">Close</button>\n" +
                             html_working(lines_of(cell.working)) + "</div>\n";
             }
+            const double value = table.values[i][j];
+            const bool largest = i < table.row_maxima.size() && value == table.row_maxima[i];
+            if (block.row_shaded) {
+                const auto [low, high] = row_range(table.values[i]);
+                return html_shaded_cell(high > low ? (value - low) / (high - low) : 1.0, content, largest);
+            }
             if (!block.shaded) {
                 return "<td>" + content + "</td>";
             }
-            const double value = table.values[i][j];
-            return html_shaded_cell(value, content, i < table.row_maxima.size() && value == table.row_maxima[i]);
+            return html_shaded_cell(value, content, largest);
         };
         const std::string drawn = html_table(table, caption, cell);
         return drawn + (popovers.empty() ? "" : "<div class=\"workings\">\n" + popovers + "</div>\n");

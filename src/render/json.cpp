@@ -1,7 +1,8 @@
 // The JSON contract of OUTPUT FORMATS in man/qkv.1, written as a stream so that large traces need
 // no giant string: one step per line, numbers in round-trip precision.
-#include "model/model.hpp"
+#include "attention/steps.hpp"
 #include "base/numbers.hpp"
+#include "model/model.hpp"
 #include "render/render.hpp"
 
 #include <nlohmann/json.hpp>
@@ -177,6 +178,21 @@ void render_json(const Trace& trace, const Model* model, const RenderOptions& op
         }
         out << ", \"title\": " << quoted(step.title) << ", \"formula\": " << quoted(step.formula)
             << ", \"latex\": " << quoted(step.latex);
+        if (model != nullptr) {
+            // the steps its arithmetic reads, each with its head (null: not per head)
+            out << ", \"reads\": [";
+            const auto reads = step_inputs(*model, StepKey{step.id, step.head});
+            for (std::size_t r = 0; r < reads.size(); ++r) {
+                out << (r == 0 ? "" : ", ") << "{\"id\": " << quoted(step_text(reads[r].id)) << ", \"head\": ";
+                if (reads[r].head == 0) {
+                    out << "null";
+                } else {
+                    out << reads[r].head;
+                }
+                out << '}';
+            }
+            out << ']';
+        }
         out << ", \"notes\": ";
         write_labels(out, step.notes);
         out << ", \"rows\": ";

@@ -27,7 +27,12 @@ def start(name, width, height, no_js=False):
     chrome.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     if no_js:
         chrome.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
-    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=chrome)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=chrome)
+    if width < 500:
+        # a window is at least 500 px wide: a phone's screen is emulated instead
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                               {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True})
+    return driver
 
 
 def finish(driver, report):

@@ -21,12 +21,6 @@ Reports:
                the report after two cells of the worksheet's empty tables are
                typed in (table_cells: how many there were) and graded;
                answers_from_tables: the answers' text they made
-  lesson       the text of lesson 1 opened in the page, with how many
-               questions it has and how many answer boxes the page gave them
-  lesson_wrong, lesson_right
-               the question on query 1's weight for key 1 after a wrong
-               answer (the scores over their sum, 2/10), then a right one
-               (0.06); lesson_end: the lesson's end, with the score
   static       with --no-js: the text of the steps shown without JavaScript
   framed       with --framed, the page inside an <iframe srcdoc> of another
                page, as a notebook's output cell shows it: window.qkv's run
@@ -39,10 +33,6 @@ Exit status 3 when the browser or its driver is missing (the test skips).
 import os
 import sys
 import time
-
-QUESTION = "What weight will query 1 give key 1?"
-WRONG = "2/10"
-RIGHT = "0.06"
 
 API = """
 const done = arguments[arguments.length - 1];
@@ -172,33 +162,6 @@ def main():
             driver.switch_to.default_content()
             report["answers_from_tables"] = driver.find_element(By.ID, "answers").get_attribute("value")
 
-            driver.find_element(By.ID, "open-lesson").click()
-            wait.until(lambda d: not d.find_element(By.ID, "lesson-view").get_attribute("hidden"))
-            driver.switch_to.frame(driver.find_element(By.ID, "lesson-view"))
-            wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "form.ask"))
-            report["lesson"] = driver.find_element(By.TAG_NAME, "body").text
-            report["lesson_boxes"] = len(driver.find_elements(By.CSS_SELECTOR, "form.ask"))
-            report["lesson_questions"] = len(driver.find_elements(By.CSS_SELECTOR, "div.question"))
-
-            # lesson 1's question on query 1's weight for key 1: wrong, then right
-            def answer(text):
-                question = [q for q in driver.find_elements(By.CSS_SELECTOR, "div.question")
-                            if QUESTION in q.text][0]
-                box = question.find_element(By.CSS_SELECTOR, "form.ask input")
-                box.send_keys(text)
-                question.find_element(By.CSS_SELECTOR, "form.ask button").click()
-                driver.switch_to.default_content()
-                wait.until(lambda d: d.execute_script(
-                    "const q = [...document.getElementById('lesson-view').contentDocument"
-                    ".querySelectorAll('div.question')].find(q => q.textContent.includes(arguments[0]));"
-                    "return q && q.textContent.includes(arguments[1]);", QUESTION, "you wrote " + text
-                    if text == WRONG else "Right."))
-                driver.switch_to.frame(driver.find_element(By.ID, "lesson-view"))
-                return [q for q in driver.find_elements(By.CSS_SELECTOR, "div.question") if QUESTION in q.text][0].text
-            report["lesson_wrong"] = answer(WRONG)
-            report["lesson_right"] = answer(RIGHT)
-            report["lesson_end"] = driver.find_element(By.ID, "end").text
-            driver.switch_to.default_content()
         if screenshot:
             driver.save_screenshot(screenshot)
     except BaseException:

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <map>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -472,6 +473,38 @@ TEST_CASE("qkv explain writes Markdown and JSON", "[explain][cli]") {
     CHECK(doc["cells"][1]["col"].is_null());
     CHECK(doc["cells"][1]["values"][3] == "-inf");
     CHECK(doc["cells"][1]["lines"].size() >= 4);
+}
+
+TEST_CASE("qkv explain's JSON lists each cell's operands, and run's JSON the steps each step reads",
+          "[explain][cli]") {
+    // scores[2,3]@3 of gqa: query 2 of query head 3, key 3 of key/value head 2, which head 3 reads
+    const auto explained = run_qkv({"explain", "gqa", "scores[2,3]@3", "weights[1,2]@1", "-f", "json"});
+    REQUIRE(explained.status == 0);
+    const auto cells = nlohmann::json::parse(explained.out)["cells"];
+    CHECK(cells[0]["operands"] == nlohmann::json::parse(R"([{"step": "queries", "head": 3, "row": 2, "col": null},
+                                                             {"step": "keys", "head": 2, "row": 3, "col": null}])"));
+    // a weight is worked from its whole row of masked scores
+    CHECK(cells[1]["operands"] ==
+          nlohmann::json::parse(R"([{"step": "masked_scores", "head": 1, "row": 1, "col": null}])"));
+    const auto scaled = run_qkv({"explain", "two-heads", "scaled_scores[1,2]@2", "-f", "json"});
+    REQUIRE(scaled.status == 0);
+    const auto operands = nlohmann::json::parse(scaled.out)["cells"][0]["operands"];
+    REQUIRE(operands.size() == 2);
+    CHECK(operands[0] == nlohmann::json::parse(R"({"step": "scores", "head": 2, "row": 1, "col": 2})"));
+    CHECK(operands[1] == nlohmann::json::parse(R"({"name": "scale"})"));
+
+    const auto run = run_qkv({"run", "gqa", "-f", "json"});
+    REQUIRE(run.status == 0);
+    const auto doc = nlohmann::json::parse(run.out);
+    std::map<std::string, nlohmann::json> reads;
+    for (const auto& step : doc["steps"]) {
+        reads[step["id"].get<std::string>() + "@" + step["head"].dump()] = step["reads"];
+    }
+    CHECK(reads["inputs@null"].empty());
+    CHECK(reads["scores@4"] == nlohmann::json::parse(R"([{"id": "queries", "head": 4}, {"id": "keys", "head": 2}])"));
+    CHECK(reads["head_output@2"] ==
+          nlohmann::json::parse(R"([{"id": "weights", "head": 2}, {"id": "values", "head": 1}])"));
+    CHECK(reads["output@null"] == nlohmann::json::parse(R"([{"id": "concat", "head": null}])"));
 }
 
 TEST_CASE("the operands of a cell are the rows, columns and numbers its arithmetic takes", "[explain]") {
