@@ -137,6 +137,9 @@
     function work() {
         return state.work[state.slot] || (state.work[state.slot] = { answers: "", cells: [] });
     }
+    // The answer template of the worksheet's tables while they are what the
+    // learner is answering in (empty once the answers' text is typed in).
+    let sheetTemplate = "";
 
     // ── the editor: line numbers, and the line an error names marked ──────
     const gutter = $("gutter");
@@ -291,6 +294,7 @@
     // ── the example: built-in or your own, every text typed kept ───────────
     function openSlot(slot) {
         state.slot = slot;
+        sheetTemplate = "";  // another example's tables
         editor.value = textOf(slot);
         $("example").value = slot;
         $("reset").hidden = !slot || !(slot in state.texts);
@@ -301,6 +305,7 @@
     }
     editor.addEventListener("input", () => {
         state.texts[state.slot] = editor.value;
+        sheetTemplate = "";  // the tables were this text's before the edit
         $("reset").hidden = !state.slot;
         numberLines();
         save();
@@ -400,7 +405,6 @@
     // The worksheet's blank cells come in the order of the answer template's
     // ~, which the values typed replace one by one; each value is kept as it
     // is typed, so the tables come back filled.
-    let sheetTemplate = "";
     $("in-tables").addEventListener("click", async () => {
         const template = await qkv.worksheet(model(), ["-f", "yaml", ...backwardArgs()]);
         const sheet = await qkv.worksheet(model(), ["-f", "html", ...backwardArgs()]);
@@ -502,7 +506,7 @@
         }
     });
     $("grade").addEventListener("click", async () => {
-        if (sheetTemplate && state.tab === "report") {
+        if (sheetTemplate) {
             $("answers").value = sheetAnswers();  // from the tables, into the answers' text
             work().answers = $("answers").value;
             save();

@@ -24,8 +24,9 @@ Reports:
   lesson_end       the text at the end, after every question is answered
                    (right or shown); end_buttons: the buttons it offers;
                    next_lesson: the first line after "Next lesson" is pressed
-  tables_again     the two table cells typed, graded, then the tables opened
-                   again: what they hold
+  graded_tables    the grading of two table cells typed, the steps' tab
+                   shown, then Grade pressed; tables_again: what the tables
+                   hold when opened again
   graded           the grading's visible text; working: the text after its
                    "Show how … is worked out" button is pressed
   answers_back     the answers' text after another example and back
@@ -176,8 +177,10 @@ def main():
         cells[0].send_keys("1")
         cells[1].send_keys("5")
         driver.switch_to.default_content()
+        driver.find_element(By.ID, "tab-view").click()  # looking at the steps again, then grading
         driver.find_element(By.ID, "grade").click()
         wait.until(lambda d: "Checking answers" in js(REPORT_TEXT))
+        report["graded_tables"] = js(REPORT_TEXT)
         driver.find_element(By.ID, "in-tables").click()
         wait.until(lambda d: js("return document.getElementById('report').contentDocument"
                                 ".querySelectorAll('input.answer-cell').length > 1"))

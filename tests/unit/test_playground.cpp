@@ -406,6 +406,7 @@ void learn_in(const std::string& file, const std::string& options) {
     CHECK(seen["next_lesson"] == "Lesson 2: Why the scores are scaled");
 
     // nothing typed is lost
+    CHECK(has(seen["graded_tables"], "2 answered cells in 1 step: 1 right, 1 wrong"));
     CHECK(seen["tables_again"] == nlohmann::json::array({"1", "5", ""}));
     CHECK(has(seen["graded"], "weights[1,1]: you wrote 0.2; the true value 0.0634 rounds to 0.1."));
     CHECK_FALSE(has(seen["graded"], "answers.yaml"));
