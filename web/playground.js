@@ -116,7 +116,7 @@
         texts: QKV_INITIAL ? {} : { "": editor.value },  // slot → the text typed there
         steps: "", head: "0", precision: "4", backward: false,
         work: {},                                   // slot → {answers: text, cells: [values typed in the tables]}
-        lesson: null,                               // {n, answers: [...], revealed: [...], tries: [...]}
+        lesson: null,                               // {n, answers: [...], revealed: [...]}
         tab: "view",
     }, load() || {});
     let saveTimer = 0;
@@ -629,7 +629,6 @@
         const lesson = state.lesson;
         const again = i < lesson.answers.length;  // a second try
         lesson.answers[i] = answer;
-        lesson.tries[i] = (lesson.tries[i] || 0) + 1;
         if (again || eitherOr(question)) {
             lesson.revealed[i] = true;  // if it is wrong again, the answer comes with it
         }
@@ -671,7 +670,7 @@
     }
     function openLesson(n) {
         $("lesson").value = n;
-        state.lesson = { n: n, answers: [], revealed: [], tries: [] };
+        state.lesson = { n: n, answers: [], revealed: [] };
         playLesson(-1);
     }
     $("open-lesson").addEventListener("click", () => {

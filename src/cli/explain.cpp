@@ -34,6 +34,9 @@ int run_explain(const ExplainOptions& options) {
     std::vector<Explanation> explanations;
     for (const auto& cell : cells) {
         explanations.push_back(explain_cell(model, trace, cell, rendering, static_cast<arma::uword>(options.block_size)));
+        if (rendering.format == Format::json) {
+            explanations.back().operands = cell_operands(model, trace, cell);  // what JSON says it is worked from
+        }
     }
     std::ostringstream out;
     render_explanations(explanations, rendering, out);

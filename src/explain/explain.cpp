@@ -609,10 +609,6 @@ Explanation explain_cell(const Model& model, const Trace& trace, const CellRef& 
         line = symbols(line, options);
     }
     result.latex = cell_step(trace, cell).latex;
-    result.operands = cell_operands(model, trace, cell);
-    for (auto& operand : result.operands) {
-        operand.values.reset();
-    }
     return result;
 }
 

@@ -40,7 +40,7 @@ struct Explanation {
     CellRef cell;                     // the cell explained (head 0 for steps that are not per head)
     std::vector<double> values;       // the cell's value, or the whole row's, as the trace holds them
     std::vector<OnlineBlock> blocks;  // with a block size: the online softmax, block by block
-    std::vector<Operand> operands;    // what the cell is worked from (cell_operands), without their values
+    std::vector<Operand> operands;    // what the cell is worked from (cell_operands), where JSON is written
 };
 
 // The steps whose cells the online softmax explains: weights and head_output.
