@@ -130,7 +130,8 @@ struct TableBlock {
     // LaTeX, text in colour), a page marking each row's largest.
     bool shaded = false;
     // Scores, shaded on a page as the weights are, each by where it lies
-    // between the smallest and the largest of its row's kept finite values.
+    // between the smallest and the largest of its row's kept finite values
+    // (a row of equal ones as its weights: 1/k each).
     bool row_shaded = false;
     // Each kept cell's working, by the table's row and column (none at a
     // gap), where the format can show it on demand (a page); or none at all.

@@ -12,7 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
-#include <utility>
+#include <tuple>
 
 namespace qkv {
 
@@ -212,17 +212,19 @@ private:
         return lines;
     }
 
-    // the smallest and largest finite value of a row
-    static std::pair<double, double> row_range(const std::vector<double>& row) {
+    // the smallest and largest finite value of a row, and how many are finite
+    static std::tuple<double, double, std::size_t> row_range(const std::vector<double>& row) {
         double low = std::numeric_limits<double>::infinity();
         double high = -low;
+        std::size_t count = 0;
         for (const double value : row) {
             if (std::isfinite(value)) {
                 low = std::min(low, value);
                 high = std::max(high, value);
+                ++count;
             }
         }
-        return {low, high};
+        return {low, high, count};
     }
 
     // each kept cell a button that opens its working (a popover, after the
@@ -247,8 +249,10 @@ private:
             const double value = table.values[i][j];
             const bool largest = i < table.row_maxima.size() && value == table.row_maxima[i];
             if (block.row_shaded) {
-                const auto [low, high] = row_range(table.values[i]);
-                return html_shaded_cell(high > low ? (value - low) / (high - low) : 1.0, content, largest);
+                // equal scores share a row as their weights do: 1/k each
+                const auto [low, high, count] = row_range(table.values[i]);
+                return html_shaded_cell(high > low ? (value - low) / (high - low) : 1.0 / static_cast<double>(count),
+                                        content, largest);
             }
             if (!block.shaded) {
                 return "<td>" + content + "</td>";
