@@ -69,8 +69,24 @@ private:
     Trace m_trace;
 };
 
+// The engine takes over at the first of its rows in the table and computes the
+// rest, so it is used only when it computes every step of the example from
+// there on (the example's weights are read from the model): a step the engine
+// has no code for is computed by the step functions, never left out.
+bool engine_computes_the_rest(const Model& model) {
+    bool handed_over = false;
+    for (const StepKey& key : step_sequence(model)) {
+        const StepRow& row = step_row(key.id);
+        handed_over = handed_over || row.engine;
+        if (handed_over && !row.engine && !row.parameter) {
+            return false;
+        }
+    }
+    return true;
+}
+
 bool use_fast_path(const Model& model, const ComputeOptions& options) {
-    if (!model.round.empty() || options.kernels == Kernels::textbook) {
+    if (!model.round.empty() || options.kernels == Kernels::textbook || !engine_computes_the_rest(model)) {
         return false;
     }
     return options.kernels == Kernels::fast || model.n() * model.m() >= k_fast_path_cells;
@@ -191,6 +207,7 @@ void add_engine_steps(const Model& model, const ComputeOptions& options, TraceBu
     request.alibi = model.alibi ? &*model.alibi : nullptr;
     request.sinks = model.sinks ? &*model.sinks : nullptr;
     request.mask = mask_view(model);
+    request.steps = steps_of(model);
     // the engine numbers keys, values and rotated_keys by key/value head, as the trace does
     request.keep = [&builder](StepId id, int head) { return builder.keeps(id, head); };
     request.threads = options.threads;
@@ -320,12 +337,11 @@ arma::rowvec alibi_slopes(arma::uword heads) {
     return slopes;
 }
 
-arma::mat position_bias(arma::uword n, arma::uword m, double slope) {
+arma::mat position_bias(arma::uword n, arma::uword m, double slope, arma::uword first_query, arma::uword first_key) {
     arma::mat bias(n, m);
     for (arma::uword j = 0; j < m; ++j) {
         for (arma::uword i = 0; i < n; ++i) {
-            const double distance = i > j ? static_cast<double>(i - j) : static_cast<double>(j - i);
-            bias(i, j) = distance == 0.0 ? 0.0 : -slope * distance;
+            bias(i, j) = alibi_bias(first_query + i, first_key + j, slope);
         }
     }
     return bias;
@@ -360,6 +376,48 @@ arma::mat softmax_rows(const arma::mat& S, double sink) {
 arma::mat weighted_sum(const arma::mat& A, const arma::mat& V) {
     // (n × d_v) = A (n × m) · V (m × d_v): row i is Σ_j a_ij · v_j
     return product(A, V);
+}
+
+OnlineState online_softmax(const arma::rowvec& x, const arma::mat& V, arma::uword block, std::optional<double> sink,
+                           bool rescale, const std::function<void(const OnlineUpdate&)>& each) {
+    OnlineState state{-arma::datum::inf, 0.0, arma::rowvec(V.n_cols, arma::fill::zeros)};
+    // keys first … last, or the sink when first is the row's length
+    const auto update = [&](arma::uword first, arma::uword last, double block_max) {
+        OnlineUpdate u;
+        u.first = first;
+        u.last = last;
+        u.sink = first == x.n_elem;
+        u.block_max = block_max;
+        u.before = state;
+        if (std::isinf(block_max) && block_max < 0) {
+            u.blocked = true;  // a block of blocked keys adds nothing
+        } else {
+            const double m_new = std::max(state.max, block_max);
+            // ℓ and o times exp(m_old − m_new), exp(−∞ − m) = 0 from the start; then the new terms
+            u.factor = !rescale ? 1.0 : std::isinf(state.max) && state.max < 0 ? 0.0 : std::exp(state.max - m_new);
+            double added = u.sink ? std::exp(block_max - m_new) : 0.0;
+            state.output *= u.factor;
+            for (arma::uword j = first; !u.sink && j <= last; ++j) {
+                const double e = std::exp(x(j) - m_new);
+                added += e;
+                state.output += e * V.row(j);
+            }
+            state.sum = state.sum * u.factor + added;
+            state.max = m_new;
+        }
+        u.after = state;
+        if (each) {
+            each(u);
+        }
+    };
+    for (arma::uword first = 0; first < x.n_elem; first += block) {
+        const arma::uword last = std::min<arma::uword>(first + block, x.n_elem) - 1;
+        update(first, last, x.subvec(first, last).max());
+    }
+    if (sink) {
+        update(x.n_elem, x.n_elem, *sink);
+    }
+    return state;
 }
 
 namespace {

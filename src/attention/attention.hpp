@@ -10,6 +10,7 @@
 #include "attention/trace.hpp"
 #include "model/model.hpp"
 
+#include <functional>
 #include <optional>
 #include <utility>
 #include <string>
@@ -48,8 +49,19 @@ std::pair<arma::uword, arma::uword> rope_pair(RopeStyle style, arma::uword k, ar
 // H, followed by those of 2P at h = 1, 3, 5, … until there are H.
 arma::rowvec alibi_slopes(arma::uword heads);
 
-// step: position bias (n × m) = −slope·|i − j|, queries and keys by position
-arma::mat position_bias(arma::uword n, arma::uword m, double slope);
+// ALiBi's bias of the query at position i and the key at position j:
+// −slope·|i − j|, and 0 (not −0) at the query's own position. Every ALiBi
+// bias qkv computes (the step, decoding, the engine's blocks and its backward
+// pass) is this function.
+inline double alibi_bias(arma::uword i, arma::uword j, double slope) {
+    const double distance = static_cast<double>(i > j ? i - j : j - i);
+    return distance == 0.0 ? 0.0 : -slope * distance;
+}
+
+// step: position bias (n × m) = −slope·|i − j|: row r is the query at position
+// first_query + r, column c the key at position first_key + c (from 0)
+arma::mat position_bias(arma::uword n, arma::uword m, double slope, arma::uword first_query = 0,
+                        arma::uword first_key = 0);
 
 // step: masked scores: cells where allowed is 0 become −∞
 arma::mat apply_mask(const arma::mat& S, const arma::mat& allowed);
@@ -64,6 +76,38 @@ arma::mat softmax_rows(const arma::mat& S, double sink);
 
 // step: head output (n × d_v) = A (n × m) · V (m × d_v)
 arma::mat weighted_sum(const arma::mat& A, const arma::mat& V);
+
+// The online softmax (FlashAttention) of one row: where the recurrence stands,
+// the running maximum m, the sum ℓ and the unnormalised output o.
+struct OnlineState {
+    double max = -arma::datum::inf;
+    double sum = 0.0;
+    arma::rowvec output;
+};
+// One update of the recurrence: keys first … last (0-based) of the row, or the
+// sink (first = last = the row's length), with the state before and after.
+struct OnlineUpdate {
+    arma::uword first = 0;
+    arma::uword last = 0;
+    bool sink = false;
+    bool blocked = false;     // every key of the block is −∞: nothing changes
+    double block_max = 0.0;   // the block's largest score (the sink's logit)
+    double factor = 1.0;      // what ℓ and o were multiplied by: exp(m_old − m), 0 from m = −∞
+    OnlineState before;
+    OnlineState after;
+};
+// Row x of scores against values V (x.n_elem × d_v; no columns for the weights
+// alone), the keys read `block` at a time: from m = −∞, ℓ = 0, o = 0, each
+// block raises m to its largest score, multiplies ℓ and o by exp(m_old − m)
+// and adds Σ exp(x_j − m) and Σ exp(x_j − m)·v_j of its own keys; the sink,
+// when given, joins last as one more logit with no value. The row's output is
+// then o / ℓ and its weights exp(x_j − m) / ℓ. `rescale` false is a
+// learner's mistake: ℓ and o kept as they were when m rises. `each`, when
+// set, sees every update. This is the one recurrence: explain --block-size
+// shows it and check grades against it.
+OnlineState online_softmax(const arma::rowvec& x, const arma::mat& V, arma::uword block,
+                           std::optional<double> sink = std::nullopt, bool rescale = true,
+                           const std::function<void(const OnlineUpdate&)>& each = {});
 
 // The backward pass (STEPS in man/qkv.1.in): each the gradient of the loss L with respect
 // to a forward value, from the gradient of what that value fed.

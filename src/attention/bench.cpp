@@ -1,6 +1,7 @@
 // `qkv bench`'s measurement (see bench.hpp): random data, the weights packed
 // for the engine, one warm-up run, then the timed runs and their medians.
 #include "attention/bench.hpp"
+#include "attention/steps.hpp"
 
 #include "attention/engine.hpp"
 #include "attention/kernels.hpp"
@@ -84,6 +85,26 @@ PackedWeights random_weights(arma::uword d_model, arma::uword heads, arma::uword
     return weights;
 }
 
+// The steps the benchmark computes: the step table's answer for a model with
+// its features, since which steps an example has never depends on its numbers.
+StepSet bench_steps(const BenchSpec& spec) {
+    Model model;
+    model.heads.resize(spec.heads);
+    model.kv_head_count = spec.kv_head_count();
+    if (spec.rope) {
+        model.rope = Rope{};
+    }
+    if (spec.window > 0) {
+        model.mask_kind = MaskKind::window;
+        model.window = spec.window;
+    }
+    model.W_O = arma::mat();
+    if (spec.backward) {
+        model.grad_output = arma::mat();
+    }
+    return steps_of(model);
+}
+
 // Each run's total and each step's times, the steps in the order they first came.
 struct Timings {
     std::vector<double> totals;
@@ -148,6 +169,7 @@ BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int do
     request.rope = spec.rope ? &rope : nullptr;
     request.mask.causal = spec.window > 0;
     request.mask.window = spec.window;
+    request.steps = bench_steps(spec);
     request.threads = result.threads;  // nothing kept: only the output, as `qkv run --steps output`
     const arma::mat grad_output(spec.tokens, spec.d_model, arma::fill::ones);
     request.grad_output = spec.backward ? &grad_output : nullptr;

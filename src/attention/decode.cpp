@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 namespace qkv {
@@ -21,68 +22,39 @@ arma::rowvec as_step(const Model& model, StepId id, const arma::rowvec& row) {
     return decimals ? arma::rowvec(round_to(row, *decimals)) : row;
 }
 
-// ALiBi's bias of the query at position t for the cached positions
-// first … t: −m·(t − j), 0 (not −0) for the query's own position.
-arma::rowvec alibi_row(arma::uword first, arma::uword t, double slope) {
-    arma::rowvec bias(t - first + 1);
-    for (arma::uword j = first; j <= t; ++j) {
-        bias(j - first) = j == t ? 0.0 : -slope * static_cast<double>(t - j);
+// The steps decoding computes for each token: the example's steps before
+// concat, in the table's order, without its weights (which are given).
+std::vector<StepId> decoded_steps(const Model& model) {
+    std::vector<StepId> ids;
+    for (const StepId id : all_steps()) {
+        if (id == StepId::concat) {
+            break;
+        }
+        if (!step_row(id).parameter && step_exists(model, id)) {
+            ids.push_back(id);
+        }
     }
-    return bias;
+    return ids;
 }
 
-// The projections' source row of token t (1-based): x_t, or x_t + p_t with
-// positions, each rounded as its step.
-arma::rowvec source_row(const Model& model, arma::uword t) {
-    const arma::rowvec x = as_step(model, StepId::inputs, model.X.row(t - 1));
-    if (!model.P) {
-        return x;
+// The step of key/value head g that query heads read, among those of `reader`.
+StepId kv_input(const Model& model, StepId reader) {
+    for (const StepKey& input : step_inputs(model, {reader, 1})) {
+        if (is_per_kv_head(input.id)) {
+            return input.id;
+        }
     }
-    const arma::rowvec p = as_step(model, StepId::positional, model.P->row(t - 1));
-    return as_step(model, StepId::encoded, x + p);
+    throw std::logic_error(step_text(reader) + " reads no step of a key/value head");
 }
 
-// One projection of one row: (1 × out) = x (1 × d_model) · W (d_model × out) + b, rounded as `id`.
-arma::rowvec project_row(const Model& model, StepId id, const arma::rowvec& x, const arma::mat& W,
-                         const std::optional<arma::rowvec>& b) {
-    return as_step(model, id, arma::rowvec(project(x, W, b)));
-}
-
-// The new query of head h at position t reads the cache of its key/value head.
-DecodeRow attend(const Model& model, const KeyValueCache& cache, const arma::rowvec& x, arma::uword t, int h) {
-    const HeadWeights& weights = model.heads.at(static_cast<std::size_t>(h - 1));
-    DecodeRow row;
-    row.t = t;
-    row.head = h;
-    row.kv_head = model.kv_head_of(h);
-    row.first = cache.first();
-
-    // the query (1 × d_k) of the new token only, rotated at its position t − 1
-    row.query = project_row(model, StepId::queries, x, weights.W_Q, weights.b_Q);
-    if (model.rope) {
-        row.query = as_step(model, StepId::rotated_queries, arma::rowvec(rotate(row.query, *model.rope, t - 1)));
-    }
-
-    // dots (1 × c) = q (1 × d_k) · Kᵀ (d_k × c), the cached keys only
-    row.dots = as_step(model, StepId::scores, arma::rowvec(scores(row.query, cache.keys())));
-    row.scores = as_step(model, StepId::scaled_scores, row.dots / model.scale());
-    if (model.alibi) {
-        const double slope = (*model.alibi)(static_cast<arma::uword>(h - 1));
-        row.bias = as_step(model, StepId::position_bias, alibi_row(row.first, t, slope));
-        row.scores = as_step(model, StepId::biased_scores, row.scores + row.bias);
-    }
-    // every cached key is allowed: the cache holds exactly what the mask lets through
-    row.scores = as_step(model, StepId::masked_scores, row.scores);
-
-    // weights (1 × c) = softmax(scores), the head's sink joining the sum when set
-    const arma::mat weights_row = model.sinks
-                                      ? softmax_rows(row.scores, (*model.sinks)(static_cast<arma::uword>(h - 1)))
-                                      : softmax_rows(row.scores);
-    row.weights = as_step(model, StepId::weights, arma::rowvec(weights_row));
-
-    // output (1 × d_v) = weights (1 × c) · V (c × d_v)
-    row.head_output = as_step(model, StepId::head_output, arma::rowvec(weighted_sum(row.weights, cache.values())));
-    return row;
+// One step at the new token, as its row of the step table says: compute() on
+// the token's row (and the caches), or the row's own function of the positions.
+arma::rowvec at_token(const Model& model, const StepKey& key, const TokenPositions& at,
+                      const std::vector<const arma::mat*>& inputs) {
+    const StepRow& row = step_row(key.id);
+    const arma::mat value = row.token == OneToken::by_row ? row.compute(model, key.head, inputs)
+                                                          : row.decode(model, key.head, at, inputs);
+    return as_step(model, key.id, arma::rowvec(value));
 }
 
 }  // namespace
@@ -112,6 +84,15 @@ std::vector<DecodeObstacle> decode_obstacles(const Model& model) {
     if (model.padding) {
         problems.push_back({"the example has padding", "no padding, since a cache holds only real tokens",
                             "remove padding: and the padded tokens"});
+    }
+    if (problems.empty()) {
+        for (const StepId id : decoded_steps(model)) {
+            if (step_row(id).token == OneToken::none) {
+                problems.push_back({"decoding has no one-token form of the step " + step_text(id),
+                                    "an example whose steps decoding computes",
+                                    "run the example without --decode"});
+            }
+        }
     }
     return problems;
 }
@@ -185,24 +166,68 @@ DecodeTrace decode(const Model& model) {
     trace.keys.assign(trace.kv_heads, arma::mat(trace.n, trace.d_k));
     trace.values.assign(trace.kv_heads, arma::mat(trace.n, trace.d_v));
 
+    // the steps of each kind of head, and which steps of a key/value head the caches hold
+    std::vector<StepId> shared;
+    std::vector<StepId> per_kv_head;
+    std::vector<StepId> per_query_head;
+    for (const StepId id : decoded_steps(model)) {
+        (!is_per_head(id) ? shared : is_per_kv_head(id) ? per_kv_head : per_query_head).push_back(id);
+    }
+    const StepId cached_keys = kv_input(model, StepId::scores);
+    const StepId cached_values = kv_input(model, StepId::head_output);
+
     for (arma::uword t = 1; t <= trace.n; ++t) {
-        // only the new token is projected: its key and value join each cache
-        const arma::rowvec x = source_row(model, t);
-        for (int g = 1; g <= static_cast<int>(trace.kv_heads); ++g) {
-            const HeadWeights& kv = model.kv_weights(g);
-            arma::rowvec key = project_row(model, StepId::keys, x, kv.W_K, kv.b_K);
-            if (model.rope) {
-                // turned once, at its own position, and stored turned
-                key = as_step(model, StepId::rotated_keys, arma::rowvec(rotate(key, *model.rope, t - 1)));
+        // this token's rows by step and head, the rows of a step before it only as its cache
+        std::map<StepKey, arma::mat> now;
+        TokenPositions at{t - 1, t - 1};
+        const auto inputs_of = [&](const StepKey& key) {
+            std::vector<const arma::mat*> inputs;
+            for (const StepKey& input : step_inputs(model, key)) {
+                inputs.push_back(&now.at(input));
             }
-            const arma::rowvec value = project_row(model, StepId::values, x, kv.W_V, kv.b_V);
+            return inputs;
+        };
+        const auto compute_row = [&](const StepKey& key) { now[key] = at_token(model, key, at, inputs_of(key)); };
+        // what every head reads (x_t, or x_t + p_t)
+        for (const StepId id : shared) {
+            compute_row({id, 0});
+        }
+        // only the new token is projected: its key and value join each cache (the key turned at its position)
+        for (int g = 1; g <= static_cast<int>(trace.kv_heads); ++g) {
+            for (const StepId id : per_kv_head) {
+                compute_row({id, g});
+            }
+            const arma::rowvec key = now.at({cached_keys, g});
+            const arma::rowvec value = now.at({cached_values, g});
             caches[static_cast<std::size_t>(g - 1)].append(key, value);
             trace.keys[static_cast<std::size_t>(g - 1)].row(t - 1) = key;
             trace.values[static_cast<std::size_t>(g - 1)].row(t - 1) = value;
         }
         // then the new token's query, in each query head, reads its key/value head's cache
+        for (int g = 1; g <= static_cast<int>(trace.kv_heads); ++g) {
+            const KeyValueCache& cache = caches[static_cast<std::size_t>(g - 1)];
+            now[{cached_keys, g}] = cache.keys();
+            now[{cached_values, g}] = cache.values();
+            at.first_key = cache.first() - 1;
+        }
         for (int h = 1; h <= static_cast<int>(trace.heads); ++h) {
-            trace.rows.push_back(attend(model, caches[static_cast<std::size_t>(model.kv_head_of(h) - 1)], x, t, h));
+            for (const StepId id : per_query_head) {
+                compute_row({id, h});
+            }
+            DecodeRow row;
+            row.t = t;
+            row.head = h;
+            row.kv_head = model.kv_head_of(h);
+            row.first = caches[static_cast<std::size_t>(row.kv_head - 1)].first();
+            row.query = now.at(step_inputs(model, {StepId::scores, h}).front());
+            row.dots = now.at({StepId::scores, h});
+            if (model.alibi) {
+                row.bias = now.at({StepId::position_bias, h});
+            }
+            row.scores = now.at(step_inputs(model, {StepId::weights, h}).front());
+            row.weights = now.at({StepId::weights, h});
+            row.head_output = now.at({StepId::head_output, h});
+            trace.rows.push_back(std::move(row));
         }
     }
     return trace;

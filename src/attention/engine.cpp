@@ -9,9 +9,11 @@
 
 #include "attention/attention.hpp"
 #include "attention/kernels.hpp"
+#include "attention/steps.hpp"
 
 #include <algorithm>
 #include <array>
+#include <bitset>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -154,22 +156,8 @@ bool keeps(const EngineRequest& request, StepId id, int head) { return request.k
 // phase, workers take the next item until none is left.
 class HeadSteps {
 public:
-    // the per-head steps in order; also the index of their timers and kept matrices
-    enum Part {
-        p_rotated_queries,
-        p_rotated_keys,
-        p_scores,
-        p_scaled,
-        p_bias,
-        p_biased,
-        p_masked,
-        p_weights,
-        p_head_output,
-        k_parts
-    };
-    static constexpr StepId k_ids[k_parts] = {
-        StepId::rotated_queries, StepId::rotated_keys,  StepId::scores,  StepId::scaled_scores, StepId::position_bias,
-        StepId::biased_scores,   StepId::masked_scores, StepId::weights, StepId::head_output};
+    // a step's timer and kept matrices: its place in the step table
+    static std::size_t slot(StepId id) { return static_cast<std::size_t>(id); }
 
     HeadSteps(const EngineRequest& request, const Projections& p, arma::mat& concat, EngineResult& result,
               int threads)
@@ -188,25 +176,19 @@ public:
         // the whole n × m matrices of the steps a caller keeps, filled block by block
         const int heads = static_cast<int>(m_weights.heads);
         m_all_keys.assign(heads, false);
-        for (const Part part : {p_scores, p_scaled, p_bias, p_biased, p_masked, p_weights}) {
-            m_keep[part].assign(heads, nullptr);
-            if (!exists(part)) {
+        for (const StepId id : all_steps()) {
+            m_keep[slot(id)].assign(heads, nullptr);
+            // the forward pass's n × m steps of the example (the step table's square rows)
+            if (!step_row(id).square || is_gradient(id) || !exists(id)) {
                 continue;
             }
             for (int h = 1; h <= heads; ++h) {
-                if (keeps(request, k_ids[part], h)) {
-                    arma::mat& kept = result.kept[{k_ids[part], h}];
+                if (keeps(request, id, h)) {
+                    arma::mat& kept = result.kept[{id, h}];
                     kept.set_size(m_n, m_m);
-                    m_keep[part][h - 1] = kept.memptr();
+                    m_keep[slot(id)][h - 1] = kept.memptr();
                     // a step before the mask shows every key, blocked or not
-                    m_all_keys[h - 1] = m_all_keys[h - 1] || part < p_masked;
-                }
-            }
-        }
-        if (request.mask.padding != nullptr) {
-            for (arma::uword j = 0; j < m_m; ++j) {
-                if ((*request.mask.padding)(j) == 0.0) {
-                    m_padded_keys.push_back(j);
+                    m_all_keys[h - 1] = m_all_keys[h - 1] || id < StepId::masked_scores;
                 }
             }
         }
@@ -223,7 +205,7 @@ public:
     // Each key/value head is prepared before the blocks start, by the workers,
     // a head at a time: RoPE on its keys, and with qkv's own products its K and
     // V packed for them (kernels.hpp).
-    arma::uword kv_items() const { return m_request.rope != nullptr || m_own_products ? m_weights.kv_heads : 0; }
+    arma::uword kv_items() const { return exists(StepId::rotated_keys) || m_own_products ? m_weights.kv_heads : 0; }
     void allocate_packed(Buffer& keys, Buffer& values) {
         if (m_own_products) {
             keys.resize(m_weights.kv_heads * kernels::packed_keys_size(m_m, m_weights.d_k));
@@ -246,7 +228,12 @@ public:
         double* inverse = nullptr;  // m_block
         double* output = nullptr;   // m_block × d_v
         double* queries = nullptr;  // the block's packed queries, with qkv's own products
-        std::array<double, k_parts> times{};  // milliseconds per step
+        std::array<double, k_step_count> times{};  // milliseconds per step, by its place in the table
+        std::bitset<k_step_count> timed;           // the steps timed, which the example has
+        void add(StepId id, double ms) {
+            times[slot(id)] += ms;
+            timed.set(slot(id));
+        }
     };
     Scratch make_scratch(Buffer& memory) const {
         // each part a whole number of cache lines from the buffer's start, so
@@ -288,10 +275,10 @@ public:
         const arma::uword d_k = m_weights.d_k;
         const arma::uword d_v = m_weights.d_v;
         double* K_g = m_K + g * d_k * m_m;
-        if (m_request.rope != nullptr) {
+        if (exists(StepId::rotated_keys)) {
             const auto start = Clock::now();
             rotate(K_g, m_m, 0, m_m);
-            scratch.times[p_rotated_keys] += ms_since(start);
+            scratch.add(StepId::rotated_keys, ms_since(start));
         }
         if (m_own_products) {
             kernels::pack_keys(K_g, m_m, d_k, packed_keys(g));
@@ -304,22 +291,8 @@ public:
         run_item(item / m_blocks, item % m_blocks, scratch);
     }
 
-    // Whether the example has this step (rotated_queries and rotated_keys need
-    // RoPE, position_bias and biased_scores ALiBi, masked_scores a mask).
-    bool exists(Part part) const {
-        switch (part) {
-            case p_rotated_queries:
-            case p_rotated_keys:
-                return m_request.rope != nullptr;
-            case p_bias:
-            case p_biased:
-                return m_request.alibi != nullptr;
-            case p_masked:
-                return m_request.mask.any();
-            default:
-                return true;
-        }
-    }
+    // Whether the example has this step, as the step table says (EngineRequest::steps).
+    bool exists(StepId id) const { return m_request.has(id); }
 
 private:
     // key/value head g's packed K and V (the buffers belong to the workspace, not to this object)
@@ -352,7 +325,7 @@ private:
     }
 
     // where head h keeps the n × m matrix of a step, or nullptr
-    double* kept(Part part, arma::uword h) const { return m_keep[part][h]; }
+    double* kept(StepId id, arma::uword h) const { return m_keep[slot(id)][h]; }
 
     // `outside` in rows r0 … of a kept n × m matrix, for the keys the block was
     // not computed against
@@ -388,32 +361,31 @@ private:
         const arma::uword rows = std::min(m_block, m_n - r0);
         const auto [k0, keys] = keys_of(h, r0, rows);
         const Block b{h, m_weights.kv_head_of(h), r0, rows, k0, keys};
-        auto& times = scratch.times;
         auto start = Clock::now();
-        if (m_request.rope != nullptr) {
+        if (exists(StepId::rotated_queries)) {
             // each (head, block) turns its own rows of the head's queries
             rotate(m_Q + h * m_weights.d_k * m_n, m_n, r0, rows);
-            times[p_rotated_queries] += ms_since(start);
+            scratch.add(StepId::rotated_queries, ms_since(start));
             start = Clock::now();
         }
         block_scores(b, scratch);
-        times[p_scores] += ms_since(start);
-        if (exists(p_biased)) {
+        scratch.add(StepId::scores, ms_since(start));
+        if (exists(StepId::biased_scores)) {
             start = Clock::now();
             block_bias(b, scratch.scores);
-            times[p_biased] += ms_since(start);
+            scratch.add(StepId::biased_scores, ms_since(start));
         }
-        if (exists(p_masked)) {
+        if (exists(StepId::masked_scores)) {
             start = Clock::now();
             block_mask(b, scratch.scores);
-            times[p_masked] += ms_since(start);
+            scratch.add(StepId::masked_scores, ms_since(start));
         }
         start = Clock::now();
         block_softmax(b, scratch);
-        times[p_weights] += ms_since(start);
+        scratch.add(StepId::weights, ms_since(start));
         start = Clock::now();
         block_head_output(b, scratch);
-        times[p_head_output] += ms_since(start);
+        scratch.add(StepId::head_output, ms_since(start));
     }
 
     // step: scaled scores of the block, transposed so that each query's row is
@@ -434,11 +406,11 @@ private:
             gemm(false, true, b.keys, b.rows, d_k, m_inv_scale, K_g + b.k0, m, Q_h + b.r0, n, St, b.keys);
         }
         // a kept step before the mask has every key in the block (keys_of)
-        if (double* S = kept(p_scores, b.h)) {
+        if (double* S = kept(StepId::scores, b.h)) {
             // S_block (rows × m) = Q_block · K_gᵀ, unscaled, straight into rows r0 … of S
             gemm(false, true, b.rows, m, d_k, 1.0, Q_h + b.r0, n, K_g, m, S + b.r0, n);
         }
-        if (double* scaled = kept(p_scaled, b.h)) {
+        if (double* scaled = kept(StepId::scaled_scores, b.h)) {
             copy_transposed(St, m, b.rows, scaled + b.r0, n);
         }
     }
@@ -447,10 +419,7 @@ private:
     // scaled scores as it is computed: no n × m matrix unless position_bias is kept
     void block_bias(const Block& b, double* St) const {
         const double slope = (*m_request.alibi)(b.h);
-        const auto bias = [slope](arma::uword i, arma::uword j) {
-            const double distance = static_cast<double>(i > j ? i - j : j - i);
-            return distance == 0.0 ? 0.0 : -slope * distance;
-        };
+        const auto bias = [slope](arma::uword i, arma::uword j) { return alibi_bias(i, j, slope); };
         for (arma::uword i = 0; i < b.rows; ++i) {
             double* row = St + i * b.keys;
             for (arma::uword j = 0; j < b.keys; ++j) {
@@ -458,14 +427,14 @@ private:
             }
         }
         // a kept step before the mask has every key in the block (keys_of)
-        if (double* B = kept(p_bias, b.h)) {
+        if (double* B = kept(StepId::position_bias, b.h)) {
             for (arma::uword j = 0; j < m_m; ++j) {
                 for (arma::uword i = 0; i < b.rows; ++i) {
                     B[b.r0 + i + j * m_n] = bias(b.r0 + i, j);
                 }
             }
         }
-        if (double* biased = kept(p_biased, b.h)) {
+        if (double* biased = kept(StepId::biased_scores, b.h)) {
             copy_transposed(St, m_m, b.rows, biased + b.r0, m_n);
         }
     }
@@ -479,29 +448,19 @@ private:
         for (arma::uword i = 0; i < b.rows; ++i) {
             double* row = St + i * b.keys;  // row[key − k0]
             const arma::uword query = b.r0 + i;
-            if (mask.causal) {
-                for (arma::uword key = std::max(query + 1, b.k0); key < end; ++key) {
+            // what the causal mask and its window block, then the matrix and padding among the rest
+            const auto [first, last] = mask.seen_by(query, m_m);
+            const arma::uword from = std::clamp(first, b.k0, end);
+            const arma::uword to = std::clamp(last, from, end);
+            std::fill(row, row + (from - b.k0), minus_inf);
+            std::fill(row + (to - b.k0), row + b.keys, minus_inf);
+            for (arma::uword key = from; (mask.matrix != nullptr || mask.padding != nullptr) && key < to; ++key) {
+                if (mask.matrix_blocks(query, key) || mask.padding_blocks(key)) {
                     row[key - b.k0] = minus_inf;
-                }
-                // a sliding window also blocks the keys before query − window + 1
-                for (arma::uword key = b.k0; mask.window > 0 && key + mask.window <= query && key < end; ++key) {
-                    row[key - b.k0] = minus_inf;
-                }
-            }
-            for (const arma::uword key : m_padded_keys) {
-                if (key >= b.k0 && key < end) {
-                    row[key - b.k0] = minus_inf;
-                }
-            }
-            if (mask.matrix != nullptr) {
-                for (arma::uword key = b.k0; key < end; ++key) {
-                    if ((*mask.matrix)(query, key) == 0.0) {
-                        row[key - b.k0] = minus_inf;
-                    }
                 }
             }
         }
-        if (double* masked = kept(p_masked, b.h)) {
+        if (double* masked = kept(StepId::masked_scores, b.h)) {
             copy_transposed(St, b.keys, b.rows, masked + b.r0 + b.k0 * m_n, m_n);
             fill_outside(b, masked, minus_inf);
         }
@@ -519,7 +478,7 @@ private:
         for (arma::uword i = 0; i < b.rows; ++i) {
             inverse[i] = 1.0 / scratch.sums[i];
         }
-        if (double* A = kept(p_weights, b.h)) {
+        if (double* A = kept(StepId::weights, b.h)) {
             for (arma::uword j = 0; j < b.keys; ++j) {
                 for (arma::uword i = 0; i < b.rows; ++i) {
                     A[b.r0 + i + (b.k0 + j) * m_n] = St[j + i * b.keys] * inverse[i];
@@ -570,9 +529,9 @@ private:
     double* m_K;
     const double* m_V;
     double* m_concat;
-    std::vector<double*> m_keep[k_parts];  // per query head: where a kept step's n × m matrix is filled, or nullptr
+    // per step and query head: where a kept step's n × m matrix is filled, or nullptr
+    std::array<std::vector<double*>, k_step_count> m_keep;
     std::vector<bool> m_all_keys;          // per query head: every key is computed (a step before the mask is kept)
-    std::vector<arma::uword> m_padded_keys;
     arma::uword m_max_keys = 0;    // the most keys of any block
     arma::mat m_cosines;           // with RoPE: positions × d_k/2
     arma::mat m_sines;
@@ -680,24 +639,26 @@ void run_heads(const EngineRequest& request, const Projections& p, arma::mat& co
     }
     steps.allocate_packed(workspace.packed_keys, workspace.packed_values);
     const auto start = Clock::now();
-    if (request.rope != nullptr) {
+    if (request.has(StepId::rotated_queries)) {
         // RoPE's angles on this thread, counted with rotated_queries
         steps.rope_angles();
-        scratch.front().times[HeadSteps::p_rotated_queries] += ms_since(start);
+        scratch.front().add(StepId::rotated_queries, ms_since(start));
     }
     // the key/value heads first, then the blocks
     parallel_for(workers, steps.kv_items(),
                  [&steps, &scratch](arma::uword g, int worker) { steps.prepare(g, scratch[worker]); });
     parallel_for(workers, steps.items(),
                  [&steps, &scratch](arma::uword item, int worker) { steps.work(item, scratch[worker]); });
-    const auto per_part = share_wall_time<HeadSteps::k_parts>(ms_since(start), scratch);
-    for (int part = 0; part < HeadSteps::k_parts; ++part) {
-        // the scaling is part of the score product, ALiBi's bias part of the biased scores
-        const auto id = static_cast<HeadSteps::Part>(part);
-        if (id == HeadSteps::p_scaled || id == HeadSteps::p_bias || !steps.exists(id)) {
-            continue;
+    const auto per_step = share_wall_time<k_step_count>(ms_since(start), scratch);
+    std::bitset<k_step_count> timed;
+    for (const auto& local : scratch) {
+        timed |= local.timed;
+    }
+    // the scaling is part of the score product, ALiBi's bias part of the biased scores
+    for (const StepId id : all_steps()) {
+        if (timed.test(HeadSteps::slot(id))) {
+            times.emplace_back(id, per_step[HeadSteps::slot(id)]);
         }
-        times.emplace_back(HeadSteps::k_ids[part], per_part[part]);
     }
 }
 
@@ -751,7 +712,7 @@ EngineResult run_engine(const EngineRequest& request) {
     arma::mat& concat = workspace.concat;
     concat.set_size(projections.n, request.weights->heads * request.weights->d_v);
     run_heads(request, projections, concat, workspace, threads, result, times);
-    if (request.rope != nullptr) {
+    if (request.has(StepId::rotated_queries)) {
         keep_projections(request, projections, true, result);  // turned in place by the heads
     }
     keep_head_outputs(request, concat, result);

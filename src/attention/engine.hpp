@@ -79,31 +79,6 @@ PackedWeights pack_weights(const Model& model);
 // The most query rows the engine works on at once (a block), for any n and m.
 inline constexpr arma::uword k_max_block_rows = 256;
 
-// Which cells are blocked, read from the model without building an n × m matrix.
-struct MaskView {
-    bool causal = false;                    // key j is blocked for query i when j > i
-    arma::uword window = 0;                 // with causal: also when i − j ≥ window (0: no window)
-    const arma::mat* matrix = nullptr;      // n × m, 0 = blocked
-    const arma::rowvec* padding = nullptr;  // 1 × m, 0 = a padding key, blocked for every query
-
-    bool any() const { return causal || matrix != nullptr || padding != nullptr; }
-    bool blocked(arma::uword i, arma::uword j) const {
-        return (causal && (j > i || (window > 0 && i - j >= window))) || (matrix != nullptr && (*matrix)(i, j) == 0.0) ||
-               (padding != nullptr && (*padding)(j) == 0.0);
-    }
-    // The keys [first, last) outside which queries r0 … r1 − 1 see nothing (of
-    // m keys): with causal, none after r1 − 1; with a window, none before r0 − W + 1.
-    std::pair<arma::uword, arma::uword> key_range(arma::uword r0, arma::uword r1, arma::uword m) const {
-        if (!causal) {
-            return {0, m};
-        }
-        const arma::uword first = window > 0 && r0 + 1 > window ? r0 + 1 - window : 0;
-        const arma::uword last = std::min(r1, m);
-        return {std::min(first, last), last};
-    }
-};
-
-MaskView mask_view(const Model& model);
 
 // Milliseconds spent in each step, in the order of the steps (summed over heads).
 using StepTimes = std::vector<std::pair<StepId, double>>;
@@ -169,6 +144,10 @@ struct EngineRequest {
     const arma::rowvec* alibi = nullptr;  // ALiBi: one slope per query head, when set
     const arma::rowvec* sinks = nullptr;  // one sink logit per query head, when set
     MaskView mask;
+    // The steps the example has (steps_of): those of the step table's rows
+    // marked `engine` are computed, each only when it is here.
+    StepSet steps;
+    bool has(StepId id) const { return steps.test(static_cast<std::size_t>(id)); }
     // Steps to hand back whole: per-head ids with their 1-based head (the
     // key/value head for keys, values and rotated_keys), others with 0.
     std::function<bool(StepId id, int head)> keep;

@@ -142,7 +142,8 @@ public:
         std::fill(dK, dK + m * d_k, 0.0);
         std::fill(dV, dV + m * d_v, 0.0);
         const double inverse_scale = 1.0 / m_request.scale;
-        const double slope = m_request.alibi != nullptr ? (*m_request.alibi)(h) : 0.0;
+        const bool alibi = m_request.has(StepId::position_bias);
+        const double slope = alibi ? (*m_request.alibi)(h) : 0.0;
         const double sink =
             m_request.sinks != nullptr ? (*m_request.sinks)(h) : -std::numeric_limits<double>::infinity();
         const int head = static_cast<int>(h) + 1;
@@ -176,14 +177,14 @@ public:
             } else {
                 gemm(false, true, keys, rows, d_k, inverse_scale, K + k0, m, Q + r0, n, A, keys);
             }
-            if (m_request.alibi != nullptr || m_request.mask.any()) {
+            if (alibi || m_request.mask.any()) {
                 for (arma::uword i = 0; i < rows; ++i) {
                     double* column = A + i * keys;
                     const arma::uword query = r0 + i;
                     for (arma::uword j = 0; j < keys; ++j) {
                         const arma::uword key = k0 + j;
-                        if (m_request.alibi != nullptr && key != query) {
-                            column[j] -= slope * static_cast<double>(key > query ? key - query : query - key);
+                        if (alibi) {
+                            column[j] += alibi_bias(query, key, slope);
                         }
                         if (m_request.mask.any() && m_request.mask.blocked(query, key)) {
                             column[j] = -std::numeric_limits<double>::infinity();
@@ -250,7 +251,7 @@ public:
         if (kept_scores != nullptr) {
             *kept_scores *= inverse_scale;
         }
-        if (m_request.rope != nullptr) {
+        if (m_request.has(StepId::rotated_queries)) {
             const auto start = Clock::now();
             rotate_back_in_place(dQ, n, d_k, *m_request.rope);
             rotate_back_in_place(dK, m, d_k, *m_request.rope);

@@ -75,15 +75,6 @@ PackedWeights pack_weights(const Model& model) {
     return packed;
 }
 
-MaskView mask_view(const Model& model) {
-    MaskView view;
-    view.causal = model.mask_kind == MaskKind::causal || model.mask_kind == MaskKind::window;
-    view.window = model.mask_kind == MaskKind::window ? model.window : 0;
-    view.matrix = model.mask_kind == MaskKind::matrix ? &model.mask : nullptr;
-    view.padding = model.padding ? &*model.padding : nullptr;
-    return view;
-}
-
 MemoryShape memory_shape(const Model& model) {
     MemoryShape shape;
     shape.n = model.n();

@@ -4,6 +4,7 @@
 // and everything that reads it can refer to them.
 #pragma once
 
+#include <bitset>
 #include <compare>
 #include <cstddef>
 #include <optional>
@@ -73,6 +74,9 @@ enum class StepId {
     grad_context,
 };
 inline constexpr std::size_t k_step_count = static_cast<std::size_t>(StepId::grad_context) + 1;
+
+// A set of steps, by their place in the table: an example's (steps_of in steps.hpp).
+using StepSet = std::bitset<k_step_count>;
 
 // Every step id, in order.
 std::vector<StepId> all_steps();

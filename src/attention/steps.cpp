@@ -111,6 +111,11 @@ std::vector<StepKey> reads_concat(const Model& model, int) {
 arma::mat given_inputs(const Model& model, int, StepInputs) { return model.X; }
 arma::mat given_positions(const Model& model, int, StepInputs) { return *model.P; }
 arma::mat given_context(const Model& model, int, StepInputs) { return *model.C; }
+// at --decode's new token: its own row of X and of P
+arma::mat inputs_at(const Model& model, int, const TokenPositions& at, StepInputs) { return model.X.row(at.token); }
+arma::mat positions_at(const Model& model, int, const TokenPositions& at, StepInputs) {
+    return model.P->row(at.token);
+}
 
 // X + P, (n × d_model)
 arma::mat add_positions(const Model&, int, StepInputs in) { return *in[0] + *in[1]; }
@@ -128,6 +133,10 @@ arma::mat project_values(const Model& model, int g, StepInputs in) {
 
 // RoPE: each row's pairs turned by the angle position·θ_k (attention.hpp)
 arma::mat rotate_rows(const Model& model, int, StepInputs in) { return rotate(*in[0], *model.rope); }
+// the new token's query or key, turned at the token's position
+arma::mat rotate_at(const Model& model, int, const TokenPositions& at, StepInputs in) {
+    return rotate(*in[0], *model.rope, at.token);
+}
 
 // (n × m) = Q (n × d_k) · Kᵀ (d_k × m)
 arma::mat score(const Model&, int, StepInputs in) { return scores(*in[0], *in[1]); }
@@ -138,9 +147,25 @@ arma::mat scale(const Model& model, int, StepInputs in) { return *in[0] / model.
 arma::mat bias(const Model& model, int h, StepInputs) {
     return position_bias(model.n(), model.m(), (*model.alibi)(static_cast<arma::uword>(h - 1)));
 }
+// (1 × c): the new token's bias for each cached key
+arma::mat bias_at(const Model& model, int h, const TokenPositions& at, StepInputs) {
+    return position_bias(1, at.keys(), (*model.alibi)(static_cast<arma::uword>(h - 1)), at.token, at.first_key);
+}
 arma::mat add_bias(const Model&, int, StepInputs in) { return *in[0] + *in[1]; }
 
 arma::mat mask(const Model& model, int, StepInputs in) { return apply_mask(*in[0], model.allowed()); }
+// (1 × c): the new token's scores with the cached keys it may not see at −∞
+// (none under a causal mask or a window, whose cache holds only what they let through)
+arma::mat mask_at(const Model& model, int, const TokenPositions& at, StepInputs in) {
+    const MaskView view = mask_view(model);
+    arma::mat result = *in[0];
+    for (arma::uword c = 0; c < at.keys(); ++c) {
+        if (view.blocked(at.token, at.first_key + c)) {
+            result(0, c) = -arma::datum::inf;
+        }
+    }
+    return result;
+}
 
 arma::mat softmax(const Model& model, int h, StepInputs in) {
     return model.sinks ? softmax_rows(*in[0], (*model.sinks)(static_cast<arma::uword>(h - 1))) : softmax_rows(*in[0]);
@@ -440,14 +465,16 @@ void describe_output(const StepContext& context, Step& step) {
 // One row per step, in the order of StepId.
 constexpr StepRow k_steps[] = {
     {.id = StepId::inputs, .name = "inputs", .title = "Inputs", .man = "X", .heads = HeadKind::none, .exists = always,
-     .reads = reads_nothing, .compute = given_inputs, .describe = describe_inputs},
+     .reads = reads_nothing, .compute = given_inputs, .token = OneToken::at_positions, .decode = inputs_at,
+     .describe = describe_inputs},
     {.id = StepId::positional, .name = "positional", .title = "Positional encodings",
      .man = R"(P (with \fBpositional\fR))", .heads = HeadKind::none, .needs = "positional:", .exists = with_positions,
-     .reads = reads_nothing, .compute = given_positions, .describe = describe_positional},
+     .reads = reads_nothing, .compute = given_positions, .token = OneToken::at_positions, .decode = positions_at,
+     .describe = describe_positional},
     {.id = StepId::encoded, .name = "encoded", .title = "Inputs with positions",
      .man = R"(X + P (with \fBpositional\fR))", .heads = HeadKind::none, .needs = "positional:",
      .exists = with_positions, .reads = reads_inputs_and_positions, .compute = add_positions,
-     .describe = describe_encoded},
+     .token = OneToken::by_row, .describe = describe_encoded},
     {.id = StepId::context, .name = "context", .title = "Context", .man = "C (cross-attention)",
      .heads = HeadKind::none, .needs = "context:", .exists = with_context, .reads = reads_nothing,
      .compute = given_context, .describe = describe_context},
@@ -459,11 +486,11 @@ constexpr StepRow k_steps[] = {
      .reads = reads_nothing, .compute = given::b_query, .describe = given::describe_b_query, .has_head = given::head_has_query_bias},
     {.id = StepId::queries, .name = "queries", .title = "Queries", .man = R"(Q = X\(pcW_Q + b_Q)",
      .heads = HeadKind::query, .exists = always, .engine = true, .reads = reads_query_source,
-     .compute = project_queries, .describe = describe_queries},
+     .compute = project_queries, .token = OneToken::by_row, .describe = describe_queries},
     {.id = StepId::rotated_queries, .name = "rotated_queries", .title = "Rotated queries (RoPE)",
      .man = R"(Q turned pair by pair (with \fBrope\fR))", .heads = HeadKind::query, .needs = "rope:",
      .exists = with_rope, .engine = true, .reads = reads_queries, .compute = rotate_rows,
-     .describe = describe_rotated_queries},
+     .token = OneToken::at_positions, .decode = rotate_at, .describe = describe_rotated_queries},
     {.id = StepId::w_key, .name = "w_key", .title = "Key weights", .man = R"(W_K, in the file's layout)",
      .heads = HeadKind::key_value, .exists = always, .parameter = true,
      .reads = reads_nothing, .compute = given::w_key, .describe = given::describe_w_key},
@@ -472,11 +499,12 @@ constexpr StepRow k_steps[] = {
      .reads = reads_nothing, .compute = given::b_key, .describe = given::describe_b_key, .has_head = given::kv_head_has_key_bias},
     {.id = StepId::keys, .name = "keys", .title = "Keys",
      .man = R"(K = X\(pcW_K + b_K (C\(pcW_K for cross-attention))", .heads = HeadKind::key_value, .exists = always,
-     .engine = true, .reads = reads_key_source, .compute = project_keys, .describe = describe_keys},
+     .engine = true, .reads = reads_key_source, .compute = project_keys, .token = OneToken::by_row,
+     .describe = describe_keys},
     {.id = StepId::rotated_keys, .name = "rotated_keys", .title = "Rotated keys (RoPE)",
      .man = R"(K turned pair by pair (with \fBrope\fR))", .heads = HeadKind::key_value, .needs = "rope:",
      .exists = with_rope, .engine = true, .reads = reads_keys, .compute = rotate_rows,
-     .describe = describe_rotated_keys},
+     .token = OneToken::at_positions, .decode = rotate_at, .describe = describe_rotated_keys},
     {.id = StepId::w_value, .name = "w_value", .title = "Value weights", .man = R"(W_V, in the file's layout)",
      .heads = HeadKind::key_value, .exists = always, .parameter = true,
      .reads = reads_nothing, .compute = given::w_value, .describe = given::describe_w_value},
@@ -485,31 +513,32 @@ constexpr StepRow k_steps[] = {
      .reads = reads_nothing, .compute = given::b_value, .describe = given::describe_b_value, .has_head = given::kv_head_has_value_bias},
     {.id = StepId::values, .name = "values", .title = "Values", .man = R"(V = X\(pcW_V + b_V)",
      .heads = HeadKind::key_value, .exists = always, .engine = true, .reads = reads_key_source,
-     .compute = project_values, .describe = describe_values},
+     .compute = project_values, .token = OneToken::by_row, .describe = describe_values},
     {.id = StepId::scores, .name = "scores", .title = "Scores", .man = R"(S = Q\(pcK^T (rotated, with \fBrope\fR))",
      .heads = HeadKind::query, .exists = always, .square = true, .engine = true, .reads = reads_queries_and_keys,
-     .compute = score, .describe = describe_scores},
+     .compute = score, .token = OneToken::by_row, .describe = describe_scores},
     {.id = StepId::scaled_scores, .name = "scaled_scores", .title = "Scaled scores", .man = "S / scale",
      .heads = HeadKind::query, .exists = always, .square = true, .engine = true, .reads = reads_scores,
-     .compute = scale, .describe = describe_scaled_scores},
+     .compute = scale, .token = OneToken::by_row, .describe = describe_scaled_scores},
     {.id = StepId::position_bias, .name = "position_bias", .title = "Position bias (ALiBi)",
      .man = R"(B = \-m_h\(pc|i \- j| (with \fBalibi\fR))", .heads = HeadKind::query, .needs = "alibi:",
      .exists = with_alibi, .square = true, .engine = true, .reads = reads_nothing, .compute = bias,
-     .describe = describe_position_bias},
+     .token = OneToken::at_positions, .decode = bias_at, .describe = describe_position_bias},
     {.id = StepId::biased_scores, .name = "biased_scores", .title = "Biased scores",
      .man = R"(scaled scores + B (with \fBalibi\fR))", .heads = HeadKind::query, .needs = "alibi:",
      .exists = with_alibi, .square = true, .engine = true, .reads = reads_scaled_scores_and_bias, .compute = add_bias,
-     .describe = describe_biased_scores},
+     .token = OneToken::by_row, .describe = describe_biased_scores},
     {.id = StepId::masked_scores, .name = "masked_scores", .title = "Masked scores",
      .man = R"(blocked cells set to \-\(if (with a mask or padding))", .heads = HeadKind::query,
      .needs = "a mask or padding", .exists = with_mask, .square = true, .engine = true,
-     .reads = reads_unmasked_scores, .compute = mask, .describe = describe_masked_scores},
+     .reads = reads_unmasked_scores, .compute = mask, .token = OneToken::at_positions, .decode = mask_at,
+     .describe = describe_masked_scores},
     {.id = StepId::weights, .name = "weights", .title = "Attention weights", .man = "A = softmax of each row",
      .heads = HeadKind::query, .exists = always, .square = true, .engine = true, .online = true,
-     .reads = reads_softmax_input, .compute = softmax, .describe = describe_weights},
+     .reads = reads_softmax_input, .compute = softmax, .token = OneToken::by_row, .describe = describe_weights},
     {.id = StepId::head_output, .name = "head_output", .title = "Weighted sum of values", .man = R"(Z = A\(pcV)",
      .heads = HeadKind::query, .exists = always, .engine = true, .online = true, .reads = reads_weights_and_values,
-     .compute = weigh_values, .describe = describe_head_output},
+     .compute = weigh_values, .token = OneToken::by_row, .describe = describe_head_output},
     {.id = StepId::concat, .name = "concat", .title = "Concatenated heads",
      .man = "[Z_1 Z_2], [Z_1 Z_2 Z_3], [Z_1 ... Z_H] (more than one head)", .heads = HeadKind::none,
      .needs = "more than one head", .exists = with_several_heads, .engine = true, .reads = reads_every_head_output,

@@ -46,6 +46,23 @@ SourceNames source_names(const Model& model);
 
 class StepContext;
 
+// Where `run --decode`'s new token and its cache are (0-based positions): the
+// token at `token` reads the cached keys first_key … token.
+struct TokenPositions {
+    arma::uword token = 0;
+    arma::uword first_key = 0;
+    arma::uword keys() const { return token - first_key + 1; }
+};
+
+// How `run --decode` computes a step for one new token (attention/decode.cpp),
+// which decodes the rows before concat, one head at a time:
+// - by_row: compute() itself, on the token's row (a step it reads per
+//   key/value head is that head's cache, a row per cached position);
+// - at_positions: the row's `decode` function, which is told the positions;
+// - none: it has no one-token form, and decode_obstacles() names the step
+//   when an example has it, so that decoding never leaves a step out.
+enum class OneToken { none, by_row, at_positions };
+
 // One row of the step table.
 struct StepRow {
     StepId id = StepId::inputs;
@@ -56,7 +73,8 @@ struct StepRow {
     std::string_view needs = {};      // what an example needs for the step to exist; empty: always there
     bool (*exists)(const Model& model) = nullptr;
     bool square = false;              // an n × m matrix (per head): what dominates memory
-    bool engine = false;              // the large-input engine computes it (attention/engine.hpp)
+    bool engine = false;              // the large-input engine computes it (attention/engine.hpp); compute()
+                                      // hands over to it only when it computes every step that is left
     bool online = false;              // has a block-by-block form: explain --block-size, a lesson's block_size
     bool parameter = false;           // one of the example's weights or biases: given, shown unnumbered
                                       // before the step that uses it, and left out of json and csv unless asked for
@@ -64,6 +82,9 @@ struct StepRow {
     std::vector<StepKey> (*reads)(const Model& model, int head) = nullptr;
     // Its value from the values of `reads`, in that order: the textbook arithmetic.
     arma::mat (*compute)(const Model& model, int head, StepInputs inputs) = nullptr;
+    // How `run --decode` computes it for one token, and the function for at_positions.
+    OneToken token = OneToken::none;
+    arma::mat (*decode)(const Model& model, int head, const TokenPositions& at, StepInputs inputs) = nullptr;
     // Its formulas, explanation, labels and notes (the id, head and title are set already).
     void (*describe)(const StepContext& context, Step& step) = nullptr;
     // For a per-head step that only some heads have (a bias's gradient when a
@@ -79,6 +100,8 @@ std::vector<StepId> step_parameters(StepId id);
 
 // True when this example has the step.
 bool step_exists(const Model& model, StepId id);
+// Every step this example has.
+StepSet steps_of(const Model& model);
 // The heads a step is computed for in this example (0 for a step that is not per head).
 int step_heads(const Model& model, StepId id);
 // True when the step is computed per head in this example.

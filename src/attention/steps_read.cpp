@@ -21,6 +21,14 @@ namespace qkv {
 // ── the table read against an example ───────────────────────────────────────
 bool step_exists(const Model& model, StepId id) { return step_row(id).exists(model); }
 
+StepSet steps_of(const Model& model) {
+    StepSet steps;
+    for (const StepId id : all_steps()) {
+        steps.set(static_cast<std::size_t>(id), step_exists(model, id));
+    }
+    return steps;
+}
+
 int step_heads(const Model& model, StepId id) {
     switch (step_row(id).heads) {
         case HeadKind::none:

@@ -37,40 +37,6 @@ bool read_in_blocks(A a) {
            (a.key.id == StepId::weights || a.key.id == StepId::head_output);
 }
 
-// Where a row's recurrence stands after its last block: the running maximum
-// m, the sum ℓ and the unnormalised output o.
-struct Running {
-    double m = -arma::datum::inf;
-    double l = 0.0;
-    arma::rowvec o;
-};
-
-// Row x of the softmax's input in blocks, from m = −∞, ℓ = 0, o = 0: each
-// block raises m to its largest score, rescales ℓ and o by exp(m_old − m)
-// (or, the mistake, does not) and adds its own keys; a block of blocked keys
-// changes nothing.
-Running online_row(const arma::rowvec& x, const arma::mat& V, arma::uword block, bool rescale) {
-    Running r{-arma::datum::inf, 0.0, arma::rowvec(V.n_cols, arma::fill::zeros)};
-    for (arma::uword first = 0; first < x.n_elem; first += block) {
-        const arma::uword last = std::min<arma::uword>(first + block, x.n_elem) - 1;
-        const double block_max = x.subvec(first, last).max();
-        if (std::isinf(block_max) && block_max < 0) {
-            continue;
-        }
-        const double m_new = std::max(r.m, block_max);
-        const double factor = !rescale || std::isinf(r.m) ? 1.0 : std::exp(r.m - m_new);
-        r.l *= factor;
-        r.o *= factor;
-        for (arma::uword j = first; j <= last; ++j) {
-            const double e = std::exp(x(j) - m_new);
-            r.l += e;
-            r.o += e * V.row(j);
-        }
-        r.m = m_new;
-    }
-    return r;
-}
-
 // The step as each row's recurrence gives it: `of` turns a row's x and its end state into the row.
 template <typename Of>
 void online_step(A a, M made, bool rescale, const std::string& what, const std::string& correct, Of of) {
@@ -85,7 +51,7 @@ void online_step(A a, M made, bool rescale, const std::string& what, const std::
     arma::mat value(x.n_rows, width);
     for (arma::uword i = 0; i < x.n_rows; ++i) {
         const arma::rowvec row = x.row(i);
-        value.row(i) = of(row, online_row(row, V, static_cast<arma::uword>(a.working.block_size), rescale));
+        value.row(i) = of(row, online_softmax(row, V, static_cast<arma::uword>(a.working.block_size), std::nullopt, rescale));
     }
     made(what, correct, std::move(value));
 }
@@ -202,10 +168,10 @@ constexpr MistakeRow k_rows[] = {
      .make = [](A a, M made) {
          if (a.key.id == StepId::weights) {
              online_step(a, made, false, "ℓ was not rescaled when a block raised the maximum m.", k_rescaled,
-                         [](const arma::rowvec& x, const Running& r) { return arma::rowvec(arma::exp(x - r.m) / r.l); });
+                         [](const arma::rowvec& x, const OnlineState& r) { return arma::rowvec(arma::exp(x - r.max) / r.sum); });
          } else {
              online_step(a, made, false, "ℓ and o were not rescaled when a block raised the maximum m.", k_rescaled,
-                         [](const arma::rowvec&, const Running& r) { return arma::rowvec(r.o / r.l); });
+                         [](const arma::rowvec&, const OnlineState& r) { return arma::rowvec(r.output / r.sum); });
          }
      }},
     {.id = "online_not_divided", .steps = {StepId::head_output},
@@ -213,7 +179,7 @@ constexpr MistakeRow k_rows[] = {
      .applies = &read_in_blocks,
      .make = [](A a, M made) {
          online_step(a, made, true, "o was not divided by ℓ at the end.", "the output is o / ℓ, with the last block's ℓ",
-                     [](const arma::rowvec&, const Running& r) { return r.o; });
+                     [](const arma::rowvec&, const OnlineState& r) { return r.output; });
      }},
 
     // ── the heads put together ──

@@ -409,20 +409,21 @@ private:
     // Why query i may not attend to key j, or "" when it may.
     std::string blocked_because(arma::uword i, arma::uword j) const {
         std::vector<std::string> reasons;
-        if (m_model.mask_kind == MaskKind::causal && j > i) {
+        const MaskView mask = mask_view(m_model);
+        if (mask.window == 0 && mask.causal_blocks(i, j)) {
             reasons.push_back("the causal mask: query " + std::to_string(i + 1) + " sees keys 1 to " +
                               std::to_string(i + 1));
         }
-        if (m_model.mask_kind == MaskKind::window && (j > i || i - j >= m_model.window)) {
-            const arma::uword first = i + 1 > m_model.window ? i + 2 - m_model.window : 1;
-            reasons.push_back("the sliding window of " + std::to_string(m_model.window) + ": query " +
+        if (mask.window > 0 && (mask.causal_blocks(i, j) || mask.window_blocks(i, j))) {
+            const arma::uword first = i + 1 > mask.window ? i + 2 - mask.window : 1;
+            reasons.push_back("the sliding window of " + std::to_string(mask.window) + ": query " +
                               std::to_string(i + 1) + " sees keys " + std::to_string(first) + " to " +
                               std::to_string(i + 1));
         }
-        if (m_model.mask_kind == MaskKind::matrix && m_model.mask(i, j) == 0.0) {
+        if (mask.matrix_blocks(i, j)) {
             reasons.push_back("the mask: mask[" + std::to_string(i + 1) + "," + std::to_string(j + 1) + "] = 0");
         }
-        if (m_model.padding && (*m_model.padding)(j) == 0.0) {
+        if (mask.padding_blocks(j)) {
             reasons.push_back("padding: key " + std::to_string(j + 1) + " is marked 0");
         }
         std::string text;

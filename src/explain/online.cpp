@@ -6,8 +6,10 @@
 //   ℓ_b = ℓ_{b−1}·exp(m_{b−1} − m_b) + Σ_{j in b} exp(x_j − m_b)
 //   o_b = o_{b−1}·exp(m_{b−1} − m_b) + Σ_{j in b} exp(x_j − m_b)·v_j
 // and the row's output is o_last / ℓ_last, its weights exp(x_j − m_last) / ℓ_last.
+// The recurrence is attention.hpp's online_softmax; this file writes it out.
 #include "explain/explain.hpp"
 
+#include "attention/attention.hpp"
 #include "attention/steps.hpp"
 #include "explain/numbers.hpp"
 
@@ -18,15 +20,6 @@ namespace qkv {
 bool has_online_form(StepId id) { return step_row(id).online; }
 
 namespace explaining {
-
-namespace {
-
-// exp(a − b) for the rescaling factor, with exp(−∞ − m) = 0 for a first block
-double rescale(double previous, double current) {
-    return std::isinf(previous) && previous < 0 ? 0.0 : std::exp(previous - current);
-}
-
-}  // namespace
 
 void add_online_softmax(const Model& model, const Trace& trace, Explanation& explanation, const RenderOptions& options,
                         arma::uword block_size) {
@@ -55,64 +48,53 @@ void add_online_softmax(const Model& model, const Trace& trace, Explanation& exp
     lines.push_back("online softmax (FlashAttention), keys in blocks of " + std::to_string(block_size) + ": x = " +
                     x_name + head + ", start from m = −∞, ℓ = 0" + (output ? ", o = 0" : ""));
 
-    double m = -arma::datum::inf;
-    double l = 0.0;
-    std::vector<double> o(cols.size(), 0.0);
-    for (arma::uword first = 0; first < x.n_elem; first += block_size) {
-        const arma::uword last = std::min<arma::uword>(first + block_size, x.n_elem) - 1;
-        const double block_max = x.subvec(first, last).max();
-        const double m_new = std::max(m, block_max);
-        const std::string keys = first == last ? "key " + std::to_string(first + 1)
-                                               : "keys " + std::to_string(first + 1) + "–" + std::to_string(last + 1);
-        if (std::isinf(block_max) && block_max < 0) {
-            // a blocked key adds nothing: the block changes nothing
+    // the recurrence (attention.hpp), each update written out as it happens
+    arma::mat V(x.n_elem, cols.size());
+    for (std::size_t k = 0; k < cols.size(); ++k) {
+        V.col(k) = values.values.col(cols[k]);
+    }
+    std::optional<double> sink;
+    if (model.sinks) {
+        sink = (*model.sinks)(static_cast<arma::uword>(h - 1));
+    }
+    const auto as_vector = [](const arma::rowvec& o) { return std::vector<double>(o.begin(), o.end()); };
+    const auto each = [&](const OnlineUpdate& u) {
+        const double m = u.after.max;
+        if (u.sink) {
+            // the sink joins last, as one more logit with no value
+            lines.push_back("the sink s = " + num(u.block_max) + ": m = " + num(m) + ", ℓ = " + num(u.before.sum) +
+                            " · " + num(u.factor) + " + exp(" + num(u.block_max - m) + ") = " + num(u.after.sum) +
+                            (output ? "; o is rescaled by " + num(u.factor) + " and gains nothing" : ""));
+            explanation.blocks.push_back({0, 0, m, u.after.sum, as_vector(u.after.output), u.block_max});
+            return;
+        }
+        const std::string keys = u.first == u.last ? "key " + std::to_string(u.first + 1)
+                                                   : "keys " + std::to_string(u.first + 1) + "–" +
+                                                         std::to_string(u.last + 1);
+        if (u.blocked) {
             lines.push_back(keys + ": blocked, adds nothing; m, ℓ" + std::string(output ? " and o" : "") +
                             " stay as they were");
-            explanation.blocks.push_back({first + 1, last + 1, m, l, o, std::nullopt});
-            continue;
-        }
-        const double factor = rescale(m, m_new);
-        double added = 0.0;
-        std::string terms;
-        std::vector<double> o_new(o.size());
-        for (std::size_t k = 0; k < o.size(); ++k) {
-            o_new[k] = o[k] * factor;
-        }
-        for (arma::uword j = first; j <= last; ++j) {
-            const double e = std::exp(x(j) - m_new);
-            added += e;
-            terms += (j == first ? "" : " + ") + std::string("exp(") + num(x(j) - m_new) + ")";
-            for (std::size_t k = 0; k < cols.size(); ++k) {
-                o_new[k] += e * values.values(j, cols[k]);
+        } else {
+            std::string terms;
+            for (arma::uword j = u.first; j <= u.last; ++j) {
+                terms += (j == u.first ? "" : " + ") + std::string("exp(") + num(x(j) - m) + ")";
+            }
+            lines.push_back(keys + ": m = max(" + num(u.before.max) + ", " + num(u.block_max) + ") = " + num(m) +
+                            "; rescale by exp(m_old − m) = " + num(u.factor));
+            lines.push_back("  ℓ = " + num(u.before.sum) + " · " + num(u.factor) + " + " + terms + " = " +
+                            num(u.after.sum));
+            if (output) {
+                lines.push_back("  o = o_old · " + num(u.factor) + " + Σ exp(x_j − m)·v_j = " +
+                                num.vector(as_vector(u.after.output)));
             }
         }
-        lines.push_back(keys + ": m = max(" + num(m) + ", " + num(block_max) + ") = " + num(m_new) +
-                        "; rescale by exp(m_old − m) = " + num(factor));
-        lines.push_back("  ℓ = " + num(l) + " · " + num(factor) + " + " + terms + " = " + num(l * factor + added));
-        l = l * factor + added;
-        m = m_new;
-        if (output) {
-            o = std::move(o_new);
-            lines.push_back("  o = o_old · " + num(factor) + " + Σ exp(x_j − m)·v_j = " + num.vector(o));
-        }
-        explanation.blocks.push_back({first + 1, last + 1, m, l, o, std::nullopt});
-    }
-    if (model.sinks) {
-        // the sink joins last, as one more logit with no value
-        const double sink = (*model.sinks)(static_cast<arma::uword>(h - 1));
-        const double m_new = std::max(m, sink);
-        const double factor = rescale(m, m_new);
-        const double share = std::exp(sink - m_new);
-        lines.push_back("the sink s = " + num(sink) + ": m = " + num(m_new) + ", ℓ = " + num(l) + " · " + num(factor) +
-                        " + exp(" + num(sink - m_new) + ") = " + num(l * factor + share) +
-                        (output ? "; o is rescaled by " + num(factor) + " and gains nothing" : ""));
-        l = l * factor + share;
-        for (double& value : o) {
-            value *= factor;
-        }
-        m = m_new;
-        explanation.blocks.push_back({0, 0, m, l, o, sink});
-    }
+        explanation.blocks.push_back(
+            {u.first + 1, u.last + 1, u.after.max, u.after.sum, as_vector(u.after.output), std::nullopt});
+    };
+    const OnlineState end = online_softmax(x, V, block_size, sink, true, each);
+    const double m = end.max;
+    const double l = end.sum;
+    const std::vector<double> o = as_vector(end.output);
     // the result, equal to the direct computation above
     if (output) {
         for (std::size_t k = 0; k < cols.size(); ++k) {

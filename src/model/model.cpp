@@ -33,35 +33,23 @@ const HeadWeights& Model::kv_weights(int g) const {
     return heads.at(static_cast<std::size_t>(first_query_head(g) - 1));
 }
 
-bool Model::allows(arma::uword i, arma::uword j) const {
-    switch (mask_kind) {
-        case MaskKind::none:
-            break;
-        case MaskKind::causal:
-            if (j > i) {
-                return false;
-            }
-            break;
-        case MaskKind::window:
-            // W keys, itself included: 0 ≤ i − j < W
-            if (j > i || i - j >= window) {
-                return false;
-            }
-            break;
-        case MaskKind::matrix:
-            if (mask(i, j) == 0.0) {
-                return false;
-            }
-            break;
-    }
-    return !padding || (*padding)(j) != 0.0;
+bool Model::allows(arma::uword i, arma::uword j) const { return !mask_view(*this).blocked(i, j); }
+
+MaskView mask_view(const Model& model) {
+    MaskView view;
+    view.causal = model.mask_kind == MaskKind::causal || model.mask_kind == MaskKind::window;
+    view.window = model.mask_kind == MaskKind::window ? model.window : 0;
+    view.matrix = model.mask_kind == MaskKind::matrix ? &model.mask : nullptr;
+    view.padding = model.padding ? &*model.padding : nullptr;
+    return view;
 }
 
 arma::mat Model::allowed() const {
+    const MaskView view = mask_view(*this);
     arma::mat result(n(), m());
     for (arma::uword j = 0; j < m(); ++j) {
         for (arma::uword i = 0; i < n(); ++i) {
-            result(i, j) = allows(i, j) ? 1.0 : 0.0;
+            result(i, j) = view.blocked(i, j) ? 0.0 : 1.0;
         }
     }
     return result;

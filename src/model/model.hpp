@@ -10,6 +10,9 @@
 
 #include <armadillo>
 
+#include <algorithm>
+#include <utility>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -46,6 +49,41 @@ struct HeadWeights {
     std::optional<arma::rowvec> b_Q;  // 1 × d_k
     std::optional<arma::rowvec> b_K;  // 1 × d_k
     std::optional<arma::rowvec> b_V;  // 1 × d_v
+};
+
+// Which cells a mask and padding block, read without building an n × m
+// matrix: the one definition of the masks, which Model::allows, the mask step,
+// the large-input engine (block by block, forward and backward) and explain read.
+struct MaskView {
+    bool causal = false;                    // key j is blocked for query i when j > i
+    arma::uword window = 0;                 // with causal: also when i − j ≥ window (0: no window)
+    const arma::mat* matrix = nullptr;      // n × m, 0 = blocked
+    const arma::rowvec* padding = nullptr;  // 1 × m, 0 = a padding key, blocked for every query
+
+    bool any() const { return causal || matrix != nullptr || padding != nullptr; }
+    // The keys [first, last) of m that a causal mask and its window let query
+    // i see: i − W + 1 … i with a window, 0 … i without; every key when not causal.
+    std::pair<arma::uword, arma::uword> seen_by(arma::uword i, arma::uword m) const {
+        if (!causal) {
+            return {0, m};
+        }
+        const arma::uword last = std::min(i + 1, m);
+        return {std::min(window > 0 && i + 1 > window ? i + 1 - window : 0, last), last};
+    }
+    // What blocks query i from key j (0-based), each as the man page words it.
+    bool causal_blocks(arma::uword i, arma::uword j) const { return j >= seen_by(i, j + 1).second; }
+    bool window_blocks(arma::uword i, arma::uword j) const { return j < seen_by(i, i + 1).first; }
+    bool matrix_blocks(arma::uword i, arma::uword j) const { return matrix != nullptr && (*matrix)(i, j) == 0.0; }
+    bool padding_blocks(arma::uword j) const { return padding != nullptr && (*padding)(j) == 0.0; }
+    bool blocked(arma::uword i, arma::uword j) const {
+        return causal_blocks(i, j) || window_blocks(i, j) || matrix_blocks(i, j) || padding_blocks(j);
+    }
+    // The keys [first, last) outside which queries r0 … r1 − 1 see nothing (of
+    // m keys): from what the first of them sees to what the last sees.
+    std::pair<arma::uword, arma::uword> key_range(arma::uword r0, arma::uword r1, arma::uword m) const {
+        const arma::uword last = seen_by(r1 - 1, m).second;
+        return {std::min(seen_by(r0, m).first, last), last};
+    }
 };
 
 struct Model {
@@ -122,5 +160,8 @@ struct Model {
     // when there is no mask or padding.
     arma::mat allowed() const;
 };
+
+// The model's mask and padding as a MaskView.
+MaskView mask_view(const Model& model);
 
 }  // namespace qkv

@@ -4,6 +4,7 @@
 // case that is causal self-attention) and against PyTorch itself; the rolling
 // cache of a window; the cache's bytes; the refusals; and the output formats.
 #include "attention/decode.hpp"
+#include "attention/steps.hpp"
 #include "builtin/builtin.hpp"
 #include "render/table.hpp"
 #include "support.hpp"
@@ -165,6 +166,41 @@ TEST_CASE("each decoded row equals the full computation and PyTorch, for every c
                          "large_scores_shared_offset", "pytorch_block_causal", "rope_causal", "sinks_causal",
                          "sinks_window_gqa_gpt_oss", "three_heads_x_w_causal", "window_2_five_tokens",
                          "window_3_five_tokens", "window_alibi"});
+}
+
+TEST_CASE("decoding computes each step before concat as its row of the step table says", "[decode]") {
+    // every step an example can have before the heads are put together has a one-token form, but
+    // the context, which decoding refuses (decode_obstacles); a row computed at positions names
+    // its function, one computed by row uses compute() itself
+    int at_positions = 0;
+    for (const StepId id : all_steps()) {
+        if (id == StepId::concat) {
+            break;
+        }
+        const StepRow& row = step_row(id);
+        CAPTURE(step_text(id));
+        if (row.parameter) {
+            continue;
+        }
+        CHECK((row.token == OneToken::none) == (id == StepId::context));
+        CHECK((row.decode != nullptr) == (row.token == OneToken::at_positions));
+        at_positions += row.token == OneToken::at_positions ? 1 : 0;
+    }
+    // the inputs and positions (the token's own rows), RoPE's two, ALiBi's bias and the mask
+    CHECK(at_positions == 6);
+    // an example with every step decoding takes: no obstacle, and rows equal to the full computation
+    const Model model = test::load_text("tokens: [a, b, c, d, e]\n"
+                                        "inputs: {random: {rows: 5, cols: 4, seed: 2}}\n"
+                                        "positional: sinusoidal\n"
+                                        "heads: 4\nkv_heads: 2\n"
+                                        "weights: {query: {random: {rows: 4, cols: 8, seed: 3}},\n"
+                                        "          key: {random: {rows: 4, cols: 4, seed: 4}},\n"
+                                        "          value: {random: {rows: 4, cols: 4, seed: 5}}}\n"
+                                        "rope: {style: interleaved}\nalibi: true\nsinks: [0.5, -1, 0, 2]\n"
+                                        "mask: {window: 3}\n",
+                                        "everything.yaml");
+    CHECK(decode_obstacles(model).empty());
+    CHECK(require_rows_equal_full(model, "everything") == 20);
 }
 
 TEST_CASE("decoding rounds as the full computation does, with positions, biases and a divisor", "[decode]") {

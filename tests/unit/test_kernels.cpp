@@ -7,6 +7,7 @@
 
 #include "attention/engine.hpp"
 #include "attention/kernels.hpp"
+#include "attention/steps.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -295,6 +296,32 @@ TEST_CASE("the weighted sum matches plain loops at every edge of its tiles", "[k
     });
 }
 
+namespace {
+
+// The steps of an example with these features, as the step table says: an
+// engine request built by hand names them as attention.cpp's does (steps_of).
+StepSet steps_with(arma::uword heads, arma::uword kv_heads, bool rope, bool alibi, bool masked, bool backward) {
+    Model model;
+    model.heads.resize(heads);
+    model.kv_head_count = kv_heads;
+    if (rope) {
+        model.rope = Rope{};
+    }
+    if (alibi) {
+        model.alibi = arma::rowvec(heads, arma::fill::ones);
+    }
+    if (masked) {
+        model.mask_kind = MaskKind::causal;
+    }
+    model.W_O = arma::mat();
+    if (backward) {
+        model.grad_output = arma::mat();
+    }
+    return steps_of(model);
+}
+
+}  // namespace
+
 TEST_CASE("the engine gives the same numbers with qkv's own products and with BLAS's", "[kernels]") {
     // widths that fill no tile exactly: d_k 20, d_v 36, 150 tokens, a causal mask
     const arma::uword n = 150;
@@ -316,6 +343,7 @@ TEST_CASE("the engine gives the same numbers with qkv's own products and with BL
     request.weights = &weights;
     request.scale = std::sqrt(20.0);
     request.mask.causal = true;
+    request.steps = steps_with(2, 2, false, false, true, true);
     request.keep = [](StepId, int) { return true; };
     request.threads = 2;
     // and the backward pass: each block's weights recomputed, dA and dQ by the same products
@@ -378,6 +406,7 @@ TEST_CASE("the engine gives the same numbers with both products over the keys a 
     request.sinks = &sinks;
     request.mask.causal = true;
     request.mask.window = 40;
+    request.steps = steps_with(4, 2, true, true, true, true);
     request.keep = [](StepId id, int) {
         return id == StepId::rotated_keys || id == StepId::masked_scores || id == StepId::weights ||
                id == StepId::head_output || id == StepId::grad_scaled_scores || id == StepId::grad_keys;

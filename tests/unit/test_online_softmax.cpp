@@ -1,6 +1,7 @@
 // `qkv explain --block-size B`: a row of attention computed as FlashAttention
 // does, keys in blocks with a running maximum, sum and output (EXAMPLE FILES in man/qkv.1.in). Each
 // block is checked against the recurrence, and the end against the trace.
+#include "attention/attention.hpp"
 #include "builtin/builtin.hpp"
 #include "explain/explain.hpp"
 #include "support.hpp"
@@ -8,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <optional>
+#include <vector>
 
 using namespace qkv;
 using qkv::test::run_qkv;
@@ -137,4 +140,42 @@ TEST_CASE("explain --block-size takes weights and head_output cells and a block 
     const auto zero = run_qkv({"explain", "masked", "weights[2]", "--block-size", "0"});
     CHECK(zero.status == 2);
     CHECK(zero.err.find("--block-size") != std::string::npos);
+}
+
+TEST_CASE("the one online-softmax recurrence ends where the softmax and the weighted sum end, at any block size",
+          "[explain][online]") {
+    // rows with blocked keys (−∞) in front, between and at the end, with and without a sink
+    arma::arma_rng::set_seed(3);
+    const double blocked = -arma::datum::inf;
+    const std::vector<arma::rowvec> rows = {{0.5, -1.25, 3.0, 2.0, -0.5, 4.5, 1.0},
+                                            {blocked, blocked, 1.0, -2.0, blocked, 6.0, 0.25},
+                                            {2.0, 2.0, 2.0, blocked}};
+    for (const arma::rowvec& x : rows) {
+        const arma::mat V = arma::randu(x.n_elem, 3) * 4.0 - 2.0;
+        for (const std::optional<double> sink : {std::optional<double>{}, std::optional<double>{0.75}}) {
+            const arma::mat A = sink ? softmax_rows(x, *sink) : softmax_rows(x);
+            const arma::rowvec expected = weighted_sum(A, V);
+            for (arma::uword B = 1; B <= x.n_elem + 1; ++B) {
+                CAPTURE(x, B, sink.has_value());
+                std::size_t updates = 0;
+                const OnlineState end = online_softmax(x, V, B, sink, true, [&](const OnlineUpdate& u) {
+                    ++updates;
+                    // a block never lowers the maximum, and the sum only ever grows from its rescaled self
+                    CHECK(u.after.max >= u.before.max);
+                    CHECK(u.after.sum >= u.before.sum * u.factor);
+                    CHECK(u.blocked == (!u.sink && std::isinf(u.block_max)));
+                });
+                CHECK(updates == (x.n_elem + B - 1) / B + (sink ? 1 : 0));
+                test::require_near(arma::rowvec(end.output / end.sum), expected, 1e-12, "o / ℓ");
+                test::require_near(arma::rowvec(arma::exp(x - end.max) / end.sum), A, 1e-12, "exp(x − m) / ℓ");
+            }
+        }
+    }
+    // the learner's mistake: ℓ not rescaled when a later block raises m gives another sum, and the
+    // same one when the first block already holds the maximum
+    const arma::mat none(3, 0);
+    CHECK(online_softmax({1.0, 0.0, 5.0}, none, 2, std::nullopt, false).sum !=
+          Approx(online_softmax({1.0, 0.0, 5.0}, none, 2).sum));
+    CHECK(online_softmax({5.0, 0.0, 1.0}, none, 2, std::nullopt, false).sum ==
+          online_softmax({5.0, 0.0, 1.0}, none, 2).sum);
 }
