@@ -4,7 +4,7 @@
 # (tests/check_sources.cmake finds a .cpp file that no list names.)
 set(QKV_SOURCES_base src/base/diagnostics.cpp src/base/expression.cpp src/base/numbers.cpp src/base/utf8.cpp)
 set(QKV_SOURCES_builtin src/builtin/builtin.cpp)
-set(QKV_SOURCES_model src/model/model.cpp)
+set(QKV_SOURCES_model src/model/keys.cpp src/model/model.cpp)
 set(QKV_SOURCES_attention src/attention/attention.cpp src/attention/bench.cpp src/attention/blas.cpp
     src/attention/cell.cpp src/attention/cpu_targets.cpp src/attention/divisor.cpp src/attention/decode.cpp
     src/attention/engine.cpp src/attention/engine_setup.cpp src/attention/kernels.cpp

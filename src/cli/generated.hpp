@@ -11,7 +11,8 @@ namespace qkv::cli {
 // own: @SYNOPSIS@ (every command and its arguments), @OPTIONS@ (the flags
 // several commands share), @OPTIONS NAME@ (the flags of command NAME alone,
 // then the shared ones it takes), @STEPS forward@ and @STEPS backward@ (the
-// step table's ids and lines) and @DIAGNOSES@ (check's named mistakes);
+// step table's ids and lines), @KEYS@ (the keys of an example file, from
+// model/keys.def) and @DIAGNOSES@ (check's named mistakes);
 // @PROJECT_VERSION@ anywhere is the version.
 // Throws std::invalid_argument on a mark it does not know.
 std::string man_page(const std::string& page_template);

@@ -6,6 +6,7 @@
 #include "check/catalogue.hpp"
 #include "cli/flags.hpp"
 #include "cli/generated.hpp"
+#include "model/keys.hpp"
 
 #include <bit>
 #include <sstream>
@@ -126,6 +127,42 @@ void write_steps(bool backward, std::ostringstream& out) {
     out << ".TE\n";
 }
 
+// The keys of an example file (model/keys.def): a heading for each key and
+// form, the keys whose meaning is empty joining the heading before theirs,
+// then its meaning and the steps it feeds.
+void write_keys(std::ostringstream& out) {
+    const auto rows = key_rows();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const KeyRow& row = rows[i];
+        std::size_t shared = i + 1;
+        while (shared < rows.size() && rows[shared].meaning.empty()) {
+            ++shared;
+        }
+        out << ".TP\n";
+        if (shared > i + 1) {
+            out << ".BR " << row.name;  // .BR title ", " description
+            for (std::size_t j = i + 1; j < shared; ++j) {
+                out << " \", \" " << rows[j].name;
+            }
+        } else if (row.form.empty()) {
+            out << ".B " << row.name;
+        } else {
+            out << (row.italic ? ".BI " : ".BR ") << row.name << ": \" " << row.form << "\"";
+        }
+        out << "\n" << row.meaning << "\n";
+        std::string steps;
+        for (std::size_t j = i; j < shared; ++j) {
+            for (const std::string& id : key_feeds(rows[j])) {
+                steps += (steps.empty() ? "" : ", ") + std::string("\\fB") + roff(id) + "\\fR";
+            }
+        }
+        if (!steps.empty()) {
+            out << "Steps: " << steps << ".\n";
+        }
+        i = shared - 1;
+    }
+}
+
 void write_shared_options(std::ostringstream& out) {
     for (const Flag& flag : flag_table()) {
         if (!flag.is_argument() && is_shared(flag)) {
@@ -173,6 +210,8 @@ std::string man_page(const std::string& page_template) {
                                                              : ".B " + std::string(mistake->id);
                 out << ".TP\n" << heading << "\n" << mistake->man << "\n";
             }
+        } else if (line == "@KEYS@") {
+            write_keys(out);
         } else if (line == "@OPTIONS@") {
             write_shared_options(out);
         } else if (line.starts_with("@OPTIONS ") && line.ends_with("@")) {

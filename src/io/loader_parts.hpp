@@ -12,6 +12,7 @@
 
 #include "io/loader.hpp"
 #include "io/yaml_util.hpp"
+#include "model/keys.hpp"
 
 #include <armadillo>
 #include <yaml-cpp/yaml.h>
@@ -22,13 +23,8 @@
 
 namespace qkv::loading {
 
-// The keys an example file may have at the top level.
-inline const std::vector<std::string> k_top_keys = {
-    "title",      "description", "tokens",  "inputs",  "weights", "bias",           "heads",
-    "layout",     "pytorch",     "scale",   "mask",    "padding", "context",        "context_tokens",
-    "embeddings", "sentence",    "positional", "round", "answers", "kv_heads",       "rope",
-    "alibi",      "sinks",       "grad_output", "decimals", "rubric",
-};
+// The keys an example file may have at the top level (model/keys.def).
+inline const std::vector<std::string>& k_top_keys = key_names();
 
 // What people paste from PyTorch's modules and functions at the top level,
 // and what qkv reads instead.

@@ -2,6 +2,7 @@
 // no giant string: one step per line, numbers in round-trip precision.
 #include "attention/steps.hpp"
 #include "base/numbers.hpp"
+#include "model/keys.hpp"
 #include "model/model.hpp"
 #include "render/render.hpp"
 
@@ -81,64 +82,116 @@ std::string mask_kind_name(MaskKind kind) {
     return "none";
 }
 
-// "params": what the example gave the computation, every weight in the x·W
-// layout (in × out) whatever layout its file used. A query head's W_K, W_V,
-// b_K and b_V are those of the key/value head it reads ("kv_head").
+// One key's part of "params" (model/keys.def): what the example gave the
+// computation, every weight in the x·W layout (in × out) whatever layout its
+// file used. A query head's W_K, W_V, b_K and b_V are those of the key/value
+// head it reads ("kv_head"). A key whose numbers another key's part holds, or
+// that gives the computation nothing, writes nothing.
+void write_param(std::ostream& out, const Model& model, Key key) {
+    switch (key) {
+        case Key::inputs:
+            out << "\"inputs\": ";
+            write_json_rows(out, model.X);
+            return;
+        case Key::positional:
+            out << ",\n  \"positional\": ";
+            write_optional(out, model.P);
+            return;
+        case Key::context:
+            out << ", \"context\": ";
+            write_optional(out, model.C);
+            return;
+        case Key::weights:
+            out << ",\n  \"heads\": [";
+            for (std::size_t h = 0; h < model.heads.size(); ++h) {
+                const int kv_head = model.kv_head_of(static_cast<int>(h + 1));
+                const HeadWeights& queries = model.heads[h];
+                const HeadWeights& keys = model.kv_weights(kv_head);
+                out << (h == 0 ? "\n   " : ",\n   ") << "{\"head\": " << h + 1 << ", \"kv_head\": " << kv_head
+                    << ", \"W_Q\": ";
+                write_json_rows(out, queries.W_Q);
+                out << ", \"W_K\": ";
+                write_json_rows(out, keys.W_K);
+                out << ", \"W_V\": ";
+                write_json_rows(out, keys.W_V);
+                out << ", \"b_Q\": ";
+                write_optional(out, queries.b_Q);
+                out << ", \"b_K\": ";
+                write_optional(out, keys.b_K);
+                out << ", \"b_V\": ";
+                write_optional(out, keys.b_V);
+                out << '}';
+            }
+            out << "],\n  \"W_O\": ";
+            write_optional(out, model.W_O);
+            out << ", \"b_O\": ";
+            write_optional(out, model.b_O);
+            return;
+        case Key::mask:
+            // 1 where query i may attend to key j, after the mask and the padding
+            out << ",\n  \"mask\": {\"kind\": " << quoted(mask_kind_name(model.mask_kind)) << ", \"window\": ";
+            if (model.mask_kind == MaskKind::window) {
+                out << model.window;
+            } else {
+                out << "null";
+            }
+            out << ", \"padding\": ";
+            write_optional(out, model.padding);
+            out << ", \"allowed\": ";
+            write_json_rows(out, model.allowed());
+            out << "}";
+            return;
+        case Key::rope:
+            out << ",\n  \"rope\": ";
+            if (model.rope) {
+                out << "{\"base\": " << round_trip(model.rope->base) << ", \"style\": "
+                    << quoted(model.rope->style == RopeStyle::half ? "half" : "interleaved") << '}';
+            } else {
+                out << "null";
+            }
+            return;
+        case Key::alibi:
+            out << ", \"alibi\": ";
+            write_optional(out, model.alibi);
+            return;
+        case Key::sinks:
+            out << ", \"sinks\": ";
+            write_optional(out, model.sinks);
+            return;
+        case Key::grad_output:
+            out << ", \"grad_output\": ";
+            write_optional(out, model.grad_output);
+            return;
+        // in another key's part: inputs, the heads' weights, the mask
+        case Key::embeddings:
+        case Key::sentence:
+        case Key::bias:
+        case Key::heads:
+        case Key::kv_heads:
+        case Key::layout:
+        case Key::pytorch:
+        case Key::padding:
+        // beside params (title, description, tokens, scale) or not the computation's
+        case Key::title:
+        case Key::description:
+        case Key::tokens:
+        case Key::context_tokens:
+        case Key::scale:
+        case Key::round:
+        case Key::answers:
+        case Key::decimals:
+        case Key::rubric:
+            return;
+    }
+}
+
 void write_params(std::ostream& out, const Model& model) {
-    out << " \"params\": {\"inputs\": ";
-    write_json_rows(out, model.X);
-    out << ",\n  \"positional\": ";
-    write_optional(out, model.P);
-    out << ", \"context\": ";
-    write_optional(out, model.C);
-    out << ",\n  \"heads\": [";
-    for (std::size_t h = 0; h < model.heads.size(); ++h) {
-        const int kv_head = model.kv_head_of(static_cast<int>(h + 1));
-        const HeadWeights& queries = model.heads[h];
-        const HeadWeights& keys = model.kv_weights(kv_head);
-        out << (h == 0 ? "\n   " : ",\n   ") << "{\"head\": " << h + 1 << ", \"kv_head\": " << kv_head
-            << ", \"W_Q\": ";
-        write_json_rows(out, queries.W_Q);
-        out << ", \"W_K\": ";
-        write_json_rows(out, keys.W_K);
-        out << ", \"W_V\": ";
-        write_json_rows(out, keys.W_V);
-        out << ", \"b_Q\": ";
-        write_optional(out, queries.b_Q);
-        out << ", \"b_K\": ";
-        write_optional(out, keys.b_K);
-        out << ", \"b_V\": ";
-        write_optional(out, keys.b_V);
-        out << '}';
+    out << " \"params\": {";
+    for (const KeyRow& row : key_rows()) {
+        if (!row.another_form) {
+            write_param(out, model, row.key);
+        }
     }
-    out << "],\n  \"W_O\": ";
-    write_optional(out, model.W_O);
-    out << ", \"b_O\": ";
-    write_optional(out, model.b_O);
-    // 1 where query i may attend to key j, after the mask and the padding
-    out << ",\n  \"mask\": {\"kind\": " << quoted(mask_kind_name(model.mask_kind)) << ", \"window\": ";
-    if (model.mask_kind == MaskKind::window) {
-        out << model.window;
-    } else {
-        out << "null";
-    }
-    out << ", \"padding\": ";
-    write_optional(out, model.padding);
-    out << ", \"allowed\": ";
-    write_json_rows(out, model.allowed());
-    out << "},\n  \"rope\": ";
-    if (model.rope) {
-        out << "{\"base\": " << round_trip(model.rope->base) << ", \"style\": "
-            << quoted(model.rope->style == RopeStyle::half ? "half" : "interleaved") << '}';
-    } else {
-        out << "null";
-    }
-    out << ", \"alibi\": ";
-    write_optional(out, model.alibi);
-    out << ", \"sinks\": ";
-    write_optional(out, model.sinks);
-    out << ", \"grad_output\": ";
-    write_optional(out, model.grad_output);
     out << "},\n";
 }
 

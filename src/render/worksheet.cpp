@@ -8,6 +8,7 @@
 
 #include "attention/steps.hpp"
 #include "base/diagnostics.hpp"
+#include "model/keys.hpp"
 #include "model/model.hpp"
 #include "render/render.hpp"
 
@@ -101,45 +102,95 @@ std::string head_suffix(const Model& model, int head, bool key_value, const std:
     return suffix;
 }
 
-// The scale, the mask's kind, positions, RoPE, ALiBi, sinks and hand rounding, as sentences.
+// One key's settings as sentences (model/keys.def): the layout, the scale,
+// the mask's kind, RoPE, ALiBi's slopes and the sinks of `heads`, hand
+// rounding. The keys whose numbers the sheet gives as matrices (givens), and
+// those that are not the computation's, say nothing here.
+void add_settings(const Model& model, const Trace& trace, const std::vector<int>& heads, Key key,
+                  std::vector<std::string>& lines) {
+    const auto of_head = [&model](int h) { return model.n_heads() > 1 ? ", head " + std::to_string(h) : std::string(); };
+    switch (key) {
+        case Key::layout:
+            if (model.layout == Layout::pytorch) {
+                lines.push_back("The weights are written out × in, as PyTorch stores them: Q = X·W_Qᵀ.");
+            }
+            return;
+        case Key::scale: {
+            const Divisor divisor = divisor_of(model);
+            lines.push_back(!divisor.scaled ? std::string("Scale: none; the scaled scores equal the scores.")
+                            : divisor.root  ? "Scale: divide the scores by " + divisor.symbol + " = " + divisor.exact + "."
+                                            : "Scale: divide the scores by " + divisor.exact + ".");
+            return;
+        }
+        case Key::mask:
+            if (model.mask_kind == MaskKind::causal) {
+                lines.push_back("Mask: causal; query i may attend to keys 1 … i.");
+            }
+            if (model.mask_kind == MaskKind::window) {
+                lines.push_back("Mask: a sliding window of " + std::to_string(model.window) +
+                                "; query i may attend to keys i − " + std::to_string(model.window - 1) + " … i.");
+            }
+            return;
+        case Key::rope:
+            if (model.rope) {
+                const Step* rotated = trace.find(StepId::rotated_queries, heads.empty() ? 1 : heads.front());
+                std::string line = "RoPE";
+                for (const auto& note : rotated != nullptr ? rotated->notes : std::vector<std::string>{}) {
+                    line += (line == "RoPE" ? ": " : "; ") + note;
+                }
+                lines.push_back(line + ".");
+            }
+            return;
+        case Key::alibi:
+            for (const int h : model.alibi ? heads : std::vector<int>{}) {
+                lines.push_back("ALiBi" + of_head(h) + ": slope m = " +
+                                number_text((*model.alibi)(static_cast<arma::uword>(h - 1))) + ".");
+            }
+            return;
+        case Key::sinks:
+            for (const int h : model.sinks ? heads : std::vector<int>{}) {
+                lines.push_back("Sink" + of_head(h) + ": s = " +
+                                number_text((*model.sinks)(static_cast<arma::uword>(h - 1))) +
+                                ", one more logit in each row's softmax, with no value.");
+            }
+            return;
+        case Key::round:
+            for (const auto& [step, decimals] : model.round) {
+                lines.push_back("Round " + (step == "*" ? std::string("every step") : step) + " to " +
+                                std::to_string(decimals) + " decimals and carry the rounded values forward.");
+            }
+            return;
+        // given as matrices (givens) or read into them
+        case Key::inputs:
+        case Key::embeddings:
+        case Key::sentence:
+        case Key::positional:
+        case Key::context:
+        case Key::weights:
+        case Key::bias:
+        case Key::heads:
+        case Key::kv_heads:
+        case Key::pytorch:
+        case Key::padding:
+        case Key::grad_output:
+        // the sheet's labels and title, or not the computation's
+        case Key::title:
+        case Key::description:
+        case Key::tokens:
+        case Key::context_tokens:
+        case Key::answers:
+        case Key::decimals:
+        case Key::rubric:
+            return;
+    }
+}
+
 std::vector<std::string> settings(const Model& model, const Trace& trace, const std::vector<int>& heads) {
     std::vector<std::string> lines;
-    if (model.layout == Layout::pytorch) {
-        lines.push_back("The weights are written out × in, as PyTorch stores them: Q = X·W_Qᵀ.");
-    }
-    const Divisor divisor = divisor_of(model);
-    lines.push_back(!divisor.scaled ? std::string("Scale: none; the scaled scores equal the scores.")
-                    : divisor.root  ? "Scale: divide the scores by " + divisor.symbol + " = " + divisor.exact + "."
-                                    : "Scale: divide the scores by " + divisor.exact + ".");
-    if (model.mask_kind == MaskKind::causal) {
-        lines.push_back("Mask: causal; query i may attend to keys 1 … i.");
-    }
-    if (model.mask_kind == MaskKind::window) {
-        lines.push_back("Mask: a sliding window of " + std::to_string(model.window) + "; query i may attend to keys i − " +
-                        std::to_string(model.window - 1) + " … i.");
-    }
-    if (model.rope) {
-        const Step* rotated = trace.find(StepId::rotated_queries, heads.empty() ? 1 : heads.front());
-        std::string line = "RoPE";
-        for (const auto& note : rotated != nullptr ? rotated->notes : std::vector<std::string>{}) {
-            line += (line == "RoPE" ? ": " : "; ") + note;
+    for (const KeyRow& row : key_rows()) {
+        if (!row.another_form) {
+            add_settings(model, trace, heads, row.key, lines);
         }
-        lines.push_back(line + ".");
-    }
-    for (const int h : heads) {
-        const std::string of_head = model.n_heads() > 1 ? ", head " + std::to_string(h) : "";
-        if (model.alibi) {
-            lines.push_back("ALiBi" + of_head + ": slope m = " +
-                            number_text((*model.alibi)(static_cast<arma::uword>(h - 1))) + ".");
-        }
-        if (model.sinks) {
-            lines.push_back("Sink" + of_head + ": s = " + number_text((*model.sinks)(static_cast<arma::uword>(h - 1))) +
-                            ", one more logit in each row's softmax, with no value.");
-        }
-    }
-    for (const auto& [step, decimals] : model.round) {
-        lines.push_back("Round " + (step == "*" ? std::string("every step") : step) + " to " +
-                        std::to_string(decimals) + " decimals and carry the rounded values forward.");
     }
     return lines;
 }

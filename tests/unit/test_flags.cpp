@@ -4,6 +4,8 @@
 // from it renders.
 #include "cli/flags.hpp"
 #include "cli/generated.hpp"
+#include "attention/step_id.hpp"
+#include "model/keys.hpp"
 #include "support.hpp"
 
 #include <algorithm>
@@ -174,4 +176,46 @@ TEST_CASE("man -l renders the man page the build writes without a warning", "[fl
     REQUIRE(text.status == 0);
     CHECK(text.out.find("--block-size B") != std::string::npos);
     CHECK(text.out.find("Also -f, -p, -s, --head") != std::string::npos);
+}
+
+TEST_CASE("every key of an example file is a row of keys.def, and the man page and the loader read it",
+          "[flags][man][keys][cli]") {
+    const std::string page = generated_man_page();
+    const std::string keys = page.substr(page.find("The keys:"), page.find("Any matrix may also be written") -
+                                                                     page.find("The keys:"));
+    std::vector<std::string> names;
+    for (const qkv::KeyRow& row : qkv::key_rows()) {
+        CAPTURE(row.name);
+        // a heading of its own (.B, .BR or .BI), or beside the key before it
+        CHECK((keys.find("\n.B " + std::string(row.name) + "\n") != std::string::npos ||
+               keys.find("\n.BR " + std::string(row.name) + ":") != std::string::npos ||
+               keys.find("\n.BI " + std::string(row.name) + ":") != std::string::npos ||
+               keys.find("\", \" " + std::string(row.name) + "\n") != std::string::npos ||
+               keys.find("\n.BR " + std::string(row.name) + " \", \"") != std::string::npos));
+        // the steps it feeds are steps, listed after its meaning
+        for (const std::string& id : qkv::key_feeds(row)) {
+            CHECK(qkv::find_step(id).has_value());
+            CHECK(keys.find("\\fB" + id + "\\fR") != std::string::npos);
+        }
+        if (!row.another_form) {
+            CHECK(std::find(names.begin(), names.end(), row.name) == names.end());
+            names.emplace_back(row.name);
+        } else {
+            CHECK(std::find(names.begin(), names.end(), row.name) != names.end());
+        }
+    }
+    CHECK(names == qkv::key_names());
+    CHECK(keys.find("\n.BR rope: \" true | {base: B, style: half | interleaved}\"\n") != std::string::npos);
+    CHECK(keys.find("\n.BI kv_heads: \" G\"\n") != std::string::npos);
+    CHECK(keys.find("\n.BR title \", \" description\nShown above the first step.\n") != std::string::npos);
+    CHECK(keys.find("Steps: \\fBposition_bias\\fR, \\fBbiased_scores\\fR.") != std::string::npos);
+    // the loader takes each key, and names them all when one is unknown
+    const auto unknown = run_qkv({"run", "-"}, "inputs: [[1]]\nweights: {query: [[1]], key: [[1]], value: [[1]]}\n"
+                                               "ropes: true\n");
+    CHECK(unknown.status == 2);
+    std::string listed;
+    for (const std::string& name : names) {
+        listed += (listed.empty() ? "" : ", ") + name;
+    }
+    CHECK(unknown.err.find("did you mean rope? valid keys: " + listed) != std::string::npos);
 }
