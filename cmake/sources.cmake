@@ -27,7 +27,7 @@ set(QKV_SOURCES_lesson src/lesson/document_skin.cpp src/lesson/given.cpp src/les
     src/lesson/text_skin.cpp src/lesson/writer.cpp)
 set(QKV_SOURCES_io src/io/answers.cpp src/io/lesson_find.cpp src/io/lesson_loader.cpp src/io/loader.cpp
     src/io/loader_inputs.cpp src/io/loader_settings.cpp src/io/loader_variants.cpp src/io/loader_weights.cpp
-    src/io/matrix_source.cpp src/io/rubric.cpp src/io/yaml_util.cpp src/io/yaml_writer.cpp)
+    src/io/matrix_source.cpp src/io/rubric.cpp src/io/tensor_file.cpp src/io/yaml_util.cpp src/io/yaml_writer.cpp)
 # The command line's table (cli/flags.hpp) and what is written from it, for
 # the command and for the tests that read the table.
 set(QKV_SOURCES_cli_table src/cli/flags.cpp src/cli/command_setup.cpp src/cli/man_page.cpp

@@ -157,7 +157,7 @@ void write_keys(std::ostringstream& out) {
             }
         }
         if (!steps.empty()) {
-            out << "Steps: " << steps << ".\n";
+            out << ".br\nSteps: " << steps << ".\n";
         }
         i = shared - 1;
     }

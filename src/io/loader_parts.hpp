@@ -81,7 +81,15 @@ struct ReadMatrix {
 class ModelLoader {
 public:
     ModelLoader(const Source& source, const LoadOptions& options)
-        : m_yaml(source, m_diagnostics), m_source(source), m_options(options) {}
+        : m_yaml(source, m_diagnostics), m_source(source), m_options(options) {
+        // a vector may be {file: …} too, read from the example's folder within its limits
+        m_yaml.set_file_reader([this](const YAML::Node& node, const std::string& path) {
+            return read_matrix(m_yaml, node, path, m_source, m_options);
+        });
+    }
+    // the reader above holds `this`
+    ModelLoader(const ModelLoader&) = delete;
+    ModelLoader& operator=(const ModelLoader&) = delete;
 
     Model load();
     // A document parsed elsewhere (a lesson's inline model): positions are the document's.

@@ -3,8 +3,10 @@
 // limits before anything is allocated.
 #include "io/yaml_util.hpp"
 #include "base/numbers.hpp"
+#include "io/tensor_file.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -120,20 +122,16 @@ std::optional<arma::mat> from_rows(YamlReader& yaml, const YAML::Node& node, con
     return ok ? std::optional(result) : std::nullopt;
 }
 
-// CSV: numbers separated by commas, one row per line; errors point into the CSV file.
-std::optional<arma::mat> from_csv(YamlReader& yaml, const YAML::Node& node, const std::string& path,
-                                  const Source& source, const LoadOptions& options) {
+// The file a {file: …} names, relative to the example's folder and inside it
+// unless --allow-any-path; nullopt (with the error recorded) otherwise.
+std::optional<std::filesystem::path> data_file(YamlReader& yaml, const YAML::Node& file_node, const std::string& path,
+                                               const std::string& name, const Source& source,
+                                               const LoadOptions& options) {
     namespace fs = std::filesystem;
-    const YAML::Node file_node = node["file"];
-    auto name = yaml.string(file_node, path + ".file");
-    if (!name) {
-        return std::nullopt;
-    }
-    const fs::path given(*name);
+    const fs::path given(name);
     // standard input and built-in examples read their files from the current folder
     const fs::path folder = source.folder.empty() ? fs::path(".") : fs::path(source.folder);
     const fs::path full = (given.is_absolute() ? given : folder / given).lexically_normal();
-    const std::string csv_name = full.string();  // errors inside the file name it like this
     if (!options.allow_any_path) {
         // lexically first (a/../../b), then with symbolic links resolved (a link inside pointing out)
         const auto escapes = [](const fs::path& inner, const fs::path& outer) {
@@ -146,7 +144,7 @@ std::optional<arma::mat> from_csv(YamlReader& yaml, const YAML::Node& node, cons
         const fs::path real_folder = error ? fs::path() : fs::weakly_canonical(fs::absolute(folder, error), error);
         if (given.is_absolute() || escapes(full, folder.lexically_normal()) ||
             (!error && escapes(real_full, real_folder))) {
-            yaml.error(file_node, path + ".file \"" + *name + "\" is outside the example's folder",
+            yaml.error(file_node, path + ".file \"" + name + "\" is outside the example's folder",
                        "keep data files in the YAML file's folder or below it, or pass --allow-any-path");
             return std::nullopt;
         }
@@ -154,16 +152,33 @@ std::optional<arma::mat> from_csv(YamlReader& yaml, const YAML::Node& node, cons
     std::error_code error;
     const fs::file_status status = fs::status(full, error);
     if (!fs::exists(status)) {
-        yaml.error(file_node, path + ".file \"" + *name + "\" does not exist" +
-                                  (csv_name == *name ? "" : " (looked for " + csv_name + ")"),
+        yaml.error(file_node, path + ".file \"" + name + "\" does not exist" +
+                                  (full.string() == name ? "" : " (looked for " + full.string() + ")"),
                    "paths are relative to the folder of the YAML file");
         return std::nullopt;
     }
     if (!fs::is_regular_file(status)) {
-        yaml.error(file_node, path + ".file \"" + *name + "\" is not a regular file",
-                   "give the path of a CSV file");
+        yaml.error(file_node, path + ".file \"" + name + "\" is not a regular file",
+                   "give the path of a .csv, .npy or .safetensors file");
         return std::nullopt;
     }
+    return full;
+}
+
+// CSV: numbers separated by commas, one row per line; errors point into the CSV file.
+std::optional<arma::mat> from_csv(YamlReader& yaml, const YAML::Node& node, const std::string& path,
+                                  const Source& source, const LoadOptions& options) {
+    const YAML::Node file_node = node["file"];
+    auto name = yaml.string(file_node, path + ".file");
+    if (!name) {
+        return std::nullopt;
+    }
+    const auto found = data_file(yaml, file_node, path, *name, source, options);
+    if (!found) {
+        return std::nullopt;
+    }
+    const std::filesystem::path& full = *found;
+    const std::string csv_name = full.string();  // errors inside the file name it like this
     std::ifstream in(full);
     if (!in) {
         yaml.error(file_node, path + ".file \"" + *name + "\" cannot be read", "check the file's permissions");
@@ -311,6 +326,101 @@ std::optional<arma::mat> from_random(YamlReader& yaml, const YAML::Node& node, c
     return result;
 }
 
+// A tensor of a .npy or safetensors file (tensor_file.hpp), or the block of
+// it that rows: [a, b] and cols: [a, b] give (1-based, both ends included).
+// Every error is reported at the {file: …} itself.
+std::optional<arma::mat> from_tensor(YamlReader& yaml, const YAML::Node& node, const std::string& path,
+                                     const Source& source, const LoadOptions& options, bool safetensors) {
+    const YAML::Node file_node = node["file"];
+    auto name = yaml.string(file_node, path + ".file");
+    if (!name) {
+        return std::nullopt;
+    }
+    std::string tensor;
+    if (safetensors) {
+        const auto given = yaml.string(node["tensor"], path + ".tensor");
+        if (!node["tensor"]) {
+            yaml.error(node, path + " names a safetensors file but no tensor; expected tensor: NAME",
+                       "add the tensor's name as the file stores it, e.g. "
+                       "tensor: model.layers.0.self_attn.q_proj.weight");
+        }
+        if (!given) {
+            return std::nullopt;
+        }
+        tensor = *given;
+    }
+    const auto full = data_file(yaml, file_node, path, *name, source, options);
+    if (!full) {
+        return std::nullopt;
+    }
+    const std::string where = path + ".file \"" + *name + "\"";
+    std::ifstream in(*full, std::ios::binary);
+    std::error_code error;
+    const std::uint64_t size = std::filesystem::file_size(*full, error);
+    if (!in || error) {
+        yaml.error(file_node, where + " cannot be read", "check the file's permissions");
+        return std::nullopt;
+    }
+    try {
+        const loading::TensorLayout layout =
+            safetensors ? loading::safetensors_layout(in, size, tensor) : loading::npy_layout(in, size);
+        // rows: [a, b] and cols: [a, b] within the tensor's rows and columns
+        const auto range = [&](const char* key, std::uint64_t extent) -> std::optional<std::pair<std::uint64_t, std::uint64_t>> {
+            const YAML::Node given = node[key];
+            if (!given) {
+                return std::pair<std::uint64_t, std::uint64_t>{0, extent};
+            }
+            const std::string at = path + "." + key;
+            const std::string hint = std::string("write ") + key + ": [FIRST, LAST], counted from 1, both included";
+            if (!given.IsSequence() || given.size() != 2) {
+                yaml.error(given, at + " is " + yaml.describe(given) + "; expected [FIRST, LAST]", hint);
+                return std::nullopt;
+            }
+            const auto first = yaml.integer(given[0], at + "[1]", 1, static_cast<std::int64_t>(extent), hint);
+            const auto last = yaml.integer(given[1], at + "[2]", 1, static_cast<std::int64_t>(extent), hint);
+            if (!first || !last) {
+                return std::nullopt;
+            }
+            if (*last < *first) {
+                yaml.error(given, at + " is [" + std::to_string(*first) + ", " + std::to_string(*last) +
+                                      "]; expected FIRST ≤ LAST", hint);
+                return std::nullopt;
+            }
+            return std::pair<std::uint64_t, std::uint64_t>{static_cast<std::uint64_t>(*first - 1),
+                                                           static_cast<std::uint64_t>(*last)};
+        };
+        const auto rows = range("rows", layout.rows);
+        const auto cols = range("cols", layout.cols);
+        if (!rows || !cols) {
+            return std::nullopt;
+        }
+        const std::uint64_t r = rows->second - rows->first;
+        const std::uint64_t c = cols->second - cols->first;
+        if (!fits_limits(yaml, node, path, r, c, options)) {
+            return std::nullopt;
+        }
+        yaml.matrix_bytes() += r * c * 8;
+        arma::mat result = loading::read_tensor_block(in, layout, rows->first, rows->second, cols->first, cols->second);
+        for (arma::uword j = 0; j < result.n_cols; ++j) {
+            for (arma::uword i = 0; i < result.n_rows; ++i) {
+                const double value = result(i, j);
+                if (!std::isfinite(value) || std::fabs(value) > k_max_magnitude) {
+                    yaml.error(node, path + "[" + std::to_string(i + 1) + "," + std::to_string(j + 1) + "] is " +
+                                         shortest(value) + " in " + *name +
+                                         (std::isfinite(value) ? "; numbers are limited to ±1e30"
+                                                               : "; expected a finite number"),
+                               "give a tensor of finite numbers");
+                    return std::nullopt;
+                }
+            }
+        }
+        return result;
+    } catch (const loading::TensorError& problem) {
+        yaml.error(node, where + ": " + problem.what(), problem.hint);
+        return std::nullopt;
+    }
+}
+
 }  // namespace
 
 std::string size_text(std::uint64_t bytes) {
@@ -336,9 +446,25 @@ std::optional<arma::mat> read_matrix(YamlReader& yaml, const YAML::Node& node, c
     // a spec with an unknown key is not read: its matrix would only add errors about its shape
     const std::size_t errors_before = yaml.diagnostics().size();
     if (node.IsMap() && node["file"] && !node["random"]) {
-        yaml.check_keys(node, path, {"file"});
+        // the reader by the file's extension: .csv, .npy or .safetensors
+        const YAML::Node file = node["file"];
+        const std::string name = file.IsScalar() ? file.Scalar() : "";
+        const auto ends_with = [&name](const std::string& tail) {
+            return name.size() >= tail.size() &&
+                   std::equal(tail.rbegin(), tail.rend(), name.rbegin(),
+                              [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
+        };
+        const bool npy = ends_with(".npy");
+        const bool safetensors = ends_with(".safetensors");
+        yaml.check_keys(node, path,
+                        safetensors ? std::vector<std::string>{"file", "tensor", "rows", "cols"}
+                        : npy       ? std::vector<std::string>{"file", "rows", "cols"}
+                                    : std::vector<std::string>{"file"});
         if (yaml.diagnostics().size() > errors_before) {
             return std::nullopt;
+        }
+        if (npy || safetensors) {
+            return from_tensor(yaml, node, path, source, options, safetensors);
         }
         return from_csv(yaml, node, path, source, options);
     }

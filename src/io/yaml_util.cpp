@@ -630,6 +630,19 @@ std::optional<double> YamlReader::number(const YAML::Node& node, const std::stri
 }
 
 std::optional<arma::rowvec> YamlReader::vector(const YAML::Node& node, const std::string& path) {
+    if (node.IsMap() && node["file"] && m_file_reader) {
+        const auto read = m_file_reader(node, path);
+        if (!read) {
+            return std::nullopt;
+        }
+        if (read->n_rows != 1 && read->n_cols != 1) {
+            error(node, path + " is a " + std::to_string(read->n_rows) + " × " + std::to_string(read->n_cols) +
+                            " matrix; expected a vector",
+                  "take one row or one column of it with rows: [i, i] or cols: [j, j]");
+            return std::nullopt;
+        }
+        return arma::rowvec(arma::vectorise(*read).t());
+    }
     YAML::Node items = node;
     if (node.IsSequence() && node.size() == 1 && node[0].IsSequence()) {
         items = node[0];

@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,8 +54,13 @@ public:
     std::optional<std::int64_t> integer(const YAML::Node& node, const std::string& path, std::int64_t min,
                                         std::int64_t max, const std::string& hint = "");
     std::optional<double> number(const YAML::Node& node, const std::string& path);
-    // A flat list of numbers (a single-row nested list is accepted too).
+    // A flat list of numbers (a single-row nested list is accepted too), or
+    // {file: …} of one row or one column when a file reader is set.
     std::optional<arma::rowvec> vector(const YAML::Node& node, const std::string& path);
+    // How a {file: …} in place of a vector is read: the model's loader, which
+    // knows the example's folder and limits, reads it as a matrix (read_matrix).
+    using FileReader = std::function<std::optional<arma::mat>(const YAML::Node& node, const std::string& path)>;
+    void set_file_reader(FileReader reader) { m_file_reader = std::move(reader); }
 
     // The text between the brackets of a list written [a, b, c], as in the
     // file; empty for a list written as lines of `- a`, or one not found there.
@@ -80,6 +86,7 @@ public:
     std::uint64_t& matrix_bytes() { return m_matrix_bytes; }
 
 private:
+    FileReader m_file_reader;
     const Source& m_source;
     Diagnostics& m_diagnostics;
     std::uint64_t m_matrix_bytes = 0;
