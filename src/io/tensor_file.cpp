@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -76,6 +77,12 @@ void set_shape(TensorLayout& layout, const std::vector<std::uint64_t>& shape, co
     }
     if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
         throw TensorError(what + " is empty (" + text + "); expected numbers", "give a tensor that holds numbers");
+    }
+    // a tensor larger than any file could be: its numbers would overflow the offsets below
+    constexpr std::uint64_t k_max_numbers = std::uint64_t{1} << 56;
+    if (shape.size() == 2 ? shape[0] > k_max_numbers / shape[1] : shape[0] > k_max_numbers) {
+        throw TensorError(what + " is " + text + ", more numbers than any file holds",
+                          "the file is damaged; save it again");
     }
     layout.dimensions = static_cast<int>(shape.size());
     layout.rows = shape.size() == 1 ? 1 : shape[0];
@@ -181,9 +188,14 @@ TensorLayout npy_layout(std::istream& in, std::uint64_t size) {
     std::vector<std::uint64_t> shape;
     for (std::size_t i = 1; i < shape_text.size();) {
         if (std::isdigit(static_cast<unsigned char>(shape_text[i])) != 0) {
-            std::size_t used = 0;
-            shape.push_back(std::stoull(shape_text.substr(i), &used));
-            i += used;
+            std::uint64_t size = 0;
+            const auto [end, problem] = std::from_chars(shape_text.data() + i, shape_text.data() + shape_text.size(), size);
+            if (problem != std::errc()) {
+                throw TensorError("the .npy header's shape " + shape_text + " cannot be read",
+                                  "the file is damaged; write it again with numpy.save");
+            }
+            shape.push_back(size);
+            i = static_cast<std::size_t>(end - shape_text.data());
         } else {
             ++i;
         }

@@ -215,6 +215,8 @@ TEST_CASE("each bad tensor file is one error at its {file: …}, with what to do
     dir.write("ints.npy", npy("<i8", false, "(3, 2)", std::string(48, '\0')));
     dir.write("nan.npy", npy("<f2", false, "(3, 2)", halves({0x3C00, 0x7E00, 0, 0, 0, 0})));
     dir.write("q.csv.npy", "1,2\n3,4\n5,6\n");
+    dir.write("huge.npy", npy("<f8", false, "(99999999999999999999999, 2)", doubles({1, 2})));
+    dir.write("huge.safetensors", safetensors({{"w", "F64", {std::uint64_t{1} << 40, std::uint64_t{1} << 40}, ""}}));
     const std::string rest = "\n  key: [[1, 0], [0, 1], [1, 1]]\n  value: [[1, 0], [0, 1], [1, 1]]\n";
     const auto query = [&](const std::string& spec) {
         return run_in(dir.path(), std::string(k_inputs) + "weights:\n  query: " + spec + rest);
@@ -247,6 +249,12 @@ TEST_CASE("each bad tensor file is one error at its {file: …}, with what to do
                       "<stdin>:3:10: weights.query[1,2] is nan in nan.npy; expected a finite number");
     require_one_error(query("{file: q.csv.npy}"),
                       "<stdin>:3:10: weights.query.file \"q.csv.npy\": the file is not a .npy file");
+    require_one_error(query("{file: huge.npy}"),
+                      "<stdin>:3:10: weights.query.file \"huge.npy\": the .npy header's shape "
+                      "(99999999999999999999999, 2) cannot be read");
+    require_one_error(query("{file: huge.safetensors, tensor: w}"),
+                      "<stdin>:3:10: weights.query.file \"huge.safetensors\": the tensor w is 1099511627776 × "
+                      "1099511627776, more numbers than any file holds");
     // the wrong shape for the example: the block is read, and the shapes are checked as for any matrix
     const auto wide = query("{file: m.safetensors, tensor: model.layers.0.self_attn.q_proj.weight, rows: [1, 2]}");
     CHECK(wide.status == 2);
