@@ -209,6 +209,12 @@ DecodeTrace decode(const Model& model) {
             now[{cached_keys, g}] = cache.keys();
             now[{cached_values, g}] = cache.values();
             at.first_key = cache.first() - 1;
+            // a step of the key/value head that is not cached has only this token's row: no query reads it
+            for (const StepId id : per_kv_head) {
+                if (id != cached_keys && id != cached_values) {
+                    now.erase({id, g});
+                }
+            }
         }
         for (int h = 1; h <= static_cast<int>(trace.heads); ++h) {
             for (const StepId id : per_query_head) {
