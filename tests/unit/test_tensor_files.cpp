@@ -273,3 +273,41 @@ TEST_CASE("each bad tensor file is one error at its {file: …}, with what to do
                                                    rest + "bias: {query: {file: q.npy, cols: [2, 2], rows: [1, 2]}}\n");
     CHECK(one_column.status == 0);
 }
+
+TEST_CASE("a .npy file that NumPy itself wrote is read as NumPy reads it, in each dtype and order",
+          "[inputs][files][cli][documents]") {
+    // NumPy is the independent writer here (python3-numpy comes with python3-pandas, which bootstrap installs)
+    const auto numpy = test::shell("/usr/bin/python3 -c 'import numpy' 2>&1");
+    REQUIRE(numpy.status == 0);
+    test::TempDir dir;
+    // each array saved, and its values as NumPy reads them back, widened to float64 and written
+    // with repr (which reads back as the same double)
+    const std::string script =
+        "import json, numpy as np\n"
+        "rng = np.random.default_rng(5)\n"
+        "base = rng.uniform(-2, 2, (3, 2))\n"
+        "arrays = {'f8.npy': base, 'f4be.npy': base.astype('>f4'), 'f4f.npy': np.asfortranarray(base.astype('<f4')),\n"
+        "          'f2.npy': base.astype('<f2'), 'f2bef.npy': np.asfortranarray(base.astype('>f2'))}\n"
+        "out = {}\n"
+        "for name, a in arrays.items():\n"
+        "    np.save(name, a)\n"
+        "    out[name] = [[repr(float(x)) for x in row] for row in np.load(name).astype(np.float64)]\n"
+        "print(json.dumps(out))\n";
+    dir.write("write.py", script);
+    const auto written = test::shell("cd '" + dir.path() + "' && /usr/bin/python3 write.py");
+    INFO(written.out);
+    REQUIRE(written.status == 0);
+    const auto expected = nlohmann::json::parse(written.out);
+    for (const auto& [name, rows] : expected.items()) {
+        CAPTURE(name);
+        const auto doc = run_json(dir.path(), std::string(k_inputs) + "weights:\n  query: {file: " + name +
+                                                  "}\n  key: [[1, 0], [0, 1], [1, 1]]\n  value: [[1, 0], [0, 1], [1, 1]]\n");
+        const auto& W_Q = doc["params"]["heads"][0]["W_Q"];
+        REQUIRE(W_Q.size() == 3);
+        for (std::size_t i = 0; i < 3; ++i) {
+            for (std::size_t j = 0; j < 2; ++j) {
+                CHECK(W_Q[i][j].get<double>() == std::stod(rows[i][j].get<std::string>()));
+            }
+        }
+    }
+}
