@@ -274,12 +274,14 @@ arma::mat scores(const arma::mat& Q, const arma::mat& K) {
     return product(Q, K.t());
 }
 
+arma::uword rope_pairs(const Rope& rope, arma::uword d) { return rope.rotated(d) / 2; }
+
 double rope_frequency(const Rope& rope, arma::uword k, arma::uword d) {
-    return std::pow(rope.base, -2.0 * static_cast<double>(k) / static_cast<double>(d));
+    return std::pow(rope.base, -2.0 * static_cast<double>(k) / static_cast<double>(rope.rotated(d)));
 }
 
-std::pair<arma::uword, arma::uword> rope_pair(RopeStyle style, arma::uword k, arma::uword d) {
-    return style == RopeStyle::half ? std::pair{k, k + d / 2} : std::pair{2 * k, 2 * k + 1};
+std::pair<arma::uword, arma::uword> rope_pair(const Rope& rope, arma::uword k, arma::uword d) {
+    return rope.style == RopeStyle::half ? std::pair{k, k + rope_pairs(rope, d)} : std::pair{2 * k, 2 * k + 1};
 }
 
 namespace {
@@ -288,9 +290,9 @@ namespace {
 arma::mat turn_pairs(const arma::mat& X, const Rope& rope, arma::uword first, double direction) {
     const arma::uword d = X.n_cols;
     arma::mat result = X;
-    for (arma::uword k = 0; k < d / 2; ++k) {
+    for (arma::uword k = 0; k < rope_pairs(rope, d); ++k) {
         const double theta = rope_frequency(rope, k, d);
-        const auto [a, b] = rope_pair(rope.style, k, d);
+        const auto [a, b] = rope_pair(rope, k, d);
         for (arma::uword r = 0; r < X.n_rows; ++r) {
             // the pair (x_a, x_b) turned by the angle p·θ_k, p = first + r
             const double angle = static_cast<double>(first + r) * theta;

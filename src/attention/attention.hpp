@@ -32,17 +32,21 @@ arma::mat project(const arma::mat& X, const arma::mat& W, const std::optional<ar
 arma::mat scores(const arma::mat& Q, const arma::mat& K);
 
 // step: rotated queries and keys (RoPE). Row r is at position first + r (from 0); for
-// k = 0 … d/2 − 1 the pair (a, b) of elements k and k + d/2 (style half) or
+// k = 0 … d_rot/2 − 1 the pair (a, b) of elements k and k + d_rot/2 (style half) or
 // 2k and 2k + 1 (style interleaved) turns by the angle r·θ_k,
-// θ_k = base^(−2k/d): a′ = a·cos − b·sin, b′ = b·cos + a·sin. d must be even.
+// θ_k = base^(−2k/d_rot): a′ = a·cos − b·sin, b′ = b·cos + a·sin, and the
+// elements from d_rot on pass unchanged. d_rot = rope.rotated(d), even.
 arma::mat rotate(const arma::mat& X, const Rope& rope, arma::uword first = 0);
 // The rotation taken back: each pair turned by −p·θ_k. A rotation's inverse is
 // its transpose, so this is also how a gradient goes back through RoPE.
 arma::mat rotate_back(const arma::mat& X, const Rope& rope, arma::uword first = 0);
-// The angle θ_k of pair k (0-based) for width d.
+// The pairs that turn in a head of width d: d_rot/2, d_rot = rope.rotated(d)
+// (d/2 unless partial_rotary_factor turns only part of each head).
+arma::uword rope_pairs(const Rope& rope, arma::uword d);
+// The angle θ_k of pair k (0-based) in a head of width d: base^(−2k/d_rot).
 double rope_frequency(const Rope& rope, arma::uword k, arma::uword d);
-// The 0-based elements of pair k: (k, k + d/2) or (2k, 2k + 1).
-std::pair<arma::uword, arma::uword> rope_pair(RopeStyle style, arma::uword k, arma::uword d);
+// The 0-based elements of pair k in a head of width d: (k, k + d_rot/2) or (2k, 2k + 1).
+std::pair<arma::uword, arma::uword> rope_pair(const Rope& rope, arma::uword k, arma::uword d);
 
 // ALiBi's slopes for H heads (Press et al.): for H a power of two,
 // m_h = 2^(−8h/H); otherwise the slopes of P, the largest power of two below

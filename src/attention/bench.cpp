@@ -85,6 +85,16 @@ PackedWeights random_weights(arma::uword d_model, arma::uword heads, arma::uword
     return weights;
 }
 
+// RoPE as the benchmark turns it: base 10000, style half, the first rope_dim elements of each head.
+Rope bench_rope(const BenchSpec& spec) {
+    Rope rope;
+    const arma::uword d_k = spec.d_model / std::max<arma::uword>(spec.heads, 1);
+    if (spec.rope_dim > 0 && d_k > 0) {
+        rope.partial_rotary_factor = static_cast<double>(spec.rope_dim) / static_cast<double>(d_k);
+    }
+    return rope;
+}
+
 // The steps the benchmark computes: the step table's answer for a model with
 // its features, since which steps an example has never depends on its numbers.
 StepSet bench_steps(const BenchSpec& spec) {
@@ -92,7 +102,7 @@ StepSet bench_steps(const BenchSpec& spec) {
     model.heads.resize(spec.heads);
     model.kv_head_count = spec.kv_head_count();
     if (spec.rope) {
-        model.rope = Rope{};
+        model.rope = bench_rope(spec);
     }
     if (spec.window > 0) {
         model.mask_kind = MaskKind::window;
@@ -149,8 +159,11 @@ BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int do
     if (spec.heads % spec.kv_head_count() != 0) {
         throw std::invalid_argument("bench: key/value heads must divide heads");
     }
-    if (spec.rope && (spec.d_model / spec.heads) % 2 != 0) {
+    if (spec.rope && (spec.d_model / spec.heads) % 2 != 0 && spec.rope_dim == 0) {
         throw std::invalid_argument("bench: RoPE needs an even d_k");
+    }
+    if (spec.rope_dim % 2 != 0 || spec.rope_dim > spec.d_model / spec.heads) {
+        throw std::invalid_argument("bench: the rotated width must be even and at most d_k");
     }
     BenchResult result;
     result.threads = spec.threads > 0 ? spec.threads : default_threads();
@@ -159,7 +172,7 @@ BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int do
     arma::arma_rng::set_seed(1);
     const arma::mat X = uniform(spec.tokens, spec.d_model, -1.0, 1.0);
     const PackedWeights weights = random_weights(spec.d_model, spec.heads, spec.kv_head_count());
-    const Rope rope;  // base 10000, style half
+    const Rope rope = bench_rope(spec);  // base 10000, style half
 
     EngineRequest request;
     request.X = &X;

@@ -23,6 +23,7 @@ struct BenchSpec {
     arma::uword kv_heads = 0;  // key/value heads G, dividing heads; 0: one per query head
     arma::uword window = 0;    // a sliding-window causal mask of W keys; 0: no mask
     bool rope = false;         // RoPE (base 10000, style half); d_k must be even
+    arma::uword rope_dim = 0;  // with RoPE: the first rope_dim elements of each head turn (even); 0: all d_k
     bool backward = false;     // the backward pass too, from dO = ones (L = the sum of the outputs)
     int repeat = 10;           // timed runs, after one warm-up
     int threads = 0;           // 0: as many as BLAS uses

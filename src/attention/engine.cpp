@@ -258,7 +258,7 @@ public:
     void rope_angles() {
         const Rope& rope = *m_request.rope;
         const arma::uword d_k = m_weights.d_k;
-        m_cosines.set_size(std::max(m_n, m_m), d_k / 2);
+        m_cosines.set_size(std::max(m_n, m_m), rope_pairs(rope, d_k));
         m_sines.set_size(m_cosines.n_rows, m_cosines.n_cols);
         for (arma::uword k = 0; k < m_cosines.n_cols; ++k) {
             const double theta = rope_frequency(rope, k, d_k);
@@ -342,7 +342,7 @@ private:
     // of pair k turns by the angle p·θ_k, as rotate() in attention.hpp
     void rotate(double* X, arma::uword ld, arma::uword r0, arma::uword rows) const {
         for (arma::uword k = 0; k < m_cosines.n_cols; ++k) {
-            const auto [a, b] = rope_pair(m_request.rope->style, k, m_weights.d_k);
+            const auto [a, b] = rope_pair(*m_request.rope, k, m_weights.d_k);
             double* x_a = X + a * ld;
             double* x_b = X + b * ld;
             const double* cosines = m_cosines.colptr(k);

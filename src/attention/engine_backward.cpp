@@ -51,9 +51,9 @@ void shared_product(int workers, bool trans_a, bool trans_b, arma::uword rows, a
 // Turns each row's pairs back by −p·θ_k, p = the row (from 0), in place: the
 // gradient of RoPE's rotation is its inverse (attention.hpp, rotate_back).
 void rotate_back_in_place(double* M, arma::uword rows, arma::uword d, const Rope& rope) {
-    for (arma::uword k = 0; k < d / 2; ++k) {
+    for (arma::uword k = 0; k < rope_pairs(rope, d); ++k) {
         const double theta = rope_frequency(rope, k, d);
-        const auto [a, b] = rope_pair(rope.style, k, d);
+        const auto [a, b] = rope_pair(rope, k, d);
         double* column_a = M + a * rows;
         double* column_b = M + b * rows;
         for (arma::uword p = 0; p < rows; ++p) {

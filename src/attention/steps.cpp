@@ -289,12 +289,21 @@ void describe_values(const StepContext& context, Step& step) {
 // "θ_k = 10000^(−2k/d_k), angle p·θ_k, position p from 0" and "style half: element k pairs with k + 2 (…)"
 std::vector<std::string> rope_notes(const Model& model) {
     const Rope& rope = *model.rope;
-    const std::string half = std::to_string(model.d_k() / 2);
-    return {"θ_k = " + readable(rope.base) + "^(−2k/d_k), angle p·θ_k, position p from 0",
-            rope.style == RopeStyle::half ? "style half: element k pairs with element k + " + half +
-                                                " (Hugging Face's rotate_half)"
-                                          : "style interleaved: element 2k pairs with element 2k + 1 (the RoFormer "
-                                            "paper, Meta's Llama code)"};
+    const arma::uword d_rot = rope.rotated(model.d_k());
+    const std::string half = std::to_string(rope_pairs(rope, model.d_k()));
+    std::vector<std::string> notes = {
+        "θ_k = " + readable(rope.base) + (d_rot == model.d_k() ? "^(−2k/d_k)" : "^(−2k/d_rot)") +
+            ", angle p·θ_k, position p from 0",
+        rope.style == RopeStyle::half ? "style half: element k pairs with element k + " + half +
+                                            " (Hugging Face's rotate_half)"
+                                      : "style interleaved: element 2k pairs with element 2k + 1 (the RoFormer "
+                                        "paper, Meta's Llama code)"};
+    if (d_rot < model.d_k()) {
+        notes.push_back("partial rotation: only the first d_rot = " + std::to_string(d_rot) + " of the d_k = " +
+                        std::to_string(model.d_k()) + " elements turn (partial_rotary_factor " +
+                        readable(rope.partial_rotary_factor) + "); the rest pass unchanged");
+    }
+    return notes;
 }
 
 void describe_rotated(const StepContext& context, Step& step, bool queries) {

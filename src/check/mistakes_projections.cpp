@@ -197,16 +197,21 @@ const arma::mat& unrotated_of(const Attempt& a) {
 
 std::string rope_correct(const Attempt& a) {
     const std::string letter = a.key.id == StepId::rotated_queries ? "Q" : "K";
+    const bool partial = a.model.rope->rotated(a.model.d_k()) < a.model.d_k();
     return letter + "_rot: row p (from 0) turned pair by pair by p·θ_k, pairs " +
-           (a.model.rope->style == RopeStyle::half ? "(k, k + d_k/2) (style half)" : "(2k, 2k + 1) (style interleaved)");
+           (a.model.rope->style == RopeStyle::half ? (partial ? "(k, k + d_rot/2) (style half)" : "(k, k + d_k/2) (style half)")
+                                                   : "(2k, 2k + 1) (style interleaved)") +
+           (partial ? ", the first d_rot = " + std::to_string(a.model.rope->rotated(a.model.d_k())) +
+                          " elements only"
+                    : "");
 }
 
 // Each pair turned by −p·θ_k instead of p·θ_k (the sines' signs swapped).
 arma::mat rotate_backwards(const arma::mat& X, const Rope& rope) {
     arma::mat result = X;
     const arma::uword d = X.n_cols;
-    for (arma::uword k = 0; k < d / 2; ++k) {
-        const auto [a, b] = rope_pair(rope.style, k, d);
+    for (arma::uword k = 0; k < rope_pairs(rope, d); ++k) {
+        const auto [a, b] = rope_pair(rope, k, d);
         for (arma::uword p = 0; p < X.n_rows; ++p) {
             const double angle = static_cast<double>(p) * rope_frequency(rope, k, d);
             result(p, a) = X(p, a) * std::cos(angle) + X(p, b) * std::sin(angle);
@@ -438,6 +443,17 @@ constexpr MistakeRow k_rows[] = {
      .make = [](A a, M made) {
          made("The pairs were turned the wrong way (by −p·θ_k): the signs of the sines are swapped.", rope_correct(a),
               rotate_backwards(unrotated_of(a), *a.model.rope));
+     }},
+    {.id = "rope_whole_head", .steps = k_rotated_steps,
+     .man = R"roff(With \fBpartial_rotary_factor\fR, every element of the head turned, with \(*h_k over d_k, where only the first d_rot turn.)roff",
+     .applies = [](A a) { return a.model.rope->rotated(a.model.d_k()) < a.model.d_k(); },
+     .make = [](A a, M made) {
+         Rope whole = *a.model.rope;
+         whole.partial_rotary_factor = 1.0;
+         made("Every element was turned, with θ_k over all d_k = " + std::to_string(a.model.d_k()) +
+                  "; only the first d_rot = " + std::to_string(a.model.rope->rotated(a.model.d_k())) +
+                  " turn, with θ_k = base^(−2k/d_rot), and the rest pass unchanged.",
+              rope_correct(a), rotate(unrotated_of(a), whole));
      }},
 };
 

@@ -76,6 +76,7 @@ std::string json_report(const BenchSpec& spec, const BenchResult& result) {
     json["kv_heads"] = spec.kv_head_count();
     json["window"] = spec.window > 0 ? nlohmann::ordered_json(spec.window) : nlohmann::ordered_json(nullptr);
     json["rope"] = spec.rope;
+    json["rope_dim"] = spec.rope_dim > 0 ? nlohmann::ordered_json(spec.rope_dim) : nlohmann::ordered_json(nullptr);
     json["backward"] = spec.backward;
     json["threads"] = result.threads;
     json["blas"] = result.blas;
@@ -104,7 +105,7 @@ std::string text_report(const BenchSpec& spec, const BenchResult& result) {
         out += ", window " + std::to_string(spec.window);
     }
     if (spec.rope) {
-        out += ", RoPE";
+        out += spec.rope_dim > 0 ? ", RoPE on " + std::to_string(spec.rope_dim) + " of d_k" : std::string(", RoPE");
     }
     if (spec.backward) {
         out += ", forward and backward";
@@ -136,6 +137,7 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& options) {
         .bind("--kv-heads", &options.kv_heads)
         .bind("--window", &options.window)
         .bind("--rope", &options.rope)
+        .bind("--rope-dim", &options.rope_dim)
         .bind("--backward", &options.backward)
         .bind("--repeat", &options.repeat)
         .bind("--threads", &options.threads)
@@ -151,7 +153,8 @@ int run_bench(const BenchOptions& options) {
     spec.heads = static_cast<arma::uword>(options.heads);
     spec.kv_heads = static_cast<arma::uword>(options.kv_heads);
     spec.window = static_cast<arma::uword>(options.window);
-    spec.rope = options.rope;
+    spec.rope = options.rope || options.rope_dim > 0;
+    spec.rope_dim = static_cast<arma::uword>(options.rope_dim);
     spec.backward = options.backward;
     spec.repeat = options.repeat;
     spec.threads = options.threads;
@@ -166,7 +169,12 @@ int run_bench(const BenchOptions& options) {
                                      "each key/value head serves heads / kv-heads query heads; e.g. --heads 12 "
                                      "--kv-heads 4"));
     }
-    if (spec.rope && (spec.d_model / spec.heads) % 2 != 0) {
+    if (spec.rope_dim > 0 && (spec.rope_dim % 2 != 0 || spec.rope_dim > spec.d_model / spec.heads)) {
+        throw InputError(usage_error("--rope-dim " + std::to_string(spec.rope_dim) + " is not an even number of at most d_k = " +
+                                         std::to_string(spec.d_model / spec.heads),
+                                     "the rotated width is taken in pairs within a head; e.g. --rope-dim 16 of d_k 64"));
+    }
+    if (spec.rope && spec.rope_dim == 0 && (spec.d_model / spec.heads) % 2 != 0) {
         throw InputError(usage_error("--rope needs an even d_k; d_model " + std::to_string(spec.d_model) + " / " +
                                          std::to_string(spec.heads) + " heads is " +
                                          std::to_string(spec.d_model / spec.heads),

@@ -101,6 +101,7 @@ struct BenchOptions {
     int kv_heads = 0;      // 0 = one per query head
     int window = 0;        // 0 = no mask
     bool rope = false;
+    int rope_dim = 0;      // 0 = every element of each head turns
     bool backward = false;
     int repeat = 10;
     int threads = 0;       // 0 = default_threads()

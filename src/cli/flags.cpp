@@ -437,6 +437,17 @@ plain causal mask, where a block skips the keys after its last row. Without
      .help = "Rotate queries and keys by RoPE (base 10000, style half)",
      .man = R"roff(RoPE (base 10000, style half) on each head's queries and keys after the
 projections; d_model/H must be even.)roff"},
+    {.name = "--rope-dim",
+     .value = "D",
+     .commands = k_bench,
+     .help = "RoPE on the first D elements of each head only (implies --rope)",
+     .man = R"roff(Partial rotation, as \fBrope: {partial_rotary_factor: D/d_k}\fR in an
+example: only the first D elements of each head's queries and keys turn, with
+\(*h_k over D, and the rest pass unchanged. D must be even and at most
+d_model/H. Implies \fB\-\-rope\fR.)roff",
+     .check = Check::whole,
+     .low = 2,
+     .high = 65536},
     {.name = "--backward",
      .commands = k_bench,
      .help = "Time the backward pass too (dO = ones)",
@@ -601,7 +612,8 @@ leaves.)roff"},
      .man = R"roff(\fBtext\fR (default), a table, or \fBjson\fR, one object:
 \fBschema_version\fR, \fBtokens\fR, \fBd_model\fR, \fBheads\fR,
 \fBkv_heads\fR (H without \fB\-\-kv\-heads\fR), \fBwindow\fR (\fBnull\fR
-without \fB\-\-window\fR), \fBrope\fR and \fBbackward\fR (\fBtrue\fR or
+without \fB\-\-window\fR), \fBrope\fR (\fBtrue\fR or \fBfalse\fR), \fBrope_dim\fR
+(the rotated width D, \fBnull\fR without \fB\-\-rope\-dim\fR), \fBbackward\fR (\fBtrue\fR or
 \fBfalse\fR), \fBthreads\fR, \fBblas\fR, \fBrepeat\fR, \fBtotal_ms\fR, \fBgflops\fR,
 \fBpeak_rss_mb\fR and \fBsteps\fR, a list of \fB{id, median_ms}\fR in step
 order.)roff",

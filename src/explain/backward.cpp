@@ -353,13 +353,19 @@ private:
         const Rope& rope = *m_model.rope;
         const arma::uword d = m_step.values.n_cols;
         const bool half = rope.style == RopeStyle::half;
+        const arma::uword d_rot = rope.rotated(d);
         const auto pair_of = [&](arma::uword c) {
-            const arma::uword k = half ? c % (d / 2) : c / 2;
-            return std::pair{k, rope_pair(rope.style, k, d)};
+            const arma::uword k = half ? c % (d_rot / 2) : c / 2;
+            return std::pair{k, rope_pair(rope, k, d)};
         };
-        // the rotated gradient's elements the cells need, in order
+        // the rotated gradient's elements the cells need, in order (an element past the
+        // rotated part needs itself alone)
         std::set<arma::uword> needed;
         for (const arma::uword c : columns()) {
+            if (c >= d_rot) {
+                needed.insert(c);
+                continue;
+            }
             const auto [k, ab] = pair_of(c);
             needed.insert(ab.first);
             needed.insert(ab.second);
@@ -369,11 +375,21 @@ private:
             g[e] = element(e, g_name + "[" + std::to_string(m_row + 1) + "," + std::to_string(e + 1) + "]");
         }
         const auto p = static_cast<double>(m_row);
-        line("RoPE turned each pair by the angle p·θ_k, θ_k = " + m_num(rope.base) + "^(−2k/" + std::to_string(d) +
-             "), position p = " + m_num(p) + " (row " + std::to_string(m_row + 1) + ", counted from 0);");
+        line("RoPE turned each pair by the angle p·θ_k, θ_k = " + m_num(rope.base) + "^(−2k/" +
+             std::to_string(d_rot) + "), position p = " + m_num(p) + " (row " + std::to_string(m_row + 1) +
+             ", counted from 0);");
+        if (d_rot < d) {
+            line("elements " + std::to_string(d_rot + 1) + " to " + std::to_string(d) +
+                 " did not turn: their gradient passes back unchanged");
+        }
         line("the gradient turns back by −p·θ_k: (g_a, g_b) → (g_a·cos + g_b·sin, g_b·cos − g_a·sin)");
         std::set<arma::uword> written;
         for (const arma::uword c : columns()) {
+            if (c >= d_rot) {
+                const std::string name = g_name + "[" + std::to_string(m_row + 1) + "," + std::to_string(c + 1) + "]";
+                line(here(c) + " = " + name + " = " + result_of(g[c], kept(c)));
+                continue;
+            }
             const auto [k, ab] = pair_of(c);
             const auto [a, b] = ab;
             const double theta = rope_frequency(rope, k, d);

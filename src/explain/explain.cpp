@@ -8,6 +8,7 @@
 #include "attention/cell.hpp"
 #include "attention/step_handlers.hpp"
 #include "attention/steps.hpp"
+#include "base/numbers.hpp"
 #include "explain/numbers.hpp"
 #include "render/table.hpp"
 
@@ -297,32 +298,45 @@ private:
         const auto p = static_cast<double>(m_row);
         const bool half = rope.style == RopeStyle::half;
         // the convention first: the last line is the cell's value
+        const std::string half_width = rope.rotated(d) == d ? "d_k/2" : "d_rot/2";
         if (half) {
-            line("style half (Hugging Face's rotate_half): element j pairs with element j + d_k/2");
+            line("style half (Hugging Face's rotate_half): element j pairs with element j + " + half_width);
             line("interleaved (RoFormer, Meta's Llama code) would pair 2j − 1 with 2j instead;");
         } else {
             line("style interleaved (RoFormer, Meta's Llama code): element 2j − 1 pairs with element 2j");
-            line("half (Hugging Face's rotate_half) would pair j with j + d_k/2 instead;");
+            line("half (Hugging Face's rotate_half) would pair j with j + " + half_width + " instead;");
         }
         line("permuting W_Q's and W_K's output columns turns one style into the other");
+        const arma::uword d_rot = rope.rotated(d);
         line("position p = " + m_num(p) + " (row " + std::to_string(m_row + 1) + ", counted from 0); θ_k = " +
-             m_num(rope.base) + "^(−2k/d_k), d_k = " + std::to_string(d));
+             m_num(rope.base) +
+             (d_rot == d ? "^(−2k/d_k), d_k = " + std::to_string(d)
+                         : "^(−2k/d_rot), d_rot = " + std::to_string(d_rot) + " of d_k = " + std::to_string(d) +
+                               " (partial_rotary_factor " + readable(rope.partial_rotary_factor) + ")"));
         for (const arma::uword c : columns()) {
-            const arma::uword k = half ? c % (d / 2) : c / 2;
-            const auto [a, b] = rope_pair(rope.style, k, d);
+            const std::string here = cell_name(m_step->id, m_row, static_cast<long>(c), m_step->head);
+            if (c >= d_rot) {
+                // past the rotated part: the element passes unchanged
+                const std::string name = cell_name(read.id, m_row, static_cast<long>(c), read.head);
+                line("element " + std::to_string(c + 1) + " is past the first " + std::to_string(d_rot) +
+                     ", which turn: it passes unchanged");
+                line(here + " = " + name + " = " + result_of(source.values(m_row, c), m_step->values(m_row, c)));
+                continue;
+            }
+            const arma::uword k = half ? c % (d_rot / 2) : c / 2;
+            const auto [a, b] = rope_pair(rope, k, d);
             const double theta = rope_frequency(rope, k, d);
             const double angle = p * theta;
             const double cosine = std::cos(angle);
             const double sine = std::sin(angle);
             line("pair k = " + std::to_string(k) + ": elements " + std::to_string(a + 1) + " and " +
                  std::to_string(b + 1) + "; θ_" + std::to_string(k) + " = " + m_num(rope.base) + "^(−" +
-                 std::to_string(2 * k) + "/" + std::to_string(d) + ") = " + m_num(theta) + ", angle = " + m_num(p) +
+                 std::to_string(2 * k) + "/" + std::to_string(d_rot) + ") = " + m_num(theta) + ", angle = " + m_num(p) +
                  " · " + m_num(theta) + " = " + m_num(angle) + ", cos = " + m_num(cosine) + ", sin = " + m_num(sine));
             const double x_a = source.values(m_row, a);
             const double x_b = source.values(m_row, b);
             const std::string name_a = cell_name(read.id, m_row, static_cast<long>(a), read.head);
             const std::string name_b = cell_name(read.id, m_row, static_cast<long>(b), read.head);
-            const std::string here = cell_name(m_step->id, m_row, static_cast<long>(c), m_step->head);
             if (c == a) {
                 line(here + " = " + name_a + "·cos − " + name_b + "·sin = " + m_num(x_a) + " · " + m_num.factor(cosine) +
                      " − " + m_num.factor(x_b) + " · " + m_num.factor(sine) + " = " +

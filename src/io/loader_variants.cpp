@@ -5,6 +5,7 @@
 #include "io/loader_parts.hpp"
 
 #include "attention/attention.hpp"
+#include "base/numbers.hpp"
 
 #include <cmath>
 
@@ -76,7 +77,7 @@ void ModelLoader::read_rope(Model& model) {
     }
     Rope rope;
     if (node.IsMap()) {
-        m_yaml.check_keys(node, "rope", {"base", "style"});
+        m_yaml.check_keys(node, "rope", {"base", "style", "partial_rotary_factor"});
         if (const YAML::Node base = node["base"]) {
             auto value = m_yaml.number(base, "rope.base");
             if (!value) {
@@ -108,11 +109,33 @@ void ModelLoader::read_rope(Model& model) {
                      "write rope: true, or rope: {base: 10000, style: half}");
         return;
     }
-    if (!model.heads.empty() && model.d_k() % 2 != 0) {
+    if (!model.heads.empty() && model.d_k() % 2 != 0 && !(node.IsMap() && node["partial_rotary_factor"])) {
         m_yaml.error(node, "rope needs an even d_k; this example's d_k is " + std::to_string(model.d_k()),
                      "RoPE turns each query's and key's elements in pairs; give each head an even number of query "
                      "and key columns");
         return;
+    }
+    // partial_rotary_factor: f, with d_rot = f·d_k a positive even whole number
+    if (node.IsMap() && node["partial_rotary_factor"]) {
+        const YAML::Node factor = node["partial_rotary_factor"];
+        auto value = m_yaml.number(factor, "rope.partial_rotary_factor");
+        if (!value) {
+            return;
+        }
+        const double d_k = model.heads.empty() ? 0.0 : static_cast<double>(model.d_k());
+        const double d_rot = *value * d_k;
+        // a factor written in decimals (0.4 of 80) is the whole number it stands for
+        const double whole = std::round(d_rot);
+        if (*value <= 0.0 || *value > 1.0 || std::fabs(d_rot - whole) > 1e-9 * std::max(1.0, d_k) || whole < 2.0 ||
+            std::fmod(whole, 2.0) != 0.0) {
+            m_yaml.error(factor,
+                         "rope.partial_rotary_factor is " + readable(*value) + ", which turns " +
+                             readable(d_rot) + " of d_k = " + std::to_string(model.d_k()) +
+                             " elements; expected a fraction in (0, 1] that turns a positive even whole number",
+                         "the rotated width d_rot = f·d_k is taken in pairs: e.g. 0.25 or 0.5 of a head of 64");
+            return;
+        }
+        rope.partial_rotary_factor = whole / d_k;
     }
     model.rope = rope;
 }

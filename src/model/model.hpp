@@ -11,6 +11,7 @@
 #include <armadillo>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include <map>
@@ -39,6 +40,13 @@ enum class RopeStyle { half, interleaved };
 struct Rope {
     double base = 10000.0;
     RopeStyle style = RopeStyle::half;
+    // partial_rotary_factor: the fraction of each head that turns (GPT-NeoX's rotary_pct, Phi, StableLM, GLM)
+    double partial_rotary_factor = 1.0;
+    // The elements that turn of a head of width d, the first d_rot = f·d (an
+    // even whole number: the loader checks); the rest pass unchanged.
+    arma::uword rotated(arma::uword d) const {
+        return static_cast<arma::uword>(std::llround(partial_rotary_factor * static_cast<double>(d)));
+    }
 };
 
 // One head's projections in the x·W layout.

@@ -145,7 +145,8 @@ void write_param(std::ostream& out, const Model& model, Key key) {
             out << ",\n  \"rope\": ";
             if (model.rope) {
                 out << "{\"base\": " << round_trip(model.rope->base) << ", \"style\": "
-                    << quoted(model.rope->style == RopeStyle::half ? "half" : "interleaved") << '}';
+                    << quoted(model.rope->style == RopeStyle::half ? "half" : "interleaved")
+                    << ", \"partial_rotary_factor\": " << round_trip(model.rope->partial_rotary_factor) << '}';
             } else {
                 out << "null";
             }

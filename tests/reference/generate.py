@@ -367,7 +367,8 @@ def interpret_yaml(doc):
     if rope is True:
         rope = {}
     if rope is not False:
-        rope = {"base": float(rope.get("base", 10000)), "style": rope.get("style", "half")}
+        rope = {"base": float(rope.get("base", 10000)), "style": rope.get("style", "half"),
+                "partial": float(rope.get("partial_rotary_factor", 1.0))}
         assert rope["style"] in ("half", "interleaved"), rope
 
     alibi = doc.get("alibi", False)
@@ -411,18 +412,20 @@ def alibi_slopes_spec(H):
             + [2.0 ** (-8.0 * h / (2 * P)) for h in range(1, 2 * P + 1, 2)][:H - P])
 
 
-def rotate_pairs(M, base, style):
+def rotate_pairs(M, base, style, partial=1.0):
     """RoPE written out pair by pair (EXAMPLE FILES in man/qkv.1.in): row p (position p,
-    0-based) turns each pair (a, b) of elements by the angle p * base^(-2k/d_k);
-    `half` pairs element k with k + d_k/2, `interleaved` 2k with 2k + 1."""
+    0-based) turns each pair (a, b) of elements by the angle p * base^(-2k/d_rot);
+    `half` pairs element k with k + d_rot/2, `interleaved` 2k with 2k + 1. d_rot is
+    d_k * partial_rotary_factor; the elements from d_rot on stay as they are."""
     rows, d_k = M.shape
-    assert d_k % 2 == 0, f"RoPE needs an even d_k, not {d_k}"
+    d_rot = round(d_k * partial)
+    assert d_rot % 2 == 0, f"RoPE needs an even d_rot, not {d_rot}"
     out = M.clone()
     for p in range(rows):
-        for k in range(d_k // 2):
-            angle = p * base ** (-2.0 * k / d_k)
+        for k in range(d_rot // 2):
+            angle = p * base ** (-2.0 * k / d_rot)
             c, s = math.cos(angle), math.sin(angle)
-            a, b = (k, k + d_k // 2) if style == "half" else (2 * k, 2 * k + 1)
+            a, b = (k, k + d_rot // 2) if style == "half" else (2 * k, 2 * k + 1)
             x, y = float(M[p, a]), float(M[p, b])
             out[p, a] = x * c - y * s
             out[p, b] = y * c + x * s
@@ -449,8 +452,8 @@ def direct_attention(X, C, heads, kv_sets, kv_of, W_O, b_O, divisor, keep, rope,
     Q, K = steps["queries"], steps["keys"]
     if rope:
         # positions 0, 1, ... for the queries and (separately) for the keys' rows
-        Q = steps["rotated_queries"] = [rotate_pairs(q, rope["base"], rope["style"]) for q in Q]
-        K = steps["rotated_keys"] = [rotate_pairs(k, rope["base"], rope["style"]) for k in K]
+        Q = steps["rotated_queries"] = [rotate_pairs(q, rope["base"], rope["style"], rope["partial"]) for q in Q]
+        K = steps["rotated_keys"] = [rotate_pairs(k, rope["base"], rope["style"], rope["partial"]) for k in K]
     steps["scores"] = [Q[h] @ K[kv_of[h]].T for h in range(len(heads))]
     x = steps["scaled_scores"] = [S / divisor for S in steps["scores"]]
     if slopes is not None:
@@ -634,29 +637,36 @@ def rotate_half(x):
     return torch.cat((-x2, x1), dim=-1)
 
 
-def rope_half_hf(x, base):
+def rope_half_hf(x, base, partial=1.0):
     """RoPE as transformers' LlamaRotaryEmbedding + apply_rotary_pos_emb, on x
-    (heads, tokens, d): positions 0, 1, ... of the tokens."""
-    d = x.shape[-1]
+    (heads, tokens, d): positions 0, 1, ... of the tokens. With partial_rotary_factor
+    < 1, as GPT-NeoX's and Phi's: dim = int(head_dim * partial_rotary_factor) for
+    inv_freq (_compute_default_rope_parameters), and apply_rotary_pos_emb turns
+    q[..., :rotary_dim] and concatenates q[..., rotary_dim:] unchanged."""
+    d = int(x.shape[-1] * partial)
+    x, x_pass = x[..., :d], x[..., d:]
     inv_freq = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.int64).to(torch.float64) / d))
     positions = torch.arange(x.shape[-2], dtype=torch.float64)
     freqs = torch.outer(positions, inv_freq)                   # tokens x d/2
     emb = torch.cat((freqs, freqs), dim=-1)                    # tokens x d
     cos, sin = emb.cos()[None], emb.sin()[None]                # unsqueeze the head dim
-    return x * cos + rotate_half(x) * sin
+    return torch.cat((x * cos + rotate_half(x) * sin, x_pass), dim=-1)
 
 
-def rope_interleaved_meta(x, base):
+def rope_interleaved_meta(x, base, partial=1.0):
     """RoPE as Meta's original Llama code (precompute_freqs_cis + apply_rotary_emb),
     on x (tokens, heads, d): consecutive pairs are complex numbers, multiplied by
-    freqs_cis = polar(1, p * theta_k)."""
-    d = x.shape[-1]
+    freqs_cis = polar(1, p * theta_k). With partial_rotary_factor < 1, as GLM's
+    code: the first d = head_dim * factor elements turn (freqs over d), the rest
+    are concatenated unchanged."""
+    d = int(x.shape[-1] * partial)
+    x, x_pass = x[..., :d], x[..., d:]
     freqs = 1.0 / (base ** (torch.arange(0, d, 2)[: d // 2].to(torch.float64) / d))
     t = torch.arange(x.shape[0], dtype=torch.float64)
     freqs = torch.outer(t, freqs)                              # tokens x d/2
     freqs_cis = torch.polar(torch.ones_like(freqs), freqs)     # complex128
     x_complex = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
-    return torch.view_as_real(x_complex * freqs_cis[:, None, :]).flatten(2)
+    return torch.cat((torch.view_as_real(x_complex * freqs_cis[:, None, :]).flatten(2), x_pass), dim=-1)
 
 
 def press_get_slopes(n):
@@ -703,11 +713,12 @@ def modern_reference(X, C, W, b, H, G, W_O, b_O, divisor, rope=None, slopes=None
     Q, K, V = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)   # heads x tokens x d
     steps = {"queries": list(Q), "keys": list(K), "values": list(V)}
     if rope is not None:
+        f = rope["partial"]
         if rope["style"] == "half":
-            Q, K = rope_half_hf(Q, rope["base"]), rope_half_hf(K, rope["base"])
+            Q, K = rope_half_hf(Q, rope["base"], f), rope_half_hf(K, rope["base"], f)
         else:
-            Q = rope_interleaved_meta(q, rope["base"]).transpose(0, 1)
-            K = rope_interleaved_meta(k, rope["base"]).transpose(0, 1)
+            Q = rope_interleaved_meta(q, rope["base"], f).transpose(0, 1)
+            K = rope_interleaved_meta(k, rope["base"], f).transpose(0, 1)
         steps["rotated_queries"], steps["rotated_keys"] = list(Q), list(K)
     # grouped-query attention: each key/value head serves H / G query heads in a row
     K_rep = K.repeat_interleave(H // G, dim=0)
@@ -1138,6 +1149,9 @@ PROVENANCE_MODERN = {
     "interleaved": "RoPE style interleaved as Meta's Llama code: freqs_cis = torch.polar(ones, "
                    "outer(t, freqs)), torch.view_as_real(torch.view_as_complex(x.reshape(n, H, "
                    "-1, 2)) * freqs_cis).flatten(2) on the (tokens, heads, d) layout; ",
+    "partial": "partial rotation as GPT-NeoX's, Phi's and GLM's code: the first rotary_dim = "
+               "int(head_dim * partial_rotary_factor) elements turned, with the frequencies over "
+               "rotary_dim, and torch.cat((turned, x[..., rotary_dim:]), dim=-1); ",
     "gqa": "each key/value head repeated with repeat_interleave(H // G, dim=0), as "
            "scaled_dot_product_attention(enable_gqa=True) does; ",
     "scores": "scores = torch.matmul(Q, K.transpose(-2, -1)) (raw), scaled_scores = scores / scale; ",
@@ -1190,10 +1204,11 @@ def rope_settings(rope):
     if rope is None:
         return None, None
     if rope is True:
-        return Bare("true"), {"base": 10000.0, "style": "half"}
+        return Bare("true"), {"base": 10000.0, "style": "half", "partial": 1.0}
     yaml_value = Flow({key: (Bare(value) if isinstance(value, str) else value)
                        for key, value in rope.items()})
-    return yaml_value, {"base": float(rope.get("base", 10000)), "style": rope.get("style", "half")}
+    return yaml_value, {"base": float(rope.get("base", 10000)), "style": rope.get("style", "half"),
+                        "partial": float(rope.get("partial_rotary_factor", 1.0))}
 
 
 def modern_case(name, title, seed, *, n, d_model, H, d_k, G=None, d_v=None, m=None,
@@ -1267,6 +1282,8 @@ def modern_case(name, title, seed, *, n, d_model, H, d_k, G=None, d_v=None, m=No
     ops = [PROVENANCE_MODERN["base"].format(G=kv)]
     if rope_ref:
         ops.append(PROVENANCE_MODERN[rope_ref["style"]])
+        if rope_ref["partial"] != 1.0:
+            ops.append(PROVENANCE_MODERN["partial"])
     if kv != H:
         ops.append(PROVENANCE_MODERN["gqa"])
     ops.append(PROVENANCE_MODERN["scores"])
@@ -1310,6 +1327,17 @@ def cases_rope():
         "rope_causal", "RoPE (rope: true) with a causal mask, two heads of d_k 4, query and key biases",
         704, n=5, d_model=6, H=2, d_k=4, rope=True, mask="causal",
         bias=("query", "key")))
+    out.append(modern_case(
+        "rope_partial_half_causal",
+        "RoPE style half turning the first 4 of d_k 6 (partial_rotary_factor 0.6666666666666666, GPT-NeoX), "
+        "two heads, causal",
+        705, n=5, d_model=6, H=2, d_k=6, rope={"partial_rotary_factor": 0.6666666666666666}, mask="causal"))
+    out.append(modern_case(
+        "rope_partial_interleaved_gqa",
+        "RoPE style interleaved turning the first 4 of d_k 8 (partial_rotary_factor 0.5, GLM), base 500, "
+        "four heads over two key/value heads, a window of 3",
+        706, n=5, d_model=8, H=4, G=2, d_k=8,
+        rope={"base": 500, "style": "interleaved", "partial_rotary_factor": 0.5}, mask={"window": 3}))
     return out
 
 

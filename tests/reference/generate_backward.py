@@ -299,7 +299,8 @@ def settings_from_doc(doc, H, d_k):
     if rope is True:
         rope = {}
     if rope is not None:
-        rope = {"base": float(rope.get("base", 10000)), "style": rope.get("style", "half")}
+        rope = {"base": float(rope.get("base", 10000)), "style": rope.get("style", "half"),
+                "partial": float(rope.get("partial_rotary_factor", 1.0))}
     alibi = doc.get("alibi")
     slopes = (gen.press_get_slopes(H) if alibi is True
               else None if alibi is None else [float(s) for s in alibi])
@@ -329,11 +330,12 @@ def batched_forward(Xe, C, W, b, H, G, W_O, b_O, divisor, rope, slopes, blocked,
     Q, K, V = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)
     steps = {"queries": list(Q), "keys": list(K), "values": list(V)}
     if rope is not None:
+        f = rope["partial"]
         if rope["style"] == "half":
-            Q, K = gen.rope_half_hf(Q, rope["base"]), gen.rope_half_hf(K, rope["base"])
+            Q, K = gen.rope_half_hf(Q, rope["base"], f), gen.rope_half_hf(K, rope["base"], f)
         else:
-            Q = gen.rope_interleaved_meta(q, rope["base"]).transpose(0, 1)
-            K = gen.rope_interleaved_meta(k, rope["base"]).transpose(0, 1)
+            Q = gen.rope_interleaved_meta(q, rope["base"], f).transpose(0, 1)
+            K = gen.rope_interleaved_meta(k, rope["base"], f).transpose(0, 1)
         steps["rotated_queries"], steps["rotated_keys"] = list(Q), list(K)
     K_rep = K.repeat_interleave(H // G, dim=0)
     V_rep = V.repeat_interleave(H // G, dim=0)
@@ -495,10 +497,12 @@ def np_sinusoidal(n, d):
     return P
 
 
-def np_rotate(M, base, style, sign):
+def np_rotate(M, base, style, sign, partial=1.0):
     """RoPE pair by pair, row p at position p; sign -1 turns back (the
-    transpose of the rotation, which is its backward)."""
+    transpose of the rotation, which is its backward). Only the first
+    d = d_k * partial_rotary_factor elements turn."""
     rows, d = M.shape
+    d = round(d * partial)
     out = M.copy()
     for p in range(rows):
         for k in range(d // 2):
@@ -575,7 +579,8 @@ def np_model(doc):
     model["divisor"] = 1.0 if scale == "none" else math.sqrt(d_k) if scale == "sqrt_dk" else float(scale)
     rope = doc.get("rope")
     rope = {} if rope is True else rope
-    model["rope"] = None if rope is None else (float(rope.get("base", 10000)), rope.get("style", "half"))
+    model["rope"] = None if rope is None else (float(rope.get("base", 10000)), rope.get("style", "half"),
+                                               float(rope.get("partial_rotary_factor", 1.0)))
     alibi = doc.get("alibi")
     model["slopes"] = (gen.alibi_slopes_spec(H) if alibi is True
                        else None if alibi is None else [float(s) for s in alibi])
@@ -618,9 +623,9 @@ def np_forward(model, perturb=None):
         f["K"].append(bump("grad_keys", g, C @ Wk + (0 if bk is None else bk)))
         f["V"].append(bump("grad_values", g, C @ Wv + (0 if bv is None else bv)))
     if md["rope"] is not None:
-        base, style = md["rope"]
-        f["Qr"] = [np_rotate(Q, base, style, +1) for Q in f["Q"]]
-        f["Kr"] = [np_rotate(K, base, style, +1) for K in f["K"]]
+        base, style, partial = md["rope"]
+        f["Qr"] = [np_rotate(Q, base, style, +1, partial) for Q in f["Q"]]
+        f["Kr"] = [np_rotate(K, base, style, +1, partial) for K in f["K"]]
     else:
         f["Qr"], f["Kr"] = f["Q"], f["K"]
     n, m = Xe.shape[0], C.shape[0]
@@ -681,9 +686,9 @@ def np_backward(model, f):
         dQr.append(dS[h] @ f["Kr"][g])
         dKr[g] += dS[h].T @ f["Qr"][h]
     if md["rope"] is not None:
-        base, style = md["rope"]
-        dQ = [np_rotate(d, base, style, -1) for d in dQr]
-        dK = [np_rotate(d, base, style, -1) for d in dKr]
+        base, style, partial = md["rope"]
+        dQ = [np_rotate(d, base, style, -1, partial) for d in dQr]
+        dK = [np_rotate(d, base, style, -1, partial) for d in dKr]
     else:
         dQ, dK = dQr, dKr
     out.update({"grad_head_output": dZ, "grad_weights": dA, "grad_scaled_scores": dx,
@@ -1121,6 +1126,12 @@ def cases_modern():
         "backward_rope_interleaved_two_heads",
         "Backward: RoPE style interleaved with base 100, two heads of d_k 4, all biases, W_O",
         2402, n=4, d_model=6, H=2, d_k=4, rope={"base": 100, "style": "interleaved"}))
+    out.append(modern(
+        "backward_rope_partial_gqa_causal",
+        "Backward: RoPE turning the first 2 of d_k 4 (partial_rotary_factor 0.5), style half, four "
+        "heads over two key/value heads, causal: the elements that did not turn pass their gradient "
+        "back unchanged",
+        2413, n=4, d_model=6, H=4, G=2, d_k=4, rope={"partial_rotary_factor": 0.5}, mask="causal"))
     out.append(modern(
         "backward_gqa_four_heads_two_kv_heads",
         "Backward: heads 4, kv_heads 2, all biases, W_O: grad_keys and grad_values sum the "

@@ -28,7 +28,7 @@ TEST_CASE("qkv bench --format json follows the contract", "[bench][cli]") {
     for (const auto& item : json.items()) {
         keys.push_back(item.key());
     }
-    CHECK(keys == std::vector<std::string>{"schema_version", "tokens", "d_model", "heads", "kv_heads", "window", "rope",
+    CHECK(keys == std::vector<std::string>{"schema_version", "tokens", "d_model", "heads", "kv_heads", "window", "rope", "rope_dim",
                                            "backward", "threads", "blas", "repeat", "total_ms", "gflops", "peak_rss_mb", "steps"});
     CHECK(json["schema_version"] == 1);
     CHECK(json["tokens"] == 64);
@@ -69,6 +69,7 @@ TEST_CASE("qkv bench measures grouped-query heads, a sliding window and RoPE", "
     CHECK(json["kv_heads"] == 2);
     CHECK(json["window"] == 16);
     CHECK(json["rope"] == true);
+    CHECK(json["rope_dim"] == nullptr);
     // the flops for n = 64, d_model = 32, 4 heads of width 8 sharing 2 key/value heads,
     // a window of 16: projections 2·64·32·(32 + 2·2·8) = 262144; query i (from 0) sees
     // min(i + 1, 16) keys, 16·17/2 + 48·16 = 904 pairs, so scores and weighted sums
@@ -89,6 +90,26 @@ TEST_CASE("qkv bench measures grouped-query heads, a sliding window and RoPE", "
           std::string::npos);
 }
 
+TEST_CASE("qkv bench --rope-dim turns the first D elements of each head, as partial_rotary_factor does",
+          "[bench][cli]") {
+    const auto result = run_qkv({"bench", "--tokens", "64", "--d-model", "32", "--heads", "4", "--rope-dim", "4",
+                                 "--repeat", "2", "--threads", "1", "--format", "json"});
+    REQUIRE(result.status == 0);
+    const auto json = nlohmann::ordered_json::parse(result.out);
+    CHECK(json["rope"] == true);
+    CHECK(json["rope_dim"] == 4);
+    std::vector<std::string> ids;
+    for (const auto& step : json["steps"]) {
+        ids.push_back(step["id"]);
+    }
+    CHECK(ids == std::vector<std::string>{"queries", "rotated_queries", "keys", "rotated_keys", "values", "scores",
+                                          "weights", "head_output", "output"});
+    const auto text = run_qkv({"bench", "--tokens", "32", "--d-model", "16", "--heads", "2", "--rope-dim", "2",
+                               "--repeat", "1"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("2 heads (d_k 8), RoPE on 2 of d_k, float64") != std::string::npos);
+}
+
 TEST_CASE("qkv bench prints a table of the steps by default", "[bench][cli]") {
     const auto result = run_qkv({"bench", "--tokens", "32", "--d-model", "16", "--heads", "2", "--repeat", "1"});
     REQUIRE(result.status == 0);
@@ -107,6 +128,10 @@ TEST_CASE("qkv bench refuses sizes that do not fit together", "[bench][cli]") {
                                    "--heads 12 is not divisible by --kv-heads 5");
     qkv::test::require_input_error(run_qkv({"bench", "--tokens", "8", "--d-model", "12", "--heads", "4", "--rope"}),
                                    "--rope needs an even d_k; d_model 12 / 4 heads is 3");
+    qkv::test::require_input_error(run_qkv({"bench", "--tokens", "8", "--d-model", "16", "--heads", "4", "--rope-dim", "3"}),
+                                   "--rope-dim 3 is not an even number of at most d_k = 4");
+    qkv::test::require_input_error(run_qkv({"bench", "--tokens", "8", "--d-model", "16", "--heads", "4", "--rope-dim", "6"}),
+                                   "--rope-dim 6 is not an even number of at most d_k = 4");
     qkv::test::require_input_error(run_qkv({"bench", "--window", "0"}), "--window");
     qkv::test::require_input_error(run_qkv({"bench", "--format", "csv"}), "--format");
 }

@@ -86,6 +86,15 @@ weights:
   value: [[1, 2], [2, 0], [0, 1]]
 )";
 
+// RoPE turning the first 2 of d_k 4, so that turning the whole head is a mistake of its own
+const char* const k_partial_rope = R"(inputs: [[1, 0, 2], [0, 1, 1], [2, 1, 0]]
+weights:
+  query: [[1, 0, 2, 1], [0, 1, 1, 0], [1, 1, 0, 2]]
+  key: [[0, 1, 1, 2], [1, 0, 2, 0], [1, 2, 0, 1]]
+  value: [[1, 2], [2, 0], [0, 1]]
+rope: {partial_rotary_factor: 0.5}
+)";
+
 std::vector<Example> examples() {
     std::vector<Example> all;
     for (const auto& example : builtin_examples()) {
@@ -96,6 +105,7 @@ std::vector<Example> examples() {
     all.push_back({"heads-without-output", k_heads_without_output});
     all.push_back({"one-head-with-output", k_one_head_with_output});
     all.push_back({"square-cross", k_square_cross});
+    all.push_back({"partial-rope", k_partial_rope});
     return all;
 }
 

@@ -7,6 +7,8 @@
 #include "io/answers.hpp"
 #include "support.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <limits>
 
@@ -20,6 +22,7 @@ struct Worked {
 
     explicit Worked(const std::string& name)
         : model(test::load_text(std::string(find_builtin_example(name)->text), name + ".yaml")), trace(compute(model)) {}
+    Worked(const std::string& name, const std::string& text) : model(test::load_text(text, name)), trace(compute(model)) {}
 
     const arma::mat& operator()(const std::string& id, int head) const {
         const Step* step = trace.find(test::step(id), head);
@@ -81,6 +84,43 @@ TEST_CASE("RoPE's mistakes are named: not applied, the other pairing, positions 
     CHECK(w.diagnosis("rotated_keys", 1, turned(K, false, 0.0, -1.0)) == "rope_turned_backwards");
     // the scores of the queries and keys as projected, before RoPE
     CHECK(w.diagnosis("scores", 1, Q * K.t()) == "rope_forgotten");
+}
+
+TEST_CASE("RoPE turning part of each head: the whole head turned is named, the rest passes unchanged",
+          "[check][diagnosis][explain][cli]") {
+    // the built-in rope example (one head of d_k 4) with only its first 2 elements turning
+    std::string text(find_builtin_example("rope")->text);
+    const std::size_t at = text.find("rope: true");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 10, "rope: {partial_rotary_factor: 0.5}");
+    const Worked w("partial.yaml", text);
+    const arma::mat& Q = w("queries", 1);
+    const arma::mat& K = w("keys", 1);
+    // by hand: d_rot = 2, one pair (0, 1) turned by p·θ_0 = p; columns 3 and 4 as they were
+    arma::mat expected = Q;
+    for (arma::uword p = 0; p < Q.n_rows; ++p) {
+        const double c = std::cos(static_cast<double>(p));
+        const double s = std::sin(static_cast<double>(p));
+        expected(p, 0) = Q(p, 0) * c - Q(p, 1) * s;
+        expected(p, 1) = Q(p, 1) * c + Q(p, 0) * s;
+    }
+    test::require_near(w("rotated_queries", 1), expected, 1e-12, "Q_rot");
+    CHECK(w.diagnosis("rotated_queries", 1, turned(Q, false)) == "rope_whole_head");
+    CHECK(w.diagnosis("rotated_keys", 1, turned(K, false)) == "rope_whole_head");
+    CHECK(w.diagnosis("rotated_queries", 1, Q) == "rope_not_applied");
+    // explain says so for a cell past the turned part, and works a turned one over d_rot
+    const auto past = test::run_qkv({"explain", "-", "rotated_queries[3,4]"}, text);
+    INFO(past.err);
+    REQUIRE(past.status == 0);
+    CHECK(past.out.find("element 4 is past the first 2, which turn: it passes unchanged") != std::string::npos);
+    CHECK(past.out.find("d_rot = 2 of d_k = 4 (partial_rotary_factor 0.5)") != std::string::npos);
+    const auto turned_cell = test::run_qkv({"explain", "-", "rotated_keys[3,2]"}, text);
+    CHECK(turned_cell.out.find("pair k = 0: elements 1 and 2") != std::string::npos);
+    // and the step's note, and the JSON's rope
+    const auto json = nlohmann::json::parse(test::run_ok({"run", "-", "-f", "json"}, text));
+    CHECK(json["params"]["rope"]["partial_rotary_factor"] == 0.5);
+    CHECK(test::run_ok({"run", "-", "-s", "rotated_queries"}, text)
+              .find("only the first d_rot = 2 of the d_k = 4 elements turn") != std::string::npos);
 }
 
 TEST_CASE("ALiBi's and the window's mistakes are named: the sign, the bias left out or scaled, one key too many",

@@ -35,8 +35,28 @@ TEST_CASE("RoPE turns each pair by p·θ_k: half pairs k with k + d/2, interleav
                        "interleaved");
     // another base: θ_1 = 100^(−1/2) = 0.1
     CHECK(rope_frequency(Rope{100.0, RopeStyle::half}, 1, 4) == Approx(0.1).epsilon(1e-15));
-    CHECK(rope_pair(RopeStyle::half, 1, 6) == std::pair<arma::uword, arma::uword>{1, 4});
-    CHECK(rope_pair(RopeStyle::interleaved, 1, 6) == std::pair<arma::uword, arma::uword>{2, 3});
+    CHECK(rope_pair(Rope{10000.0, RopeStyle::half}, 1, 6) == std::pair<arma::uword, arma::uword>{1, 4});
+    CHECK(rope_pair(Rope{10000.0, RopeStyle::interleaved}, 1, 6) == std::pair<arma::uword, arma::uword>{2, 3});
+}
+
+TEST_CASE("RoPE with partial_rotary_factor turns the first d_rot elements, with θ over d_rot", "[steps][rope]") {
+    // d_k = 6, factor 2/3: d_rot = 4, pairs (0, 2) and (1, 3) in style half, θ_1 = 10000^(−2/4) = 0.01;
+    // elements 5 and 6 pass unchanged
+    const Rope half{10000.0, RopeStyle::half, 4.0 / 6.0};
+    CHECK(half.rotated(6) == 4);
+    CHECK(rope_pairs(half, 6) == 2);
+    CHECK(rope_pair(half, 1, 6) == std::pair<arma::uword, arma::uword>{1, 3});
+    CHECK(rope_frequency(half, 1, 6) == Approx(0.01).epsilon(1e-15));
+    const arma::mat X = test::rows({{1, 2, 3, 4, 5, 6}, {1, 2, 3, 4, 5, 6}});
+    const double c1 = std::cos(1.0), s1 = std::sin(1.0), c2 = std::cos(0.01), s2 = std::sin(0.01);
+    test::require_near(rotate(X, half).row(1),
+                       test::rows({{1 * c1 - 3 * s1, 2 * c2 - 4 * s2, 3 * c1 + 1 * s1, 4 * c2 + 2 * s2, 5, 6}}), 1e-15,
+                       "half, partial");
+    const Rope interleaved{10000.0, RopeStyle::interleaved, 0.5};
+    test::require_near(rotate(test::rows({{1, 2, 3, 4}, {1, 2, 3, 4}}), interleaved).row(1),
+                       test::rows({{1 * c1 - 2 * s1, 2 * c1 + 1 * s1, 3, 4}}), 1e-15, "interleaved, partial");
+    // turning back undoes it, the passed elements included
+    test::require_near(rotate_back(rotate(X, half), half), X, 1e-15, "rotate_back");
 }
 
 TEST_CASE("RoPE: a rotated query and key score by their distance, not their positions", "[steps][rope]") {
