@@ -118,6 +118,9 @@ void ModelLoader::read_rope(Model& model) {
     // partial_rotary_factor: f, with d_rot = f·d_k a positive even whole number
     if (node.IsMap() && node["partial_rotary_factor"]) {
         const YAML::Node factor = node["partial_rotary_factor"];
+        if (model.heads.empty()) {
+            return;  // the weights could not be read: their error says so, and d_k is unknown
+        }
         auto value = m_yaml.number(factor, "rope.partial_rotary_factor");
         if (!value) {
             return;
