@@ -152,39 +152,7 @@ arma::mat engine_gradient(const Model& model, const StepKey& key, const EngineGr
         case StepId::grad_context:
             return grads.C;
         // the forward steps, and the gradients the engine hands back head by head itself
-        case StepId::inputs:
-        case StepId::positional:
-        case StepId::encoded:
-        case StepId::context:
-        case StepId::w_query:
-        case StepId::b_query:
-        case StepId::w_key:
-        case StepId::b_key:
-        case StepId::w_value:
-        case StepId::b_value:
-        case StepId::w_output:
-        case StepId::b_output:
-        case StepId::queries:
-        case StepId::rotated_queries:
-        case StepId::keys:
-        case StepId::rotated_keys:
-        case StepId::values:
-        case StepId::scores:
-        case StepId::scaled_scores:
-        case StepId::position_bias:
-        case StepId::biased_scores:
-        case StepId::masked_scores:
-        case StepId::weights:
-        case StepId::head_output:
-        case StepId::concat:
-        case StepId::output:
-        case StepId::grad_head_output:
-        case StepId::grad_weights:
-        case StepId::grad_scaled_scores:
-        case StepId::grad_scores:
-        case StepId::grad_queries:
-        case StepId::grad_keys:
-        case StepId::grad_values:
+        default:
             break;
     }
     throw std::logic_error(step_text(key.id) + " is not one of the engine's whole gradients: it hands back the "
@@ -207,6 +175,7 @@ void add_engine_steps(const Model& model, const ComputeOptions& options, TraceBu
     request.alibi = model.alibi ? &*model.alibi : nullptr;
     request.sinks = model.sinks ? &*model.sinks : nullptr;
     request.mask = mask_view(model);
+    request.model = &model;
     request.steps = steps_of(model);
     // the engine numbers keys, values and rotated_keys by key/value head, as the trace does
     request.keep = [&builder](StepId id, int head) { return builder.keeps(id, head); };

@@ -1,6 +1,7 @@
 // `qkv bench`'s measurement (see bench.hpp): random data, the weights packed
 // for the engine, one warm-up run, then the timed runs and their medians.
 #include "attention/bench.hpp"
+#include "model/keys.hpp"
 #include "attention/steps.hpp"
 
 #include "attention/engine.hpp"
@@ -95,10 +96,16 @@ Rope bench_rope(const BenchSpec& spec) {
     return rope;
 }
 
-// The steps the benchmark computes: the step table's answer for a model with
-// its features, since which steps an example has never depends on its numbers.
-StepSet bench_steps(const BenchSpec& spec) {
+// The model the benchmark's steps are those of: its features, and the number
+// keys given as flags (the steps read those), without its numbers, since
+// which steps an example has never depends on them.
+Model bench_model(const BenchSpec& spec) {
     Model model;
+    for (const KeyRow* row : number_key_rows()) {
+        if (const auto given = spec.numbers.find(std::string(row->name)); given != spec.numbers.end()) {
+            model.*row->number->member = given->second;
+        }
+    }
     model.heads.resize(spec.heads);
     model.kv_head_count = spec.kv_head_count();
     if (spec.rope) {
@@ -112,7 +119,7 @@ StepSet bench_steps(const BenchSpec& spec) {
     if (spec.backward) {
         model.grad_output = arma::mat();
     }
-    return steps_of(model);
+    return model;
 }
 
 // Each run's total and each step's times, the steps in the order they first came.
@@ -182,7 +189,9 @@ BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int do
     request.rope = spec.rope ? &rope : nullptr;
     request.mask.causal = spec.window > 0;
     request.mask.window = spec.window;
-    request.steps = bench_steps(spec);
+    const Model model = bench_model(spec);
+    request.model = &model;
+    request.steps = steps_of(model);
     request.threads = result.threads;  // nothing kept: only the output, as `qkv run --steps output`
     const arma::mat grad_output(spec.tokens, spec.d_model, arma::fill::ones);
     request.grad_output = spec.backward ? &grad_output : nullptr;

@@ -370,6 +370,13 @@ private:
         }
         block_scores(b, scratch);
         scratch.add(StepId::scores, ms_since(start));
+        for (const ElementwiseStep& step : k_elementwise_steps) {
+            if (exists(step.id)) {
+                start = Clock::now();
+                block_elementwise(b, step.id, scratch.scores);
+                scratch.add(step.id, ms_since(start));
+            }
+        }
         if (exists(StepId::biased_scores)) {
             start = Clock::now();
             block_bias(b, scratch.scores);
@@ -412,6 +419,16 @@ private:
         }
         if (double* scaled = kept(StepId::scaled_scores, b.h)) {
             copy_transposed(St, m, b.rows, scaled + b.r0, n);
+        }
+    }
+
+    // step: an elementwise step of the scores (k_elementwise_steps), its row's
+    // f applied in place to the block's scores
+    void block_elementwise(const Block& b, StepId id, double* St) const {
+        step_row(id).elementwise->apply(*m_request.model, static_cast<int>(b.h) + 1, St, b.keys * b.rows);
+        // a kept step before the mask has every key in the block (keys_of)
+        if (double* kept_values = kept(id, b.h)) {
+            copy_transposed(St, m_m, b.rows, kept_values + b.r0, m_n);
         }
     }
 

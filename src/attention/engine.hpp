@@ -144,6 +144,9 @@ struct EngineRequest {
     const arma::rowvec* alibi = nullptr;  // ALiBi: one slope per query head, when set
     const arma::rowvec* sinks = nullptr;  // one sink logit per query head, when set
     MaskView mask;
+    // The example, for the steps the engine computes through their row of the
+    // step table (an elementwise step's function reads its numbers).
+    const Model* model = nullptr;
     // The steps the example has (steps_of): those of the step table's rows
     // marked `engine` are computed, each only when it is here.
     StepSet steps;

@@ -18,6 +18,7 @@
 #include "attention/attention.hpp"
 #include "attention/engine_parts.hpp"
 #include "attention/kernels.hpp"
+#include "attention/steps.hpp"
 
 #include <algorithm>
 #include <array>
@@ -88,6 +89,9 @@ public:
         Buffer values_as_keys;
         Buffer rows_packed;
         Buffer inverse_scale;  // rows: 1 / scale, the factor of each row of dQ
+        // keys × rows each: the input of each elementwise step the example has, and its slope
+        std::vector<Buffer> elementwise_inputs;
+        Buffer slope;
         std::array<double, k_parts> times{};
     };
 
@@ -98,11 +102,21 @@ public:
           m_own_products(request.own_products && kernels::products_supported()),
           m_rows(std::min<arma::uword>(p.n, std::clamp<arma::uword>(131072 / std::max<arma::uword>(p.m, 1), 16,
                                                                      k_max_block_rows))) {
+        for (const ElementwiseStep& step : k_elementwise_steps) {
+            if (request.has(step.id)) {
+                m_elementwise.push_back(step);
+            }
+        }
         // the n × m matrices a caller keeps, allocated here on the calling thread
         for (int h = 1; h <= static_cast<int>(m_weights.heads); ++h) {
             for (const StepId id : {StepId::grad_scaled_scores, StepId::grad_scores}) {
                 if (keeps(request, id, h)) {
                     m_result.kept[{id, h}].zeros(p.n, p.m);
+                }
+            }
+            for (const ElementwiseStep& step : m_elementwise) {
+                if (keeps(request, step.gradient, h)) {
+                    m_result.kept[{step.gradient, h}].zeros(p.n, p.m);
                 }
             }
         }
@@ -113,6 +127,13 @@ public:
         scratch.scores.resize(m_p.m * m_rows);
         scratch.gradient.resize(m_p.m * m_rows);
         scratch.sums.resize(m_rows);
+        scratch.elementwise_inputs.resize(m_elementwise.size());
+        for (Buffer& inputs : scratch.elementwise_inputs) {
+            inputs.resize(m_p.m * m_rows);
+        }
+        if (!m_elementwise.empty()) {
+            scratch.slope.resize(m_p.m * m_rows);
+        }
         if (m_own_products) {
             const arma::uword d_k = m_weights.d_k;
             const arma::uword d_v = m_weights.d_v;
@@ -177,6 +198,11 @@ public:
             } else {
                 gemm(false, true, keys, rows, d_k, inverse_scale, K + k0, m, Q + r0, n, A, keys);
             }
+            // each elementwise step, its input kept for its slope on the way back
+            for (std::size_t e = 0; e < m_elementwise.size(); ++e) {
+                std::copy_n(A, keys * rows, s.elementwise_inputs[e].data());
+                step_row(m_elementwise[e].id).elementwise->apply(*m_request.model, head, A, keys * rows);
+            }
             if (alibi || m_request.mask.any()) {
                 for (arma::uword i = 0; i < rows; ++i) {
                     double* column = A + i * keys;
@@ -222,6 +248,17 @@ public:
                 }
                 for (arma::uword j = 0; j < keys; ++j) {
                     d[j] = a[j] * (d[j] - row_term);
+                }
+            }
+            // back through the elementwise steps: each one's gradient times its f′ at its input
+            for (std::size_t e = m_elementwise.size(); e-- > 0;) {
+                if (arma::mat* kept = find_kept(m_elementwise[e].gradient, head)) {
+                    copy_transposed(G, keys, rows, kept->memptr() + r0 + k0 * n, n);
+                }
+                step_row(m_elementwise[e].id).elementwise->slope(*m_request.model, head, s.elementwise_inputs[e].data(),
+                                                                  s.slope.data(), keys * rows);
+                for (arma::uword c = 0; c < keys * rows; ++c) {
+                    G[c] *= s.slope[c];
                 }
             }
             if (kept_scaled != nullptr) {
@@ -275,6 +312,7 @@ private:
     EngineResult& m_result;
     bool m_own_products;
     arma::uword m_rows;
+    std::vector<ElementwiseStep> m_elementwise;  // the example's elementwise steps, in order
 };
 
 }  // namespace

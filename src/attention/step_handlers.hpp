@@ -17,10 +17,19 @@
 namespace qkv {
 
 // What a step is to a reader: given by the example (inputs, positional,
-// context, the weights and biases), computed by the forward pass, or a gradient of the backward pass.
-enum class StepCategory { given, forward, gradient };
+// context, the weights and biases), computed by the forward pass (an
+// elementwise step of the scores among them, k_elementwise_steps), or a
+// gradient of the backward pass (the gradient of an elementwise step's output
+// among them).
+enum class StepCategory { given, forward, elementwise, gradient, elementwise_gradient };
 
 constexpr StepCategory step_category(StepId id) {
+    if (is_elementwise(id)) {
+        return StepCategory::elementwise;
+    }
+    if (is_elementwise_gradient(id)) {
+        return StepCategory::elementwise_gradient;
+    }
     if (id >= StepId::grad_output) {
         return StepCategory::gradient;
     }
@@ -44,11 +53,15 @@ struct StepHandler {
 // step of the category must have one. (Optional rather than a null handler:
 // GCC cannot compare a member function pointer with null at compile time
 // under UndefinedBehaviorSanitizer.)
+// An elementwise step without an entry takes `elementwise`, or `forward`
+// when that is not given; the gradient of one's output likewise.
 template <typename Handler>
 struct StepFallbacks {
     std::optional<Handler> given{};
     std::optional<Handler> forward{};
     std::optional<Handler> gradient{};
+    std::optional<Handler> elementwise{};
+    std::optional<Handler> elementwise_gradient{};
 };
 
 template <typename Handler, std::size_t N>
@@ -67,10 +80,24 @@ consteval std::array<Handler, k_step_count> step_handlers(const StepHandler<Hand
         if (named[i]) {
             continue;
         }
-        const StepCategory category = step_category(static_cast<StepId>(i));
-        const std::optional<Handler>& fallback = category == StepCategory::given     ? fallbacks.given
-                                                 : category == StepCategory::forward ? fallbacks.forward
-                                                                                     : fallbacks.gradient;
+        std::optional<Handler> fallback;
+        switch (step_category(static_cast<StepId>(i))) {
+            case StepCategory::given:
+                fallback = fallbacks.given;
+                break;
+            case StepCategory::forward:
+                fallback = fallbacks.forward;
+                break;
+            case StepCategory::elementwise:
+                fallback = fallbacks.elementwise ? fallbacks.elementwise : fallbacks.forward;
+                break;
+            case StepCategory::gradient:
+                fallback = fallbacks.gradient;
+                break;
+            case StepCategory::elementwise_gradient:
+                fallback = fallbacks.elementwise_gradient ? fallbacks.elementwise_gradient : fallbacks.gradient;
+                break;
+        }
         if (!fallback) {
             throw "a step has no handler, and its category no fallback";  // does not compile
         }

@@ -4,6 +4,7 @@
 // and everything that reads it can refer to them.
 #pragma once
 
+#include <array>
 #include <bitset>
 #include <compare>
 #include <cstddef>
@@ -19,7 +20,8 @@ namespace qkv {
 // and of the man page's STEPS. The layers above attention/ handle steps
 // through tables that fall back by category (step_handlers.hpp); the switches
 // over StepId inside attention/ have no default, so the compiler lists them
-// when a step is added.
+// when a step is added (but for the engine's whole gradients, whose default is
+// every step it hands back head by head or does not compute).
 enum class StepId {
     inputs,
     positional,
@@ -74,6 +76,36 @@ enum class StepId {
     grad_context,
 };
 inline constexpr std::size_t k_step_count = static_cast<std::size_t>(StepId::grad_context) + 1;
+
+// The steps of the scores that change each number by itself (StepRow::elementwise
+// says how), after scaled_scores and before the bias and the mask, each with
+// the gradient of its output. The engine applies them to its blocks in this
+// order, and the readers that handle steps one by one (step_handlers.hpp)
+// handle them as a category of their own.
+struct ElementwiseStep {
+    StepId id;
+    StepId gradient;
+};
+inline constexpr std::array<ElementwiseStep, 0> k_elementwise_steps{};
+
+constexpr bool is_elementwise(StepId id) {
+    for (const ElementwiseStep& step : k_elementwise_steps) {
+        if (step.id == id) {
+            return true;
+        }
+    }
+    return false;
+}
+// The gradient of an elementwise step's output: the softmax's gradient when
+// no elementwise step follows it, as grad_scaled_scores is without one.
+constexpr bool is_elementwise_gradient(StepId id) {
+    for (const ElementwiseStep& step : k_elementwise_steps) {
+        if (step.gradient == id) {
+            return true;
+        }
+    }
+    return false;
+}
 
 // A set of steps, by their place in the table: an example's (steps_of in steps.hpp).
 using StepSet = std::bitset<k_step_count>;

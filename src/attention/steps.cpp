@@ -50,6 +50,34 @@ void set_text(Step& step, std::string formula, std::string latex, std::string ex
     step.col_labels = std::move(cols);
 }
 
+StepId scores_before(const Model& model, StepId id) {
+    StepId last = StepId::scaled_scores;
+    for (const ElementwiseStep& step : k_elementwise_steps) {
+        if (step.id < id && step_exists(model, step.id)) {
+            last = step.id;
+        }
+    }
+    return last;
+}
+
+void describe_elementwise(const StepContext& context, Step& step) {
+    const Model& model = context.model();
+    const Elementwise& f = *step_row(step.id).elementwise;
+    const StepId input = scores_before(model, step.id);
+    set_text(step, std::string(f.symbol) + " = " + elementwise_formula(f.formula, score_symbol(input, false)),
+             std::string(f.symbol_latex) + " = " + elementwise_formula(f.formula_latex, score_symbol(input, true)),
+             std::string(f.why), model.tokens, context.key_tokens());
+    step.notes.push_back(f.about(model, step.head, [](double x) { return readable(x); }));
+}
+
+std::string score_symbol(StepId id, bool latex) {
+    if (!is_elementwise(id)) {
+        return "S'";
+    }
+    const Elementwise& step = *step_row(id).elementwise;
+    return std::string(latex ? step.symbol_latex : step.symbol);
+}
+
 }  // namespace step_parts
 
 namespace {
@@ -82,11 +110,17 @@ std::vector<StepKey> reads_queries_and_keys(const Model& model, int h) {
             {rope ? StepId::rotated_keys : StepId::keys, model.kv_head_of(h)}};
 }
 std::vector<StepKey> reads_scores(const Model&, int h) { return {{StepId::scores, h}}; }
-std::vector<StepKey> reads_scaled_scores_and_bias(const Model&, int h) {
-    return {{StepId::scaled_scores, h}, {StepId::position_bias, h}};
+template <StepId id>
+std::vector<StepKey> reads_scores_before(const Model& model, int h) {
+    return {{scores_before(model, id), h}};
 }
-// the scores before masking: scaled, plus ALiBi's bias when it is on
-StepId unmasked_scores(const Model& model) { return model.alibi ? StepId::biased_scores : StepId::scaled_scores; }
+std::vector<StepKey> reads_scaled_scores_and_bias(const Model& model, int h) {
+    return {{scores_before(model, StepId::biased_scores), h}, {StepId::position_bias, h}};
+}
+// the scores before masking: scaled (and changed by the elementwise steps), plus ALiBi's bias when it is on
+StepId unmasked_scores(const Model& model) {
+    return model.alibi ? StepId::biased_scores : scores_before(model, StepId::biased_scores);
+}
 std::vector<StepKey> reads_unmasked_scores(const Model& model, int h) { return {{unmasked_scores(model), h}}; }
 // the softmax reads the masked scores when there are any
 std::vector<StepKey> reads_softmax_input(const Model& model, int h) {
@@ -581,8 +615,8 @@ constexpr StepRow k_steps[] = {
     {.id = StepId::grad_scaled_scores, .name = "grad_scaled_scores", .title = "Gradient through the softmax",
      .man = R"(dS' = A\[u2218](dA \- rowsum(dA\[u2218]A)); 0 where blocked)", .heads = HeadKind::query,
      .needs = "grad_output:", .exists = backward::exists, .square = true, .engine = true,
-     .reads = backward::reads_softmax_inputs, .compute = backward::scaled_scores,
-     .describe = backward::describe_scaled_scores},
+     .reads = backward::reads_gradient_of<StepId::scaled_scores>,
+     .compute = backward::gradient_of<StepId::scaled_scores>, .describe = backward::describe_score_gradient},
     {.id = StepId::grad_scores, .name = "grad_scores", .title = "Gradient of the scores", .man = "dS = dS' / scale",
      .heads = HeadKind::query, .needs = "grad_output:", .exists = backward::exists, .square = true, .engine = true,
      .reads = backward::reads_grad_scaled_scores, .compute = backward::scores, .describe = backward::describe_scores},
@@ -677,6 +711,17 @@ static_assert(rows_in_order(), "the rows are in the order of StepId, so that ste
 }  // namespace
 
 // ── names ───────────────────────────────────────────────────────────────────
+// an elementwise step's row says how (StepRow::elementwise), and only such a row does
+constexpr bool elementwise_rows_agree() {
+    for (const StepRow& row : k_steps) {
+        if ((row.elementwise != nullptr) != is_elementwise(row.id)) {
+            return false;
+        }
+    }
+    return true;
+}
+static_assert(elementwise_rows_agree(), "a row of k_elementwise_steps without its function, or the other way round");
+
 const StepRow& step_row(StepId id) { return k_steps[static_cast<std::size_t>(id)]; }
 
 std::vector<StepId> step_parameters(StepId id) {

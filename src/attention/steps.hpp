@@ -14,6 +14,7 @@
 
 #include <armadillo>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -63,6 +64,39 @@ struct TokenPositions {
 //   when an example has it, so that decoding never leaves a step out.
 enum class OneToken { none, by_row, at_positions };
 
+// Writes a number as the reader shows numbers (explain's decimals).
+using NumberText = std::function<std::string(double)>;
+
+// How an elementwise step of the scores (k_elementwise_steps) computes: one
+// function f of each number, its slope f′, and the words for one cell.
+// compute(), decoding, the large-input engine's blocks, the backward pass
+// (the gradient of its input is that of its output times f′) and explain all
+// apply the step through these, with no code of their own for it.
+struct Elementwise {
+    // f(x) in place, for each of the `count` numbers at x, in head `head`
+    void (*apply)(const Model& model, int head, double* x, std::size_t count) = nullptr;
+    // f′(x) for each, written to `slope`
+    void (*slope)(const Model& model, int head, const double* x, double* slope, std::size_t count) = nullptr;
+    std::string_view symbol = {};  // its values in formulas, a query head's symbol: "S_c"
+    std::string_view symbol_latex = {};
+    // f and f′ as formulas, {} standing for the input ("c·tanh({}/c)")
+    std::string_view formula = {};
+    std::string_view formula_latex = {};
+    std::string_view slope_formula = {};
+    std::string_view slope_latex = {};
+    std::string_view why = {};           // the step's explanation
+    std::string_view gradient_title = {};  // the title of its input's gradient: "Gradient through the cap"
+    std::string_view gradient_why = {};    // that gradient's explanation
+    // f and f′ worked on the number x, up to the last form before the result
+    // ("50·tanh(1.2/50) = 50·tanh(0.024)"), and what f is in this head, said
+    // once above the cells ("c = 50 (softcap:)"), for explain
+    std::string (*working)(const Model& model, int head, double x, const NumberText& number) = nullptr;
+    std::string (*slope_working)(const Model& model, int head, double x, const NumberText& number) = nullptr;
+    std::string (*about)(const Model& model, int head, const NumberText& number) = nullptr;
+};
+// An Elementwise formula with `input` in place of {}.
+std::string elementwise_formula(std::string_view formula, const std::string& input);
+
 // One row of the step table.
 struct StepRow {
     StepId id = StepId::inputs;
@@ -90,10 +124,27 @@ struct StepRow {
     // For a per-head step that only some heads have (a bias's gradient when a
     // `heads:` list gives the bias to some heads): whether head `head` has it.
     bool (*has_head)(const Model& model, int head) = nullptr;
+    // For an elementwise step (k_elementwise_steps): its function; its
+    // `compute` is then elementwise_compute<id> and its reads its input alone.
+    const Elementwise* elementwise = nullptr;
 };
 
 // The row of a step.
 const StepRow& step_row(StepId id);
+
+// An elementwise step's value: its row's function applied to each number of its input.
+arma::mat elementwise_value(const Model& model, StepId id, int head, const arma::mat& input);
+template <StepId id>
+arma::mat elementwise_compute(const Model& model, int head, StepInputs inputs) {
+    return elementwise_value(model, id, head, *inputs[0]);
+}
+// The gradient of an elementwise step's input from that of its output:
+// grad ∘ f′(input).
+arma::mat elementwise_gradient(const Model& model, StepId id, int head, const arma::mat& grad_output,
+                               const arma::mat& input);
+// The elementwise step that reads step `id` in this example (the next one of
+// k_elementwise_steps that it has), or nullopt.
+std::optional<ElementwiseStep> elementwise_after(const Model& model, StepId id);
 // The example's weights a step uses: the parameter rows just before its own
 // (w_query and b_query for queries; none for a step that uses no weight).
 std::vector<StepId> step_parameters(StepId id);

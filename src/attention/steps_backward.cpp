@@ -116,6 +116,13 @@ std::vector<StepKey> reads_softmax_inputs(const Model&, int h) {
 
 std::vector<StepKey> reads_grad_scaled_scores(const Model&, int h) { return {{StepId::grad_scaled_scores, h}}; }
 
+std::vector<StepKey> reads_score_gradient(const Model& model, int h, StepId of) {
+    if (const std::optional<ElementwiseStep> next = elementwise_after(model, of)) {
+        return {{next->gradient, h}, {of, h}};
+    }
+    return reads_softmax_inputs(model, h);
+}
+
 // dQ = dS·K: the keys the scores read, rotated with RoPE
 std::vector<StepKey> reads_queries_inputs(const Model& model, int h) {
     return {{StepId::grad_scores, h}, {model.rope ? StepId::rotated_keys : StepId::keys, model.kv_head_of(h)}};
@@ -216,7 +223,12 @@ arma::mat head_output(const Model& model, int h, StepInputs in) {
 // (n × m) = dZ (n × d_v) · Vᵀ (d_v × m)
 arma::mat weights(const Model&, int, StepInputs in) { return product(*in[0], in[1]->t()); }
 
-arma::mat scaled_scores(const Model&, int, StepInputs in) { return softmax_backward(*in[0], *in[1]); }
+arma::mat score_gradient(const Model& model, int h, StepId of, StepInputs in) {
+    if (const std::optional<ElementwiseStep> next = elementwise_after(model, of)) {
+        return elementwise_gradient(model, next->id, h, *in[0], *in[1]);
+    }
+    return softmax_backward(*in[0], *in[1]);
+}
 
 arma::mat scores(const Model& model, int, StepInputs in) { return *in[0] / model.scale(); }
 
@@ -357,10 +369,37 @@ void describe_weights(const StepContext& context, Step& step) {
              model.tokens, context.key_tokens());
 }
 
-void describe_scaled_scores(const StepContext& context, Step& step) {
+namespace {
+
+// The forward step a score gradient is the gradient of: scaled_scores, or an elementwise step.
+StepId gradient_source(StepId gradient) {
+    for (const ElementwiseStep& step : k_elementwise_steps) {
+        if (step.gradient == gradient) {
+            return step.id;
+        }
+    }
+    return StepId::scaled_scores;
+}
+
+}  // namespace
+
+void describe_score_gradient(const StepContext& context, Step& step) {
     const Model& model = context.model();
-    set_text(step, "dS' = A ∘ (dA − rowsum(dA ∘ A))",
-             "dS' = A \\circ \\left(dA - \\operatorname{rowsum}(dA \\circ A)\\right)",
+    const StepId of = gradient_source(step.id);
+    if (const std::optional<ElementwiseStep> next = elementwise_after(model, of)) {
+        const Elementwise& through = *step_row(next->id).elementwise;
+        step.title = std::string(through.gradient_title);
+        set_text(step,
+                 "d" + score_symbol(of, false) + " = d" + std::string(through.symbol) + " ∘ " +
+                     elementwise_formula(through.slope_formula, score_symbol(of, false)),
+                 "d" + score_symbol(of, true) + " = d" + std::string(through.symbol_latex) + " \\circ " +
+                     elementwise_formula(through.slope_latex, score_symbol(of, true)),
+                 std::string(through.gradient_why), model.tokens, context.key_tokens());
+        return;
+    }
+    const std::string symbol = score_symbol(of, false);
+    set_text(step, "d" + symbol + " = A ∘ (dA − rowsum(dA ∘ A))",
+             "d" + score_symbol(of, true) + " = A \\circ \\left(dA - \\operatorname{rowsum}(dA \\circ A)\\right)",
              "The softmax's backward. Raising one score raises its own weight and lowers every other weight of the "
              "row, so each cell's dA is measured against the row's average dA, weighted by A, before it is scaled "
              "by its own weight.",

@@ -24,6 +24,16 @@ std::vector<std::string> dimension_labels(arma::uword count);
 void set_text(Step& step, std::string formula, std::string latex, std::string explanation,
               std::vector<std::string> rows, std::vector<std::string> cols);
 
+// The scores as scaled and then changed by each elementwise step before `id`
+// that the example has: what the step `id` of the scores reads.
+StepId scores_before(const Model& model, StepId id);
+// An elementwise step's words: its row's f of the scores it reads.
+void describe_elementwise(const StepContext& context, Step& step);
+
+// A step of the scores as formulas write it: S' for the scaled scores, an
+// elementwise step's own symbol (Elementwise::symbol).
+std::string score_symbol(StepId id, bool latex);
+
 // "q1", "q2", …: the numbers a weight makes
 std::vector<std::string> prefixed_labels(const std::string& prefix, arma::uword count);
 
@@ -87,6 +97,19 @@ std::vector<StepKey> reads_head_output_source(const Model& model, int head);
 std::vector<StepKey> reads_weights_inputs(const Model& model, int head);
 std::vector<StepKey> reads_softmax_inputs(const Model& model, int head);
 std::vector<StepKey> reads_grad_scaled_scores(const Model& model, int head);
+// The gradient of step `of` of the scores (scaled_scores, or an elementwise
+// step): the softmax's backward, or, when an elementwise step reads `of` in
+// this example, that step's gradient times its f′ at `of`.
+std::vector<StepKey> reads_score_gradient(const Model& model, int head, StepId of);
+arma::mat score_gradient(const Model& model, int head, StepId of, StepInputs in);
+template <StepId of>
+std::vector<StepKey> reads_gradient_of(const Model& model, int head) {
+    return reads_score_gradient(model, head, of);
+}
+template <StepId of>
+arma::mat gradient_of(const Model& model, int head, StepInputs in) {
+    return score_gradient(model, head, of, in);
+}
 std::vector<StepKey> reads_queries_inputs(const Model& model, int head);
 std::vector<StepKey> reads_keys_inputs(const Model& model, int head);
 std::vector<StepKey> reads_values_inputs(const Model& model, int head);
@@ -106,7 +129,6 @@ arma::mat given(const Model& model, int head, StepInputs in);
 arma::mat concat(const Model& model, int head, StepInputs in);
 arma::mat head_output(const Model& model, int head, StepInputs in);
 arma::mat weights(const Model& model, int head, StepInputs in);
-arma::mat scaled_scores(const Model& model, int head, StepInputs in);
 arma::mat scores(const Model& model, int head, StepInputs in);
 arma::mat queries(const Model& model, int head, StepInputs in);
 arma::mat keys(const Model& model, int head, StepInputs in);
@@ -125,7 +147,7 @@ void describe_output(const StepContext& context, Step& step);
 void describe_concat(const StepContext& context, Step& step);
 void describe_head_output(const StepContext& context, Step& step);
 void describe_weights(const StepContext& context, Step& step);
-void describe_scaled_scores(const StepContext& context, Step& step);
+void describe_score_gradient(const StepContext& context, Step& step);
 void describe_scores(const StepContext& context, Step& step);
 void describe_queries(const StepContext& context, Step& step);
 void describe_keys(const StepContext& context, Step& step);

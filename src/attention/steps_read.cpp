@@ -174,6 +174,37 @@ arma::mat compute_step(const Model& model, const StepKey& key, const StepValues&
     return result;
 }
 
+// ── elementwise steps ───────────────────────────────────────────────────────
+arma::mat elementwise_value(const Model& model, StepId id, int head, const arma::mat& input) {
+    arma::mat result = input;
+    step_row(id).elementwise->apply(model, head, result.memptr(), result.n_elem);
+    return result;
+}
+
+arma::mat elementwise_gradient(const Model& model, StepId id, int head, const arma::mat& grad_output,
+                               const arma::mat& input) {
+    arma::mat slope(arma::size(input));
+    step_row(id).elementwise->slope(model, head, input.memptr(), slope.memptr(), input.n_elem);
+    return grad_output % slope;
+}
+
+std::string elementwise_formula(std::string_view formula, const std::string& input) {
+    std::string text(formula);
+    for (std::size_t at = text.find("{}"); at != std::string::npos; at = text.find("{}", at + input.size())) {
+        text.replace(at, 2, input);
+    }
+    return text;
+}
+
+std::optional<ElementwiseStep> elementwise_after(const Model& model, StepId id) {
+    for (const ElementwiseStep& step : k_elementwise_steps) {
+        if (step.id > id && step_exists(model, step.id)) {
+            return step;
+        }
+    }
+    return std::nullopt;
+}
+
 // ── descriptions ────────────────────────────────────────────────────────────
 SourceNames source_names(const Model& model) {
     SourceNames names;
@@ -230,6 +261,12 @@ int symbol_head(std::string_view symbol, int h, int g) {
     for (const auto key_value : k_key_value_symbols) {
         if (symbol == key_value) {
             return g;
+        }
+    }
+    // an elementwise step of the scores, a query head's like the scores
+    for (const ElementwiseStep& step : k_elementwise_steps) {
+        if (symbol == step_row(step.id).elementwise->symbol) {
+            return h;
         }
     }
     return 0;

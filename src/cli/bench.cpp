@@ -4,6 +4,7 @@
 #include "base/numbers.hpp"
 #include "attention/engine.hpp"
 #include "io/yaml_util.hpp"
+#include "model/keys.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/output.hpp"
@@ -77,6 +78,11 @@ std::string json_report(const BenchSpec& spec, const BenchResult& result) {
     json["window"] = spec.window > 0 ? nlohmann::ordered_json(spec.window) : nlohmann::ordered_json(nullptr);
     json["rope"] = spec.rope;
     json["rope_dim"] = spec.rope_dim > 0 ? nlohmann::ordered_json(spec.rope_dim) : nlohmann::ordered_json(nullptr);
+    for (const KeyRow* row : number_key_rows()) {
+        const auto given = spec.numbers.find(std::string(row->name));
+        json[std::string(row->name)] =
+            given != spec.numbers.end() ? nlohmann::ordered_json(given->second) : nlohmann::ordered_json(nullptr);
+    }
     json["backward"] = spec.backward;
     json["threads"] = result.threads;
     json["blas"] = result.blas;
@@ -106,6 +112,9 @@ std::string text_report(const BenchSpec& spec, const BenchResult& result) {
     }
     if (spec.rope) {
         out += spec.rope_dim > 0 ? ", RoPE on " + std::to_string(spec.rope_dim) + " of d_k" : std::string(", RoPE");
+    }
+    for (const auto& [name, value] : spec.numbers) {
+        out += ", " + name + " " + readable(value);
     }
     if (spec.backward) {
         out += ", forward and backward";
@@ -143,6 +152,10 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& options) {
         .bind("--threads", &options.threads)
         .bind("--max-memory", &options.max_memory)
         .bind("--format", &options.format);
+    for (const KeyRow* row : number_key_rows()) {
+        const std::string name(row->name);
+        bindings.bind(row->number->flag, &options.numbers[name], &options.numbers_given[name]);
+    }
     return add_command(app, CommandId::bench, bindings);
 }
 
@@ -156,6 +169,18 @@ int run_bench(const BenchOptions& options) {
     spec.rope = options.rope || options.rope_dim > 0;
     spec.rope_dim = static_cast<arma::uword>(options.rope_dim);
     spec.backward = options.backward;
+    for (const KeyRow* row : number_key_rows()) {
+        const std::string name(row->name);
+        if (!options.numbers_given.at(name)) {
+            continue;
+        }
+        const double value = options.numbers.at(name);
+        if (const std::optional<std::string> problem = number_key_problem(value)) {
+            throw InputError(usage_error(std::string(row->number->flag) + " " + shortest(value) + ": " + *problem,
+                                         std::string(row->number->help)));
+        }
+        spec.numbers[name] = value;
+    }
     spec.repeat = options.repeat;
     spec.threads = options.threads;
     if (spec.d_model % spec.heads != 0) {

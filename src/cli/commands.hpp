@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,9 @@ struct BenchOptions {
     bool rope = false;
     int rope_dim = 0;      // 0 = every element of each head turns
     bool backward = false;
+    // the example's number keys (model/keys.def) as flags, by the key's name, and whether each was given
+    std::map<std::string, double> numbers;
+    std::map<std::string, bool> numbers_given;
     int repeat = 10;
     int threads = 0;       // 0 = default_threads()
     std::string max_memory = "4GiB";

@@ -6,6 +6,7 @@
 
 #include "base/diagnostics.hpp"
 #include "explain/explain.hpp"
+#include "model/keys.hpp"
 #include "model/model.hpp"
 #include "render/render.hpp"
 #include "render/worksheet.hpp"
@@ -448,6 +449,10 @@ d_model/H. Implies \fB\-\-rope\fR.)roff",
      .check = Check::whole,
      .low = 2,
      .high = 65536},
+    // an example's number keys (model/keys.def), each a flag of bench as well
+#define QKV_NUMBER_KEY(key, key_form, key_flag, member, feeds, key_help, sentence, meaning) \
+    {.name = key_flag, .value = key_form, .commands = k_bench, .help = key_help, .man = meaning, .check = Check::tolerance},
+#include "model/keys.def"
     {.name = "--backward",
      .commands = k_bench,
      .help = "Time the backward pass too (dO = ones)",
@@ -613,7 +618,8 @@ leaves.)roff"},
 \fBschema_version\fR, \fBtokens\fR, \fBd_model\fR, \fBheads\fR,
 \fBkv_heads\fR (H without \fB\-\-kv\-heads\fR), \fBwindow\fR (\fBnull\fR
 without \fB\-\-window\fR), \fBrope\fR (\fBtrue\fR or \fBfalse\fR), \fBrope_dim\fR
-(the rotated width D, \fBnull\fR without \fB\-\-rope\-dim\fR), \fBbackward\fR (\fBtrue\fR or
+(the rotated width D, \fBnull\fR without \fB\-\-rope\-dim\fR), then one key for each flag
+above that sets an example's number key, by the key's name (its value, \fBnull\fR when not given), \fBbackward\fR (\fBtrue\fR or
 \fBfalse\fR), \fBthreads\fR, \fBblas\fR, \fBrepeat\fR, \fBtotal_ms\fR, \fBgflops\fR,
 \fBpeak_rss_mb\fR and \fBsteps\fR, a list of \fB{id, median_ms}\fR in step
 order.)roff",

@@ -114,7 +114,7 @@ void write_synopsis(std::ostringstream& out) {
 void write_steps(bool backward, std::ostringstream& out) {
     out << ".TS\nl lx.\n";  // the second column takes the rest of the line and wraps in it
     for (const StepId id : all_steps()) {
-        if ((step_category(id) == StepCategory::gradient) != backward) {
+        if (is_gradient(id) != backward) {
             continue;
         }
         const StepRow& row = step_row(id);

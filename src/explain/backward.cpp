@@ -74,7 +74,7 @@ public:
                 {StepId::grad_concat, &GradientWriter::grad_concat},
                 {StepId::grad_head_output, &GradientWriter::grad_head_output},
                 {StepId::grad_weights, &GradientWriter::grad_weights},
-                {StepId::grad_scaled_scores, &GradientWriter::grad_scaled_scores},
+                {StepId::grad_scaled_scores, &GradientWriter::score_gradient},
                 {StepId::grad_scores, &GradientWriter::grad_scores},
                 {StepId::grad_queries, &GradientWriter::grad_queries},
                 {StepId::grad_keys, &GradientWriter::grad_keys},
@@ -94,7 +94,8 @@ public:
                 {StepId::grad_inputs, &GradientWriter::grad_sources},
                 {StepId::grad_context, &GradientWriter::grad_sources},
             },
-            {.given = &GradientWriter::explained_elsewhere, .forward = &GradientWriter::explained_elsewhere});
+            {.given = &GradientWriter::explained_elsewhere, .forward = &GradientWriter::explained_elsewhere,
+             .elementwise_gradient = &GradientWriter::score_gradient});
         (this->*k_explain[step_index(m_step.id)])();
     }
 
@@ -295,7 +296,35 @@ private:
         }
     }
 
-    void grad_scaled_scores() {
+    // The gradient of a step of the scores: through the elementwise step that
+    // reads it (its gradient times f′), or through the softmax.
+    void score_gradient() {
+        const std::vector<StepKey> in = reads();
+        if (in.front().id == StepId::weights) {
+            softmax_gradient();
+            return;
+        }
+        // the next step's gradient, and the scores it read
+        const Step& grad = step_of(in[0]);
+        const Step& input = step_of(in[1]);
+        const StepId next = elementwise_after(m_model, input.id)->id;
+        const Elementwise& f = *step_row(next).elementwise;
+        const auto number = [this](double x) { return m_num(x); };
+        line(step_text(next) + " = " + elementwise_formula(f.formula, step_text(input.id)) + ", so its slope is " +
+             elementwise_formula(f.slope_formula, step_text(input.id)) + "; " + f.about(m_model, m_step.head, number));
+        for (const arma::uword j : columns()) {
+            const double g = grad.values(m_row, j);
+            const double x = input.values(m_row, j);
+            const arma::mat slope = elementwise_gradient(m_model, next, m_step.head, arma::mat{1.0}, arma::mat{x});
+            const std::string source = cell_name(input.id, m_row, static_cast<long>(j), input.head);
+            line(here(j) + " = " + cell_name(grad.id, m_row, static_cast<long>(j), grad.head) + " · " +
+                 elementwise_formula(f.slope_formula, source) + " = " + m_num(g) + " · " +
+                 f.slope_working(m_model, m_step.head, x, number) + " = " + m_num(g) + " · " + m_num(slope(0, 0)) +
+                 " = " + result_of(g * slope(0, 0), kept(j)));
+        }
+    }
+
+    void softmax_gradient() {
         const std::vector<StepKey> in = reads();  // weights, grad_weights
         const Step& weights = step_of(in[0]);
         const Step& grad = step_of(in[1]);

@@ -76,7 +76,8 @@ public:
                 {StepId::concat, &Explainer::concat},
                 {StepId::output, &Explainer::output},
             },
-            {.given = &Explainer::given, .gradient = &Explainer::explained_elsewhere});
+            {.given = &Explainer::given, .gradient = &Explainer::explained_elsewhere,
+             .elementwise = &Explainer::elementwise});
         (this->*k_explain[step_index(step.id)])();
         result.lines = std::move(m_lines);
         return result;
@@ -388,6 +389,23 @@ private:
                         result_of(s / m_trace.scale, m_step->values(m_row, j));
             }
             line(text);
+        }
+    }
+
+    // An elementwise step (k_elementwise_steps): its row's f of each cell of the scores it reads.
+    void elementwise() {
+        const int h = m_step->head;
+        const Elementwise& f = *step_row(m_step->id).elementwise;
+        const auto number = [this](double x) { return m_num(x); };
+        const StepKey input = step_inputs(m_model, {m_step->id, h}).front();
+        const Step& in = step_of(input.id, input.head);
+        line(f.about(m_model, h, number));
+        for (const arma::uword j : columns()) {
+            const double x = in.values(m_row, j);
+            const double y = elementwise_value(m_model, m_step->id, h, arma::mat{x})(0, 0);
+            line(cell_name(m_step->id, m_row, static_cast<long>(j), h) + " = " +
+                 elementwise_formula(f.formula, cell_name(input.id, m_row, static_cast<long>(j), h)) + " = " +
+                 f.working(m_model, h, x, number) + " = " + result_of(y, m_step->values(m_row, j)));
         }
     }
 

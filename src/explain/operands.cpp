@@ -40,7 +40,7 @@ public:
                 {StepId::grad_scores, &OperandFinder::scaled},
             },
             {.given = &OperandFinder::nothing, .forward = &OperandFinder::rows,
-             .gradient = &OperandFinder::rows});
+             .gradient = &OperandFinder::rows, .elementwise = &OperandFinder::same_cells});
         (this->*k_operands[step_index(m_step.id)])();
         return std::move(m_operands);
     }

@@ -43,6 +43,7 @@ Model ModelLoader::load(const YAML::Node& root) {
     read_alibi(model);
     read_sinks(model);
     read_scale(model);
+    read_number_keys(model);
     // Shapes that depend on several keys are checked only when each part was readable.
     const bool sizes_known = !model.X.is_empty() && (!root["context"] || (model.C && !model.C->is_empty()));
     if (sizes_known) {

@@ -132,6 +132,7 @@ private:
 
     // ── loader_settings.cpp ─────────────────────────────────────────────────
     void read_scale(Model& model);
+    void read_number_keys(Model& model);
     bool zeros_and_ones(const arma::mat& M, const YAML::Node& node, const std::string& path, const std::string& hint);
     void read_mask(Model& model);
     void read_round(Model& model);

@@ -6,6 +6,7 @@
 
 #include "attention/engine.hpp"
 #include "attention/steps.hpp"
+#include "model/keys.hpp"
 
 #include <fmt/format.h>
 
@@ -31,6 +32,25 @@ void ModelLoader::read_scale(Model& model) {
     }
     model.scale_kind = ScaleKind::divisor;
     model.scale_divisor = *value;
+}
+
+// The number keys of keys.def (softcap: c, …): each a positive number.
+void ModelLoader::read_number_keys(Model& model) {
+    for (const KeyRow* row : number_key_rows()) {
+        const YAML::Node node = root()[std::string(row->name)];
+        if (!node) {
+            continue;
+        }
+        const auto value = node.IsScalar() ? parse_number(node.Scalar()) : std::nullopt;
+        const std::optional<std::string> problem = value ? number_key_problem(*value) : std::nullopt;
+        if (!value || problem) {
+            m_yaml.error(node, std::string(row->name) + " is " + m_yaml.describe(node) +
+                                   "; expected a positive number from 1e-30 to 1e30",
+                         std::string(row->number->help));
+            continue;
+        }
+        model.*row->number->member = *value;
+    }
 }
 
 // Whether every entry of M is 0 or 1; otherwise an error naming the first other value and its cell.

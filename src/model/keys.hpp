@@ -2,6 +2,7 @@
 // and rows for the readers that go through every key.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -9,9 +10,20 @@
 
 namespace qkv {
 
+struct Model;
+
 enum class Key {
 #define QKV_KEY(name, form, italic, feeds, meaning) name,
 #include "model/keys.def"
+};
+
+// A number key's place in Model, its flag of `qkv bench` and its worksheet
+// sentence (QKV_NUMBER_KEY in keys.def).
+struct NumberKey {
+    std::optional<double> Model::*member;
+    std::string_view flag;      // "--softcap"
+    std::string_view help;      // the flag's one line of help
+    std::string_view sentence;  // the worksheet's sentence, {} standing for the number
 };
 
 // One row of keys.def: a key, or another form of a key (`another_form`).
@@ -23,13 +35,23 @@ struct KeyRow {
     std::string_view feeds;    // the step ids it feeds, separated by spaces
     std::string_view meaning;  // its paragraph in the man page (roff); empty: shares the row before's
     bool another_form;         // a second form of the key of an earlier row
+    const NumberKey* number;   // a number key's own parts; null for the others
 };
 
 // Every row, in the order of keys.def.
 std::span<const KeyRow> key_rows();
+// A key's (first) row.
+const KeyRow& key_row(Key key);
 // Each key's name once, in that order: the keys an example file may have.
 const std::vector<std::string>& key_names();
 // The step ids a key feeds, in order.
 std::vector<std::string> key_feeds(const KeyRow& row);
+// The rows of the number keys, in order.
+std::vector<const KeyRow*> number_key_rows();
+// Why `value` cannot be a number key's value ("0 is not positive"), or
+// nullopt when it can: a positive number from 1e-30 to 1e30.
+std::optional<std::string> number_key_problem(double value);
+// A number key's sentence with `number` in place of {}.
+std::string number_key_sentence(const KeyRow& row, const std::string& number);
 
 }  // namespace qkv

@@ -163,6 +163,19 @@ void write_param(std::ostream& out, const Model& model, Key key) {
             out << ", \"grad_output\": ";
             write_optional(out, model.grad_output);
             return;
+        // a number key (keys.def): its number, or null
+#define QKV_NUMBER_KEY(name, form, flag, member, feeds, help, sentence, meaning) case Key::name:
+#include "model/keys.def"
+        {
+            const std::optional<double>& number = model.*key_row(key).number->member;
+            out << ", " << quoted(std::string(key_row(key).name)) << ": ";
+            if (number) {
+                out << round_trip(*number);
+            } else {
+                out << "null";
+            }
+            return;
+        }
         // in another key's part: inputs, the heads' weights, the mask
         case Key::embeddings:
         case Key::sentence:

@@ -154,6 +154,13 @@ void add_settings(const Model& model, const Trace& trace, const std::vector<int>
                                 ", one more logit in each row's softmax, with no value.");
             }
             return;
+        // a number key (keys.def): its sentence when the example sets it
+#define QKV_NUMBER_KEY(name, form, flag, member, feeds, help, sentence, meaning) case Key::name:
+#include "model/keys.def"
+            if (const std::optional<double>& number = model.*key_row(key).number->member) {
+                lines.push_back(number_key_sentence(key_row(key), number_text(*number)));
+            }
+            return;
         case Key::round:
             for (const auto& [step, decimals] : model.round) {
                 lines.push_back("Round " + (step == "*" ? std::string("every step") : step) + " to " +
