@@ -20,6 +20,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 
 #include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
 
 #ifndef QKV_KERNELS_SHARED
 #define QKV_KERNELS_SHARED
@@ -232,6 +233,38 @@ void ExpColumns(double* HWY_RESTRICT S, std::size_t m, std::size_t count, double
         }
         sums[c] = hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1))) + sink_term(sink, max);
     }
+}
+
+// f applied to each of `count` numbers a vector at a time, the last few
+// through a vector's worth of room
+template <class F>
+HWY_INLINE void ForEachVector(const double* HWY_RESTRICT in, double* HWY_RESTRICT out, std::size_t count, F f) {
+    const D d;
+    const std::size_t N = hn::Lanes(d);
+    std::size_t i = 0;
+    for (; i + N <= count; i += N) {
+        hn::StoreU(f(d, hn::LoadU(d, in + i)), d, out + i);
+    }
+    if (i < count) {
+        double tail[k_max_lanes] = {};
+        std::copy(in + i, in + count, tail);
+        hn::StoreU(f(d, hn::LoadU(d, tail)), d, tail);
+        std::copy(tail, tail + (count - i), out + i);
+    }
+}
+
+void TanhScaled(double* HWY_RESTRICT x, std::size_t count, double c) {
+    ForEachVector(x, x, count, [c](D d, Vec v) {
+        const Vec vc = hn::Set(d, c);
+        return hn::Mul(vc, hn::Tanh(d, hn::Div(v, vc)));
+    });
+}
+
+void TanhScaledSlope(const double* HWY_RESTRICT x, double* HWY_RESTRICT slope, std::size_t count, double c) {
+    ForEachVector(x, slope, count, [c](D d, Vec v) {
+        const Vec t = hn::Tanh(d, hn::Div(v, hn::Set(d, c)));
+        return hn::NegMulAdd(t, t, hn::Set(d, 1.0));
+    });
 }
 
 #if HWY_HAVE_SCALABLE
@@ -489,6 +522,8 @@ namespace qkv::kernels {
 
 HWY_EXPORT(Target);
 HWY_EXPORT(ExpColumns);
+HWY_EXPORT(TanhScaled);
+HWY_EXPORT(TanhScaledSlope);
 HWY_EXPORT(ScoresBlock);
 HWY_EXPORT(WeightedSumBlock);
 
@@ -519,6 +554,12 @@ ScopedTarget::~ScopedTarget() { hwy::SetSupportedTargetsForTest(0); }
 
 void exp_columns(double* S, std::size_t m, std::size_t count, double* sums, double sink) {
     HWY_DYNAMIC_DISPATCH(ExpColumns)(S, m, count, sums, sink);
+}
+
+void tanh_scaled(double* x, std::size_t count, double c) { HWY_DYNAMIC_DISPATCH(TanhScaled)(x, count, c); }
+
+void tanh_scaled_slope(const double* x, double* slope, std::size_t count, double c) {
+    HWY_DYNAMIC_DISPATCH(TanhScaledSlope)(x, slope, count, c);
 }
 
 bool products_supported() {

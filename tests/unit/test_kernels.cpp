@@ -126,6 +126,43 @@ TEST_CASE("exp() of the softmax is within 2 ulp of std::exp from 0 down to -708"
     });
 }
 
+TEST_CASE("tanh_scaled is c·tanh(x/c) within a few ulp, and its slope 1 − tanh² to 1e-15, at every length",
+          "[kernels]") {
+    // from −300 to 300 (past the cap of 50, where tanh is 1), tiny numbers, 0 and −0
+    std::vector<double> x;
+    for (int i = -30000; i <= 30000; ++i) {
+        x.push_back(0.01 * i);
+    }
+    for (const double tiny : {1e-300, 1e-12, 3e-8, -2.5e-5}) {
+        x.push_back(tiny);
+    }
+    x.push_back(-0.0);
+    const double c = 50.0;
+    on_every_target([&] {
+        // every length around the vector widths, so that each tail is taken
+        for (std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{7}, std::size_t{9}, x.size()}) {
+            std::vector<double> capped(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(count));
+            std::vector<double> slope(count);
+            kernels::tanh_scaled(capped.data(), count, c);
+            kernels::tanh_scaled_slope(x.data(), slope.data(), count, c);
+            double worst = 0.0;
+            double worst_slope = 0.0;
+            for (std::size_t i = 0; i < count; ++i) {
+                const double t = std::tanh(x[i] / c);
+                worst = std::max(worst, ulps(capped[i], c * t));
+                worst_slope = std::max(worst_slope, std::abs(slope[i] - (1.0 - t * t)));
+            }
+            CAPTURE(count);
+            CHECK(worst <= 8.0);
+            CHECK(worst_slope <= 1e-15);
+        }
+    });
+    // the cap's bounds and its middle, exactly
+    std::vector<double> ends = {1e6, -1e6, 0.0};
+    kernels::tanh_scaled(ends.data(), ends.size(), c);
+    CHECK(ends == std::vector<double>{50.0, -50.0, 0.0});
+}
+
 TEST_CASE("exp_columns subtracts each column's maximum, at every length", "[kernels]") {
     // lengths around the vector widths (4 and 8) and the unrolled pairs (16)
     on_every_target([&] {
