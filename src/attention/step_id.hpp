@@ -41,6 +41,7 @@ enum class StepId {
     values,
     scores,
     scaled_scores,
+    capped_scores,
     position_bias,
     biased_scores,
     masked_scores,
@@ -55,6 +56,7 @@ enum class StepId {
     grad_concat,
     grad_head_output,
     grad_weights,
+    grad_capped_scores,
     grad_scaled_scores,
     grad_scores,
     grad_queries,
@@ -86,7 +88,9 @@ struct ElementwiseStep {
     StepId id;
     StepId gradient;
 };
-inline constexpr std::array<ElementwiseStep, 0> k_elementwise_steps{};
+inline constexpr std::array<ElementwiseStep, 1> k_elementwise_steps{{
+    {StepId::capped_scores, StepId::grad_capped_scores},  // softcap: c·tanh(s/c)
+}};
 
 constexpr bool is_elementwise(StepId id) {
     for (const ElementwiseStep& step : k_elementwise_steps) {

@@ -5,6 +5,7 @@
 
 #include "attention/attention.hpp"
 #include "attention/steps_parts.hpp"
+#include "attention/kernels.hpp"
 #include "attention/engine.hpp"
 
 #include <algorithm>
@@ -92,6 +93,8 @@ bool with_mask(const Model& model) { return model.masked(); }
 bool with_several_heads(const Model& model) { return model.n_heads() > 1; }
 bool with_rope(const Model& model) { return model.rope.has_value(); }
 bool with_alibi(const Model& model) { return model.alibi.has_value(); }
+bool with_softcap(const Model& model) { return model.softcap.has_value(); }
+bool with_softcap_backward(const Model& model) { return model.softcap && backward::exists(model); }
 
 // ── what a step reads ───────────────────────────────────────────────────────
 
@@ -176,6 +179,42 @@ arma::mat rotate_at(const Model& model, int, const TokenPositions& at, StepInput
 arma::mat score(const Model&, int, StepInputs in) { return scores(*in[0], *in[1]); }
 
 arma::mat scale(const Model& model, int, StepInputs in) { return *in[0] / model.scale(); }
+
+// soft-capping (Gemma 2): s → c·tanh(s/c), whose slope is 1 − tanh²(s/c), vectorised (kernels.hpp)
+void cap(const Model& model, int, double* x, std::size_t count) { kernels::tanh_scaled(x, count, *model.softcap); }
+void cap_slope(const Model& model, int, const double* x, double* slope, std::size_t count) {
+    kernels::tanh_scaled_slope(x, slope, count, *model.softcap);
+}
+// c is the example's own number, written as it reads (readable); the scores as the reader writes numbers
+std::string cap_working(const Model& model, int, double x, const NumberText& number) {
+    const double c = *model.softcap;
+    return readable(c) + "·tanh(" + number(x) + "/" + readable(c) + ") = " + readable(c) + "·tanh(" + number(x / c) + ")";
+}
+std::string cap_slope_working(const Model& model, int, double x, const NumberText& number) {
+    return "(1 − tanh²(" + number(x / *model.softcap) + "))";
+}
+std::string cap_about(const Model& model, int, const NumberText&) {
+    return "soft cap c = " + readable(*model.softcap) + " (softcap:): a score near 0 passes almost unchanged, and none "
+           "reaches ±" + readable(*model.softcap);
+}
+constexpr Elementwise k_softcap{
+    .apply = cap,
+    .slope = cap_slope,
+    .symbol = "S_c",
+    .symbol_latex = "S_{c}",
+    .formula = "c·tanh({}/c)",
+    .formula_latex = "c \\tanh({}/c)",
+    .slope_formula = "(1 − tanh²({}/c))",
+    .slope_latex = "\\left(1 - \\tanh^2({}/c)\\right)",
+    .why = "Soft-capping, as Gemma 2 does: c·tanh(s/c) is close to s while s is small and bends toward ±c as it "
+           "grows, so no score can grow without bound and hand one key the whole row's weight.",
+    .gradient_title = "Gradient through the cap",
+    .gradient_why = "tanh flattens toward ±c, so its slope 1 − tanh² shrinks the gradient of a score the cap bent: "
+                    "a score near the cap learns slowly, one near 0 as if there were no cap.",
+    .working = cap_working,
+    .slope_working = cap_slope_working,
+    .about = cap_about,
+};
 
 // ALiBi: (n × m) = −m_h·|i − j|
 arma::mat bias(const Model& model, int h, StepInputs) {
@@ -563,6 +602,11 @@ constexpr StepRow k_steps[] = {
     {.id = StepId::scaled_scores, .name = "scaled_scores", .title = "Scaled scores", .man = "S / scale",
      .heads = HeadKind::query, .exists = always, .square = true, .engine = true, .reads = reads_scores,
      .compute = scale, .token = OneToken::by_row, .describe = describe_scaled_scores},
+    {.id = StepId::capped_scores, .name = "capped_scores", .title = "Capped scores",
+     .man = R"(c\(pctanh(S'/c) (with \fBsoftcap\fR))", .heads = HeadKind::query, .needs = "softcap:",
+     .exists = with_softcap, .square = true, .engine = true, .reads = reads_scores_before<StepId::capped_scores>,
+     .compute = elementwise_compute<StepId::capped_scores>, .token = OneToken::by_row,
+     .describe = describe_elementwise, .elementwise = &k_softcap},
     {.id = StepId::position_bias, .name = "position_bias", .title = "Position bias (ALiBi)",
      .man = R"(B = \-m_h\(pc|i \- j| (with \fBalibi\fR))", .heads = HeadKind::query, .needs = "alibi:",
      .exists = with_alibi, .square = true, .engine = true, .reads = reads_nothing, .compute = bias,
@@ -612,8 +656,13 @@ constexpr StepRow k_steps[] = {
      .man = R"(dA = dZ\(pcV^T)", .heads = HeadKind::query, .needs = "grad_output:", .exists = backward::exists,
      .square = true, .engine = true, .reads = backward::reads_weights_inputs, .compute = backward::weights,
      .describe = backward::describe_weights},
+    {.id = StepId::grad_capped_scores, .name = "grad_capped_scores", .title = "Gradient through the softmax",
+     .man = R"(dS_c = A\[u2218](dA \- rowsum(dA\[u2218]A)); 0 where blocked (with \fBsoftcap\fR))",
+     .heads = HeadKind::query, .needs = "grad_output: and softcap:", .exists = with_softcap_backward,
+     .square = true, .engine = true, .reads = backward::reads_gradient_of<StepId::capped_scores>,
+     .compute = backward::gradient_of<StepId::capped_scores>, .describe = backward::describe_score_gradient},
     {.id = StepId::grad_scaled_scores, .name = "grad_scaled_scores", .title = "Gradient through the softmax",
-     .man = R"(dS' = A\[u2218](dA \- rowsum(dA\[u2218]A)); 0 where blocked)", .heads = HeadKind::query,
+     .man = R"(dS' = A\[u2218](dA \- rowsum(dA\[u2218]A)); 0 where blocked; with \fBsoftcap\fR, dS_c\[u2218](1 \- tanh^2(S'/c)))", .heads = HeadKind::query,
      .needs = "grad_output:", .exists = backward::exists, .square = true, .engine = true,
      .reads = backward::reads_gradient_of<StepId::scaled_scores>,
      .compute = backward::gradient_of<StepId::scaled_scores>, .describe = backward::describe_score_gradient},

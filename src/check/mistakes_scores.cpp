@@ -4,6 +4,7 @@
 
 #include "attention/attention.hpp"
 #include "attention/divisor.hpp"
+#include "base/numbers.hpp"
 
 #include <cmath>
 
@@ -184,6 +185,30 @@ as the two mistakes cannot be told apart there.)roff",
      .make = [](A a, M made) {
          made("The scores were multiplied by " + divisor_of(a.model).named + " instead of divided by it.",
               scaling_correct(a), a.L(StepId::scores, a.key.head) * a.model.scale());
+     }},
+
+    // ── soft-capping ──
+    {.id = "softcap_before_scaling", .steps = {StepId::capped_scores},
+     .man = R"roff(The cap applied to the scores before scaling, then divided by the scale.)roff",
+     .applies = &scaled,
+     .make = [](A a, M made) {
+         const double c = *a.model.softcap;
+         made("The cap was applied before scaling: c·tanh(S/c) was then divided by " + divisor_of(a.model).named +
+                  ", so the scores were capped at ±c before the division shrank them.",
+              "S_c = c·tanh(S'/c): the cap comes after the scaling, on the scaled scores",
+              c * arma::tanh(a.L(StepId::scores, a.key.head) / c) / a.model.scale());
+     }},
+    {.id = "softcap_outer_c_forgotten", .steps = {StepId::capped_scores},
+     .man = R"roff(tanh(s/c) without the factor c, so every score lies between \-1 and 1.)roff",
+     .make = [](A a, M made) {
+         const double c = *a.model.softcap;
+         made("The result of tanh was not multiplied by c = " + readable(c) + ", so every score lies between −1 and 1.",
+              "S_c = c·tanh(S'/c)", arma::tanh(first_read(a) / c));
+     }},
+    {.id = "softcap_forgotten", .steps = {StepId::capped_scores},
+     .man = R"roff(The cap left out: the scaled scores passed on unchanged.)roff",
+     .make = [](A a, M made) {
+         made("The cap was left out: these are the scaled scores as they were.", "S_c = c·tanh(S'/c)", first_read(a));
      }},
 
     // ── ALiBi ──

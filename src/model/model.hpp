@@ -127,6 +127,7 @@ struct Model {
     std::optional<arma::rowvec> alibi;    // alibi: one slope per query head
     bool alibi_press = false;             // the slopes are Press et al.'s (alibi: true)
     std::optional<arma::rowvec> sinks;    // sinks: one logit per query head
+    std::optional<double> softcap;        // softcap: c, the scaled scores become c·tanh(s/c)
 
     // The backward pass: dO = ∂L/∂O (n × d_out), from grad_output: or --backward.
     std::optional<arma::mat> grad_output;

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 using qkv::test::run_qkv;
 
 namespace {
@@ -29,7 +31,7 @@ TEST_CASE("qkv bench --format json follows the contract", "[bench][cli]") {
         keys.push_back(item.key());
     }
     CHECK(keys == std::vector<std::string>{"schema_version", "tokens", "d_model", "heads", "kv_heads", "window", "rope", "rope_dim",
-                                           "backward", "threads", "blas", "repeat", "total_ms", "gflops", "peak_rss_mb", "steps"});
+                                           "softcap", "backward", "threads", "blas", "repeat", "total_ms", "gflops", "peak_rss_mb", "steps"});
     CHECK(json["schema_version"] == 1);
     CHECK(json["tokens"] == 64);
     CHECK(json["d_model"] == 32);
@@ -70,6 +72,7 @@ TEST_CASE("qkv bench measures grouped-query heads, a sliding window and RoPE", "
     CHECK(json["window"] == 16);
     CHECK(json["rope"] == true);
     CHECK(json["rope_dim"] == nullptr);
+    CHECK(json["softcap"] == nullptr);
     // the flops for n = 64, d_model = 32, 4 heads of width 8 sharing 2 key/value heads,
     // a window of 16: projections 2·64·32·(32 + 2·2·8) = 262144; query i (from 0) sees
     // min(i + 1, 16) keys, 16·17/2 + 48·16 = 904 pairs, so scores and weighted sums
@@ -108,6 +111,28 @@ TEST_CASE("qkv bench --rope-dim turns the first D elements of each head, as part
                                "--repeat", "1"});
     REQUIRE(text.status == 0);
     CHECK(text.out.find("2 heads (d_k 8), RoPE on 2 of d_k, float64") != std::string::npos);
+}
+
+TEST_CASE("qkv bench --softcap caps the scaled scores, as softcap: does, forward and backward", "[bench][cli]") {
+    const auto result = run_qkv({"bench", "--tokens", "64", "--d-model", "32", "--heads", "4", "--softcap", "50",
+                                 "--backward", "--repeat", "2", "--threads", "1", "--format", "json"});
+    REQUIRE(result.status == 0);
+    const auto json = nlohmann::ordered_json::parse(result.out);
+    CHECK(json["softcap"] == 50.0);
+    std::vector<std::string> ids;
+    for (const auto& step : json["steps"]) {
+        ids.push_back(step["id"]);
+    }
+    // the cap after the scores; its gradient is recomputed with the weights, under grad_scaled_scores
+    CHECK(std::find(ids.begin(), ids.end(), "capped_scores") == ids.begin() + 4);
+    CHECK(ids[3] == "scores");
+    const auto text = run_qkv({"bench", "--tokens", "32", "--d-model", "16", "--heads", "2", "--softcap", "30",
+                               "--repeat", "1"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("2 heads (d_k 8), softcap 30, float64") != std::string::npos);
+    CHECK(text.out.find("capped_scores") != std::string::npos);
+    qkv::test::require_input_error(run_qkv({"bench", "--tokens", "8", "--softcap", "0"}),
+                                   "--softcap 0: 0 is not positive");
 }
 
 TEST_CASE("qkv bench prints a table of the steps by default", "[bench][cli]") {

@@ -26,7 +26,7 @@ namespace {
 // The examples the rows are made in: the built-in ones with their backward
 // pass, and a few with what no built-in example has (biases, positional
 // encodings, scale: none, several heads without W_O, one head with W_O,
-// cross-attention over as many tokens as it has inputs).
+// cross-attention over as many tokens as it has inputs, soft-capping).
 struct Example {
     std::string name;
     std::string yaml;
@@ -95,6 +95,17 @@ weights:
 rope: {partial_rotary_factor: 0.5}
 )";
 
+// Soft-capping with a cap near the scaled scores, so that the cap bends them and each way of getting it
+// wrong gives other numbers
+const char* const k_softcap = R"(inputs: [[1, 0, 1], [0, 1, 1], [1, 1, 0]]
+weights:
+  query: [[1, 0], [0, 1], [1, 1]]
+  key: [[0, 1], [1, 0], [1, 1]]
+  value: [[1, 2], [2, 0], [0, 1]]
+softcap: 2
+mask: causal
+)";
+
 std::vector<Example> examples() {
     std::vector<Example> all;
     for (const auto& example : builtin_examples()) {
@@ -106,6 +117,7 @@ std::vector<Example> examples() {
     all.push_back({"one-head-with-output", k_one_head_with_output});
     all.push_back({"square-cross", k_square_cross});
     all.push_back({"partial-rope", k_partial_rope});
+    all.push_back({"softcap", k_softcap});
     return all;
 }
 

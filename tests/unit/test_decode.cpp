@@ -197,7 +197,7 @@ TEST_CASE("decoding computes each step before concat as its row of the step tabl
                                         "          key: {random: {rows: 4, cols: 4, seed: 4}},\n"
                                         "          value: {random: {rows: 4, cols: 4, seed: 5}}}\n"
                                         "rope: {style: interleaved}\nalibi: true\nsinks: [0.5, -1, 0, 2]\n"
-                                        "mask: {window: 3}\n",
+                                        "softcap: 2\nmask: {window: 3}\n",
                                         "everything.yaml");
     CHECK(decode_obstacles(model).empty());
     CHECK(require_rows_equal_full(model, "everything") == 20);

@@ -60,9 +60,11 @@ TEST_CASE("every step has one row, in the order of its id, and its name reads ba
     CHECK_FALSE(find_step("score").has_value());
     CHECK(step_name_list() ==
           "inputs, positional, encoded, context, w_query, b_query, queries, rotated_queries, w_key, b_key, keys, "
-          "rotated_keys, w_value, b_value, values, scores, scaled_scores, position_bias, biased_scores, masked_scores, "
+          "rotated_keys, w_value, b_value, values, scores, scaled_scores, capped_scores, position_bias, biased_scores, "
+          "masked_scores, "
           "weights, head_output, concat, w_output, b_output, output, "
-          "grad_output, grad_concat, grad_head_output, grad_weights, grad_scaled_scores, grad_scores, grad_queries, "
+          "grad_output, grad_concat, grad_head_output, grad_weights, grad_capped_scores, grad_scaled_scores, grad_scores, "
+          "grad_queries, "
           "grad_keys, grad_values, grad_w_query, grad_w_key, grad_w_value, grad_w_output, grad_b_query, grad_b_key, "
           "grad_b_value, grad_b_output, grad_in_proj_weight, grad_in_proj_bias, grad_out_proj_weight, "
           "grad_out_proj_bias, grad_inputs, grad_context");
@@ -122,7 +124,7 @@ TEST_CASE("when a step exists and what it reads", "[steps]") {
     CHECK(step_requirements() ==
           "positional and encoded need positional:, context needs context:, b_query needs bias.query, "
           "rotated_queries and rotated_keys need rope:, b_key needs bias.key, b_value needs bias.value, "
-          "position_bias and biased_scores need alibi:, masked_scores needs a mask or padding, concat needs more "
+          "capped_scores needs softcap:, position_bias and biased_scores need alibi:, masked_scores needs a mask or padding, concat needs more "
           "than one head, w_output needs weights.output, b_output needs bias.output, and the grad_ steps need "
           "grad_output: or --backward");
     CHECK(step_absence(StepId::masked_scores) == "this step exists only when the example sets a mask or padding");
@@ -214,16 +216,34 @@ TEST_CASE("a reader's table of steps takes its entries, and each category's fall
     CHECK(step_category(StepId::grad_output) == StepCategory::gradient);
     CHECK(step_category(StepId::grad_context) == StepCategory::gradient);
 
+    // an elementwise step of the scores, and the gradient of its output, are categories of their own
+    CHECK(step_category(StepId::capped_scores) == StepCategory::elementwise);
+    CHECK(step_category(StepId::grad_capped_scores) == StepCategory::elementwise_gradient);
+    CHECK(step_category(StepId::scaled_scores) == StepCategory::forward);
+    CHECK(step_category(StepId::grad_scaled_scores) == StepCategory::gradient);
+
+    // without fallbacks of their own they take the forward and the gradient ones
     static constexpr auto table = step_handlers<int>({{StepId::scores, 7}, {StepId::grad_keys, 8}, {StepId::context, 9}},
                                                      {.given = 1, .forward = 2, .gradient = 3});
+    static constexpr auto own = step_handlers<int>({{StepId::scores, 7}},
+                                                   {.given = 1, .forward = 2, .gradient = 3, .elementwise = 4,
+                                                    .elementwise_gradient = 5});
     for (const StepId id : all_steps()) {
         CAPTURE(step_name(id));
+        const StepCategory category = step_category(id);
         const int expected = id == StepId::scores      ? 7
                              : id == StepId::grad_keys ? 8
                              : id == StepId::context   ? 9
-                             : step_category(id) == StepCategory::given   ? 1
-                             : step_category(id) == StepCategory::forward ? 2
+                             : category == StepCategory::given   ? 1
+                             : category == StepCategory::forward || category == StepCategory::elementwise ? 2
                                                                           : 3;
         CHECK(table[step_index(id)] == expected);
+        const int expected_own = id == StepId::scores                              ? 7
+                                 : category == StepCategory::given                ? 1
+                                 : category == StepCategory::forward              ? 2
+                                 : category == StepCategory::gradient             ? 3
+                                 : category == StepCategory::elementwise          ? 4
+                                                                                  : 5;
+        CHECK(own[step_index(id)] == expected_own);
     }
 }

@@ -1,7 +1,10 @@
 // The attention of today's language models (EXAMPLE FILES in man/qkv.1.in), step by step, with
 // values worked by hand: RoPE's pair rotations in both styles, ALiBi's slopes
-// and bias, the sliding window, attention sinks and grouped-query heads.
+// and bias, the sliding window, attention sinks, grouped-query heads and
+// soft-capping.
 #include "support.hpp"
+
+#include "explain/explain.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -343,4 +346,104 @@ rope: true
                                "      weights:\n" + matrix_text(A2) + "      head_output:\n" +
                                matrix_text(A2 * trace.find(StepId::values, 2)->values) + "    - {}\n    - {}\n";
     CHECK(diagnosis_of(second, 2).find("Query head 2 weighed the values of key/value head 2") != std::string::npos);
+}
+
+namespace {
+
+// One head of width 1, so that every number can be worked by hand: Q = [2; 1],
+// K = [1; 2], S = Q·Kᵀ = [[2, 4], [1, 2]], divided by scale 2: S' = [[1, 2], [0.5, 1]].
+const char* const k_capped = R"(
+inputs: [[1, 0], [0, 1]]
+weights:
+  query: [[2], [1]]
+  key: [[1], [2]]
+  value: [[1], [0]]
+scale: 2
+softcap: 1.5
+grad_output: ones
+)";
+
+}  // namespace
+
+TEST_CASE("softcap: the scaled scores become c·tanh(s/c), and the gradient passes back times 1 − tanh²",
+          "[steps][softcap]") {
+    const Model model = test::load_text(k_capped);
+    REQUIRE(model.softcap == 1.5);
+    const Trace trace = compute(model);
+    const double c = 1.5;
+    const auto cap = [c](double s) { return c * std::tanh(s / c); };
+    const arma::mat capped = test::rows({{cap(1.0), cap(2.0)}, {cap(0.5), cap(1.0)}});
+    test::require_near(trace.find(StepId::capped_scores, 1)->values, capped, 1e-15, "capped_scores");
+    // near 0 the cap changes little, and nothing reaches c
+    CHECK(capped(1, 0) == Approx(0.5).epsilon(0.04));
+    CHECK(capped(0, 1) < c);
+    // the softmax reads the capped scores: A = [a, 1 − a] in each row, a = 1 / (1 + exp(S_c[i,2] − S_c[i,1]))
+    arma::mat A(2, 2);
+    for (arma::uword i = 0; i < 2; ++i) {
+        A(i, 0) = 1.0 / (1.0 + std::exp(capped(i, 1) - capped(i, 0)));
+        A(i, 1) = 1.0 - A(i, 0);
+    }
+    test::require_near(trace.find(StepId::weights, 1)->values, A, 1e-15, "weights");
+    // V = [1; 0] and dO = 1: dA = [[1, 0], [1, 0]], so the softmax's gradient is a(1 − a)·[1, −1] in each row
+    arma::mat grad_capped(2, 2);
+    for (arma::uword i = 0; i < 2; ++i) {
+        grad_capped(i, 0) = A(i, 0) * (1.0 - A(i, 0));
+        grad_capped(i, 1) = -grad_capped(i, 0);
+    }
+    test::require_near(trace.find(StepId::grad_capped_scores, 1)->values, grad_capped, 1e-15, "grad_capped_scores");
+    const arma::mat scaled = test::rows({{1.0, 2.0}, {0.5, 1.0}});
+    const arma::mat slope = 1.0 - arma::square(arma::tanh(scaled / c));
+    test::require_near(trace.find(StepId::grad_scaled_scores, 1)->values, grad_capped % slope, 1e-15,
+                       "grad_scaled_scores");
+    test::require_near(trace.find(StepId::grad_scores, 1)->values, grad_capped % slope / 2.0, 1e-15, "grad_scores");
+    // the step's words, and its gradient's title
+    const Step& step = *trace.find(StepId::capped_scores, 1);
+    CHECK(step.formula == "S_c = c·tanh(S'/c)");
+    CHECK(trace.find(StepId::grad_scaled_scores, 1)->title == "Gradient through the cap");
+    CHECK(trace.find(StepId::grad_scaled_scores, 1)->formula == "dS' = dS_c ∘ (1 − tanh²(S'/c))");
+    CHECK(trace.find(StepId::grad_capped_scores, 1)->formula == "dS_c = A ∘ (dA − rowsum(dA ∘ A))");
+}
+
+TEST_CASE("softcap in explain, JSON, the worksheet and check", "[softcap][cli]") {
+    const Model model = test::load_text(k_capped);
+    const Trace trace = compute(model);
+    RenderOptions options;
+    options.precision = 6;
+    const auto lines = [&](const std::string& cell) {
+        std::string text;
+        for (const std::string& line : explain_cell(model, trace, parse_cell(cell), options).lines) {
+            text += line + "\n";
+        }
+        return text;
+    };
+    const std::string capped = lines("capped_scores[1,2]");
+    INFO(capped);
+    CHECK(capped.find("capped_scores[1,2] = c·tanh(scaled_scores[1,2]/c) = 1.5·tanh(2/1.5) = 1.5·tanh(1.333333) = "
+                      "1.305092\n") != std::string::npos);
+    CHECK(capped.find("soft cap c = 1.5 (softcap:)") != std::string::npos);
+    const std::string gradient = lines("grad_scaled_scores[2,1]");
+    INFO(gradient);
+    CHECK(gradient.find("grad_scaled_scores[2,1] = grad_capped_scores[2,1] · (1 − tanh²(scaled_scores[2,1]/c)) = ") !=
+          std::string::npos);
+    CHECK(gradient.find("(1 − tanh²(0.333333))") != std::string::npos);
+
+    const test::CliResult json = test::run_qkv({"run", "-", "-f", "json"}, k_capped);
+    REQUIRE(json.status == 0);
+    CHECK(nlohmann::json::parse(json.out)["params"]["softcap"] == 1.5);
+    const test::CliResult plain = test::run_qkv({"run", "two-heads", "-f", "json"});
+    CHECK(nlohmann::json::parse(plain.out)["params"]["softcap"].is_null());
+
+    const test::CliResult sheet = test::run_qkv({"worksheet", "-"}, k_capped);
+    REQUIRE(sheet.status == 0);
+    CHECK(sheet.out.find("Soft cap: c = 1.5; each scaled score s becomes c·tanh(s/c).") != std::string::npos);
+
+    // the cap put before the scaling: c·tanh(S/c)/2
+    const double c = 1.5;
+    const auto before = [c](double s) { return fmt::format("{:.6f}", c * std::tanh(s / c) / 2.0); };
+    const std::string answers = "answers:\n  capped_scores: [[" + before(2) + ", " + before(4) + "], [" + before(1) +
+                                ", " + before(2) + "]]\n";
+    const test::CliResult checked = test::run_qkv({"check", "-"}, std::string(k_capped) + answers);
+    INFO(checked.out << checked.err);
+    CHECK(checked.status == 1);
+    CHECK(checked.out.find("The cap was applied before scaling") != std::string::npos);
 }
