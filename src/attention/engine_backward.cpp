@@ -89,9 +89,9 @@ public:
         Buffer values_as_keys;
         Buffer rows_packed;
         Buffer inverse_scale;  // rows: 1 / scale, the factor of each row of dQ
-        // keys × rows each: the input of each elementwise step the example has, and its slope
+        // keys × rows each: the input and the output of each elementwise step the example has
         std::vector<Buffer> elementwise_inputs;
-        Buffer slope;
+        std::vector<Buffer> elementwise_outputs;
         std::array<double, k_parts> times{};
     };
 
@@ -128,11 +128,10 @@ public:
         scratch.gradient.resize(m_p.m * m_rows);
         scratch.sums.resize(m_rows);
         scratch.elementwise_inputs.resize(m_elementwise.size());
-        for (Buffer& inputs : scratch.elementwise_inputs) {
-            inputs.resize(m_p.m * m_rows);
-        }
-        if (!m_elementwise.empty()) {
-            scratch.slope.resize(m_p.m * m_rows);
+        scratch.elementwise_outputs.resize(m_elementwise.size());
+        for (std::size_t e = 0; e < m_elementwise.size(); ++e) {
+            scratch.elementwise_inputs[e].resize(m_p.m * m_rows);
+            scratch.elementwise_outputs[e].resize(m_p.m * m_rows);
         }
         if (m_own_products) {
             const arma::uword d_k = m_weights.d_k;
@@ -198,10 +197,11 @@ public:
             } else {
                 gemm(false, true, keys, rows, d_k, inverse_scale, K + k0, m, Q + r0, n, A, keys);
             }
-            // each elementwise step, its input kept for its slope on the way back
+            // each elementwise step, its input and output kept for the way back
             for (std::size_t e = 0; e < m_elementwise.size(); ++e) {
                 std::copy_n(A, keys * rows, s.elementwise_inputs[e].data());
                 step_row(m_elementwise[e].id).elementwise->apply(*m_request.model, head, A, keys * rows);
+                std::copy_n(A, keys * rows, s.elementwise_outputs[e].data());
             }
             if (alibi || m_request.mask.any()) {
                 for (arma::uword i = 0; i < rows; ++i) {
@@ -255,11 +255,8 @@ public:
                 if (arma::mat* kept = find_kept(m_elementwise[e].gradient, head)) {
                     copy_transposed(G, keys, rows, kept->memptr() + r0 + k0 * n, n);
                 }
-                step_row(m_elementwise[e].id).elementwise->slope(*m_request.model, head, s.elementwise_inputs[e].data(),
-                                                                  s.slope.data(), keys * rows);
-                for (arma::uword c = 0; c < keys * rows; ++c) {
-                    G[c] *= s.slope[c];
-                }
+                step_row(m_elementwise[e].id).elementwise->back(*m_request.model, head, s.elementwise_inputs[e].data(),
+                                                                 s.elementwise_outputs[e].data(), G, keys * rows);
             }
             if (kept_scaled != nullptr) {
                 copy_transposed(G, keys, rows, kept_scaled->memptr() + r0 + k0 * n, n);

@@ -48,11 +48,9 @@ public:
 void exp_columns(double* S, std::size_t m, std::size_t count, double* sums,
                  double sink = -std::numeric_limits<double>::infinity());
 
-// c·tanh(x/c) in place for each of the `count` numbers at x, and, for
-// tanh_scaled_slope, its derivative 1 − tanh²(x/c) written to `slope`: within
-// a few ulp of std::tanh on every target (Highway's Tanh, 4 ulp at most).
+// c·tanh(x/c) in place for each of the `count` numbers at x: within a few
+// ulp of std::tanh on every target (Highway's Tanh, 4 ulp at most).
 void tanh_scaled(double* x, std::size_t count, double c);
-void tanh_scaled_slope(const double* x, double* slope, std::size_t count, double c);
 
 // The two per-head products of a block of queries. The engine uses them where
 // the loops run on AVX-512 (products_supported()), and BLAS's elsewhere; they

@@ -180,10 +180,15 @@ arma::mat score(const Model&, int, StepInputs in) { return scores(*in[0], *in[1]
 
 arma::mat scale(const Model& model, int, StepInputs in) { return *in[0] / model.scale(); }
 
-// soft-capping (Gemma 2): s → c·tanh(s/c), whose slope is 1 − tanh²(s/c), vectorised (kernels.hpp)
+// soft-capping (Gemma 2): s → y = c·tanh(s/c), vectorised (kernels.hpp), whose slope
+// 1 − tanh²(s/c) is 1 − (y/c)², worked from y without a second tanh
 void cap(const Model& model, int, double* x, std::size_t count) { kernels::tanh_scaled(x, count, *model.softcap); }
-void cap_slope(const Model& model, int, const double* x, double* slope, std::size_t count) {
-    kernels::tanh_scaled_slope(x, slope, count, *model.softcap);
+void cap_back(const Model& model, int, const double*, const double* y, double* grad, std::size_t count) {
+    const double c = *model.softcap;
+    for (std::size_t i = 0; i < count; ++i) {
+        const double t = y[i] / c;
+        grad[i] *= 1.0 - t * t;
+    }
 }
 // c is the example's own number, written as it reads (readable); the scores as the reader writes numbers
 std::string cap_working(const Model& model, int, double x, const NumberText& number) {
@@ -199,7 +204,7 @@ std::string cap_about(const Model& model, int, const NumberText&) {
 }
 constexpr Elementwise k_softcap{
     .apply = cap,
-    .slope = cap_slope,
+    .back = cap_back,
     .symbol = "S_c",
     .symbol_latex = "S_{c}",
     .formula = "c·tanh({}/c)",

@@ -68,15 +68,17 @@ enum class OneToken { none, by_row, at_positions };
 using NumberText = std::function<std::string(double)>;
 
 // How an elementwise step of the scores (k_elementwise_steps) computes: one
-// function f of each number, its slope f′, and the words for one cell.
+// function f of each number, the way back through it, and the words for one cell.
 // compute(), decoding, the large-input engine's blocks, the backward pass
 // (the gradient of its input is that of its output times f′) and explain all
 // apply the step through these, with no code of their own for it.
 struct Elementwise {
     // f(x) in place, for each of the `count` numbers at x, in head `head`
     void (*apply)(const Model& model, int head, double* x, std::size_t count) = nullptr;
-    // f′(x) for each, written to `slope`
-    void (*slope)(const Model& model, int head, const double* x, double* slope, std::size_t count) = nullptr;
+    // the way back: `grad`, the gradient of each output y = f(x), becomes that
+    // of its input, grad·f′(x) (f′ may be worked from x or from y)
+    void (*back)(const Model& model, int head, const double* x, const double* y, double* grad,
+                 std::size_t count) = nullptr;
     std::string_view symbol = {};  // its values in formulas, a query head's symbol: "S_c"
     std::string_view symbol_latex = {};
     // f and f′ as formulas, {} standing for the input ("c·tanh({}/c)")

@@ -183,9 +183,10 @@ arma::mat elementwise_value(const Model& model, StepId id, int head, const arma:
 
 arma::mat elementwise_gradient(const Model& model, StepId id, int head, const arma::mat& grad_output,
                                const arma::mat& input) {
-    arma::mat slope(arma::size(input));
-    step_row(id).elementwise->slope(model, head, input.memptr(), slope.memptr(), input.n_elem);
-    return grad_output % slope;
+    const arma::mat output = elementwise_value(model, id, head, input);
+    arma::mat grad = grad_output;
+    step_row(id).elementwise->back(model, head, input.memptr(), output.memptr(), grad.memptr(), grad.n_elem);
+    return grad;
 }
 
 std::string elementwise_formula(std::string_view formula, const std::string& input) {

@@ -315,6 +315,7 @@ private:
         for (const arma::uword j : columns()) {
             const double g = grad.values(m_row, j);
             const double x = input.values(m_row, j);
+            // f′ at x: the gradient 1 taken back
             const arma::mat slope = elementwise_gradient(m_model, next, m_step.head, arma::mat{1.0}, arma::mat{x});
             const std::string source = cell_name(input.id, m_row, static_cast<long>(j), input.head);
             line(here(j) + " = " + cell_name(grad.id, m_row, static_cast<long>(j), grad.head) + " · " +

@@ -126,8 +126,7 @@ TEST_CASE("exp() of the softmax is within 2 ulp of std::exp from 0 down to -708"
     });
 }
 
-TEST_CASE("tanh_scaled is c·tanh(x/c) within a few ulp, and its slope 1 − tanh² to 1e-15, at every length",
-          "[kernels]") {
+TEST_CASE("tanh_scaled is c·tanh(x/c) within a few ulp, at every length", "[kernels]") {
     // from −300 to 300 (past the cap of 50, where tanh is 1), tiny numbers, 0 and −0
     std::vector<double> x;
     for (int i = -30000; i <= 30000; ++i) {
@@ -142,19 +141,13 @@ TEST_CASE("tanh_scaled is c·tanh(x/c) within a few ulp, and its slope 1 − tan
         // every length around the vector widths, so that each tail is taken
         for (std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{7}, std::size_t{9}, x.size()}) {
             std::vector<double> capped(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(count));
-            std::vector<double> slope(count);
             kernels::tanh_scaled(capped.data(), count, c);
-            kernels::tanh_scaled_slope(x.data(), slope.data(), count, c);
             double worst = 0.0;
-            double worst_slope = 0.0;
             for (std::size_t i = 0; i < count; ++i) {
-                const double t = std::tanh(x[i] / c);
-                worst = std::max(worst, ulps(capped[i], c * t));
-                worst_slope = std::max(worst_slope, std::abs(slope[i] - (1.0 - t * t)));
+                worst = std::max(worst, ulps(capped[i], c * std::tanh(x[i] / c)));
             }
             CAPTURE(count);
             CHECK(worst <= 8.0);
-            CHECK(worst_slope <= 1e-15);
         }
     });
     // the cap's bounds and its middle, exactly
