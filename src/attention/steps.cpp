@@ -462,7 +462,10 @@ void describe_biased_scores(const StepContext& context, Step& step) {
 
 void describe_masked_scores(const StepContext& context, Step& step) {
     const Model& model = context.model();
-    set_text(step, "S'[i,j] = −∞ where blocked", "S'_{ij} = -\\infty \\text{ where blocked}",
+    // the scaled scores, or the last elementwise step's (the bias, when there is one, is added to them)
+    const StepId scores = scores_before(model, StepId::position_bias);
+    set_text(step, score_symbol(scores, false) + "[i,j] = −∞ where blocked",
+             score_symbol(scores, true) + "_{ij} = -\\infty \\text{ where blocked}",
              "Blocked pairs become −∞, so that the softmax gives them a weight of exactly 0. A 0 would not do: "
              "exp(0) = 1 still counts.",
              model.tokens, context.key_tokens());
@@ -481,15 +484,20 @@ void describe_masked_scores(const StepContext& context, Step& step) {
 }
 
 void describe_weights(const StepContext& context, Step& step) {
-    set_text(step, "A = softmax(S') along each row", "A = \\operatorname{softmax}(S')",
+    const std::string scores = score_symbol(scores_before(context.model(), StepId::position_bias), false);
+    set_text(step, "A = softmax(" + scores + ") along each row",
+             "A = \\operatorname{softmax}(" + score_symbol(scores_before(context.model(), StepId::position_bias), true) +
+                 ")",
              "The softmax turns each row of scores into positive weights that sum to 1: how much each query attends "
              "to each key.",
              context.model().tokens, context.key_tokens());
     const Model& model = context.model();
     if (model.sinks) {
         const double sink = (*model.sinks)(static_cast<arma::uword>(step.head - 1));
-        step.formula = "A = softmax([S' s]) along each row, the sink's column dropped";
-        step.latex = "A = \\operatorname{softmax}\\left(\\begin{bmatrix} S' & s \\end{bmatrix}\\right)_{:, 1..m}";
+        step.formula = "A = softmax([" + scores + " s]) along each row, the sink's column dropped";
+        step.latex = "A = \\operatorname{softmax}\\left(\\begin{bmatrix} " +
+                     score_symbol(scores_before(model, StepId::position_bias), true) +
+                     " & s \\end{bmatrix}\\right)_{:, 1..m}";
         step.explanation = "The sink logit s joins each row's softmax as one more key with no value, and its weight "
                            "is dropped: each row of weights sums to less than 1, and what is missing went to the sink.";
         step.notes.push_back("sink s = " + readable(sink) + " for this head; the rest of each row went to the sink");

@@ -38,6 +38,11 @@ std::string one_head_only(A a) {
 const char* const k_softmax_backward_correct =
     "dS' = A ∘ (dA − rowsum(dA ∘ A)): each score also moves the other weights of its row";
 
+// The step is the softmax's gradient: grad_scaled_scores, or grad_capped_scores with a soft cap.
+bool through_softmax(A a) { return step_inputs(a.model, a.key).front().id == StepId::weights; }
+// The step is the gradient of the scaled scores taken back through the soft cap.
+bool through_cap(A a) { return a.model.softcap.has_value() && !through_softmax(a); }
+
 std::string grad_scale_correct(A a) {
     return "dS = " + divided(a.model, "dS'") + ": the forward pass divided by the scale, so the backward divides too";
 }
@@ -91,25 +96,36 @@ constexpr MistakeRow k_rows[] = {
      }},
 
     // ── the softmax and the scale ──
-    {.id = "softmax_backward_no_row_term", .steps = {StepId::grad_scaled_scores},
+    {.id = "softmax_backward_no_row_term", .steps = {StepId::grad_capped_scores, StepId::grad_scaled_scores},
      .man = R"roff(DS' = A\[u2218]dA, without the row term.)roff",
+     .applies = &through_softmax,
      .make = [](A a, M made) {
          made("The softmax's backward was taken as A ∘ dA, without the row term rowsum(dA ∘ A).",
               k_softmax_backward_correct, a.L(StepId::weights, a.key.head) % a.L(StepId::grad_weights, a.key.head));
      }},
-    {.id = "softmax_backward_diagonal_only", .steps = {StepId::grad_scaled_scores},
+    {.id = "softmax_backward_diagonal_only", .steps = {StepId::grad_capped_scores, StepId::grad_scaled_scores},
      .man = R"roff(Only the diagonal of the softmax's Jacobian.)roff",
+     .applies = &through_softmax,
      .make = [](A a, M made) {
          const arma::mat& weights = a.L(StepId::weights, a.key.head);
          made("Only the diagonal of the softmax's Jacobian was used, A ∘ (1 − A) ∘ dA: raising a score also lowers "
               "the other weights of its row.",
               k_softmax_backward_correct, weights % (1.0 - weights) % a.L(StepId::grad_weights, a.key.head));
      }},
-    {.id = "softmax_backward_skipped", .steps = {StepId::grad_scaled_scores},
+    {.id = "softmax_backward_skipped", .steps = {StepId::grad_capped_scores, StepId::grad_scaled_scores},
      .man = R"roff(The gradient passed through the softmax unchanged.)roff",
+     .applies = &through_softmax,
      .make = [](A a, M made) {
          made("The gradient was passed through the softmax unchanged (dS' = dA).", k_softmax_backward_correct,
               a.L(StepId::grad_weights, a.key.head));
+     }},
+    {.id = "softcap_slope_forgotten", .steps = {StepId::grad_scaled_scores},
+     .man = R"roff(The soft cap's slope 1 \- tanh^2(s/c) left out on the way back.)roff",
+     .applies = &through_cap,
+     .make = [](A a, M made) {
+         made("The cap's slope was left out: the gradient of the capped scores was passed back as it was, but the "
+              "cap bends each score by c·tanh(s/c), whose slope is 1 − tanh²(s/c).",
+              "dS' = dS_c ∘ (1 − tanh²(S'/c))", a.L(StepId::grad_capped_scores, a.key.head));
      }},
     {.id = "grad_scale_forgotten", .steps = {StepId::grad_scores},
      .man = R"roff(DS = dS', the scale forgotten.)roff",
