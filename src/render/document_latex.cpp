@@ -149,7 +149,8 @@ public:
         std::string out = "\n\\medskip\\noindent\\textbf{Question.} " + spans(question.prompt) +
                           (question.form.empty() ? "" : " \\emph{" + tex_prose(question.form) + "}") + "\n";
         if (!question.given.empty()) {
-            out += "\n\\noindent\\textit{Given:} " + spans(question.given) + "\n";
+            // ragged right: a line of long numbers in typewriter type has few places to break
+            out += "\n{\\raggedright\\noindent\\textit{Given:} " + spans(question.given) + "\\par}\n";
         }
         return out + blocks(question.blocks);
     }

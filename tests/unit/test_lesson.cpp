@@ -195,7 +195,7 @@ TEST_CASE("qkv lesson lists every lesson with its number, name and summary", "[l
 TEST_CASE("an unknown lesson is a usage error that lists the lessons", "[lesson][cli]") {
     SECTION("a number past the last lesson") {
         const auto result = run_qkv({"lesson", "42"});
-        require_input_error(result, "there is no lesson 42; the lessons are numbered 1 to 14");
+        require_input_error(result, "there is no lesson 42; the lessons are numbered 1 to 15");
         CHECK(result.err.find("hint: lessons: 1 walkthrough, 2 scaling") != std::string::npos);
     }
     SECTION("a misspelt name") {
@@ -305,13 +305,14 @@ TEST_CASE("every number a lesson's narration states comes from its trace", "[les
         {"rope", {"p = i − 1", "base^(−2k/d_k)", "10000", "d_k/2", "distance 0", "distance 1", "distance 3",
                   "j + d_k/2", "counted from 1", "1 with 3, then 2 with 4", "pairs 1 and 3, then 2 and 4",
                   "pairs 1 and 2, then 3 and 4", "to 1, 3, 2, 4", "elements 1 and 2", "elements 2 and 4", "θ_1",
-                  "counted from 0", "key 1", "key 3"}},
+                  "counted from 0", "key 1", "key 3", "elements 3 and 4", "element 3 of"}},
         {"grouped-query", {"Llama 2 70B and 3", "8 bytes", "·8", "float64", "]@1", "]@2", "]@3"}},
         {"online-softmax", {"Dao et al., 2022", "ℓ = 0", "o = 0", "blocks of 2", "blocks of 1", "exp(0)"}},
         {"long-context", {"Press et al., 2022", "2^(−8h/H)", "0 ≤ i − j", "W is 3", "(W − 1, 0)", "W + 1",
                           "less than 1", "sum to 1", "sink here is 3", "]@1", "]@2"}},
         {"backward", {"sum to 1", "weight is 1", "weight 0", "0 times anything is 0",
                       "1/√d_k", "gradient is 0"}},
+        {"capping", {"Gemma 2", "c = 50", "c = 3", "1 − tanh²(s/c)", "close to 1", "near 0", "close to 0"}},
     };
     const std::regex number("[0-9]+(\\.[0-9]+)?");
     const std::regex index_before(
@@ -1018,7 +1019,8 @@ TEST_CASE("each lesson on today's attention plays through and asks what its page
     // The question's answer must be worked out or predicted, not read off the
     // screen: the step it asks about is not shown as a table on its page before
     // the question, and a fractional answer does not appear there at all.
-    const std::vector<std::string> names = {"rope", "grouped-query", "online-softmax", "long-context", "backward"};
+    const std::vector<std::string> names = {"rope", "grouped-query", "online-softmax", "long-context", "backward",
+                                            "capping"};
     const std::regex answer_line("Answer: ([a-z_]+)\\[[0-9,]+\\](@[0-9]+)? = (\\S+)");
     // a shape question's answer, and a choice's
     const std::regex shape_line("Answer: [a-z_]+ (\\(head [0-9]+\\) )?is ([0-9]+ × [0-9]+)");

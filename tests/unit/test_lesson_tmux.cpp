@@ -292,7 +292,7 @@ TEST_CASE("in tmux the list of lessons fits the window's width and pauses when i
     for (const int cols : {60, 80}) {
         CAPTURE(cols);
         Tmux window(cols, 24, {"lesson"});
-        // 14 lessons with wrapped summaries and the line on where to start are more than 24 rows
+        // 15 lessons with wrapped summaries and the line on where to start are more than 24 rows
         REQUIRE(window.wait_for_prompt() == "── more: Enter, or q to leave ──");
         window.type("");
         CHECK(window.wait_for_prompt().empty());
