@@ -208,7 +208,7 @@ constexpr Elementwise k_softcap{
     .symbol = "S_c",
     .symbol_latex = "S_{c}",
     .formula = "c·tanh({}/c)",
-    .formula_latex = "c \\tanh({}/c)",
+    .formula_latex = "c \\tanh\\left({}/c\\right)",
     .slope_formula = "(1 − tanh²({}/c))",
     .slope_latex = "\\left(1 - \\tanh^2({}/c)\\right)",
     .why = "Soft-capping, as Gemma 2 does: c·tanh(s/c) is close to s while s is small and bends toward ±c as it "
@@ -465,7 +465,9 @@ void describe_masked_scores(const StepContext& context, Step& step) {
     // the scaled scores, or the last elementwise step's (the bias, when there is one, is added to them)
     const StepId scores = scores_before(model, StepId::position_bias);
     set_text(step, score_symbol(scores, false) + "[i,j] = −∞ where blocked",
-             score_symbol(scores, true) + "_{ij} = -\\infty \\text{ where blocked}",
+             // S_{c} as a group, so that its entry's subscript is not a second one
+             (is_elementwise(scores) ? "{" + score_symbol(scores, true) + "}" : score_symbol(scores, true)) +
+                 "_{ij} = -\\infty \\text{ where blocked}",
              "Blocked pairs become −∞, so that the softmax gives them a weight of exactly 0. A 0 would not do: "
              "exp(0) = 1 still counts.",
              model.tokens, context.key_tokens());

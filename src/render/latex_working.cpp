@@ -308,12 +308,30 @@ std::optional<Working> position_bias_working(const WorkingOf& w) {
     return working;
 }
 
+// The scores a step reads as formulas write them: S', or an elementwise step's own symbol (S_{c}).
+std::string scores_symbol(StepId id) {
+    return is_elementwise(id) ? std::string(step_row(id).elementwise->symbol_latex) : std::string("S'");
+}
+
+// An elementwise step: its formula with the matrix it reads in place of its input, c \tanh([…]/c)
+std::optional<Working> elementwise_working(const WorkingOf& w) {
+    Working working(w.options, w.step.latex);
+    working.operands({{"", elementwise_formula(step_row(w.step.id).elementwise->formula_latex,
+                                               working.matrix(*w.in[0]))}});
+    add_result(working, w.model, w.step);
+    return working;
+}
+
 // masking as a sum: S' + M, M being 0 where a query may attend and −∞ where it is blocked
 std::optional<Working> masked_scores_working(const WorkingOf& w) {
     arma::mat M = w.model.allowed();
     M.transform([](double allowed) { return allowed == 0.0 ? -arma::datum::inf : 0.0; });
-    const bool biased = step_row(w.step.id).reads(w.model, w.step.head).front().id == StepId::biased_scores;
-    return sum(w.model, w.step, w.options, biased ? "(S' + B) + M" : "S' + M", *w.in[0], M);
+    const StepId read = step_row(w.step.id).reads(w.model, w.step.head).front().id;
+    if (read == StepId::biased_scores) {
+        const StepId scores = step_row(read).reads(w.model, w.step.head).front().id;
+        return sum(w.model, w.step, w.options, "(" + scores_symbol(scores) + " + B) + M", *w.in[0], M);
+    }
+    return sum(w.model, w.step, w.options, scores_symbol(read) + " + M", *w.in[0], M);
 }
 
 // A = softmax of each row of S'; with a sink, softmax([S' s]) without the sink's column
@@ -380,7 +398,7 @@ std::optional<Working> working_of(const Model& model, const Trace& trace, const 
             {StepId::concat, &concat_working},
             {StepId::output, &output_working},
         },
-        {.given = &no_working, .forward = &no_working, .gradient = &no_working});
+        {.given = &no_working, .forward = &no_working, .gradient = &no_working, .elementwise = &elementwise_working});
     return k_working[step_index(step.id)](WorkingOf{model, step, options, in});
 }
 

@@ -244,6 +244,27 @@ TEST_CASE("explain's LaTeX compiles standalone and in one- and two-column docume
     require_compiles_everywhere(dir, "masked", {"explain", "masked", "weights[3]", "head_output[4]", "--block-size", "2"});
 }
 
+TEST_CASE("a soft-capped example's LaTeX, with its working and gradients, compiles everywhere",
+          "[latex][cli][softcap][documents]") {
+    if (!pdflatex_installed()) {
+        return;
+    }
+    // the cap's working, the mask and the softmax reading S_c, and the gradient through the cap
+    const std::string capped = "inputs: [[1, 0, 2], [0, 1, 1], [2, 1, 0]]\n"
+                               "weights: {query: [[1, 0], [0, 1], [1, 1]], key: [[0, 1], [1, 0], [1, 1]],\n"
+                               "          value: [[1, 2], [2, 0], [0, 1]]}\n"
+                               "softcap: 2\nmask: causal\nalibi: true\n";
+    const std::string latex = latex_of({"run", "-", "-f", "latex", "--backward"}, 0, capped);
+    CHECK(latex.find("S_{c} = c \\tanh\\left(S'/c\\right) \\approx c \\tanh\\left(\\begin{bmatrix}") !=
+          std::string::npos);
+    CHECK(latex.find("{S_{c}}_{ij} = -\\infty") != std::string::npos);
+    CHECK(latex.find("(S_{c} + B) + M") != std::string::npos);  // with ALiBi the mask reads S_c + B
+    TempDir dir;
+    require_compiles_everywhere(dir, "capped", {"run", "-", "--backward"}, 0, capped);
+    require_compiles_everywhere(dir, "capped-explain", {"explain", "-", "capped_scores[2,1]", "masked_scores[3]",
+                                                        "grad_scaled_scores[3,2]", "--backward"}, 0, capped);
+}
+
 TEST_CASE("check's LaTeX compiles standalone and in one- and two-column documents", "[latex][cli][check][documents]") {
     if (!pdflatex_installed()) {
         return;
