@@ -223,11 +223,12 @@ as the two mistakes cannot be told apart there.)roff",
      .man = R"roff(ALiBi's bias left out.)roff",
      .make = [](A a, M made) {
          made("The position bias was not added.", "S' + B: the scaled scores plus the position bias",
-              a.L(StepId::scaled_scores, a.key.head));
+              first_read(a));
      }},
     {.id = "alibi_bias_scaled", .steps = {StepId::biased_scores},
      .man = R"roff(ALiBi's bias added before scaling.)roff",
-     .applies = &scaled,
+     // (with a soft cap between the scaling and the bias, the numbers would be the cap's too)
+     .applies = [](A a) { return scaled(a) && !a.model.softcap; },
      .make = [](A a, M made) {
          made("The bias was added before scaling, so it was divided by " + divisor_of(a.model).named + " too.",
               "S' + B: the scaled scores plus the position bias; the bias is added after the scaling",

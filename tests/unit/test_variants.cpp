@@ -447,3 +447,25 @@ TEST_CASE("softcap in explain, JSON, the worksheet and check", "[softcap][cli]")
     CHECK(checked.status == 1);
     CHECK(checked.out.find("The cap was applied before scaling") != std::string::npos);
 }
+
+TEST_CASE("with a soft cap and ALiBi, the bias left out is named from the capped scores", "[softcap][check][cli]") {
+    const std::string example = "inputs: [[1, 0, 2], [0, 1, 1], [2, 1, 0]]\n"
+                                "weights: {query: [[1, 0], [0, 1], [1, 1]], key: [[0, 1], [1, 0], [1, 1]],\n"
+                                "          value: [[1, 2], [2, 0], [0, 1]]}\n"
+                                "softcap: 2\nalibi: [0.5]\n";
+    const Trace trace = compute(test::load_text(example));
+    // biased_scores written as the capped scores: the bias was not added to them
+    const arma::mat& capped = trace.find(StepId::capped_scores, 1)->values;
+    std::string answers = "answers:\n  biased_scores: [";
+    for (arma::uword i = 0; i < capped.n_rows; ++i) {
+        answers += i == 0 ? "[" : ", [";
+        for (arma::uword j = 0; j < capped.n_cols; ++j) {
+            answers += (j == 0 ? "" : ", ") + fmt::format("{:.6f}", capped(i, j));
+        }
+        answers += "]";
+    }
+    const test::CliResult checked = test::run_qkv({"check", "-"}, example + answers + "]\n");
+    INFO(checked.out << checked.err);
+    CHECK(checked.status == 1);
+    CHECK(checked.out.find("Mistake: The position bias was not added.") != std::string::npos);
+}
