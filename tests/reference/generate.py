@@ -66,7 +66,7 @@ STEP_IDS = ["queries", "keys", "values", "scores", "weights", "head_output"]
 # `concat` and `output` are one matrix; the others one matrix per head, and
 # KV_STEPS one per key/value head.
 ALL_STEP_IDS = ["queries", "rotated_queries", "keys", "rotated_keys", "values",
-                "scores", "scaled_scores", "position_bias", "biased_scores",
+                "scores", "scaled_scores", "capped_scores", "position_bias", "biased_scores",
                 "masked_scores", "weights", "head_output", "concat", "output"]
 WHOLE_STEPS = ("concat", "output")
 KV_STEPS = ("keys", "rotated_keys", "values")
@@ -391,8 +391,9 @@ def interpret_yaml(doc):
     elif isinstance(mask, dict):
         mask = window_mask(n, m, mask["window"])
     keep = combine_keep(n, m, mask, doc.get("padding"), sinks)
+    softcap = doc.get("softcap")
     steps = direct_attention(X, C, heads, kv_sets, kv_of, W_O, b_O, divisor, keep,
-                             rope, slopes, sinks)
+                             rope, slopes, sinks, None if softcap is None else float(softcap))
     return steps, divisor, H, G
 
 
@@ -441,7 +442,8 @@ def softmax_row_with_sink(x, sink):
     return e / total
 
 
-def direct_attention(X, C, heads, kv_sets, kv_of, W_O, b_O, divisor, keep, rope, slopes, sinks):
+def direct_attention(X, C, heads, kv_sets, kv_of, W_O, b_O, divisor, keep, rope, slopes, sinks,
+                     softcap=None):
     """Every step, one head at a time, straight from the formulas (independent of
     the batched reference implementations that make the expected values)."""
     n, m = X.shape[0], C.shape[0]
@@ -456,6 +458,10 @@ def direct_attention(X, C, heads, kv_sets, kv_of, W_O, b_O, divisor, keep, rope,
         K = steps["rotated_keys"] = [rotate_pairs(k, rope["base"], rope["style"], rope["partial"]) for k in K]
     steps["scores"] = [Q[h] @ K[kv_of[h]].T for h in range(len(heads))]
     x = steps["scaled_scores"] = [S / divisor for S in steps["scores"]]
+    if softcap is not None:
+        # c·tanh(s/c), number by number with math.tanh
+        x = steps["capped_scores"] = [tensor([[softcap * math.tanh(v / softcap) for v in row]
+                                              for row in t.tolist()]) for t in x]
     if slopes is not None:
         steps["position_bias"] = [
             tensor([[-slope * abs(i - j) for j in range(m)] for i in range(n)]) for slope in slopes]
@@ -694,13 +700,13 @@ def local_mask_flash(n, m, window):
 
 
 def modern_reference(X, C, W, b, H, G, W_O, b_O, divisor, rope=None, slopes=None,
-                     blocked=None, sinks=None):
+                     blocked=None, sinks=None, softcap=None):
     """Every step with batched torch ops.
 
     W, b: stacked x_w weights (in x out) and biases by name (query H*d_k wide,
     key and value G*d wide). rope: None or {"base", "style"}. slopes: ALiBi
     slopes (H) or None. blocked: n x m boolean, True = blocked (or None).
-    sinks: H logits or None."""
+    sinks: H logits or None. softcap: Gemma 2's attn_logit_softcapping, or None."""
     n, m = X.shape[0], C.shape[0]
 
     def project(inp, name, count):                 # tokens x count x d
@@ -727,6 +733,9 @@ def modern_reference(X, C, W, b, H, G, W_O, b_O, divisor, rope=None, slopes=None
     steps["scores"] = list(S)
     x = S / divisor
     steps["scaled_scores"] = list(x)
+    if softcap is not None:
+        x = gemma2_softcap(x, softcap)
+        steps["capped_scores"] = list(x)
     A = scaled_scores_to_weights(x, slopes, blocked, sinks, steps)
     Z = torch.matmul(A, V_rep)                                     # H x n x d_v
     steps["weights"], steps["head_output"] = list(A), list(Z)
@@ -735,6 +744,15 @@ def modern_reference(X, C, W, b, H, G, W_O, b_O, divisor, rope=None, slopes=None
         steps["concat"] = concat
     steps["output"] = concat if W_O is None else affine(concat, W_O, b_O)
     return steps
+
+
+def gemma2_softcap(x, softcap):
+    """Logit soft-capping as transformers' Gemma 2 eager_attention_forward writes
+    it: attn_weights / softcap, torch.tanh, * softcap, on the scaled scores
+    before the mask is added."""
+    x = x / softcap
+    x = torch.tanh(x)
+    return x * softcap
 
 
 def scaled_scores_to_weights(x, slopes, blocked, sinks, steps):
@@ -1155,6 +1173,9 @@ PROVENANCE_MODERN = {
     "gqa": "each key/value head repeated with repeat_interleave(H // G, dim=0), as "
            "scaled_dot_product_attention(enable_gqa=True) does; ",
     "scores": "scores = torch.matmul(Q, K.transpose(-2, -1)) (raw), scaled_scores = scores / scale; ",
+    "softcap": "capped_scores as transformers' Gemma 2 eager_attention_forward caps its logits "
+               "(attn_logit_softcapping): scaled_scores / softcap, torch.tanh, * softcap, before the "
+               "bias and the mask; ",
     "alibi": "ALiBi slopes from Press et al.'s get_slopes (power-of-two handling), position_bias = "
              "-slopes[:, None, None] * (arange(m)[None, :] - arange(n)[:, None]).abs(), "
              "biased_scores = scaled_scores + position_bias; ",
@@ -1214,7 +1235,7 @@ def rope_settings(rope):
 def modern_case(name, title, seed, *, n, d_model, H, d_k, G=None, d_v=None, m=None,
                 d_out=None, bias=("query", "key", "value", "output"), output=True,
                 layout="x_w", scale=None, rope=None, alibi=None, mask=None, padding=None,
-                sinks=None, tokens=None, context_tokens=None, note=""):
+                sinks=None, softcap=None, tokens=None, context_tokens=None, note=""):
     """Draw a model (seeded), write it as qkv YAML and compute every step with
     modern_reference()."""
     seeded(seed)
@@ -1274,11 +1295,13 @@ def modern_case(name, title, seed, *, n, d_model, H, d_k, G=None, d_v=None, m=No
         doc["padding"] = padding
     if sinks is not None:
         doc["sinks"] = list(sinks)
+    if softcap is not None:
+        doc["softcap"] = softcap
 
     rows = n if C is None else C.shape[0]
     blocked = blocked_cells(n, rows, mask, padding, sinks)
     steps = modern_reference(X, X if C is None else C, W, b, H, kv, W_O, b_O, divisor,
-                             rope_ref, slopes, blocked, sinks)
+                             rope_ref, slopes, blocked, sinks, softcap)
     ops = [PROVENANCE_MODERN["base"].format(G=kv)]
     if rope_ref:
         ops.append(PROVENANCE_MODERN[rope_ref["style"]])
@@ -1287,6 +1310,8 @@ def modern_case(name, title, seed, *, n, d_model, H, d_k, G=None, d_v=None, m=No
     if kv != H:
         ops.append(PROVENANCE_MODERN["gqa"])
     ops.append(PROVENANCE_MODERN["scores"])
+    if softcap is not None:
+        ops.append(PROVENANCE_MODERN["softcap"])
     if slopes is not None:
         ops.append(PROVENANCE_MODERN["alibi"])
     if mask is not None:
@@ -1297,6 +1322,9 @@ def modern_case(name, title, seed, *, n, d_model, H, d_k, G=None, d_v=None, m=No
     if blocked is not None:
         ops.append(PROVENANCE_MODERN["masked"])
     ops.append(PROVENANCE_MODERN["sinks" if sinks is not None else "softmax"])
+    if softcap is not None:
+        # the bias is added to the capped scores
+        ops = [op.replace("biased_scores = scaled_scores +", "biased_scores = capped_scores +") for op in ops]
     ops.append(PROVENANCE_MODERN["tail"].format(
         repeated=" repeated" if kv != H else "",
         output="concat (no W_O)" if W_O is None
@@ -1517,7 +1545,7 @@ def cases_sinks():
 def order_doc(doc):
     """Keys in the order a reader expects them."""
     order = ["title", "tokens", "inputs", "context_tokens", "context", "layout",
-             "weights", "heads", "kv_heads", "bias", "pytorch", "scale", "rope", "alibi",
+             "weights", "heads", "kv_heads", "bias", "pytorch", "scale", "softcap", "rope", "alibi",
              "mask", "padding", "sinks"]
     assert set(doc) <= set(order), set(doc) - set(order)
     return {key: doc[key] for key in order if key in doc}
@@ -1637,6 +1665,31 @@ def convention_checks():
           f"{aligned:g}·m; RoPE in float32 {rope32:.1e} relative")
 
 
+def cases_softcap():
+    """Logit soft-capping (Gemma 2): the scaled scores become c·tanh(s/c)."""
+    out = []
+    case = modern_case(
+        "softcap_causal",
+        "Soft-capping at 0.75 (Gemma 2's attn_logit_softcapping), two heads, a causal mask, biases, W_O",
+        1201, n=5, d_model=4, H=2, d_k=2, mask="causal", softcap=0.75)
+    out.append(case)
+    case = modern_case(
+        "softcap_alibi_gqa_window_sinks",
+        "Soft-capping at 1.5 with everything after it: heads 4, kv_heads 2, RoPE, ALiBi, a window of 3, "
+        "sinks, biases, W_O",
+        1202, n=6, d_model=8, H=4, G=2, d_k=4, rope=True, alibi=True, mask={"window": 3},
+        sinks=[0.3, -0.4, 1.2, 0.0], softcap=1.5)
+    out.append(case)
+    for case in out:
+        c = case["doc"]["softcap"]
+        for scaled, capped in zip(case["steps"]["scaled_scores"], case["steps"]["capped_scores"]):
+            # the cap bends: some scaled score lies beyond half the cap, and no capped one reaches it
+            assert float(scaled.abs().max()) > c / 2, case["name"]
+            assert float(capped.abs().max()) < c
+            assert float((scaled - capped).abs().max()) > 0.01 * c
+    return out
+
+
 def main():
     convention_checks()
     os.makedirs(CASES_DIR, exist_ok=True)
@@ -1647,7 +1700,8 @@ def main():
                              (cases_gqa(), lambda doc: "kv_heads" in doc),
                              (cases_alibi(), lambda doc: "alibi" in doc),
                              (cases_window(), lambda doc: "window" in doc.get("mask", {})),
-                             (cases_sinks(), lambda doc: "sinks" in doc)):
+                             (cases_sinks(), lambda doc: "sinks" in doc),
+                             (cases_softcap(), lambda doc: "softcap" in doc)):
         assert all(is_about(case["doc"]) for case in family), [c["name"] for c in family]
         cases += family
     names = [c["name"] for c in cases]

@@ -79,7 +79,7 @@ FD_STEP = 1e-6
 
 FORWARD_STEPS = ["positional", "encoded"] + gen.ALL_STEP_IDS
 BACKWARD_STEPS = [
-    "grad_output", "grad_concat", "grad_head_output", "grad_weights", "grad_scaled_scores",
+    "grad_output", "grad_concat", "grad_head_output", "grad_weights", "grad_capped_scores", "grad_scaled_scores",
     "grad_scores", "grad_queries", "grad_keys", "grad_values",
     "grad_w_query", "grad_w_key", "grad_w_value", "grad_w_output",
     "grad_b_query", "grad_b_key", "grad_b_value", "grad_b_output",
@@ -121,13 +121,17 @@ def backward_provenance(parsed, steps, spelling=None):
              "requires_grad=True, L.backward(){own}; retain_grad() on q, k, v viewed (tokens, "
              "heads, d){rope} (grad_queries, grad_keys, "
              "grad_values{gqa}), on the raw "
-             "scores (grad_scores), on scores / scale before {after} (grad_scaled_scores), on "
+             "scores (grad_scores), on scores / scale before {after} ({scaled}), on "
              "the weights (grad_weights), on the head outputs (grad_head_output){concat}; ").format(
+        scaled=("grad_scaled_scores), on the capped scores softcap * tanh(scaled / softcap) "
+                "before the rest (grad_capped_scores" if "softcap" in parsed else "grad_scaled_scores"),
         i=inputs, gqa=("; repeat_interleave's backward sums each key/value head's query heads"
                        if parsed.get("kv_heads", 0) not in (0, parsed.get("heads")) else ""),
         rope=", before RoPE" if "rope" in parsed else "",
         own="" if spelling is not None else f"; {params} and {grads_of_inputs} are the leaves' .grad",
-        after=" and ".join(x for x in ("the ALiBi bias" if "alibi" in parsed else "",
+        after=" and ".join(x for x in ("the soft cap" if "softcap" in parsed else "",
+                                       "the ALiBi bias" if "alibi" in parsed and "softcap" not in parsed
+                                       else "",
                                        "masked_fill (0 where blocked)"
                                        if "mask" in parsed or "padding" in parsed else "",
                                        "the sink column" if "sinks" in parsed else "") if x)
@@ -162,7 +166,7 @@ def whole_steps(case):
 
 
 DOC_ORDER = ["title", "tokens", "inputs", "positional", "context_tokens", "context", "layout",
-             "weights", "heads", "kv_heads", "bias", "pytorch", "scale", "rope", "alibi",
+             "weights", "heads", "kv_heads", "bias", "pytorch", "scale", "softcap", "rope", "alibi",
              "mask", "padding", "sinks", "grad_output"]
 
 
@@ -311,7 +315,7 @@ def settings_from_doc(doc, H, d_k):
     return divisor, rope, slopes, blocked, sinks
 
 
-def batched_forward(Xe, C, W, b, H, G, W_O, b_O, divisor, rope, slopes, blocked, sinks):
+def batched_forward(Xe, C, W, b, H, G, W_O, b_O, divisor, rope, slopes, blocked, sinks, softcap=None):
     """generate.modern_reference's ops, keeping the intermediate tensors whose
     gradients are steps (retain_grad)."""
     n, m = Xe.shape[0], C.shape[0]
@@ -344,7 +348,13 @@ def batched_forward(Xe, C, W, b, H, G, W_O, b_O, divisor, rope, slopes, blocked,
     scaled = S / divisor
     scaled.retain_grad()
     steps["scores"], steps["scaled_scores"] = list(S), list(scaled)
-    A = gen.scaled_scores_to_weights(scaled, slopes, blocked, sinks, steps)
+    x = scaled
+    if softcap is not None:
+        x = gen.gemma2_softcap(scaled, softcap)
+        x.retain_grad()
+        kept["capped"] = x
+        steps["capped_scores"] = list(x)
+    A = gen.scaled_scores_to_weights(x, slopes, blocked, sinks, steps)
     A.retain_grad()
     Z = torch.matmul(A, V_rep)
     Z.retain_grad()
@@ -391,8 +401,9 @@ def autograd_case(doc):
     G = doc.get("kv_heads", H)
     d_k = W["query"].shape[1] // H
     divisor, rope, slopes, blocked, sinks = settings_from_doc(doc, H, d_k)
+    softcap = None if doc.get("softcap") is None else float(doc["softcap"])
     O, steps, kept = batched_forward(Xe, C, W, b, H, G, W_O, b_O, divisor, rope, slopes,
-                                     blocked, sinks)
+                                     blocked, sinks, softcap)
     if P is not None:
         steps = {"positional": P.clone(), "encoded": Xe.detach().clone()} | steps
     dO = grad_output_tensor(doc, n, O.shape[1])
@@ -407,6 +418,8 @@ def autograd_case(doc):
         steps["grad_concat"] = kept["concat"].grad.detach().clone()
     steps["grad_head_output"] = heads(kept["Z"])
     steps["grad_weights"] = heads(kept["A"])
+    if softcap is not None:
+        steps["grad_capped_scores"] = heads(kept["capped"])
     steps["grad_scaled_scores"] = heads(kept["scaled"])
     steps["grad_scores"] = heads(kept["S"])
     steps["grad_queries"] = [g.clone() for g in kept["query"].grad.detach().transpose(0, 1)]
@@ -417,7 +430,7 @@ def autograd_case(doc):
     if cross:
         steps["grad_context"] = C_leaf.grad.detach().clone()
     if blocked is not None:
-        for g in steps["grad_scaled_scores"] + steps["grad_scores"]:
+        for g in steps["grad_scaled_scores"] + steps["grad_scores"] + steps.get("grad_capped_scores", []):
             assert bool((g[blocked] == 0).all()), "a blocked cell with a nonzero gradient"
     info = {"H": H, "G": G, "divisor": divisor, "X": X, "W": W, "b": b, "W_O": W_O, "b_O": b_O,
             "dO": dO, "blocked": blocked}
@@ -599,6 +612,7 @@ def np_model(doc):
     assert keep.any(axis=1).all() or "sinks" in doc
     model["keep"] = keep
     model["sinks"] = None if "sinks" not in doc else [float(s) for s in doc["sinks"]]
+    model["softcap"] = None if "softcap" not in doc else float(doc["softcap"])
     model["grad_output"] = doc["grad_output"]
     return model
 
@@ -615,7 +629,7 @@ def np_forward(model, perturb=None):
 
     md = model
     Xe, C, H, G = md["Xe"], md["C"], md["H"], md["G"]
-    f = {"Q": [], "K": [], "V": [], "Qr": [], "Kr": [], "A": [], "Z": []}
+    f = {"Q": [], "K": [], "V": [], "Qr": [], "Kr": [], "A": [], "Z": [], "scaled": []}
     for h, (W, b) in enumerate(md["q"]):
         f["Q"].append(bump("grad_queries", h, Xe @ W + (0 if b is None else b)))
     for g in range(G):
@@ -633,6 +647,10 @@ def np_forward(model, perturb=None):
         g = md["kv_of"][h]
         S = bump("grad_scores", h, f["Qr"][h] @ f["Kr"][g].T)
         x = bump("grad_scaled_scores", h, S / md["divisor"])
+        f["scaled"].append(x)
+        if md["softcap"] is not None:
+            c = md["softcap"]
+            x = bump("grad_capped_scores", h, c * np.tanh(x / c))
         if md["slopes"] is not None:
             x = x + np.array([[-md["slopes"][h] * abs(i - j) for j in range(m)] for i in range(n)])
         x = np.where(md["keep"], x, -np.inf)
@@ -671,7 +689,7 @@ def np_backward(model, f):
         dcat = dO
     d_v = f["V"][0].shape[1]
     dZ = [dcat[:, h * d_v:(h + 1) * d_v] for h in range(H)]
-    dA, dx, dS, dQr = [], [], [], []
+    dA, dx, dS, dQr, dcap = [], [], [], [], []
     dKr = [np.zeros_like(K) for K in f["K"]]
     dV = [np.zeros_like(V) for V in f["V"]]
     for h in range(H):
@@ -681,6 +699,10 @@ def np_backward(model, f):
         row = (dA[h] * A).sum(axis=1, keepdims=True)
         dx_h = A * (dA[h] - row)
         dx_h[~md["keep"]] = 0.0
+        if md["softcap"] is not None:
+            # the softmax's gradient is that of the capped scores; d(c·tanh(x/c))/dx = 1 − tanh²(x/c)
+            dcap.append(dx_h)
+            dx_h = dx_h * (1.0 - np.tanh(f["scaled"][h] / md["softcap"]) ** 2)
         dx.append(dx_h)
         dS.append(dx_h / divisor)
         dQr.append(dS[h] @ f["Kr"][g])
@@ -693,6 +715,8 @@ def np_backward(model, f):
         dQ, dK = dQr, dKr
     out.update({"grad_head_output": dZ, "grad_weights": dA, "grad_scaled_scores": dx,
                 "grad_scores": dS, "grad_queries": dQ, "grad_keys": dK, "grad_values": dV})
+    if md["softcap"] is not None:
+        out["grad_capped_scores"] = dcap
     dXe = np.zeros_like(Xe)
     dC = np.zeros_like(C)
     per = {name: [] for name in NAMES}
@@ -783,7 +807,7 @@ def fd_check(name, doc, steps, written, seed):
         for h, G in enumerate(mats):
             G = G.numpy()
             extra = []
-            if step in ("grad_scaled_scores", "grad_scores") and not model["keep"].all():
+            if step in ("grad_capped_scores", "grad_scaled_scores", "grad_scores") and not model["keep"].all():
                 blocked = np.argwhere(~model["keep"])[0]
                 extra = [(int(blocked[0]), int(blocked[1]))]
             for i, j in fd_entries(G, rng, extra):
@@ -1132,6 +1156,11 @@ def cases_modern():
         "heads over two key/value heads, causal: the elements that did not turn pass their gradient "
         "back unchanged",
         2413, n=4, d_model=6, H=4, G=2, d_k=4, rope={"partial_rotary_factor": 0.5}, mask="causal"))
+    out.append(modern(
+        "backward_softcap_gqa_causal",
+        "Backward: soft-capping at 1 (Gemma 2), RoPE, ALiBi, four heads over two key/value heads, causal: "
+        "grad_capped_scores is the softmax's gradient, and grad_scaled_scores it times 1 - tanh^2(s/c)",
+        2414, n=5, d_model=8, H=4, G=2, d_k=4, rope=True, alibi=True, mask="causal", softcap=1.0))
     out.append(modern(
         "backward_gqa_four_heads_two_kv_heads",
         "Backward: heads 4, kv_heads 2, all biases, W_O: grad_keys and grad_values sum the "

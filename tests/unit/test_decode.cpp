@@ -161,10 +161,10 @@ TEST_CASE("each decoded row equals the full computation and PyTorch, for every c
     CHECK(decoded == std::vector<std::string>{
                          "alibi_causal_pytorch_block", "backward_alibi_causal", "backward_heads_list_dv_differs",
                          "backward_positional_sinusoidal_causal", "backward_pytorch_block_causal",
-                         "backward_rope_partial_gqa_causal", "backward_sinks_causal", "backward_sinks_window_gqa_gpt_oss", "backward_window",
+                         "backward_rope_partial_gqa_causal", "backward_sinks_causal", "backward_sinks_window_gqa_gpt_oss", "backward_softcap_gqa_causal", "backward_window",
                          "gqa_rope_causal_llama", "heads_list_dv_differs_from_dk",
                          "large_scores_shared_offset", "pytorch_block_causal", "rope_causal", "rope_partial_half_causal", "rope_partial_interleaved_gqa", "sinks_causal",
-                         "sinks_window_gqa_gpt_oss", "three_heads_x_w_causal", "window_2_five_tokens",
+                         "sinks_window_gqa_gpt_oss", "softcap_alibi_gqa_window_sinks", "softcap_causal", "three_heads_x_w_causal", "window_2_five_tokens",
                          "window_3_five_tokens", "window_alibi"});
 }
 
