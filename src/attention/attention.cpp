@@ -151,6 +151,10 @@ arma::mat engine_gradient(const Model& model, const StepKey& key, const EngineGr
             return grads.X;
         case StepId::grad_context:
             return grads.C;
+        case StepId::grad_q_norm:
+            return grads.q_norm;
+        case StepId::grad_k_norm:
+            return grads.k_norm;
         // the forward steps, and the gradients the engine hands back head by head itself
         default:
             break;
@@ -280,6 +284,98 @@ arma::mat rotate(const arma::mat& X, const Rope& rope, arma::uword first) { retu
 
 arma::mat rotate_back(const arma::mat& X, const Rope& rope, arma::uword first) {
     return turn_pairs(X, rope, first, -1.0);
+}
+
+namespace {
+
+// 1/√(mean(x²) + eps) of each row i of the run of `group` columns from column c0, into r[i]
+void inverse_rms(const double* M, arma::uword n, arma::uword c0, arma::uword group, double eps, double* r) {
+    std::fill_n(r, n, 0.0);
+    for (arma::uword c = c0; c < c0 + group; ++c) {
+        const double* column = M + c * n;
+        for (arma::uword i = 0; i < n; ++i) {
+            r[i] += column[i] * column[i];
+        }
+    }
+    for (arma::uword i = 0; i < n; ++i) {
+        r[i] = 1.0 / std::sqrt(r[i] / static_cast<double>(group) + eps);
+    }
+}
+
+}  // namespace
+
+void rms_norm_columns(double* M, arma::uword n, arma::uword width, arma::uword group, const double* gain,
+                      double eps) {
+    std::vector<double> r(n);
+    for (arma::uword c0 = 0; c0 + group <= width; c0 += group) {
+        inverse_rms(M, n, c0, group, eps, r.data());
+        for (arma::uword c = c0; c < c0 + group; ++c) {
+            double* column = M + c * n;
+            const double g = gain[c - c0];
+            for (arma::uword i = 0; i < n; ++i) {
+                column[i] = column[i] * r[i] * g;
+            }
+        }
+    }
+}
+
+void rms_norm_back_columns(double* dY, const double* X, arma::uword n, arma::uword width, arma::uword group,
+                           const double* gain, double eps, double* dgain) {
+    std::vector<double> r(n);
+    std::vector<double> dot(n);
+    for (arma::uword c0 = 0; c0 + group <= width; c0 += group) {
+        inverse_rms(X, n, c0, group, eps, r.data());
+        // Σ_c x_c·gain_c·dy_c of each row
+        std::fill(dot.begin(), dot.end(), 0.0);
+        for (arma::uword c = c0; c < c0 + group; ++c) {
+            const double* x = X + c * n;
+            const double* dy = dY + c * n;
+            const double g = gain[c - c0];
+            double gain_sum = 0.0;
+            for (arma::uword i = 0; i < n; ++i) {
+                dot[i] += x[i] * g * dy[i];
+                gain_sum += dy[i] * x[i] * r[i];
+            }
+            if (dgain != nullptr) {
+                dgain[c - c0] += gain_sum;
+            }
+        }
+        for (arma::uword c = c0; c < c0 + group; ++c) {
+            const double* x = X + c * n;
+            double* dy = dY + c * n;
+            const double g = gain[c - c0];
+            for (arma::uword i = 0; i < n; ++i) {
+                dy[i] = r[i] * g * dy[i] - x[i] * r[i] * r[i] * r[i] * dot[i] / static_cast<double>(group);
+            }
+        }
+    }
+}
+
+arma::mat rms_norm(const arma::mat& X, const arma::rowvec& gain, double eps) {
+    arma::mat result = X;
+    rms_norm_columns(result.memptr(), X.n_rows, X.n_cols, X.n_cols, gain.memptr(), eps);
+    return result;
+}
+
+arma::mat rms_norm_back(const arma::mat& X, const arma::rowvec& gain, double eps, const arma::mat& dY) {
+    arma::mat result = dY;
+    rms_norm_back_columns(result.memptr(), X.memptr(), X.n_rows, X.n_cols, X.n_cols, gain.memptr(), eps, nullptr);
+    return result;
+}
+
+arma::rowvec rms_norm_gain_gradient(const arma::mat& X, double eps, const arma::mat& dY) {
+    arma::rowvec result(X.n_cols, arma::fill::zeros);
+    arma::mat scratch = dY;
+    const arma::rowvec ones(X.n_cols, arma::fill::ones);
+    rms_norm_back_columns(scratch.memptr(), X.memptr(), X.n_rows, X.n_cols, X.n_cols, ones.memptr(), eps,
+                          result.memptr());
+    return result;
+}
+
+arma::vec rms_inverse(const arma::mat& X, double eps) {
+    arma::vec r(X.n_rows);
+    inverse_rms(X.memptr(), X.n_rows, 0, X.n_cols, eps, r.memptr());
+    return r;
 }
 
 arma::rowvec alibi_slopes(arma::uword heads) {

@@ -48,6 +48,25 @@ double rope_frequency(const Rope& rope, arma::uword k, arma::uword d);
 // The 0-based elements of pair k in a head of width d: (k, k + d_rot/2) or (2k, 2k + 1).
 std::pair<arma::uword, arma::uword> rope_pair(const Rope& rope, arma::uword k, arma::uword d);
 
+// RMSNorm (qk_norm): each row x of an n × width matrix, stored column after
+// column, becomes x / √(mean(x²) + eps) ∘ gain, the mean taken over each run
+// of `group` columns (one head's d_k, or the whole row); gain holds `group`
+// numbers (offset + γ), the same for every run. The one definition of the
+// norm: the step functions, decoding and the large-input engine call it.
+void rms_norm_columns(double* M, arma::uword n, arma::uword width, arma::uword group, const double* gain, double eps);
+// Its backward pass: dY, the gradient of the normed rows, becomes that of X,
+// the rows before the norm: with r = 1/√(mean(x²) + eps) and u = gain ∘ dy,
+// dx = r·u − x·r³·mean(x ∘ u); and dgain (`group` numbers, or nullptr) gains
+// Σ over rows and runs of dy ∘ x·r.
+void rms_norm_back_columns(double* dY, const double* X, arma::uword n, arma::uword width, arma::uword group,
+                           const double* gain, double eps, double* dgain);
+// The same on whole rows of a matrix (gain: one number per column).
+arma::mat rms_norm(const arma::mat& X, const arma::rowvec& gain, double eps);
+arma::mat rms_norm_back(const arma::mat& X, const arma::rowvec& gain, double eps, const arma::mat& dY);
+arma::rowvec rms_norm_gain_gradient(const arma::mat& X, double eps, const arma::mat& dY);
+// 1/√(mean(x²) + eps) of each row: the factor the norm multiplies it by before the gain.
+arma::vec rms_inverse(const arma::mat& X, double eps);
+
 // ALiBi's slopes for H heads (Press et al.): for H a power of two,
 // m_h = 2^(−8h/H); otherwise the slopes of P, the largest power of two below
 // H, followed by those of 2P at h = 1, 3, 5, … until there are H.

@@ -111,6 +111,14 @@ Model bench_model(const BenchSpec& spec) {
     if (spec.rope) {
         model.rope = bench_rope(spec);
     }
+    if (spec.qk_norm) {
+        // γ = 1 of d_k numbers, over each head
+        const arma::uword d_k = spec.d_model / std::max<arma::uword>(spec.heads, 1);
+        QkNorm norm;
+        norm.query.ones(d_k);
+        norm.key.ones(d_k);
+        model.qk_norm = norm;
+    }
     if (spec.window > 0) {
         model.mask_kind = MaskKind::window;
         model.window = spec.window;

@@ -193,10 +193,13 @@ DecodeTrace decode(const Model& model) {
             compute_row({id, 0});
         }
         // only the new token is projected: its key and value join each cache (the key turned at its position)
-        for (int g = 1; g <= static_cast<int>(trace.kv_heads); ++g) {
-            for (const StepId id : per_kv_head) {
+        // step by step, each for every head, as a step of one head may read every head's (qk_norm over: all)
+        for (const StepId id : per_kv_head) {
+            for (int g = 1; g <= static_cast<int>(trace.kv_heads); ++g) {
                 compute_row({id, g});
             }
+        }
+        for (int g = 1; g <= static_cast<int>(trace.kv_heads); ++g) {
             const arma::rowvec key = now.at({cached_keys, g});
             const arma::rowvec value = now.at({cached_values, g});
             caches[static_cast<std::size_t>(g - 1)].append(key, value);
@@ -216,10 +219,12 @@ DecodeTrace decode(const Model& model) {
                 }
             }
         }
-        for (int h = 1; h <= static_cast<int>(trace.heads); ++h) {
-            for (const StepId id : per_query_head) {
+        for (const StepId id : per_query_head) {
+            for (int h = 1; h <= static_cast<int>(trace.heads); ++h) {
                 compute_row({id, h});
             }
+        }
+        for (int h = 1; h <= static_cast<int>(trace.heads); ++h) {
             DecodeRow row;
             row.t = t;
             row.head = h;

@@ -639,6 +639,46 @@ void keep_projections(const EngineRequest& request, const Projections& p, bool r
     }
 }
 
+// step: QK-norm (qk_norm), in place on Q_all and K_all: each token's row over
+// each head's d_k columns, or over: all over the whole projection, divided by
+// its root mean square and multiplied by offset + γ (attention.hpp). With the
+// backward pass the rows before the norm are kept in the workspace first.
+void normalize_projections(const EngineRequest& request, Projections& p, EngineWorkspace& workspace,
+                           EngineResult& result, StepTimes& times) {
+    const PackedWeights& weights = *request.weights;
+    const Model& model = *request.model;
+    const QkNorm& norm = *model.qk_norm;
+    const double eps = model.qk_norm_eps();
+    const arma::uword q_width = weights.q_width();
+    const arma::uword k_width = weights.k_width();
+    auto start = Clock::now();
+    if (request.grad_output != nullptr) {
+        workspace.unnormed.set_size(p.n * q_width + p.m * k_width, 1);
+        double* copy = workspace.unnormed.memptr();
+        std::copy_n(p.Q_all, p.n * q_width, copy);
+        std::copy_n(p.K_all, p.m * k_width, copy + p.n * q_width);
+        p.Q_unnormed = copy;
+        p.K_unnormed = copy + p.n * q_width;
+    }
+    const auto normalize = [&](bool queries) {
+        const StepId normed = queries ? StepId::normed_queries : StepId::normed_keys;
+        double* M = queries ? p.Q_all : p.K_all;
+        const arma::uword rows = queries ? p.n : p.m;
+        const arma::uword width = queries ? q_width : k_width;
+        const arma::rowvec gain = norm.gain(queries);
+        rms_norm_columns(M, rows, width, norm.over_all ? width : weights.d_k, gain.memptr(), eps);
+        for (int h = 1; h <= static_cast<int>(queries ? weights.heads : weights.kv_heads); ++h) {
+            if (keeps(request, normed, h)) {
+                result.kept[{normed, h}] = arma::mat(M + (h - 1) * weights.d_k * rows, rows, weights.d_k);
+            }
+        }
+        times.emplace_back(normed, ms_since(start));
+        start = Clock::now();
+    };
+    normalize(true);
+    normalize(false);
+}
+
 // steps per head: RoPE, scores, ALiBi's bias, masking, softmax and weighted
 // sum, block by block on `threads` workers; each head's output lands in its
 // columns of the concatenation (n × H·d_v)
@@ -723,8 +763,11 @@ EngineResult run_engine(const EngineRequest& request) {
     // qkv's own threads share every step; BLAS runs single-threaded inside them
     single_threaded_blas_calls();
 
-    const Projections projections = project_heads(request, workspace, threads, times);
+    Projections projections = project_heads(request, workspace, threads, times);
     keep_projections(request, projections, false, result);
+    if (request.has(StepId::normed_queries)) {
+        normalize_projections(request, projections, workspace, result, times);
+    }
 
     arma::mat& concat = workspace.concat;
     concat.set_size(projections.n, request.weights->heads * request.weights->d_v);

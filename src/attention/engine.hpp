@@ -115,6 +115,8 @@ struct EngineGradients {
     arma::rowvec b_O;     // 1 × d_out: the column sums of dO
     arma::mat X;          // n × d_model: dX (through the queries only in cross-attention)
     arma::mat C;          // m × d_model: dC in cross-attention; empty otherwise
+    arma::rowvec q_norm;  // with qk_norm: dγ of the queries' norm and of the keys'
+    arma::rowvec k_norm;
 };
 
 // Memory for the engine's largest matrices, which a caller that computes many
@@ -132,6 +134,7 @@ struct EngineWorkspace {
     arma::mat grad_projections;  // [dQ dK dV], or dQ alone in cross-attention
     arma::mat grad_keys_values;  // [dK dV] in cross-attention
     arma::mat grad_shared;       // each query head's dK and dV, with grouped-query attention
+    arma::mat unnormed;          // with qk_norm and the backward pass: [Q_all K_all] before the norm
     EngineGradients gradients;   // run_engine moves them into its result; give them back to reuse them
 };
 

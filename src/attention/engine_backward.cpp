@@ -406,6 +406,42 @@ void run_backward(const EngineRequest& request, const Projections& p, const arma
     }
     times.insert(times.end(), head_times.begin(), head_times.end());
 
+    // back through QK-norm: dQ_all and dK_all, the gradients of the normed rows,
+    // become those of the rows before the norm, and each γ gains its gradient
+    if (request.has(StepId::grad_normed_queries)) {
+        // counted with the per-head part's time of the same step
+        const auto add_time = [&times](StepId id, double ms) {
+            const auto same = std::find_if(times.begin(), times.end(), [id](const auto& t) { return t.first == id; });
+            if (same == times.end()) {
+                times.emplace_back(id, ms);
+            } else {
+                same->second += ms;
+            }
+        };
+        const Model& model = *request.model;
+        const QkNorm& norm = *model.qk_norm;
+        const auto back_through_norm = [&](bool queries) {
+            const auto began = Clock::now();
+            const StepId normed = queries ? StepId::grad_normed_queries : StepId::grad_normed_keys;
+            double* dY = queries ? dQ_all : dK_all;
+            const arma::uword rows = queries ? n : m;
+            const arma::uword width = queries ? q_width : k_width;
+            for (int h = 1; h <= static_cast<int>(queries ? H : G); ++h) {
+                if (keeps(request, normed, h)) {
+                    result.kept[{normed, h}] = arma::mat(dY + (h - 1) * d_k * rows, rows, d_k);
+                }
+            }
+            const arma::rowvec gain = norm.gain(queries);
+            arma::rowvec& dgain = queries ? grads.q_norm : grads.k_norm;
+            dgain.zeros(norm.over_all ? width : d_k);
+            rms_norm_back_columns(dY, queries ? p.Q_unnormed : p.K_unnormed, rows, width,
+                                  norm.over_all ? width : d_k, gain.memptr(), model.qk_norm_eps(), dgain.memptr());
+            add_time(queries ? StepId::grad_queries : StepId::grad_keys, ms_since(began));
+        };
+        back_through_norm(true);
+        back_through_norm(false);
+    }
+
     // the per-head gradients the caller keeps
     for (int h = 1; h <= static_cast<int>(H); ++h) {
         const auto column = static_cast<arma::uword>(h - 1);

@@ -90,6 +90,9 @@ struct Projections {
     double* Q_all = nullptr;
     double* K_all = nullptr;
     double* V_all = nullptr;
+    // with qk_norm and the backward pass: Q_all and K_all as projected, before the norm
+    const double* Q_unnormed = nullptr;
+    const double* K_unnormed = nullptr;
 };
 
 // The backward pass (engine_backward.cpp), after the forward pass has left the

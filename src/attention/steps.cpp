@@ -51,6 +51,31 @@ void set_text(Step& step, std::string formula, std::string latex, std::string ex
     step.col_labels = std::move(cols);
 }
 
+std::vector<StepKey> every_head(StepId id, int count) {
+    std::vector<StepKey> keys;
+    for (int h = 1; h <= count; ++h) {
+        keys.push_back({id, h});
+    }
+    return keys;
+}
+
+arma::mat normed_rows(const Model& model, int head, StepInputs in, bool queries) {
+    const QkNorm& norm = *model.qk_norm;
+    arma::mat rows;
+    for (const arma::mat* part : in) {
+        rows = arma::join_rows(rows, *part);
+    }
+    const arma::rowvec gain = norm.gain(queries);
+    const arma::uword d_k = model.d_k();
+    rms_norm_columns(rows.memptr(), rows.n_rows, rows.n_cols, norm.over_all ? rows.n_cols : d_k, gain.memptr(),
+                     model.qk_norm_eps());
+    if (!norm.over_all) {
+        return rows;
+    }
+    const auto first = static_cast<arma::uword>(head - 1) * d_k;
+    return rows.cols(first, first + d_k - 1);
+}
+
 StepId scores_before(const Model& model, StepId id) {
     StepId last = StepId::scaled_scores;
     for (const ElementwiseStep& step : k_elementwise_steps) {
@@ -95,6 +120,8 @@ bool with_rope(const Model& model) { return model.rope.has_value(); }
 bool with_alibi(const Model& model) { return model.alibi.has_value(); }
 bool with_softcap(const Model& model) { return model.softcap.has_value(); }
 bool with_softcap_backward(const Model& model) { return model.softcap && backward::exists(model); }
+bool with_qk_norm(const Model& model) { return model.qk_norm.has_value(); }
+bool with_qk_norm_backward(const Model& model) { return model.qk_norm && backward::exists(model); }
 
 // ── what a step reads ───────────────────────────────────────────────────────
 
@@ -104,13 +131,21 @@ std::vector<StepKey> reads_inputs_and_positions(const Model&, int) {
 }
 std::vector<StepKey> reads_query_source(const Model& model, int) { return {query_source(model)}; }
 std::vector<StepKey> reads_key_source(const Model& model, int) { return {key_source(model)}; }
-std::vector<StepKey> reads_queries(const Model&, int h) { return {{StepId::queries, h}}; }
-std::vector<StepKey> reads_keys(const Model&, int g) { return {{StepId::keys, g}}; }
+// RoPE turns the queries (or keys) of its own head, normed with qk_norm
+std::vector<StepKey> reads_unrotated_queries(const Model& model, int h) { return {{unrotated_queries(model), h}}; }
+std::vector<StepKey> reads_unrotated_keys(const Model& model, int g) { return {{unrotated_keys(model), g}}; }
+// qk_norm normalises a head's own row, or over: all every head's row of the token together
+std::vector<StepKey> reads_queries_to_norm(const Model& model, int h) {
+    return model.qk_norm->over_all ? every_head(StepId::queries, static_cast<int>(model.n_heads()))
+                                   : std::vector<StepKey>{{StepId::queries, h}};
+}
+std::vector<StepKey> reads_keys_to_norm(const Model& model, int g) {
+    return model.qk_norm->over_all ? every_head(StepId::keys, static_cast<int>(model.n_kv_heads()))
+                                   : std::vector<StepKey>{{StepId::keys, g}};
+}
 // query head h meets the keys of its key/value head, rotated when RoPE is on
 std::vector<StepKey> reads_queries_and_keys(const Model& model, int h) {
-    const bool rope = model.rope.has_value();
-    return {{rope ? StepId::rotated_queries : StepId::queries, h},
-            {rope ? StepId::rotated_keys : StepId::keys, model.kv_head_of(h)}};
+    return {{scored_queries(model), h}, {scored_keys(model), model.kv_head_of(h)}};
 }
 std::vector<StepKey> reads_scores(const Model&, int h) { return {{StepId::scores, h}}; }
 template <StepId id>
@@ -167,6 +202,11 @@ arma::mat project_keys(const Model& model, int g, StepInputs in) {
 arma::mat project_values(const Model& model, int g, StepInputs in) {
     return project(*in[0], model.kv_weights(g).W_V, model.kv_weights(g).b_V);
 }
+
+// QK-norm: each row over its head's d_k (or over: all, the token's whole projection)
+// divided by its root mean square and multiplied by offset + γ (attention.hpp)
+arma::mat norm_queries(const Model& model, int h, StepInputs in) { return normed_rows(model, h, in, true); }
+arma::mat norm_keys(const Model& model, int g, StepInputs in) { return normed_rows(model, g, in, false); }
 
 // RoPE: each row's pairs turned by the angle position·θ_k (attention.hpp)
 arma::mat rotate_rows(const Model& model, int, StepInputs in) { return rotate(*in[0], *model.rope); }
@@ -364,6 +404,56 @@ void describe_values(const StepContext& context, Step& step) {
     note_shared_heads(model, step);
 }
 
+// "[1.1, 0.9, 1, 1.2]": γ as the notes show it, the first eight numbers of a long one
+std::string gamma_text(const arma::rowvec& gamma) {
+    std::string text;
+    const arma::uword shown = std::min<arma::uword>(gamma.n_elem, 8);
+    for (arma::uword k = 0; k < shown; ++k) {
+        text += (k == 0 ? "" : ", ") + readable(gamma(k));
+    }
+    return "[" + text + (shown < gamma.n_elem ? ", …]" : "]");
+}
+
+void describe_normed(const StepContext& context, Step& step, bool queries) {
+    const Model& model = context.model();
+    const QkNorm& norm = *model.qk_norm;
+    const std::string letter = queries ? "Q" : "K";
+    const std::string row = queries ? "q" : "k";
+    const std::string gain = norm.offset != 0.0 ? "(" + readable(norm.offset) + " + γ)" : "γ";
+    const std::string gain_latex = norm.offset != 0.0 ? "(" + readable(norm.offset) + " + \\gamma)" : "\\gamma";
+    set_text(step,
+             letter + "_norm = RMSNorm(" + letter + "): each row " + row + " / √(mean(" + row + "²) + eps) ∘ " + gain,
+             letter + "_{\\mathrm{norm}} = \\frac{" + row + "}{\\sqrt{\\operatorname{mean}(" + row +
+                 "^2) + \\epsilon}} \\odot " + gain_latex,
+             std::string(queries ? "Each query" : "Each key") +
+                 (norm.over_all ? " is divided by the root mean square of its token's whole projection, every head's "
+                                  "part together, and multiplied by the gain element by element."
+                                : " is divided by the root mean square of its head's elements, and multiplied by the "
+                                  "gain element by element.") +
+                 " Queries and keys come out the same size whatever their projections gave, so a score cannot grow "
+                 "without bound just because they did.",
+             queries ? model.tokens : context.key_tokens(), dimension_labels(model.d_k()));
+    const arma::uword heads = queries ? model.n_heads() : model.n_kv_heads();
+    step.notes.push_back(norm.over_all ? "over: all: the mean of squares is over the token's " + std::to_string(heads) +
+                                             " × " + std::to_string(model.d_k()) + " = " +
+                                             std::to_string(heads * model.d_k()) + " values of every head (OLMo 2)"
+                                       : "over: head: the mean of squares is over the head's d_k = " +
+                                             std::to_string(model.d_k()) + " values (Qwen3, Gemma 3)");
+    const bool given = queries ? norm.query_given : norm.key_given;
+    const arma::rowvec& gamma = queries ? norm.query : norm.key;
+    step.notes.push_back("eps = " + readable(model.qk_norm_eps()) +
+                         (norm.eps ? " (qk_norm.eps)" : model.norm_eps ? " (norm_eps:)" : " (the default)") +
+                         "; γ = " + (given ? gamma_text(norm.over_all ? gamma.cols((static_cast<arma::uword>(step.head) - 1) * model.d_k(), static_cast<arma::uword>(step.head) * model.d_k() - 1) : gamma) +
+                                                 (norm.over_all ? " (this head's part)" : "")
+                                           : readable(norm.offset != 0.0 ? 0.0 : 1.0) + " (not given)") +
+                         (norm.offset != 0.0 ? ", gain 1 + γ (offset: 1, Gemma's convention)" : ""));
+    if (!queries) {
+        note_shared_heads(model, step);
+    }
+}
+void describe_normed_queries(const StepContext& context, Step& step) { describe_normed(context, step, true); }
+void describe_normed_keys(const StepContext& context, Step& step) { describe_normed(context, step, false); }
+
 // "θ_k = 10000^(−2k/d_k), angle p·θ_k, position p from 0" and "style half: element k pairs with k + 2 (…)"
 std::vector<std::string> rope_notes(const Model& model) {
     const Rope& rope = *model.rope;
@@ -387,8 +477,9 @@ std::vector<std::string> rope_notes(const Model& model) {
 void describe_rotated(const StepContext& context, Step& step, bool queries) {
     const Model& model = context.model();
     const std::string letter = queries ? "Q" : "K";
-    set_text(step, letter + "_rot = RoPE(" + letter + ")",
-             letter + "_{\\mathrm{rot}} = \\operatorname{RoPE}(" + letter + ")",
+    const bool normed = model.qk_norm.has_value();
+    set_text(step, letter + "_rot = RoPE(" + letter + (normed ? "_norm" : "") + ")",
+             letter + "_{\\mathrm{rot}} = \\operatorname{RoPE}(" + letter + (normed ? "_{\\mathrm{norm}}" : "") + ")",
              std::string(queries ? "Each query" : "Each key") +
                  " has its elements taken in pairs, and each pair turned by an angle that grows with the token's "
                  "position. A query and a key turned this way score by how far apart they are, not by where they "
@@ -409,6 +500,11 @@ void describe_scores(const StepContext& context, Step& step) {
     if (model.rope) {
         set_text(step, "S = Q_rot·K_rotᵀ", "S = Q_{\\mathrm{rot}} K_{\\mathrm{rot}}^\\top",
                  "Entry (i, j) is rotated query i dotted with rotated key j. The transpose turns each key into a "
+                 "column, so one product gives every pair.",
+                 model.tokens, context.key_tokens());
+    } else if (model.qk_norm) {
+        set_text(step, "S = Q_norm·K_normᵀ", "S = Q_{\\mathrm{norm}} K_{\\mathrm{norm}}^\\top",
+                 "Entry (i, j) is normed query i dotted with normed key j. The transpose turns each key into a "
                  "column, so one product gives every pair.",
                  model.tokens, context.key_tokens());
     } else {
@@ -584,9 +680,13 @@ constexpr StepRow k_steps[] = {
     {.id = StepId::queries, .name = "queries", .title = "Queries", .man = R"(Q = X\(pcW_Q + b_Q)",
      .heads = HeadKind::query, .exists = always, .engine = true, .reads = reads_query_source,
      .compute = project_queries, .token = OneToken::by_row, .describe = describe_queries},
+    {.id = StepId::normed_queries, .name = "normed_queries", .title = "Normed queries (QK-norm)",
+     .man = R"(each row of Q over \(sr(mean(q^2) + eps), times \(*g (with \fBqk_norm\fR))", .heads = HeadKind::query,
+     .needs = "qk_norm:", .exists = with_qk_norm, .engine = true, .reads = reads_queries_to_norm,
+     .compute = norm_queries, .token = OneToken::by_row, .describe = describe_normed_queries},
     {.id = StepId::rotated_queries, .name = "rotated_queries", .title = "Rotated queries (RoPE)",
      .man = R"(Q turned pair by pair (with \fBrope\fR))", .heads = HeadKind::query, .needs = "rope:",
-     .exists = with_rope, .engine = true, .reads = reads_queries, .compute = rotate_rows,
+     .exists = with_rope, .engine = true, .reads = reads_unrotated_queries, .compute = rotate_rows,
      .token = OneToken::at_positions, .decode = rotate_at, .describe = describe_rotated_queries},
     {.id = StepId::w_key, .name = "w_key", .title = "Key weights", .man = R"(W_K, in the file's layout)",
      .heads = HeadKind::key_value, .exists = always, .parameter = true,
@@ -598,9 +698,13 @@ constexpr StepRow k_steps[] = {
      .man = R"(K = X\(pcW_K + b_K (C\(pcW_K for cross-attention))", .heads = HeadKind::key_value, .exists = always,
      .engine = true, .reads = reads_key_source, .compute = project_keys, .token = OneToken::by_row,
      .describe = describe_keys},
+    {.id = StepId::normed_keys, .name = "normed_keys", .title = "Normed keys (QK-norm)",
+     .man = R"(each row of K over \(sr(mean(k^2) + eps), times \(*g (with \fBqk_norm\fR))", .heads = HeadKind::key_value,
+     .needs = "qk_norm:", .exists = with_qk_norm, .engine = true, .reads = reads_keys_to_norm,
+     .compute = norm_keys, .token = OneToken::by_row, .describe = describe_normed_keys},
     {.id = StepId::rotated_keys, .name = "rotated_keys", .title = "Rotated keys (RoPE)",
      .man = R"(K turned pair by pair (with \fBrope\fR))", .heads = HeadKind::key_value, .needs = "rope:",
-     .exists = with_rope, .engine = true, .reads = reads_keys, .compute = rotate_rows,
+     .exists = with_rope, .engine = true, .reads = reads_unrotated_keys, .compute = rotate_rows,
      .token = OneToken::at_positions, .decode = rotate_at, .describe = describe_rotated_keys},
     {.id = StepId::w_value, .name = "w_value", .title = "Value weights", .man = R"(W_V, in the file's layout)",
      .heads = HeadKind::key_value, .exists = always, .parameter = true,
@@ -684,18 +788,34 @@ constexpr StepRow k_steps[] = {
     {.id = StepId::grad_scores, .name = "grad_scores", .title = "Gradient of the scores", .man = "dS = dS' / scale",
      .heads = HeadKind::query, .needs = "grad_output:", .exists = backward::exists, .square = true, .engine = true,
      .reads = backward::reads_grad_scaled_scores, .compute = backward::scores, .describe = backward::describe_scores},
+    {.id = StepId::grad_normed_queries, .name = "grad_normed_queries", .title = "Gradient of the normed queries",
+     .man = R"(dQ_norm = dS\(pcK (turned back through RoPE with \fBrope\fR; with \fBqk_norm\fR))",
+     .heads = HeadKind::query, .needs = "grad_output: and qk_norm:", .exists = with_qk_norm_backward, .engine = true,
+     .reads = backward::reads_queries_inputs, .compute = backward::queries, .describe = backward::describe_queries},
     {.id = StepId::grad_queries, .name = "grad_queries", .title = "Gradient of the queries",
-     .man = R"(dQ = dS\(pcK (turned back through RoPE with \fBrope\fR))", .heads = HeadKind::query,
-     .needs = "grad_output:", .exists = backward::exists, .engine = true, .reads = backward::reads_queries_inputs,
-     .compute = backward::queries, .describe = backward::describe_queries},
+     .man = R"(dQ = dS\(pcK (turned back through RoPE with \fBrope\fR); with \fBqk_norm\fR, dQ_norm back through the norm)",
+     .heads = HeadKind::query, .needs = "grad_output:", .exists = backward::exists, .engine = true,
+     .reads = backward::reads_grad_queries, .compute = backward::grad_queries, .describe = backward::describe_queries},
+    {.id = StepId::grad_normed_keys, .name = "grad_normed_keys", .title = "Gradient of the normed keys",
+     .man = R"(dK_norm = \(*S_h dS_h^T\(pcQ_h (with \fBqk_norm\fR))", .heads = HeadKind::key_value,
+     .needs = "grad_output: and qk_norm:", .exists = with_qk_norm_backward, .engine = true,
+     .reads = backward::reads_keys_inputs, .compute = backward::keys, .describe = backward::describe_keys},
     {.id = StepId::grad_keys, .name = "grad_keys", .title = "Gradient of the keys",
-     .man = R"(dK = \(*S_h dS_h^T\(pcQ_h over the query heads that share it)", .heads = HeadKind::key_value,
-     .needs = "grad_output:", .exists = backward::exists, .engine = true, .reads = backward::reads_keys_inputs,
-     .compute = backward::keys, .describe = backward::describe_keys},
+     .man = R"(dK = \(*S_h dS_h^T\(pcQ_h over the query heads that share it; with \fBqk_norm\fR, dK_norm back through the norm)",
+     .heads = HeadKind::key_value, .needs = "grad_output:", .exists = backward::exists, .engine = true,
+     .reads = backward::reads_grad_keys, .compute = backward::grad_keys, .describe = backward::describe_keys},
     {.id = StepId::grad_values, .name = "grad_values", .title = "Gradient of the values",
      .man = R"(dV = \(*S_h A_h^T\(pcdZ_h over the query heads that share it)", .heads = HeadKind::key_value,
      .needs = "grad_output:", .exists = backward::exists, .engine = true, .reads = backward::reads_values_inputs,
      .compute = backward::values, .describe = backward::describe_values},
+    {.id = StepId::grad_q_norm, .name = "grad_q_norm", .title = "Gradient of the queries' γ",
+     .man = R"(d\(*g of the queries' norm: \(*S dQ_norm\[u2218]q/rms(q) over rows (and heads) (with \fBqk_norm\fR))",
+     .heads = HeadKind::none, .needs = "grad_output: and qk_norm:", .exists = with_qk_norm_backward, .engine = true,
+     .reads = backward::reads_q_norm, .compute = backward::q_norm, .describe = backward::describe_norm_gain},
+    {.id = StepId::grad_k_norm, .name = "grad_k_norm", .title = "Gradient of the keys' γ",
+     .man = R"(d\(*g of the keys' norm: \(*S dK_norm\[u2218]k/rms(k) over rows (and heads) (with \fBqk_norm\fR))",
+     .heads = HeadKind::none, .needs = "grad_output: and qk_norm:", .exists = with_qk_norm_backward, .engine = true,
+     .reads = backward::reads_k_norm, .compute = backward::k_norm, .describe = backward::describe_norm_gain},
     {.id = StepId::grad_w_query, .name = "grad_w_query", .title = "Gradient of W_Q",
      .man = R"(dW_Q = X^T\(pcdQ (dQ^T\(pcX in \fBlayout: pytorch\fR))", .heads = HeadKind::weight_set,
      .needs = "grad_output: without a pytorch: block", .exists = backward::weights_exist, .engine = true,
@@ -787,6 +907,11 @@ constexpr bool elementwise_rows_agree() {
 static_assert(elementwise_rows_agree(), "a row of k_elementwise_steps without its function, or the other way round");
 
 const StepRow& step_row(StepId id) { return k_steps[static_cast<std::size_t>(id)]; }
+
+StepId unrotated_queries(const Model& model) { return model.qk_norm ? StepId::normed_queries : StepId::queries; }
+StepId unrotated_keys(const Model& model) { return model.qk_norm ? StepId::normed_keys : StepId::keys; }
+StepId scored_queries(const Model& model) { return model.rope ? StepId::rotated_queries : unrotated_queries(model); }
+StepId scored_keys(const Model& model) { return model.rope ? StepId::rotated_keys : unrotated_keys(model); }
 
 std::vector<StepId> step_parameters(StepId id) {
     std::vector<StepId> used;

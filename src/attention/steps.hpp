@@ -151,6 +151,14 @@ std::optional<ElementwiseStep> elementwise_after(const Model& model, StepId id);
 // (w_query and b_query for queries; none for a step that uses no weight).
 std::vector<StepId> step_parameters(StepId id);
 
+// The queries and keys the scores read: rotated with RoPE, else normed with
+// qk_norm, else the projections themselves; and what RoPE turns: the normed
+// ones with qk_norm, else the projections.
+StepId scored_queries(const Model& model);
+StepId scored_keys(const Model& model);
+StepId unrotated_queries(const Model& model);
+StepId unrotated_keys(const Model& model);
+
 // True when this example has the step.
 bool step_exists(const Model& model, StepId id);
 // Every step this example has.

@@ -20,14 +20,6 @@ int kv_heads(const Model& model) { return static_cast<int>(model.n_kv_heads()); 
 // the query heads (1-based) that read key/value head g
 int last_query_head(const Model& model, int g) { return model.first_query_head(g) + heads(model) / kv_heads(model) - 1; }
 
-// the keys {id, 1} … {id, count}
-std::vector<StepKey> every_head(StepId id, int count) {
-    std::vector<StepKey> keys;
-    for (int h = 1; h <= count; ++h) {
-        keys.push_back({id, h});
-    }
-    return keys;
-}
 void append(std::vector<StepKey>& to, const std::vector<StepKey>& more) { to.insert(to.end(), more.begin(), more.end()); }
 
 // the forward steps the output projection read: the concatenation, or the one head's output
@@ -125,7 +117,7 @@ std::vector<StepKey> reads_score_gradient(const Model& model, int h, StepId of) 
 
 // dQ = dS·K: the keys the scores read, rotated with RoPE
 std::vector<StepKey> reads_queries_inputs(const Model& model, int h) {
-    return {{StepId::grad_scores, h}, {model.rope ? StepId::rotated_keys : StepId::keys, model.kv_head_of(h)}};
+    return {{StepId::grad_scores, h}, {scored_keys(model), model.kv_head_of(h)}};
 }
 
 // dK_g = Σ_h dS_hᵀ·Q_h over the query heads h that read key/value head g: pairs (dS_h, Q_h)
@@ -133,8 +125,38 @@ std::vector<StepKey> reads_keys_inputs(const Model& model, int g) {
     std::vector<StepKey> keys;
     for (int h = model.first_query_head(g); h <= last_query_head(model, g); ++h) {
         keys.push_back({StepId::grad_scores, h});
-        keys.push_back({model.rope ? StepId::rotated_queries : StepId::queries, h});
+        keys.push_back({scored_queries(model), h});
     }
+    return keys;
+}
+
+// back through qk_norm: the gradient of the normed rows, then the rows the norm read
+// (head h's own, or over: all every head's: the gradients first, then the rows)
+std::vector<StepKey> reads_through_norm(const Model& model, int head, bool queries) {
+    const StepId gradient = queries ? StepId::grad_normed_queries : StepId::grad_normed_keys;
+    const StepId rows = queries ? StepId::queries : StepId::keys;
+    if (!model.qk_norm->over_all) {
+        return {{gradient, head}, {rows, head}};
+    }
+    std::vector<StepKey> keys = every_head(gradient, queries ? heads(model) : kv_heads(model));
+    append(keys, every_head(rows, queries ? heads(model) : kv_heads(model)));
+    return keys;
+}
+std::vector<StepKey> reads_grad_queries(const Model& model, int h) {
+    return model.qk_norm ? reads_through_norm(model, h, true) : reads_queries_inputs(model, h);
+}
+std::vector<StepKey> reads_grad_keys(const Model& model, int g) {
+    return model.qk_norm ? reads_through_norm(model, g, false) : reads_keys_inputs(model, g);
+}
+// dγ: every head's normed rows' gradients, then every head's rows before the norm
+std::vector<StepKey> reads_q_norm(const Model& model, int) {
+    std::vector<StepKey> keys = every_head(StepId::grad_normed_queries, heads(model));
+    append(keys, every_head(StepId::queries, heads(model)));
+    return keys;
+}
+std::vector<StepKey> reads_k_norm(const Model& model, int) {
+    std::vector<StepKey> keys = every_head(StepId::grad_normed_keys, kv_heads(model));
+    append(keys, every_head(StepId::keys, kv_heads(model)));
     return keys;
 }
 
@@ -246,6 +268,44 @@ arma::mat keys(const Model& model, int, StepInputs in) {
     }
     return model.rope ? rotate_back(result, *model.rope) : result;
 }
+
+namespace {
+
+// The gradient of the rows before qk_norm's RMSNorm, from reads_through_norm's
+// inputs; adds Σ dy ∘ x·r to dgain when it is given.
+arma::mat through_norm(const Model& model, int head, StepInputs in, bool queries, double* dgain) {
+    const QkNorm& norm = *model.qk_norm;
+    const std::size_t half = in.size() / 2;
+    arma::mat gradient = side_by_side(in.first(half));
+    const arma::mat rows = side_by_side(in, half);
+    const arma::rowvec gain = norm.gain(queries);
+    const arma::uword d_k = model.d_k();
+    rms_norm_back_columns(gradient.memptr(), rows.memptr(), rows.n_rows, rows.n_cols,
+                          norm.over_all ? rows.n_cols : d_k, gain.memptr(), model.qk_norm_eps(), dgain);
+    if (!norm.over_all) {
+        return gradient;
+    }
+    const auto first = static_cast<arma::uword>(head - 1) * d_k;
+    return gradient.cols(first, first + d_k - 1);
+}
+
+arma::mat norm_gain(const Model& model, StepInputs in, bool queries) {
+    arma::rowvec dgain(model.qk_norm->over_all ? side_by_side(in.first(in.size() / 2)).n_cols : model.d_k(),
+                       arma::fill::zeros);
+    through_norm(model, 1, in, queries, dgain.memptr());
+    return dgain;
+}
+
+}  // namespace
+
+arma::mat grad_queries(const Model& model, int h, StepInputs in) {
+    return model.qk_norm ? through_norm(model, h, in, true, nullptr) : queries(model, h, in);
+}
+arma::mat grad_keys(const Model& model, int g, StepInputs in) {
+    return model.qk_norm ? through_norm(model, g, in, false, nullptr) : keys(model, g, in);
+}
+arma::mat q_norm(const Model& model, int, StepInputs in) { return norm_gain(model, in, true); }
+arma::mat k_norm(const Model& model, int, StepInputs in) { return norm_gain(model, in, false); }
 
 // (m × d_v) = Σ_h A_hᵀ (m × n) · dZ_h (n × d_v)
 arma::mat values(const Model&, int, StepInputs in) {
@@ -429,32 +489,85 @@ void describe_scores(const StepContext& context, Step& step) {
     step.col_labels = context.key_tokens();
 }
 
+namespace {
+
+// dQ (or dK) back through qk_norm's RMSNorm, from the gradient of the normed rows
+void describe_through_norm(const StepContext& context, Step& step, bool queries) {
+    const Model& model = context.model();
+    const std::string letter = queries ? "Q" : "K";
+    const std::string row = queries ? "q" : "k";
+    set_text(step,
+             "d" + letter + " = r·(g∘d" + letter + "_norm) − " + row + "·r³·mean(" + row + "∘g∘d" + letter +
+                 "_norm), each row, r = 1/√(mean(" + row + "²) + eps), g = " +
+                 (model.qk_norm->offset != 0.0 ? "1 + γ" : "γ"),
+             "d" + letter + " = r\\,(g \\odot d" + letter + "_{\\mathrm{norm}}) - " + row +
+                 "\\, r^3 \\operatorname{mean}(" + row + " \\odot g \\odot d" + letter + "_{\\mathrm{norm}})",
+             std::string("The norm divided each row by its own root mean square, so every element of the row moved "
+                         "every other one's result: the gradient of ") +
+                 (queries ? "a query" : "a key") +
+                 " element is its own share scaled by r, less what it did to the row's size, which all the elements "
+                 "of the normed row feel.",
+             queries ? model.tokens : context.key_tokens(), dimension_labels(model.d_k()));
+    if (model.qk_norm->over_all) {
+        step.notes.push_back("over: all: r and the mean run over the token's every head together");
+    }
+}
+
+// the symbols the scores' gradient meets: K_rot, K_norm or K
+std::string scored_symbol(const Model& model, const std::string& letter, bool latex) {
+    if (model.rope) {
+        return letter + (latex ? "_{\\mathrm{rot}}" : "_rot");
+    }
+    if (model.qk_norm) {
+        return letter + (latex ? "_{\\mathrm{norm}}" : "_norm");
+    }
+    return letter;
+}
+
+}  // namespace
+
 void describe_queries(const StepContext& context, Step& step) {
     const Model& model = context.model();
+    if (step.id == StepId::grad_queries && model.qk_norm) {
+        describe_through_norm(context, step, true);
+        return;
+    }
+    const bool normed = step.id == StepId::grad_normed_queries;
+    const std::string result = normed ? "dQ_norm" : "dQ";
+    const std::string result_latex = normed ? "dQ_{\\mathrm{norm}}" : "dQ";
+    const std::string k = scored_symbol(model, "K", false);
+    const std::string k_latex = scored_symbol(model, "K", true);
     const std::string explanation =
         "S = Q·Kᵀ: query i met every key in row i of S, so its gradient adds up the keys, each weighted by its cell "
         "of dS.";
     if (model.rope) {
-        set_text(step, "dQ = RoPE⁻¹(dS·K_rot)",
-                 "dQ = \\operatorname{RoPE}^{-1}(dS\\, K_{\\mathrm{rot}})",
+        set_text(step, result + " = RoPE⁻¹(dS·" + k + ")",
+                 result_latex + " = \\operatorname{RoPE}^{-1}(dS\\, " + k_latex + ")",
                  explanation + " RoPE turned each pair of Q by an angle; turning the gradient back by the same angle "
                                "gives the gradient of Q before the rotation.",
                  model.tokens, dimension_labels(model.d_k()));
         return;
     }
-    set_text(step, "dQ = dS·K", "dQ = dS\\, K", explanation, model.tokens, dimension_labels(model.d_k()));
+    set_text(step, result + " = dS·" + k, result_latex + " = dS\\, " + k_latex, explanation, model.tokens,
+             dimension_labels(model.d_k()));
 }
 
 void describe_keys(const StepContext& context, Step& step) {
     const Model& model = context.model();
+    if (step.id == StepId::grad_keys && model.qk_norm) {
+        describe_through_norm(context, step, false);
+        return;
+    }
     const bool shared = model.n_kv_heads() != model.n_heads();
-    const std::string q = model.rope ? "Q_rot" : "Q";
-    const std::string q_latex = model.rope ? "Q_{\\mathrm{rot}}" : "Q";
-    std::string formula = shared ? "dK = Σ_h dS_hᵀ·" + q + "_h" : "dK = dSᵀ·" + q;
-    std::string latex = shared ? "dK = \\sum_h dS_h^\\top " + q_latex + "_h" : "dK = dS^\\top " + q_latex;
+    const std::string result = step.id == StepId::grad_normed_keys ? "dK_norm" : "dK";
+    const std::string result_latex = step.id == StepId::grad_normed_keys ? "dK_{\\mathrm{norm}}" : "dK";
+    const std::string q = scored_symbol(model, "Q", false);
+    const std::string q_latex = scored_symbol(model, "Q", true);
+    std::string formula = shared ? "Σ_h dS_hᵀ·" + q + "_h" : "dSᵀ·" + q;
+    std::string latex = shared ? "\\sum_h dS_h^\\top " + q_latex + "_h" : "dS^\\top " + q_latex;
     if (model.rope) {
-        formula = "dK = RoPE⁻¹(" + formula.substr(5) + ")";
-        latex = "dK = \\operatorname{RoPE}^{-1}\\left(" + latex.substr(5) + "\\right)";
+        formula = "RoPE⁻¹(" + formula + ")";
+        latex = "\\operatorname{RoPE}^{-1}\\left(" + latex + "\\right)";
     }
     std::string explanation =
         "Key j met every query in column j of S, so its gradient adds up the queries, each weighted by its cell of "
@@ -462,10 +575,32 @@ void describe_keys(const StepContext& context, Step& step) {
     if (model.rope) {
         explanation += " Turned back through RoPE, as the queries' gradient is.";
     }
-    set_text(step, formula, latex, explanation, context.key_tokens(), dimension_labels(model.d_k()));
+    set_text(step, result + " = " + formula, result_latex + " = " + latex, explanation, context.key_tokens(),
+             dimension_labels(model.d_k()));
     if (shared) {
         step.notes.push_back("summed over query heads " + heads_list(model, step.head) +
                              ", which share key/value head " + std::to_string(step.head));
+    }
+}
+
+void describe_norm_gain(const StepContext& context, Step& step) {
+    const Model& model = context.model();
+    const bool queries = step.id == StepId::grad_q_norm;
+    const std::string letter = queries ? "Q" : "K";
+    const std::string row = queries ? "q" : "k";
+    set_text(step, "dγ = Σ over rows of d" + letter + "_norm ∘ " + row + "·r, r = 1/√(mean(" + row + "²) + eps)",
+             "d\\gamma = \\sum_i dQ_{\\mathrm{norm},i} \\odot " + row + "_i\\, r_i",
+             std::string("γ multiplied each normed element, so its gradient adds up, over every token") +
+                 (model.qk_norm->over_all ? "" : " and every head") +
+                 ", the gradient of that element times the row divided by its root mean square.",
+             {"γ"}, dimension_labels(queries ? (model.qk_norm->over_all ? model.n_heads() : 1) * model.d_k()
+                                             : (model.qk_norm->over_all ? model.n_kv_heads() : 1) * model.d_k()));
+    if (!queries) {
+        step.latex = "d\\gamma = \\sum_j dK_{\\mathrm{norm},j} \\odot k_j\\, r_j";
+    }
+    if (!model.qk_norm->over_all && (queries ? model.n_heads() : model.n_kv_heads()) > 1) {
+        step.notes.push_back(std::string("summed over the ") + (queries ? "query" : "key/value") +
+                             " heads too, which share γ");
     }
 }
 

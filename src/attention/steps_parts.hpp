@@ -34,6 +34,13 @@ void describe_elementwise(const StepContext& context, Step& step);
 // elementwise step's own symbol (Elementwise::symbol).
 std::string score_symbol(StepId id, bool latex);
 
+// the keys {id, 1} … {id, count}
+std::vector<StepKey> every_head(StepId id, int count);
+
+// qk_norm's RMSNorm of the queries (or keys) of head `head` from what it reads:
+// its own head's rows, or over: all every head's (reads_…_to_norm in steps.cpp).
+arma::mat normed_rows(const Model& model, int head, StepInputs in, bool queries);
+
 // "q1", "q2", …: the numbers a weight makes
 std::vector<std::string> prefixed_labels(const std::string& prefix, arma::uword count);
 
@@ -112,6 +119,11 @@ arma::mat gradient_of(const Model& model, int head, StepInputs in) {
 }
 std::vector<StepKey> reads_queries_inputs(const Model& model, int head);
 std::vector<StepKey> reads_keys_inputs(const Model& model, int head);
+// with qk_norm, dQ and dK come back through the norm; dγ of each norm
+std::vector<StepKey> reads_grad_queries(const Model& model, int head);
+std::vector<StepKey> reads_grad_keys(const Model& model, int head);
+std::vector<StepKey> reads_q_norm(const Model& model, int head);
+std::vector<StepKey> reads_k_norm(const Model& model, int head);
 std::vector<StepKey> reads_values_inputs(const Model& model, int head);
 std::vector<StepKey> reads_w_query(const Model& model, int head);
 std::vector<StepKey> reads_w_key(const Model& model, int head);
@@ -132,6 +144,10 @@ arma::mat weights(const Model& model, int head, StepInputs in);
 arma::mat scores(const Model& model, int head, StepInputs in);
 arma::mat queries(const Model& model, int head, StepInputs in);
 arma::mat keys(const Model& model, int head, StepInputs in);
+arma::mat grad_queries(const Model& model, int head, StepInputs in);
+arma::mat grad_keys(const Model& model, int head, StepInputs in);
+arma::mat q_norm(const Model& model, int head, StepInputs in);
+arma::mat k_norm(const Model& model, int head, StepInputs in);
 arma::mat values(const Model& model, int head, StepInputs in);
 arma::mat w_projection(const Model& model, int head, StepInputs in);
 arma::mat w_output(const Model& model, int head, StepInputs in);
@@ -152,6 +168,7 @@ void describe_scores(const StepContext& context, Step& step);
 void describe_queries(const StepContext& context, Step& step);
 void describe_keys(const StepContext& context, Step& step);
 void describe_values(const StepContext& context, Step& step);
+void describe_norm_gain(const StepContext& context, Step& step);
 void describe_w_query(const StepContext& context, Step& step);
 void describe_w_key(const StepContext& context, Step& step);
 void describe_w_value(const StepContext& context, Step& step);

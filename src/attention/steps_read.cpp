@@ -45,6 +45,24 @@ int step_heads(const Model& model, StepId id) {
 
 bool step_per_head(const Model& model, StepId id) { return step_heads(model, id) > 0; }
 
+namespace {
+
+// Whether a per-head row's step of one head reads another head's step of the
+// same kind (qk_norm over: all normalises a token's every head together): the
+// steps before it must then be there for every head first.
+bool reads_across_heads(const Model& model, const StepRow& row) {
+    for (int h = 1; h <= step_heads(model, row.id); ++h) {
+        for (const StepKey& input : row.reads(model, h)) {
+            if (input.head != 0 && input.head != h && step_row(input.id).heads == row.heads) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
 std::vector<StepKey> step_sequence(const Model& model) {
     std::vector<StepKey> sequence;
     // a run of per-head rows is taken head by head
@@ -78,6 +96,9 @@ std::vector<StepKey> step_sequence(const Model& model) {
             continue;
         }
         if (step_heads(model, row.id) > 0) {
+            if (reads_across_heads(model, row)) {
+                flush();
+            }
             run.push_back(row.id);
             continue;
         }
@@ -246,8 +267,8 @@ namespace {
 
 // The symbols of a query head, and those of a key/value head ("d" before a
 // symbol, its gradient, is the same head's).
-constexpr std::string_view k_query_symbols[] = {"Q", "S", "S'", "A", "Z", "B", "s", "W_Q", "b_Q", "Q_rot"};
-constexpr std::string_view k_key_value_symbols[] = {"K", "V", "W_K", "W_V", "b_K", "b_V", "K_rot"};
+constexpr std::string_view k_query_symbols[] = {"Q", "S", "S'", "A", "Z", "B", "s", "W_Q", "b_Q", "Q_rot", "Q_norm"};
+constexpr std::string_view k_key_value_symbols[] = {"K", "V", "W_K", "W_V", "b_K", "b_V", "K_rot", "K_norm"};
 
 // The head a symbol belongs to: query head h, its key/value head g, or 0 for none.
 int symbol_head(std::string_view symbol, int h, int g) {

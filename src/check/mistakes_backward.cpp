@@ -52,9 +52,34 @@ std::string grad_queries_correct(A a) {
                         : "dQ = dS·K: each row of dS weighs the keys";
 }
 
-// The keys the queries' gradient reads: rotated with RoPE, of the key/value head.
-const arma::mat& keys_read(A a) {
-    return a.L(a.model.rope ? StepId::rotated_keys : StepId::keys, a.model.kv_head_of(a.key.head));
+// The keys the queries' gradient reads: rotated with RoPE (normed with qk_norm), of the key/value head.
+const arma::mat& keys_read(A a) { return a.L(scored_keys(a.model), a.model.kv_head_of(a.key.head)); }
+
+// The step is worked from the scores' gradient: grad_queries and grad_keys, or
+// with qk_norm grad_normed_queries and grad_normed_keys (grad_queries then comes back through the norm).
+bool from_scores(A a) { return step_inputs(a.model, a.key).front().id == StepId::grad_scores; }
+bool from_scores_with_rope(A a) { return from_scores(a) && has_rope(a); }
+bool from_scores_shared(A a) { return from_scores(a) && shared_kv_head(a); }
+bool through_norm(A a) { return a.model.qk_norm && !from_scores(a); }
+
+// With qk_norm, a query's or key's gradient back through the norm, worked
+// from the learner's normed gradient and rows: the rows side by side (one
+// head's, or over: all every head's), and where this head's columns start.
+struct NormBack {
+    arma::mat dY;
+    arma::mat X;
+    arma::uword first = 0;
+};
+NormBack norm_back(A a) {
+    NormBack parts;
+    const std::vector<StepKey> reads = step_inputs(a.model, a.key);
+    const std::size_t half = reads.size() / 2;
+    for (std::size_t k = 0; k < reads.size(); ++k) {
+        arma::mat& to = k < half ? parts.dY : parts.X;
+        to = arma::join_rows(to, a.L(reads[k].id, reads[k].head));
+    }
+    parts.first = a.model.qk_norm->over_all ? static_cast<arma::uword>(a.key.head - 1) * a.model.d_k() : 0;
+    return parts;
 }
 
 std::string grad_keys_correct(A a) {
@@ -66,7 +91,7 @@ std::string grad_keys_correct(A a) {
 // turning back through RoPE: Σ dS_hᵀ·Q_h, or with `transposed` false Σ dS_h·Q_h.
 arma::mat key_gradient(A a, bool transposed) {
     const auto [first, last] = query_heads_of(a.model, a.key.head);
-    const StepId q_id = a.model.rope ? StepId::rotated_queries : StepId::queries;
+    const StepId q_id = scored_queries(a.model);
     arma::mat sum(a.L(StepId::grad_scores, first).n_cols, a.L(q_id, first).n_cols, arma::fill::zeros);
     for (int h = first; h <= last; ++h) {
         const arma::mat& dS = a.L(StepId::grad_scores, h);
@@ -143,8 +168,9 @@ constexpr MistakeRow k_rows[] = {
      }},
 
     // ── the queries, keys and values ──
-    {.id = "grad_queries_transposed", .steps = {StepId::grad_queries},
+    {.id = "grad_queries_transposed", .steps = {StepId::grad_normed_queries, StepId::grad_queries},
      .man = R"roff(DQ = dS^T\(pcK.)roff",
+     .applies = &from_scores,
      .make = [](A a, M made) {
          const arma::mat& dS = a.L(StepId::grad_scores, a.key.head);
          if (dS.n_rows == dS.n_cols) {
@@ -152,15 +178,16 @@ constexpr MistakeRow k_rows[] = {
                   unrotated(a.model, dS.t() * keys_read(a)));
          }
      }},
-    {.id = "grad_rope_not_reversed", .steps = {StepId::grad_queries},
+    {.id = "grad_rope_not_reversed", .steps = {StepId::grad_normed_queries, StepId::grad_queries},
      .man = R"roff(RoPE not turned back.)roff",
-     .applies = &has_rope,
+     .applies = &from_scores_with_rope,
      .make = [](A a, M made) {
          made("The gradient was not turned back through RoPE: this is the gradient of the rotated queries.",
               grad_queries_correct(a), a.L(StepId::grad_scores, a.key.head) * keys_read(a));
      }},
-    {.id = "grad_keys_no_transpose", .steps = {StepId::grad_keys},
+    {.id = "grad_keys_no_transpose", .steps = {StepId::grad_normed_keys, StepId::grad_keys},
      .man = R"roff(DK = dS\(pcQ.)roff",
+     .applies = &from_scores,
      .make = [](A a, M made) {
          const arma::mat& dS1 = a.L(StepId::grad_scores, query_heads_of(a.model, a.key.head).first);
          if (dS1.n_rows == dS1.n_cols) {
@@ -168,21 +195,58 @@ constexpr MistakeRow k_rows[] = {
                   unrotated(a.model, key_gradient(a, false)));
          }
      }},
-    {.id = "grad_kv_one_head", .steps = {StepId::grad_keys},
+    {.id = "grad_kv_one_head", .steps = {StepId::grad_normed_keys, StepId::grad_keys},
      .man = R"roff(A shared key/value head's gradient from one query head.)roff",
-     .applies = &shared_kv_head,
+     .applies = &from_scores_shared,
      .make = [](A a, M made) {
          const int first = query_heads_of(a.model, a.key.head).first;
-         const StepId q_id = a.model.rope ? StepId::rotated_queries : StepId::queries;
+         const StepId q_id = scored_queries(a.model);
          made(one_head_only(a), grad_keys_correct(a),
               unrotated(a.model, a.L(StepId::grad_scores, first).t() * a.L(q_id, first)));
      }},
-    {.id = "grad_rope_not_reversed", .steps = {StepId::grad_keys},
-     .applies = &has_rope,
+    {.id = "grad_rope_not_reversed", .steps = {StepId::grad_normed_keys, StepId::grad_keys},
+     .applies = &from_scores_with_rope,
      .make = [](A a, M made) {
          made("The gradient was not turned back through RoPE: this is the gradient of the rotated keys.",
               grad_keys_correct(a), key_gradient(a, true));
      }},
+    // ── back through QK-norm ──
+    {.id = "qk_norm_backward_skipped", .steps = {StepId::grad_queries, StepId::grad_keys},
+     .man = R"roff(With \fBqk_norm\fR, the gradient passed back through the norm unchanged.)roff",
+     .applies = &through_norm,
+     .make = [](A a, M made) {
+         const StepKey normed = step_inputs(a.model, a.key).front();
+         made("The norm was left out on the way back: this is the gradient of the normed rows, but the norm divided "
+              "each row by its root mean square and multiplied it by the gain.",
+              "dx = r·(g∘dy) − x·r³·mean(x∘g∘dy), each row, r = 1/√(mean(x²) + eps)",
+              a.L(normed.id, a.key.head));
+     }},
+    {.id = "qk_norm_backward_mean_term_forgotten", .steps = {StepId::grad_queries, StepId::grad_keys},
+     .man = R"roff(With \fBqk_norm\fR, the norm's gradient taken as r\(pc(g\[u2218]dy), as if r did not depend on the row.)roff",
+     .applies = &through_norm,
+     .make = [](A a, M made) {
+         const NormBack parts = norm_back(a);
+         const QkNorm& norm = *a.model.qk_norm;
+         const arma::uword d_k = a.model.d_k();
+         const arma::uword group = norm.over_all ? parts.X.n_cols : d_k;
+         const arma::rowvec gain = norm.gain(a.key.id == StepId::grad_queries);
+         if (parts.X.n_cols % group != 0 || parts.dY.n_cols != parts.X.n_cols || gain.n_elem != group) {
+             return;
+         }
+         // r·g∘dy alone: each run's r from its rows, times the gain
+         arma::mat partial = parts.dY;
+         for (arma::uword c0 = 0; c0 < parts.X.n_cols; c0 += group) {
+             const arma::vec r = rms_inverse(parts.X.cols(c0, c0 + group - 1), a.model.qk_norm_eps());
+             for (arma::uword c = c0; c < c0 + group; ++c) {
+                 partial.col(c) %= r * gain(c - c0);
+             }
+         }
+         made("Only r·(g∘dy) was taken: r = 1/√(mean(x²) + eps) depends on the row too, so each element also feels "
+              "what it did to the row's size, the term −x·r³·mean(x∘g∘dy).",
+              "dx = r·(g∘dy) − x·r³·mean(x∘g∘dy), each row",
+              partial.cols(parts.first, parts.first + d_k - 1));
+     }},
+
     {.id = "grad_values_no_transpose", .steps = {StepId::grad_values},
      .man = R"roff(DV = A\(pcdZ.)roff",
      .make = [](A a, M made) {

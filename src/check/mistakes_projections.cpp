@@ -224,6 +224,51 @@ arma::mat rotate_backwards(const arma::mat& X, const Rope& rope) {
 using A = const Attempt&;
 using M = const Made&;
 
+// ── QK-norm ─────────────────────────────────────────────────────────────────
+
+constexpr StepSet k_normed_steps = {StepId::normed_queries, StepId::normed_keys};
+
+// The rows the norm reads, side by side (the head's own, or over: all every
+// head's), normed with this gain over runs of `group` columns after `prepare`,
+// then this head's columns.
+template <class Prepare>
+arma::mat normed_with(const Attempt& a, const arma::rowvec& gain, arma::uword group, const Prepare& prepare) {
+    arma::mat rows;
+    for (const StepKey& read : step_inputs(a.model, a.key)) {
+        rows = arma::join_rows(rows, a.L(read.id, read.head));
+    }
+    const arma::uword d_k = a.model.d_k();
+    if (rows.n_cols == 0 || group == 0 || rows.n_cols % group != 0 || gain.n_elem != group) {
+        return {};
+    }
+    prepare(rows, group);
+    rms_norm_columns(rows.memptr(), rows.n_rows, rows.n_cols, group, gain.memptr(), a.model.qk_norm_eps());
+    const arma::uword first = a.model.qk_norm->over_all ? static_cast<arma::uword>(a.key.head - 1) * d_k : 0;
+    return rows.cols(first, first + d_k - 1);
+}
+const auto k_as_read = [](arma::mat&, arma::uword) {};
+
+bool normed_queries(const Attempt& a) { return a.key.id == StepId::normed_queries; }
+// the run the mean of squares is over: a head's d_k, or over: all the whole row
+arma::uword norm_group(const Attempt& a) {
+    return a.model.qk_norm->over_all ? (normed_queries(a) ? a.model.n_heads() : a.model.n_kv_heads()) * a.model.d_k()
+                                     : a.model.d_k();
+}
+
+std::string norm_correct(const Attempt& a) {
+    const QkNorm& norm = *a.model.qk_norm;
+    return std::string(normed_queries(a) ? "Q_norm" : "K_norm") + ": each row x / √(mean(x²) + eps) ∘ " +
+           (norm.offset != 0.0 ? "(1 + γ)" : "γ") + ", the mean over " +
+           (norm.over_all ? "the token's whole projection (over: all)" : "the head's d_k values");
+}
+
+// made with a result only when the learner's shapes allowed it
+void made_if(const Made& made, const std::string& what, const std::string& correct, arma::mat value) {
+    if (!value.is_empty()) {
+        made(what, correct, std::move(value));
+    }
+}
+
 constexpr MistakeRow k_rows[] = {
     // ── the encoded inputs ──
     {.id = "positions_not_added", .steps = {StepId::encoded},
@@ -454,6 +499,93 @@ constexpr MistakeRow k_rows[] = {
                   "; only the first d_rot = " + std::to_string(a.model.rope->rotated(a.model.d_k())) +
                   " turn, with θ_k = base^(−2k/d_rot), and the rest pass unchanged.",
               rope_correct(a), rotate(unrotated_of(a), whole));
+     }},
+    {.id = "qk_norm_mean_subtracted", .steps = k_normed_steps,
+     .man = R"roff(With \fBqk_norm\fR, each row's mean subtracted first, as LayerNorm does; RMSNorm divides by the root mean square alone.)roff",
+     .make = [](const Attempt& a, const Made& made) {
+         const arma::mat value = normed_with(a, a.model.qk_norm->gain(normed_queries(a)), norm_group(a),
+                                             [](arma::mat& rows, arma::uword group) {
+                                                 for (arma::uword c0 = 0; c0 < rows.n_cols; c0 += group) {
+                                                     auto run = rows.cols(c0, c0 + group - 1);
+                                                     run.each_col() -= arma::vec(arma::mean(run, 1));
+                                                 }
+                                             });
+         made_if(made,
+                 "Each row's mean was subtracted before dividing, as LayerNorm does; RMSNorm leaves the mean in "
+                 "and divides by the root mean square alone.",
+                 norm_correct(a), value);
+     }},
+    {.id = "qk_norm_offset_forgotten", .steps = k_normed_steps,
+     .man = R"roff(With \fBqk_norm: {offset: 1}\fR, multiplied by \(*g instead of 1 + \(*g (Gemma's convention).)roff",
+     .applies = [](const Attempt& a) { return a.model.qk_norm->offset != 0.0; },
+     .make = [](const Attempt& a, const Made& made) {
+         const arma::rowvec gamma = normed_queries(a) ? a.model.qk_norm->query : a.model.qk_norm->key;
+         made_if(made,
+                 "The rows were multiplied by γ, not by 1 + γ: with offset: 1 (Gemma's convention) γ holds how far "
+                 "the gain is from 1.",
+                 norm_correct(a), normed_with(a, gamma, norm_group(a), k_as_read));
+     }},
+    {.id = "qk_norm_gamma_forgotten", .steps = k_normed_steps,
+     .man = R"roff(With \fBqk_norm\fR, divided by the root mean square but not multiplied by the gain.)roff",
+     .applies = [](const Attempt& a) {
+         const arma::rowvec gain = a.model.qk_norm->gain(normed_queries(a));
+         return arma::any(gain != 1.0);
+     },
+     .make = [](const Attempt& a, const Made& made) {
+         const arma::rowvec ones(norm_group(a), arma::fill::ones);
+         made_if(made, "The rows were divided by their root mean square but not multiplied by the gain.",
+                 norm_correct(a), normed_with(a, ones, norm_group(a), k_as_read));
+     }},
+    {.id = "qk_norm_wrong_span", .steps = k_normed_steps,
+     .man = R"roff(With \fBqk_norm\fR, the mean of squares over each head where it is over the whole projection (\fBover: all\fR), or the other way round.)roff",
+     .applies = [](const Attempt& a) { return (normed_queries(a) ? a.model.n_heads() : a.model.n_kv_heads()) > 1; },
+     .make = [](const Attempt& a, const Made& made) {
+         const QkNorm& norm = *a.model.qk_norm;
+         const arma::uword d_k = a.model.d_k();
+         const arma::uword heads = normed_queries(a) ? a.model.n_heads() : a.model.n_kv_heads();
+         const arma::rowvec gain = norm.gain(normed_queries(a));
+         if (norm.over_all) {
+             // each head over its own d_k, with its part of γ, as if it were over: head
+             arma::mat rows;
+             for (const StepKey& read : step_inputs(a.model, a.key)) {
+                 rows = arma::join_rows(rows, a.L(read.id, read.head));
+             }
+             if (rows.n_cols != heads * d_k || gain.n_elem != heads * d_k) {
+                 return;
+             }
+             for (arma::uword h = 0; h < heads; ++h) {
+                 rms_norm_columns(rows.colptr(h * d_k), rows.n_rows, d_k, d_k, gain.memptr() + h * d_k,
+                                  a.model.qk_norm_eps());
+             }
+             const auto first = static_cast<arma::uword>(a.key.head - 1) * d_k;
+             made("The mean of squares was taken over each head's d_k values; over: all takes it over the token's "
+                  "whole projection, every head together.",
+                  norm_correct(a), rows.cols(first, first + d_k - 1));
+             return;
+         }
+         // every head's row together, the same γ in each head
+         const auto count = static_cast<int>(heads);
+         arma::mat rows;
+         for (int h = 1; h <= count; ++h) {
+             rows = arma::join_rows(rows, a.L(normed_queries(a) ? StepId::queries : StepId::keys, h));
+         }
+         if (rows.n_cols != heads * d_k || gain.n_elem != d_k) {
+             return;
+         }
+         const arma::rowvec whole = arma::repmat(gain, 1, heads);
+         rms_norm_columns(rows.memptr(), rows.n_rows, rows.n_cols, rows.n_cols, whole.memptr(), a.model.qk_norm_eps());
+         const auto first = static_cast<arma::uword>(a.key.head - 1) * d_k;
+         made("The mean of squares was taken over the token's whole projection, every head together; over: head "
+              "takes it over each head's own d_k values.",
+              norm_correct(a), rows.cols(first, first + d_k - 1));
+     }},
+    {.id = "qk_norm_forgotten", .steps = k_normed_steps,
+     .man = R"roff(With \fBqk_norm\fR, the norm left out: the projections passed on unchanged.)roff",
+     .make = [](const Attempt& a, const Made& made) {
+         const StepId rows = normed_queries(a) ? StepId::queries : StepId::keys;
+         made("The norm was left out: these are the " + std::string(normed_queries(a) ? "queries" : "keys") +
+                  " as projected.",
+              norm_correct(a), a.L(rows, a.key.head));
      }},
 };
 

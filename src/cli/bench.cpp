@@ -78,6 +78,7 @@ std::string json_report(const BenchSpec& spec, const BenchResult& result) {
     json["window"] = spec.window > 0 ? nlohmann::ordered_json(spec.window) : nlohmann::ordered_json(nullptr);
     json["rope"] = spec.rope;
     json["rope_dim"] = spec.rope_dim > 0 ? nlohmann::ordered_json(spec.rope_dim) : nlohmann::ordered_json(nullptr);
+    json["qk_norm"] = spec.qk_norm;
     for (const KeyRow* row : number_key_rows()) {
         const auto given = spec.numbers.find(std::string(row->name));
         json[std::string(row->name)] =
@@ -113,6 +114,9 @@ std::string text_report(const BenchSpec& spec, const BenchResult& result) {
     if (spec.rope) {
         out += spec.rope_dim > 0 ? ", RoPE on " + std::to_string(spec.rope_dim) + " of d_k" : std::string(", RoPE");
     }
+    if (spec.qk_norm) {
+        out += ", QK-norm";
+    }
     for (const auto& [name, value] : spec.numbers) {
         out += ", " + name + " " + readable(value);
     }
@@ -147,6 +151,7 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& options) {
         .bind("--window", &options.window)
         .bind("--rope", &options.rope)
         .bind("--rope-dim", &options.rope_dim)
+        .bind("--qk-norm", &options.qk_norm)
         .bind("--backward", &options.backward)
         .bind("--repeat", &options.repeat)
         .bind("--threads", &options.threads)
@@ -168,6 +173,7 @@ int run_bench(const BenchOptions& options) {
     spec.window = static_cast<arma::uword>(options.window);
     spec.rope = options.rope || options.rope_dim > 0;
     spec.rope_dim = static_cast<arma::uword>(options.rope_dim);
+    spec.qk_norm = options.qk_norm;
     spec.backward = options.backward;
     for (const KeyRow* row : number_key_rows()) {
         const std::string name(row->name);

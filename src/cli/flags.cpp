@@ -449,6 +449,13 @@ d_model/H. Implies \fB\-\-rope\fR.)roff",
      .check = Check::whole,
      .low = 2,
      .high = 65536},
+    {.name = "--qk-norm",
+     .commands = k_bench,
+     .help = "RMSNorm of each head's queries and keys, as Qwen3 does",
+     .man = R"roff(QK-norm, as \fBqk_norm: true\fR in an example: each head's queries and keys
+are divided by their root mean square after the projections, before RoPE
+(\fBnormed_queries\fR, \fBnormed_keys\fR). With \fB\-\-backward\fR the
+gradients go back through the norm too, and \(*g gets its own.)roff"},
     // an example's number keys (model/keys.def), each a flag of bench as well
 #define QKV_NUMBER_KEY(key, key_form, key_flag, member, feeds, key_help, sentence, meaning) \
     {.name = key_flag, .value = key_form, .commands = k_bench, .help = key_help, .man = meaning, .check = Check::tolerance},
@@ -618,7 +625,8 @@ leaves.)roff"},
 \fBschema_version\fR, \fBtokens\fR, \fBd_model\fR, \fBheads\fR,
 \fBkv_heads\fR (H without \fB\-\-kv\-heads\fR), \fBwindow\fR (\fBnull\fR
 without \fB\-\-window\fR), \fBrope\fR (\fBtrue\fR or \fBfalse\fR), \fBrope_dim\fR
-(the rotated width D, \fBnull\fR without \fB\-\-rope\-dim\fR), then one key for each flag
+(the rotated width D, \fBnull\fR without \fB\-\-rope\-dim\fR), \fBqk_norm\fR
+(\fBtrue\fR or \fBfalse\fR), then one key for each flag
 above that sets an example's number key, by the key's name (its value, \fBnull\fR when not given), \fBbackward\fR (\fBtrue\fR or
 \fBfalse\fR), \fBthreads\fR, \fBblas\fR, \fBrepeat\fR, \fBtotal_ms\fR, \fBgflops\fR,
 \fBpeak_rss_mb\fR and \fBsteps\fR, a list of \fB{id, median_ms}\fR in step

@@ -11,6 +11,7 @@
 #include "explain/explain.hpp"
 
 #include "attention/attention.hpp"
+#include "base/numbers.hpp"
 #include "attention/step_handlers.hpp"
 #include "attention/steps.hpp"
 #include "explain/numbers.hpp"
@@ -76,8 +77,12 @@ public:
                 {StepId::grad_weights, &GradientWriter::grad_weights},
                 {StepId::grad_scaled_scores, &GradientWriter::score_gradient},
                 {StepId::grad_scores, &GradientWriter::grad_scores},
+                {StepId::grad_normed_queries, &GradientWriter::grad_queries},
                 {StepId::grad_queries, &GradientWriter::grad_queries},
+                {StepId::grad_normed_keys, &GradientWriter::grad_keys},
                 {StepId::grad_keys, &GradientWriter::grad_keys},
+                {StepId::grad_q_norm, &GradientWriter::grad_norm_gain},
+                {StepId::grad_k_norm, &GradientWriter::grad_norm_gain},
                 {StepId::grad_values, &GradientWriter::grad_values},
                 {StepId::grad_w_query, &GradientWriter::grad_w_projection},
                 {StepId::grad_w_key, &GradientWriter::grad_w_projection},
@@ -445,7 +450,91 @@ private:
         }
     }
 
+    // Through QK-norm's RMSNorm, one row: y = x·r·g with r = 1/√(mean(x²) + eps), so
+    // dx_k = r·g_k·dy_k − x_k·r³·mean(x∘g∘dy): its own share, less what x_k did to r.
+    void through_norm() {
+        const QkNorm& norm = *m_model.qk_norm;
+        const bool queries = m_step.id == StepId::grad_queries;
+        const std::vector<StepKey> in = reads();  // the normed rows' gradients, then the rows before the norm
+        const std::size_t half = in.size() / 2;
+        arma::rowvec dy;
+        arma::rowvec x;
+        std::string dy_names;
+        std::string x_names;
+        for (std::size_t k = 0; k < in.size(); ++k) {
+            const arma::rowvec row = step_of(in[k]).values.row(m_row);
+            std::string& names = k < half ? dy_names : x_names;
+            names += (names.empty() ? "" : ", ") + cell_name(in[k].id, m_row, -1, in[k].head);
+            (k < half ? dy : x) = arma::join_rows(k < half ? dy : x, row);
+        }
+        const std::string letter = queries ? "q" : "k";
+        line("dy = " + dy_names + " = " + m_num.vector(dy) + "    (the gradient of the normed row)");
+        line(letter + " = " + x_names + " = " + m_num.vector(x) + "    (the row before the norm" +
+             (norm.over_all ? ", every head: over: all)" : ")"));
+        const arma::rowvec g = norm.gain(queries);
+        const double width = static_cast<double>(x.n_elem);
+        const double eps = m_model.qk_norm_eps();
+        const double mean_squares = arma::dot(x, x) / width;
+        const double r = 1.0 / std::sqrt(mean_squares + eps);
+        const double mean = arma::dot(x % g, dy) / width;
+        const std::string gain = norm.offset != 0.0 ? "(1 + γ)" : "γ";
+        line("r = 1/√(mean(" + letter + "²) + eps) = 1/√(" + m_num(mean_squares) + " + " + readable(eps) + ") = " +
+             m_num(r));
+        line("m = mean(" + letter + "∘" + gain + "∘dy) = " + m_num(mean) + "    (what the row's size passes back)");
+        const arma::uword first = norm.over_all ? static_cast<arma::uword>(m_step.head - 1) * m_model.d_k() : 0;
+        for (const arma::uword c : columns()) {
+            const arma::uword k = first + c;
+            line(here(c) + " = r·" + gain + "[" + std::to_string(k + 1) + "]·dy[" + std::to_string(k + 1) + "] − " +
+                 letter + "[" + std::to_string(k + 1) + "]·r³·m = " + m_num(r) + " · " + m_num.factor(g(k)) + " · " +
+                 m_num.factor(dy(k)) + " − " + m_num.factor(x(k)) + " · " + m_num.factor(r * r * r) + " · " +
+                 m_num.factor(mean) + " = " + result_of(r * g(k) * dy(k) - x(k) * r * r * r * mean, kept(c)));
+        }
+    }
+
+    // dγ[k] = Σ over the rows (and the heads that share γ) of dy_k·x_k·r
+    void grad_norm_gain() {
+        const QkNorm& norm = *m_model.qk_norm;
+        const std::vector<StepKey> in = reads();  // the normed rows' gradients, then the rows before the norm
+        const std::size_t half = in.size() / 2;
+        const double eps = m_model.qk_norm_eps();
+        const arma::uword d_k = m_model.d_k();
+        arma::mat whole;  // over: all, the rows before the norm of every head side by side
+        for (std::size_t j = half; norm.over_all && j < in.size(); ++j) {
+            whole = arma::join_rows(whole, step_of(in[j]).values);
+        }
+        for (const arma::uword c : columns()) {
+            // over: all, element c is element c mod d_k of head c / d_k + 1; else element c of every head
+            std::vector<std::size_t> heads;
+            for (std::size_t k = 0; k < half; ++k) {
+                if (!norm.over_all || k == c / d_k) {
+                    heads.push_back(k);
+                }
+            }
+            const arma::uword e = norm.over_all ? c % d_k : c;
+            arma::rowvec terms(heads.size() * step_of(in[0]).values.n_rows);
+            std::string words;
+            arma::uword t = 0;
+            for (const std::size_t k : heads) {
+                const arma::mat& dY = step_of(in[k]).values;
+                const arma::mat& X = step_of(in[half + k]).values;
+                // r of each row: over its head's d_k, or over every head's together
+                const arma::vec r = rms_inverse(norm.over_all ? whole : X, eps);
+                for (arma::uword i = 0; i < X.n_rows; ++i) {
+                    terms(t++) = dY(i, e) * X(i, e) * r(i);
+                }
+                words += (words.empty() ? "" : ", ") + step_text(in[k].id) + at_head(in[k].head);
+            }
+            line("each row i of " + words + ": dy[i," + std::to_string(e + 1) + "]·x[i," + std::to_string(e + 1) +
+                 "]·r_i, r_i = 1/√(mean(x_i²) + eps)");
+            line(here(c) + " = " + sum_terms(terms) + " = " + result_of(arma::accu(terms), kept(c)));
+        }
+    }
+
     void grad_queries() {
+        if (m_step.id == StepId::grad_queries && m_model.qk_norm) {
+            through_norm();
+            return;
+        }
         const std::vector<StepKey> in = reads();  // grad_scores, keys (rotated with RoPE)
         const Step& dS = step_of(in[0]);
         const Step& K = step_of(in[1]);
@@ -473,6 +562,10 @@ private:
     }
 
     void grad_keys() {
+        if (m_step.id == StepId::grad_keys && m_model.qk_norm) {
+            through_norm();
+            return;
+        }
         const std::vector<StepKey> in = reads();  // pairs (grad_scores@h, queries@h)
         const std::size_t count = in.size() / 2;
         const int g = m_step.head;
@@ -665,7 +758,7 @@ private:
         p.grads = reads();  // the projections' gradients (dO for the output's bias)
         p.letter = letter;
         p.width = width;
-        if (m_step.id == StepId::grad_b_key && !m_model.rope && !m_model.sinks) {
+        if (m_step.id == StepId::grad_b_key && !m_model.rope && !m_model.sinks && !m_model.qk_norm) {
             // Σ_j dS[i,j] = 0 on each row when its weights sum to 1, so Σ_j dK[j,:] = Σ_i Q[i,:]·0
             line("b_K adds the same q·b_K to every score of a row, which the softmax ignores: this gradient is 0 "
                  "(up to rounding)");

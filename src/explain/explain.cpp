@@ -64,6 +64,8 @@ public:
                 {StepId::queries, &Explainer::projection},
                 {StepId::keys, &Explainer::projection},
                 {StepId::values, &Explainer::projection},
+                {StepId::normed_queries, &Explainer::normed},
+                {StepId::normed_keys, &Explainer::normed},
                 {StepId::rotated_queries, &Explainer::rotated},
                 {StepId::rotated_keys, &Explainer::rotated},
                 {StepId::scores, &Explainer::scores},
@@ -288,6 +290,47 @@ private:
             w_name += std::string(shared ? " (key/value head " : " (head ") + std::to_string(m_step->head) + ")";
         }
         project_row(source, source_name, W, w_name, b, "b_" + letter);
+    }
+
+    // QK-norm: the row divided by its root mean square, times offset + γ
+    void normed() {
+        const QkNorm& norm = *m_model.qk_norm;
+        const bool queries = m_step->id == StepId::normed_queries;
+        const int h = m_step->head;
+        const std::string letter = queries ? "q" : "k";
+        // the numbers the mean runs over: the head's row, or over: all the token's every head
+        arma::rowvec x;
+        std::string parts;
+        for (const StepKey& read : step_inputs(m_model, {m_step->id, h})) {
+            const Step& source = step_of(read.id, read.head);
+            x = arma::join_rows(x, arma::rowvec(source.values.row(m_row)));
+            parts += (parts.empty() ? "" : ", ") + cell_name(read.id, m_row, -1, read.head);
+        }
+        line(letter + " = " + parts + " = " + m_num.vector(x) +
+             (norm.over_all ? "    (over: all: the token's whole projection, every head)" : ""));
+        std::string squares;
+        for (arma::uword k = 0; k < x.n_elem; ++k) {
+            squares += (k == 0 ? "" : " + ") + m_num.factor(x(k)) + "²";
+        }
+        const double width = static_cast<double>(x.n_elem);
+        const double mean = arma::dot(x, x) / width;
+        const double eps = m_model.qk_norm_eps();
+        const double r = 1.0 / std::sqrt(mean + eps);
+        line("mean(" + letter + "²) = (" + squares + ") / " + m_num(width) + " = " + m_num(mean));
+        line("r = 1/√(mean(" + letter + "²) + eps) = 1/√(" + m_num(mean) + " + " + readable(eps) + ") = " + m_num(r));
+        // over: all, head h's elements are the h-th run of d_k in the whole row
+        const arma::uword first = norm.over_all ? static_cast<arma::uword>(h - 1) * m_model.d_k() : 0;
+        const arma::rowvec gamma = queries ? norm.query : norm.key;
+        for (const arma::uword c : columns()) {
+            const arma::uword k = first + c;
+            const double g = gamma(k);
+            const std::string gamma_name = "γ[" + std::to_string(k + 1) + "]";
+            const std::string gain = norm.offset != 0.0 ? "(1 + " + gamma_name + ")" : gamma_name;
+            const std::string gain_number = norm.offset != 0.0 ? "(1 + " + m_num(g) + ")" : m_num.factor(g);
+            line(cell_name(m_step->id, m_row, static_cast<long>(c), h) + " = " + letter + "[" + std::to_string(k + 1) +
+                 "]·r·" + gain + " = " + m_num(x(k)) + " · " + m_num.factor(r) + " · " + gain_number + " = " +
+                 result_of(x(k) * r * (norm.offset + g), m_step->values(m_row, c)));
+        }
     }
 
     // RoPE: each element is one of a pair, and the pair turns by p·θ_k

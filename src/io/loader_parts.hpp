@@ -145,6 +145,7 @@ private:
     std::optional<std::int64_t> read_kv_heads(std::int64_t n_heads);
     void check_kv_heads_alone();
     void read_rope(Model& model);
+    void read_qk_norm(Model& model);
     void read_alibi(Model& model);
     void read_sinks(Model& model);
 };

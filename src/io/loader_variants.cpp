@@ -143,6 +143,96 @@ void ModelLoader::read_rope(Model& model) {
     model.rope = rope;
 }
 
+// qk_norm: true | false | {over: head|all, query: [γ…], key: [γ…], eps: e, offset: 0|1}
+void ModelLoader::read_qk_norm(Model& model) {
+    const YAML::Node node = root()["qk_norm"];
+    if (!node || model.heads.empty()) {
+        return;
+    }
+    QkNorm norm;
+    if (node.IsScalar() && (node.Scalar() == "true" || node.Scalar() == "false")) {
+        if (node.Scalar() == "false") {
+            return;
+        }
+    } else if (!node.IsMap()) {
+        m_yaml.error(node, "qk_norm is " + m_yaml.describe(node) + "; expected true, false or a map",
+                     "write qk_norm: true, or qk_norm: {over: head, query: [...], key: [...]}");
+        return;
+    } else {
+        m_yaml.check_keys(node, "qk_norm", {"over", "query", "key", "eps", "offset"});
+        if (const YAML::Node over = node["over"]) {
+            if (!over.IsScalar() || (over.Scalar() != "head" && over.Scalar() != "all")) {
+                m_yaml.error(over, "qk_norm.over is " + m_yaml.describe(over) + "; expected head or all",
+                             "head: over each head's d_k values (Qwen3, Gemma 3); all: over a token's whole "
+                             "projection, every head together (OLMo 2)");
+                return;
+            }
+            norm.over_all = over.Scalar() == "all";
+        }
+        if (const YAML::Node offset = node["offset"]) {
+            const auto value = m_yaml.number(offset, "qk_norm.offset");
+            if (!value) {
+                return;
+            }
+            if (*value != 0.0 && *value != 1.0) {
+                m_yaml.error(offset, "qk_norm.offset is " + m_yaml.describe(offset) + "; expected 0 or 1",
+                             "1 multiplies by 1 + γ, as Gemma's norms do; 0 (the default) by γ");
+                return;
+            }
+            norm.offset = *value;
+        }
+        if (const YAML::Node eps = node["eps"]) {
+            const auto value = m_yaml.number(eps, "qk_norm.eps");
+            if (!value) {
+                return;
+            }
+            if (*value <= 0.0) {
+                m_yaml.error(eps, "qk_norm.eps is " + m_yaml.describe(eps) + "; expected a positive number",
+                             "eps is added to the mean of squares, so that a row of zeros is not divided by 0; "
+                             "models use 1e-6");
+                return;
+            }
+            norm.eps = *value;
+        }
+    }
+    const arma::uword d_k = model.d_k();
+    // γ of the queries and of the keys: d_k numbers, or over: all one per element of the whole projection
+    const auto read_gamma = [&](const char* name, arma::uword heads, arma::rowvec& gamma, bool& given) {
+        const arma::uword width = norm.over_all ? heads * d_k : d_k;
+        if (!node.IsMap() || !node[name]) {
+            gamma.set_size(width);
+            gamma.fill(norm.offset != 0.0 ? 0.0 : 1.0);
+            return true;
+        }
+        const YAML::Node values = node[name];
+        const std::string path = std::string("qk_norm.") + name;
+        auto read = m_yaml.vector(values, path);
+        if (!read) {
+            return false;
+        }
+        if (read->n_elem != width) {
+            m_yaml.error(values,
+                         path + " has " + std::to_string(read->n_elem) + (read->n_elem == 1 ? " number" : " numbers") +
+                             "; expected " + std::to_string(width) +
+                             (norm.over_all ? " (" + std::to_string(heads) + " heads × d_k " + std::to_string(d_k) +
+                                                  ", over: all)"
+                                            : " (d_k, shared by the heads)"),
+                         norm.over_all ? "over: all scales each element of a token's whole projection by its own γ"
+                                       : "over: head scales each of a head's d_k elements by its own γ, the same in "
+                                         "every head; write over: all for one γ per element of every head");
+            return false;
+        }
+        gamma = *read;
+        given = true;
+        return true;
+    };
+    if (!read_gamma("query", model.n_heads(), norm.query, norm.query_given) ||
+        !read_gamma("key", model.n_kv_heads(), norm.key, norm.key_given)) {
+        return;
+    }
+    model.qk_norm = norm;
+}
+
 namespace {
 
 // A list of one number per query head, for alibi: and sinks:.

@@ -49,6 +49,22 @@ struct Rope {
     }
 };
 
+// QK-norm (Qwen3, Gemma 3, OLMo 2): RMSNorm of each query and key row after
+// the projections and biases, before RoPE: x′ = x / √(mean(x²) + eps) · (offset + γ).
+struct QkNorm {
+    bool over_all = false;  // over: all (OLMo 2): over a token's whole projection, every head together
+    // γ of the queries and of the keys: d_k numbers shared by the heads, or
+    // H·d_k and G·d_k over all; the loader fills in the default (1, or 0 with offset 1)
+    arma::rowvec query;
+    arma::rowvec key;
+    bool query_given = false;
+    bool key_given = false;
+    std::optional<double> eps;  // eps:, else norm_eps:, else 1e-6
+    double offset = 0.0;        // offset: 1 is Gemma's (1 + γ)
+    // the factor each element is multiplied by after the division: offset + γ
+    arma::rowvec gain(bool queries) const { return offset + (queries ? query : key); }
+};
+
 // One head's projections in the x·W layout.
 struct HeadWeights {
     arma::mat W_Q;  // d_model × d_k
@@ -128,6 +144,8 @@ struct Model {
     bool alibi_press = false;             // the slopes are Press et al.'s (alibi: true)
     std::optional<arma::rowvec> sinks;    // sinks: one logit per query head
     std::optional<double> softcap;        // softcap: c, the scaled scores become c·tanh(s/c)
+    std::optional<QkNorm> qk_norm;        // qk_norm:
+    std::optional<double> norm_eps;       // norm_eps: the eps of every RMSNorm (default 1e-6)
 
     // The backward pass: dO = ∂L/∂O (n × d_out), from grad_output: or --backward.
     std::optional<arma::mat> grad_output;
@@ -162,6 +180,9 @@ struct Model {
     // True when query i (0-based) may attend to key j (0-based) under the
     // mask and the padding.
     bool allows(arma::uword i, arma::uword j) const;
+
+    // The eps of the RMSNorm of qk_norm: its own eps:, else norm_eps:, else 1e-6.
+    double qk_norm_eps() const { return qk_norm && qk_norm->eps ? *qk_norm->eps : norm_eps.value_or(1e-6); }
 
     // The divisor applied to the scores: √d_k, 1, or the user's number.
     double scale() const;

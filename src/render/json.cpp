@@ -151,6 +151,21 @@ void write_param(std::ostream& out, const Model& model, Key key) {
                 out << "null";
             }
             return;
+        case Key::qk_norm:
+            // γ as the norm applies it (its default filled in), and the eps it uses
+            out << ",\n  \"qk_norm\": ";
+            if (model.qk_norm) {
+                const QkNorm& norm = *model.qk_norm;
+                out << "{\"over\": " << quoted(norm.over_all ? "all" : "head") << ", \"query\": ";
+                write_json_row(out, norm.query);
+                out << ", \"key\": ";
+                write_json_row(out, norm.key);
+                out << ", \"eps\": " << round_trip(model.qk_norm_eps()) << ", \"offset\": " << round_trip(norm.offset)
+                    << '}';
+            } else {
+                out << "null";
+            }
+            return;
         case Key::alibi:
             out << ", \"alibi\": ";
             write_optional(out, model.alibi);

@@ -141,6 +141,29 @@ void add_settings(const Model& model, const Trace& trace, const std::vector<int>
                 lines.push_back(line + ".");
             }
             return;
+        case Key::qk_norm:
+            if (model.qk_norm) {
+                const QkNorm& norm = *model.qk_norm;
+                const auto gamma = [&](const arma::rowvec& values, bool given) {
+                    if (!given) {
+                        return std::string(norm.offset != 0.0 ? "0" : "1");
+                    }
+                    std::string text;
+                    for (const double value : values) {
+                        text += (text.empty() ? "[" : ", ") + number_text(value);
+                    }
+                    return text + "]";
+                };
+                lines.push_back(std::string("QK-norm: divide each query and key row by √(mean of its squares + eps), ") +
+                                (norm.over_all ? "the mean over the token's whole projection, every head together"
+                                               : "the mean over the head's d_k = " + std::to_string(model.d_k()) +
+                                                     " values") +
+                                ", then multiply element by element by " +
+                                (norm.offset != 0.0 ? "1 + γ" : "γ") + "; eps = " + number_text(model.qk_norm_eps()) +
+                                ", γ = " + gamma(norm.query, norm.query_given) + " for the queries and " +
+                                gamma(norm.key, norm.key_given) + " for the keys.");
+            }
+            return;
         case Key::alibi:
             for (const int h : model.alibi ? heads : std::vector<int>{}) {
                 lines.push_back("ALiBi" + of_head(h) + ": slope m = " +

@@ -21,7 +21,8 @@ them, on batched (heads, tokens, d) tensors: RoPE style half with Hugging
 Face's rotate_half, style interleaved with Meta's torch.polar complex form,
 key/value heads with repeat_interleave, ALiBi slopes with Press et al.'s
 get_slopes, windows as flash-attn's window_size = (W - 1, 0), sinks as a
-column concatenated to the scores and dropped after the softmax (gpt-oss).
+column concatenated to the scores and dropped after the softmax (gpt-oss),
+qk_norm with transformers' Qwen3RMSNorm, Olmo2RMSNorm and Gemma3RMSNorm.
 Their expected files list every step that exists, with "-inf" for blocked
 cells (see README.md).
 
@@ -35,7 +36,8 @@ Self-checks (a mapping mistake fails loudly, nothing is written for it):
     by interpret_yaml(), which follows the EXAMPLE FILES in man/qkv.1.in rules and
     EXAMPLE FILES in man/qkv.1.in with direct formulas, one head at a time (RoPE pair by pair,
     key/value head ceil(h * G / H), slopes 2^(-8h/H), the window's
-    0 <= i - j < W, the sink's softmax written out); every step must agree
+    0 <= i - j < W, the sink's softmax written out, qk_norm's RMSNorm row by row
+    with math.sqrt); every step must agree
     with the expected values to 1e-12, and a section 9 file must list exactly
     the steps that exist;
   * every JSON file is read back and must equal the values in memory.
@@ -65,11 +67,12 @@ STEP_IDS = ["queries", "keys", "values", "scores", "weights", "head_output"]
 # Every step an expected file may list, in qkv's order (STEPS and EXAMPLE FILES in man/qkv.1.in).
 # `concat` and `output` are one matrix; the others one matrix per head, and
 # KV_STEPS one per key/value head.
-ALL_STEP_IDS = ["queries", "rotated_queries", "keys", "rotated_keys", "values",
+ALL_STEP_IDS = ["queries", "normed_queries", "rotated_queries", "keys", "normed_keys",
+                "rotated_keys", "values",
                 "scores", "scaled_scores", "capped_scores", "position_bias", "biased_scores",
                 "masked_scores", "weights", "head_output", "concat", "output"]
 WHOLE_STEPS = ("concat", "output")
-KV_STEPS = ("keys", "rotated_keys", "values")
+KV_STEPS = ("keys", "normed_keys", "rotated_keys", "values")
 # An existing expected file whose values agree with a fresh run this closely
 # keeps its digits: PyTorch's kernels may round the last bit differently on
 # another CPU, and such a difference is not a change.
@@ -137,7 +140,8 @@ def flow_list(values):
 def emit_yaml(lines, key, value, indent):
     pad = " " * indent
     if isinstance(value, Flow):
-        items = ", ".join(f"{k}: {yaml_scalar(v)}" for k, v in value.items())
+        items = ", ".join(f"{k}: {flow_list(v) if isinstance(v, list) else yaml_scalar(v)}"
+                          for k, v in value.items())
         lines.append(f"{pad}{key}: {{{items}}}")
     elif isinstance(value, dict):
         lines.append(f"{pad}{key}:")
@@ -393,8 +397,49 @@ def interpret_yaml(doc):
     keep = combine_keep(n, m, mask, doc.get("padding"), sinks)
     softcap = doc.get("softcap")
     steps = direct_attention(X, C, heads, kv_sets, kv_of, W_O, b_O, divisor, keep,
-                             rope, slopes, sinks, None if softcap is None else float(softcap))
+                             rope, slopes, sinks, None if softcap is None else float(softcap),
+                             qk_norm_spec(doc, H, G, heads[0]["query"].shape[1]))
     return steps, divisor, H, G
+
+
+def qk_norm_spec(doc, H, G, d_k):
+    """qk_norm as the spec reads it: `true` or {over, query, key, eps, offset}; eps defaults
+    to norm_eps (itself 1e-6), gamma to 1 (offset 0) or 0 (offset 1), d_k numbers with
+    over: head, H * d_k (queries) and G * d_k (keys) with over: all. None without qk_norm."""
+    value = doc.get("qk_norm")
+    if value is None:
+        return None
+    assert value is True or isinstance(value, dict), value
+    spec = {} if value is True else value
+    assert set(spec) <= {"over", "query", "key", "eps", "offset"}, spec
+    over, offset = spec.get("over", "head"), spec.get("offset", 0)
+    assert over in ("head", "all") and offset in (0, 1), (over, offset)
+    eps = float(spec.get("eps", doc.get("norm_eps", 1e-6)))
+    widths = {"query": d_k if over == "head" else H * d_k, "key": d_k if over == "head" else G * d_k}
+    norm = {"over": over, "offset": float(offset), "eps": eps}
+    for name, width in widths.items():
+        norm[name] = ([float(g) for g in spec[name]] if name in spec
+                      else [0.0 if offset else 1.0] * width)
+        assert len(norm[name]) == width, (name, len(norm[name]), width)
+    return norm
+
+
+def rms_norm_direct(mats, norm, name):
+    """qk_norm row by row with math.sqrt (EXAMPLE FILES in man/qkv.1.in):
+    x' = x / sqrt(mean(x^2) + eps) * (offset + gamma). over: head normalises each head's
+    row of d_k values; over: all a token's rows of every head side by side, split again
+    after."""
+    eps, offset, gamma = norm["eps"], norm["offset"], norm[name]
+
+    def row_normed(row):
+        rms = math.sqrt(sum(v * v for v in row) / len(row) + eps)
+        return [v / rms * (offset + g) for v, g in zip(row, gamma)]
+
+    if norm["over"] == "head":
+        return [tensor([row_normed(row) for row in M.tolist()]) for M in mats]
+    d = mats[0].shape[1]
+    whole = tensor([row_normed(row) for row in torch.cat(mats, dim=1).tolist()])
+    return [whole[:, h * d:(h + 1) * d] for h in range(len(mats))]
 
 
 def window_mask(n, m, W):
@@ -443,7 +488,7 @@ def softmax_row_with_sink(x, sink):
 
 
 def direct_attention(X, C, heads, kv_sets, kv_of, W_O, b_O, divisor, keep, rope, slopes, sinks,
-                     softcap=None):
+                     softcap=None, qk_norm=None):
     """Every step, one head at a time, straight from the formulas (independent of
     the batched reference implementations that make the expected values)."""
     n, m = X.shape[0], C.shape[0]
@@ -452,6 +497,10 @@ def direct_attention(X, C, heads, kv_sets, kv_of, W_O, b_O, divisor, keep, rope,
     steps["keys"] = [affine(C, s["key"], s.get("bias_key")) for s in kv_sets]
     steps["values"] = [affine(C, s["value"], s.get("bias_value")) for s in kv_sets]
     Q, K = steps["queries"], steps["keys"]
+    if qk_norm is not None:
+        # RMSNorm after the projections and biases, before RoPE
+        Q = steps["normed_queries"] = rms_norm_direct(Q, qk_norm, "query")
+        K = steps["normed_keys"] = rms_norm_direct(K, qk_norm, "key")
     if rope:
         # positions 0, 1, ... for the queries and (separately) for the keys' rows
         Q = steps["rotated_queries"] = [rotate_pairs(q, rope["base"], rope["style"], rope["partial"]) for q in Q]
@@ -700,13 +749,14 @@ def local_mask_flash(n, m, window):
 
 
 def modern_reference(X, C, W, b, H, G, W_O, b_O, divisor, rope=None, slopes=None,
-                     blocked=None, sinks=None, softcap=None):
+                     blocked=None, sinks=None, softcap=None, qk_norm=None):
     """Every step with batched torch ops.
 
     W, b: stacked x_w weights (in x out) and biases by name (query H*d_k wide,
     key and value G*d wide). rope: None or {"base", "style"}. slopes: ALiBi
     slopes (H) or None. blocked: n x m boolean, True = blocked (or None).
-    sinks: H logits or None. softcap: Gemma 2's attn_logit_softcapping, or None."""
+    sinks: H logits or None. softcap: Gemma 2's attn_logit_softcapping, or None.
+    qk_norm: None or {"over", "offset", "eps", "query", "key"} (gamma tensors)."""
     n, m = X.shape[0], C.shape[0]
 
     def project(inp, name, count):                 # tokens x count x d
@@ -718,6 +768,10 @@ def modern_reference(X, C, W, b, H, G, W_O, b_O, divisor, rope=None, slopes=None
     q, k, v = project(X, "query", H), project(C, "key", G), project(C, "value", G)
     Q, K, V = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)   # heads x tokens x d
     steps = {"queries": list(Q), "keys": list(K), "values": list(V)}
+    if qk_norm is not None:
+        q, k = apply_qk_norm(q, qk_norm, "query"), apply_qk_norm(k, qk_norm, "key")
+        Q, K = q.transpose(0, 1), k.transpose(0, 1)
+        steps["normed_queries"], steps["normed_keys"] = list(Q), list(K)
     if rope is not None:
         f = rope["partial"]
         if rope["style"] == "half":
@@ -753,6 +807,48 @@ def gemma2_softcap(x, softcap):
     x = x / softcap
     x = torch.tanh(x)
     return x * softcap
+
+
+def qwen3_rmsnorm(hidden_states, weight, variance_epsilon):
+    """Qwen3RMSNorm.forward as transformers writes it, in float64 throughout (upstream casts
+    to float32 inside the norm and back to the input dtype after)."""
+    variance = hidden_states.pow(2).mean(-1, keepdim=True)
+    hidden_states = hidden_states * torch.rsqrt(variance + variance_epsilon)
+    return weight * hidden_states
+
+
+def olmo2_rmsnorm(hidden_states, weight, variance_epsilon):
+    """Olmo2RMSNorm.forward as transformers writes it (the weight multiplied before the cast
+    back), in float64 throughout."""
+    variance = hidden_states.pow(2).mean(-1, keepdim=True)
+    hidden_states = hidden_states * torch.rsqrt(variance + variance_epsilon)
+    return weight * hidden_states
+
+
+def gemma3_rmsnorm(x, weight, eps):
+    """Gemma3RMSNorm.forward as transformers writes it: _norm(x) = x * torch.rsqrt(
+    x.pow(2).mean(-1, keepdim=True) + eps), then output * (1.0 + weight); float64
+    throughout (upstream's x.float() and type_as left out)."""
+    def _norm(x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    output = _norm(x)
+    output = output * (1.0 + weight)
+    return output
+
+
+def apply_qk_norm(y, qk_norm, name):
+    """qk_norm on y (tokens, heads, d) right after the projection's view: over head as
+    Qwen3Attention (q_norm(q_proj(x).view(hidden_shape))) and Gemma3Attention (the norm
+    over each head's head_dim); over all as Olmo2Attention, q_norm(q_proj(x)) over the
+    whole H * d_k projection, then the view into heads. The norm is Gemma 3's with
+    offset 1 ((1 + weight)), otherwise Qwen3's (over head) or OLMo 2's (over all)."""
+    gamma, eps = qk_norm[name], qk_norm["eps"]
+    norm = (gemma3_rmsnorm if qk_norm["offset"] == 1
+            else qwen3_rmsnorm if qk_norm["over"] == "head" else olmo2_rmsnorm)
+    if qk_norm["over"] == "head":
+        return norm(y, gamma, eps)
+    tokens, count = y.shape[0], y.shape[1]
+    return norm(y.reshape(tokens, -1), gamma, eps).view(tokens, count, -1)
 
 
 def scaled_scores_to_weights(x, slopes, blocked, sinks, steps):
@@ -1167,6 +1263,10 @@ PROVENANCE_MODERN = {
     "interleaved": "RoPE style interleaved as Meta's Llama code: freqs_cis = torch.polar(ones, "
                    "outer(t, freqs)), torch.view_as_real(torch.view_as_complex(x.reshape(n, H, "
                    "-1, 2)) * freqs_cis).flatten(2) on the (tokens, heads, d) layout; ",
+    "qk_norm": "qk_norm (RMSNorm of the queries and keys after the projections and biases, before "
+               "RoPE) as {model}: {norm} {where}, eps {eps}, in float64 throughout (upstream casts to "
+               "float32 inside the norm and back after); normed_queries and normed_keys are its "
+               "outputs, which {reader} read; ",
     "partial": "partial rotation as GPT-NeoX's, Phi's and GLM's code: the first rotary_dim = "
                "int(head_dim * partial_rotary_factor) elements turned, with the frequencies over "
                "rotary_dim, and torch.cat((turned, x[..., rotary_dim:]), dim=-1); ",
@@ -1235,7 +1335,8 @@ def rope_settings(rope):
 def modern_case(name, title, seed, *, n, d_model, H, d_k, G=None, d_v=None, m=None,
                 d_out=None, bias=("query", "key", "value", "output"), output=True,
                 layout="x_w", scale=None, rope=None, alibi=None, mask=None, padding=None,
-                sinks=None, softcap=None, tokens=None, context_tokens=None, note=""):
+                sinks=None, softcap=None, qk_norm=None, norm_eps=None, tokens=None,
+                context_tokens=None, note=""):
     """Draw a model (seeded), write it as qkv YAML and compute every step with
     modern_reference()."""
     seeded(seed)
@@ -1297,12 +1398,52 @@ def modern_case(name, title, seed, *, n, d_model, H, d_k, G=None, d_v=None, m=No
         doc["sinks"] = list(sinks)
     if softcap is not None:
         doc["softcap"] = softcap
+    norm_ref = None
+    if qk_norm is not None:
+        doc["qk_norm"] = (Bare("true") if qk_norm is True
+                          else Flow({key: Bare(value) if isinstance(value, str) else value
+                                     for key, value in qk_norm.items()}))
+        spec = {} if qk_norm is True else qk_norm
+        over, offset = spec.get("over", "head"), spec.get("offset", 0)
+        widths = {"query": d_k if over == "head" else H * d_k,
+                  "key": d_k if over == "head" else kv * d_k}
+        norm_ref = {"over": over, "offset": offset,
+                    "eps": float(spec.get("eps", 1e-6 if norm_eps is None else norm_eps))}
+        for key, width in widths.items():
+            # gamma defaults to 1 (offset 0) or 0 (offset 1), as the upstream weights start
+            norm_ref[key] = (tensor(spec[key]) if key in spec
+                             else torch.full((width,), 1.0 - offset))
+            assert norm_ref[key].shape == (width,), (key, norm_ref[key].shape, width)
+    if norm_eps is not None:
+        doc["norm_eps"] = norm_eps
 
     rows = n if C is None else C.shape[0]
     blocked = blocked_cells(n, rows, mask, padding, sinks)
     steps = modern_reference(X, X if C is None else C, W, b, H, kv, W_O, b_O, divisor,
-                             rope_ref, slopes, blocked, sinks, softcap)
+                             rope_ref, slopes, blocked, sinks, softcap, norm_ref)
     ops = [PROVENANCE_MODERN["base"].format(G=kv)]
+    if norm_ref is not None:
+        gemma = norm_ref["offset"] == 1
+        norm = ("Gemma3RMSNorm (_norm(x) = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps), "
+                "output * (1.0 + weight))" if gemma else
+                "{}RMSNorm (variance = hidden_states.pow(2).mean(-1, keepdim=True), hidden_states * "
+                "torch.rsqrt(variance + eps), weight * hidden_states)".format(
+                    "Qwen3" if norm_ref["over"] == "head" else "Olmo2"))
+        where = ("on each head's d_k values of the (tokens, heads, d_k) view, weight of d_k "
+                 "shared by the heads" if norm_ref["over"] == "head" else
+                 "on the whole projection (q_norm over H * d_k, k_norm over G * d_k, the "
+                 "weights as wide) before .view(n, heads, d_k)")
+        model = {("head", 0): "Qwen3Attention's q_norm(q_proj(x).view(hidden_shape)), k_norm likewise",
+                 ("head", 1): "Gemma3Attention's q_norm(query_states), k_norm(key_states) after "
+                              "the view into heads",
+                 ("all", 0): "Olmo2Attention's q_norm(q_proj(x)), k_norm(k_proj(x))",
+                 ("all", 1): "Olmo2Attention's q_norm(q_proj(x)), k_norm(k_proj(x)), with Gemma 3's "
+                             "norm"}[norm_ref["over"], norm_ref["offset"]]
+        given = "" if qk_norm is not True and {"query", "key"} <= set(qk_norm) else (
+            ", weight the upstream init ({})".format("zeros" if gemma else "ones"))
+        ops.append(PROVENANCE_MODERN["qk_norm"].format(
+            model=model, norm=norm + given, where=where, eps=fmt_number(norm_ref["eps"]),
+            reader="RoPE and the scores" if rope_ref else "the scores"))
     if rope_ref:
         ops.append(PROVENANCE_MODERN[rope_ref["style"]])
         if rope_ref["partial"] != 1.0:
@@ -1545,8 +1686,8 @@ def cases_sinks():
 def order_doc(doc):
     """Keys in the order a reader expects them."""
     order = ["title", "tokens", "inputs", "context_tokens", "context", "layout",
-             "weights", "heads", "kv_heads", "bias", "pytorch", "scale", "softcap", "rope", "alibi",
-             "mask", "padding", "sinks"]
+             "weights", "heads", "kv_heads", "bias", "pytorch", "scale", "softcap", "qk_norm",
+             "norm_eps", "rope", "alibi", "mask", "padding", "sinks"]
     assert set(doc) <= set(order), set(doc) - set(order)
     return {key: doc[key] for key in order if key in doc}
 
@@ -1690,6 +1831,85 @@ def cases_softcap():
     return out
 
 
+def norm_gammas(seed, widths, center, spread):
+    """qk_norm's gamma, drawn with a seed of its own (seed + 70000) so that the model
+    modern_case draws with `seed` stays as it would be: center + spread * randn, kept to
+    two decimals so the YAML stays readable."""
+    torch.manual_seed(seed + 70000)
+    return [lists(torch.round((center + spread * torch.randn(w)) * 100.0) / 100.0 + 0.0)
+            for w in widths]
+
+
+def norm_recompute_difference(case, eps=None):
+    """The largest difference between the case's normed_queries / normed_keys (torch,
+    as upstream writes the norm) and the norm recomputed from its queries / keys with
+    math.sqrt, number by number (rms_norm_direct); eps replaced if given."""
+    H, G = case["heads"], case["kv_heads"]
+    d_k = case["steps"]["queries"][0].shape[1]
+    norm = qk_norm_spec(yaml.safe_load(yaml_text(order_doc(case["doc"]))), H, G, d_k)
+    if eps is not None:
+        norm["eps"] = eps
+    largest = 0.0
+    for raw, normed, name in (("queries", "normed_queries", "query"), ("keys", "normed_keys", "key")):
+        direct = rms_norm_direct(case["steps"][raw], norm, name)
+        for a, b in zip(case["steps"][normed], direct):
+            largest = max(largest, float((a - b).abs().max()))
+    return largest
+
+
+def cases_qk_norm():
+    """QK-norm (Qwen3, OLMo 2, Gemma 3): RMSNorm of the queries and keys before RoPE."""
+    out = []
+    q_gamma, k_gamma = norm_gammas(1301, (4, 4), 1.0, 0.2)
+    out.append(modern_case(
+        "qk_norm_qwen3_gqa_rope_causal",
+        "QK-norm as Qwen3: over each head's d_k 4 (the default over: head), gamma given for the queries "
+        "and the keys, eps from norm_eps: 1e-5, heads 4 over kv_heads 2, RoPE, causal, no biases",
+        1301, n=5, d_model=8, H=4, G=2, d_k=4, rope=True, mask="causal", bias=(),
+        qk_norm={"query": q_gamma, "key": k_gamma}, norm_eps=1e-5))
+    q_gamma, k_gamma = norm_gammas(1302, (8, 8), 1.0, 0.2)
+    out.append(modern_case(
+        "qk_norm_olmo2_all",
+        "QK-norm as OLMo 2 (over: all): the mean over a token's whole projection, both heads together, "
+        "gamma of H*d_k 8 (queries) and G*d_k 8 (keys), after the query and key biases, RoPE, causal",
+        1302, n=5, d_model=6, H=2, d_k=4, rope=True, mask="causal",
+        qk_norm={"over": "all", "query": q_gamma, "key": k_gamma}))
+    q_gamma, k_gamma = norm_gammas(1303, (4, 4), 0.0, 0.3)
+    out.append(modern_case(
+        "qk_norm_gemma3_offset_window",
+        "QK-norm as Gemma 3: offset 1 (times 1 + gamma, gamma near 0), eps 1e-6, over each head, RoPE "
+        "style interleaved with base 1000, a window of 3, soft-capping at 1, two heads",
+        1303, n=6, d_model=8, H=2, d_k=4, rope={"base": 1000, "style": "interleaved"},
+        mask={"window": 3}, softcap=1.0,
+        qk_norm={"query": q_gamma, "key": k_gamma, "offset": 1, "eps": 1e-6}))
+    out.append(modern_case(
+        "qk_norm_true",
+        "QK-norm: qk_norm: true (gamma 1, eps the default 1e-6), one head of d_k 3, no RoPE, no mask",
+        1304, n=4, d_model=4, H=1, d_k=3, qk_norm=True))
+
+    largest = max(norm_recompute_difference(case) for case in out)
+    assert largest < 1e-14, largest
+    qwen3, olmo2, gemma3, plain = out
+    # norm_eps: 1e-5 is read: the default eps would change the normed values
+    assert norm_recompute_difference(qwen3, eps=1e-6) > 1e-9
+    # over: all is not over each head: the per-head norm would give other values
+    spec = qk_norm_spec(yaml.safe_load(yaml_text(order_doc(olmo2["doc"]))), 2, 2, 4)
+    per_head = dict(spec, over="head", query=spec["query"][:4], key=spec["key"][:4])
+    for h, normed in enumerate(rms_norm_direct(olmo2["steps"]["queries"], per_head, "query")):
+        scaled = normed * (tensor(spec["query"][h * 4:(h + 1) * 4]) / tensor(spec["query"][:4]))
+        assert float((scaled - olmo2["steps"]["normed_queries"][h]).abs().max()) > 1e-3
+    # offset 1: gamma near 0 and some negative; the cap bends the scaled scores
+    assert min(gemma3["doc"]["qk_norm"]["query"]) < 0 < max(gemma3["doc"]["qk_norm"]["query"])
+    for scaled, capped in zip(gemma3["steps"]["scaled_scores"], gemma3["steps"]["capped_scores"]):
+        assert float(scaled.abs().max()) > 0.5 and float((scaled - capped).abs().max()) > 0.01
+    # qk_norm: true: every normed row has a root mean square of 1, less eps's share
+    for M in plain["steps"]["normed_queries"] + plain["steps"]["normed_keys"]:
+        assert bool(((M.pow(2).mean(-1).sqrt() - 1.0).abs() < 1e-5).all())
+    print(f"qk_norm: torch's normed queries and keys vs math.sqrt row by row: largest difference "
+          f"{largest:.1e}")
+    return out
+
+
 def main():
     convention_checks()
     os.makedirs(CASES_DIR, exist_ok=True)
@@ -1701,7 +1921,8 @@ def main():
                              (cases_alibi(), lambda doc: "alibi" in doc),
                              (cases_window(), lambda doc: "window" in doc.get("mask", {})),
                              (cases_sinks(), lambda doc: "sinks" in doc),
-                             (cases_softcap(), lambda doc: "softcap" in doc)):
+                             (cases_softcap(), lambda doc: "softcap" in doc),
+                             (cases_qk_norm(), lambda doc: "qk_norm" in doc)):
         assert all(is_about(case["doc"]) for case in family), [c["name"] for c in family]
         cases += family
     names = [c["name"] for c in cases]

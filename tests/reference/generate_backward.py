@@ -44,8 +44,9 @@ Self-checks, before anything is written (a failing case stops the script):
     one head at a time, then the backward with the explicit formulas of
     STEPS in man/qkv.1.in (dA = dZ V^T, dS' = A o (dA - rowsum(dA o A)), dS = dS' /
     scale, dQ = dS K, dK = sum dS^T Q, dV = sum A^T dZ, RoPE's backward as the
-    inverse rotation, the key/value heads' sums, the weights' gradients mapped
-    back to the file's layout); every backward step must agree with autograd
+    inverse rotation, the key/value heads' sums, qk_norm's RMSNorm backward
+    dx = r u - x r^3 mean(x u) and dgamma = sum of dy x r, the weights' gradients
+    mapped back to the file's layout); every backward step must agree with autograd
     to 1e-12, and both must list the same steps;
   * central finite differences of L, computed with the numpy forward, for a
     few entries of every backward step (entries of the YAML's own numbers for
@@ -80,8 +81,8 @@ FD_STEP = 1e-6
 FORWARD_STEPS = ["positional", "encoded"] + gen.ALL_STEP_IDS
 BACKWARD_STEPS = [
     "grad_output", "grad_concat", "grad_head_output", "grad_weights", "grad_capped_scores", "grad_scaled_scores",
-    "grad_scores", "grad_queries", "grad_keys", "grad_values",
-    "grad_w_query", "grad_w_key", "grad_w_value", "grad_w_output",
+    "grad_scores", "grad_normed_queries", "grad_queries", "grad_normed_keys", "grad_keys", "grad_values",
+    "grad_q_norm", "grad_k_norm", "grad_w_query", "grad_w_key", "grad_w_value", "grad_w_output",
     "grad_b_query", "grad_b_key", "grad_b_value", "grad_b_output",
     "grad_in_proj_weight", "grad_in_proj_bias", "grad_out_proj_weight", "grad_out_proj_bias",
     "grad_inputs", "grad_context"]
@@ -90,8 +91,8 @@ ALL_STEPS = FORWARD_STEPS + BACKWARD_STEPS
 # matrix, or one per head for a `heads:` list
 ALWAYS_WHOLE = {"positional", "encoded", "concat", "output", "grad_output", "grad_concat",
                 "grad_in_proj_weight", "grad_in_proj_bias", "grad_out_proj_weight",
-                "grad_out_proj_bias", "grad_inputs", "grad_context"}
-KV_GRADS = ("grad_keys", "grad_values")
+                "grad_out_proj_bias", "grad_inputs", "grad_context", "grad_q_norm", "grad_k_norm"}
+KV_GRADS = ("grad_normed_keys", "grad_keys", "grad_values")
 NAMES = ("query", "key", "value")
 
 
@@ -120,14 +121,18 @@ def backward_provenance(parsed, steps, spelling=None):
              "bias exactly as written in the YAML (its layout and shape) are leaf tensors with "
              "requires_grad=True, L.backward(){own}; retain_grad() on q, k, v viewed (tokens, "
              "heads, d){rope} (grad_queries, grad_keys, "
-             "grad_values{gqa}), on the raw "
+             "grad_values{gqa}){norm}, on the raw "
              "scores (grad_scores), on scores / scale before {after} ({scaled}), on "
              "the weights (grad_weights), on the head outputs (grad_head_output){concat}; ").format(
         scaled=("grad_scaled_scores), on the capped scores softcap * tanh(scaled / softcap) "
                 "before the rest (grad_capped_scores" if "softcap" in parsed else "grad_scaled_scores"),
         i=inputs, gqa=("; repeat_interleave's backward sums each key/value head's query heads"
                        if parsed.get("kv_heads", 0) not in (0, parsed.get("heads")) else ""),
-        rope=", before RoPE" if "rope" in parsed else "",
+        rope=(", before qk_norm" if "qk_norm" in parsed
+              else ", before RoPE" if "rope" in parsed else ""),
+        norm=("" if "qk_norm" not in parsed else
+              ", on the normed q and k{} (grad_normed_queries, grad_normed_keys)".format(
+                  ", before RoPE" if "rope" in parsed else "")),
         own="" if spelling is not None else f"; {params} and {grads_of_inputs} are the leaves' .grad",
         after=" and ".join(x for x in ("the soft cap" if "softcap" in parsed else "",
                                        "the ALiBi bias" if "alibi" in parsed and "softcap" not in parsed
@@ -139,6 +144,13 @@ def backward_provenance(parsed, steps, spelling=None):
         concat=", on the concatenation (grad_concat)" if "grad_concat" in steps else "")
     if "positional" in parsed:
         text += "P is a constant: grad_inputs is the gradient of X + P; "
+    if "qk_norm" in parsed:
+        text += ("the norms' weights gamma (query and key) are leaf tensors with requires_grad=True, "
+                 "whether the YAML gives them or not: grad_q_norm and grad_k_norm are their .grad as "
+                 "1 x width rows{}; ").format(
+                     "" if parsed["qk_norm"] is not True and parsed["qk_norm"].get("over") == "all"
+                     else " (one weight of d_k shared by the heads: its gradient sums every head and "
+                          "token)")
     return text
 
 
@@ -146,6 +158,12 @@ PROVENANCE_CHECKS = (
     "checked: every backward step against a numpy implementation read from the YAML alone "
     "(explicit formulas, RoPE backward as the inverse rotation, key/value head sums) at "
     "1e-12, and central finite differences of a few entries of each at 1e-6; ")
+PROVENANCE_CHECKS_QK_NORM = (
+    "checked: every backward step against a numpy implementation read from the YAML alone "
+    "(explicit formulas, RoPE backward as the inverse rotation, key/value head sums, the "
+    "RMSNorm's backward dx = r u - x r^3 mean(x u) with r = 1 / sqrt(mean(x^2) + eps), "
+    "u = dy (offset + gamma), and dgamma = the sum over rows of dy x r) at 1e-12, and central "
+    "finite differences of a few entries of each at 1e-6; ")
 
 
 # ---------------------------------------------------------------------------
@@ -166,8 +184,8 @@ def whole_steps(case):
 
 
 DOC_ORDER = ["title", "tokens", "inputs", "positional", "context_tokens", "context", "layout",
-             "weights", "heads", "kv_heads", "bias", "pytorch", "scale", "softcap", "rope", "alibi",
-             "mask", "padding", "sinks", "grad_output"]
+             "weights", "heads", "kv_heads", "bias", "pytorch", "scale", "softcap", "qk_norm",
+             "norm_eps", "rope", "alibi", "mask", "padding", "sinks", "grad_output"]
 
 
 def order_doc(doc):
@@ -315,7 +333,25 @@ def settings_from_doc(doc, H, d_k):
     return divisor, rope, slopes, blocked, sinks
 
 
-def batched_forward(Xe, C, W, b, H, G, W_O, b_O, divisor, rope, slopes, blocked, sinks, softcap=None):
+def qk_norm_leaves(doc, H, G, d_k):
+    """qk_norm's settings, its two gamma as leaf tensors (requires_grad=True, given or the
+    default 1, or 0 with offset 1), or None."""
+    value = doc.get("qk_norm")
+    if value is None:
+        return None
+    spec = {} if value is True else value
+    over, offset = spec.get("over", "head"), int(spec.get("offset", 0))
+    norm = {"over": over, "offset": offset,
+            "eps": float(spec.get("eps", doc.get("norm_eps", 1e-6)))}
+    for name, count in (("query", H), ("key", G)):
+        width = d_k if over == "head" else count * d_k
+        norm[name] = leaf(spec[name]) if name in spec else leaf([1.0 - offset] * width)
+        assert norm[name].shape == (width,), (name, norm[name].shape, width)
+    return norm
+
+
+def batched_forward(Xe, C, W, b, H, G, W_O, b_O, divisor, rope, slopes, blocked, sinks, softcap=None,
+                    qk_norm=None):
     """generate.modern_reference's ops, keeping the intermediate tensors whose
     gradients are steps (retain_grad)."""
     n, m = Xe.shape[0], C.shape[0]
@@ -333,6 +369,14 @@ def batched_forward(Xe, C, W, b, H, G, W_O, b_O, divisor, rope, slopes, blocked,
     q, k, v = project(Xe, "query", H), project(C, "key", G), project(C, "value", G)
     Q, K, V = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)
     steps = {"queries": list(Q), "keys": list(K), "values": list(V)}
+    if qk_norm is not None:
+        # generate.apply_qk_norm: Qwen3's / Gemma 3's norm per head, OLMo 2's over all
+        q, k = gen.apply_qk_norm(q, qk_norm, "query"), gen.apply_qk_norm(k, qk_norm, "key")
+        q.retain_grad()
+        k.retain_grad()
+        kept["normed_query"], kept["normed_key"] = q, k
+        Q, K = q.transpose(0, 1), k.transpose(0, 1)
+        steps["normed_queries"], steps["normed_keys"] = list(Q), list(K)
     if rope is not None:
         f = rope["partial"]
         if rope["style"] == "half":
@@ -402,8 +446,9 @@ def autograd_case(doc):
     d_k = W["query"].shape[1] // H
     divisor, rope, slopes, blocked, sinks = settings_from_doc(doc, H, d_k)
     softcap = None if doc.get("softcap") is None else float(doc["softcap"])
+    qk_norm = qk_norm_leaves(doc, H, G, d_k)
     O, steps, kept = batched_forward(Xe, C, W, b, H, G, W_O, b_O, divisor, rope, slopes,
-                                     blocked, sinks, softcap)
+                                     blocked, sinks, softcap, qk_norm)
     if P is not None:
         steps = {"positional": P.clone(), "encoded": Xe.detach().clone()} | steps
     dO = grad_output_tensor(doc, n, O.shape[1])
@@ -425,6 +470,11 @@ def autograd_case(doc):
     steps["grad_queries"] = [g.clone() for g in kept["query"].grad.detach().transpose(0, 1)]
     steps["grad_keys"] = [g.clone() for g in kept["key"].grad.detach().transpose(0, 1)]
     steps["grad_values"] = [g.clone() for g in kept["value"].grad.detach().transpose(0, 1)]
+    if qk_norm is not None:
+        steps["grad_normed_queries"] = [g.clone() for g in kept["normed_query"].grad.detach().transpose(0, 1)]
+        steps["grad_normed_keys"] = [g.clone() for g in kept["normed_key"].grad.detach().transpose(0, 1)]
+        steps["grad_q_norm"] = qk_norm["query"].grad.detach().clone()[None]
+        steps["grad_k_norm"] = qk_norm["key"].grad.detach().clone()[None]
     steps.update(parameter_grads(leaves))
     steps["grad_inputs"] = X.grad.detach().clone()
     if cross:
@@ -613,8 +663,49 @@ def np_model(doc):
     model["keep"] = keep
     model["sinks"] = None if "sinks" not in doc else [float(s) for s in doc["sinks"]]
     model["softcap"] = None if "softcap" not in doc else float(doc["softcap"])
+    model["qk_norm"] = None
+    if "qk_norm" in doc:
+        spec = {} if doc["qk_norm"] is True else doc["qk_norm"]
+        over, offset = spec.get("over", "head"), float(spec.get("offset", 0))
+        norm = {"over": over, "offset": offset,
+                "eps": float(spec["eps"]) if "eps" in spec else float(doc.get("norm_eps", 1e-6))}
+        for name, count in (("query", H), ("key", G)):
+            width = d_k * (1 if over == "head" else count)
+            norm[name] = arr(spec[name]) if name in spec else np.full(width, 1.0 - offset)
+            assert norm[name].shape == (width,)
+        model["qk_norm"] = norm
     model["grad_output"] = doc["grad_output"]
     return model
+
+
+def np_rms_norm(mats, gamma, norm):
+    """x' = x / sqrt(mean(x^2) + eps) * (offset + gamma), row by row: each head's rows
+    (over: head), or a token's rows of every head side by side (over: all)."""
+    def rows(M):
+        r = 1.0 / np.sqrt((M * M).mean(axis=1, keepdims=True) + norm["eps"])
+        return M * r * (norm["offset"] + gamma)
+    if norm["over"] == "head":
+        return [rows(M) for M in mats]
+    d = mats[0].shape[1]
+    whole = rows(np.hstack(mats))
+    return [whole[:, h * d:(h + 1) * d] for h in range(len(mats))]
+
+
+def np_rms_norm_backward(mats, dmats, gamma, norm):
+    """The RMSNorm's backward, row by row: with r = 1 / sqrt(mean(x^2) + eps),
+    g = offset + gamma and u = dy o g, dx = r u - x r^3 mean(x o u); dgamma = the sum over
+    rows (and over heads, for over: head) of dy o x r. Returns (dx per head, dgamma)."""
+    def rows(M, D):
+        r = 1.0 / np.sqrt((M * M).mean(axis=1, keepdims=True) + norm["eps"])
+        u = D * (norm["offset"] + gamma)
+        dx = r * u - M * r ** 3 * (M * u).mean(axis=1, keepdims=True)
+        return dx, (D * M * r).sum(axis=0)
+    if norm["over"] == "head":
+        pairs = [rows(M, D) for M, D in zip(mats, dmats)]
+        return [dx for dx, _ in pairs], sum(dg for _, dg in pairs)
+    d = mats[0].shape[1]
+    dx, dg = rows(np.hstack(mats), np.hstack(dmats))
+    return [dx[:, h * d:(h + 1) * d] for h in range(len(mats))], dg
 
 
 def np_forward(model, perturb=None):
@@ -636,12 +727,20 @@ def np_forward(model, perturb=None):
         (Wk, bk), (Wv, bv) = md["k"][g], md["v"][g]
         f["K"].append(bump("grad_keys", g, C @ Wk + (0 if bk is None else bk)))
         f["V"].append(bump("grad_values", g, C @ Wv + (0 if bv is None else bv)))
+    f["Qn"], f["Kn"] = f["Q"], f["K"]
+    if md["qk_norm"] is not None:
+        norm = md["qk_norm"]
+        # the gammas as 1 x width rows, so that a finite difference can move one entry
+        gq = bump("grad_q_norm", 0, norm["query"][None])[0]
+        gk = bump("grad_k_norm", 0, norm["key"][None])[0]
+        f["Qn"] = [bump("grad_normed_queries", h, M) for h, M in enumerate(np_rms_norm(f["Q"], gq, norm))]
+        f["Kn"] = [bump("grad_normed_keys", g, M) for g, M in enumerate(np_rms_norm(f["K"], gk, norm))]
     if md["rope"] is not None:
         base, style, partial = md["rope"]
-        f["Qr"] = [np_rotate(Q, base, style, +1, partial) for Q in f["Q"]]
-        f["Kr"] = [np_rotate(K, base, style, +1, partial) for K in f["K"]]
+        f["Qr"] = [np_rotate(Q, base, style, +1, partial) for Q in f["Qn"]]
+        f["Kr"] = [np_rotate(K, base, style, +1, partial) for K in f["Kn"]]
     else:
-        f["Qr"], f["Kr"] = f["Q"], f["K"]
+        f["Qr"], f["Kr"] = f["Qn"], f["Kn"]
     n, m = Xe.shape[0], C.shape[0]
     for h in range(H):
         g = md["kv_of"][h]
@@ -713,6 +812,13 @@ def np_backward(model, f):
         dK = [np_rotate(d, base, style, -1, partial) for d in dKr]
     else:
         dQ, dK = dQr, dKr
+    if md["qk_norm"] is not None:
+        # dQ, dK so far are the gradients of the normed rows; through the norm to the projections
+        norm = md["qk_norm"]
+        out["grad_normed_queries"], out["grad_normed_keys"] = dQ, dK
+        dQ, dgq = np_rms_norm_backward(f["Q"], dQ, norm["query"], norm)
+        dK, dgk = np_rms_norm_backward(f["K"], dK, norm["key"], norm)
+        out["grad_q_norm"], out["grad_k_norm"] = dgq[None], dgk[None]
     out.update({"grad_head_output": dZ, "grad_weights": dA, "grad_scaled_scores": dx,
                 "grad_scores": dS, "grad_queries": dQ, "grad_keys": dK, "grad_values": dV})
     if md["softcap"] is not None:
@@ -778,7 +884,18 @@ DOC_PATHS = {
     "grad_in_proj_bias": ("pytorch", "in_proj_bias"),
     "grad_out_proj_weight": ("pytorch", "out_proj_weight"),
     "grad_out_proj_bias": ("pytorch", "out_proj_bias"),
-    "grad_inputs": ("inputs",), "grad_context": ("context",)}
+    "grad_inputs": ("inputs",), "grad_context": ("context",),
+    "grad_q_norm": ("qk_norm", "query"), "grad_k_norm": ("qk_norm", "key")}
+
+
+def in_doc(doc, path):
+    """Whether the YAML spells out the numbers at path (qk_norm: true has no gamma)."""
+    node = doc
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True
 
 
 def doc_loss(doc):
@@ -811,7 +928,8 @@ def fd_check(name, doc, steps, written, seed):
                 blocked = np.argwhere(~model["keep"])[0]
                 extra = [(int(blocked[0]), int(blocked[1]))]
             for i, j in fd_entries(G, rng, extra):
-                if step in DOC_PATHS:
+                if step in DOC_PATHS and (step not in ("grad_q_norm", "grad_k_norm")
+                                          or in_doc(doc, DOC_PATHS[step])):
                     path = DOC_PATHS[step]
                     if isinstance(value, list):         # a heads list: heads[h]...
                         path = ("heads", h) + (path[1:] if path[0] == "weights"
@@ -879,7 +997,7 @@ def build_case(name, doc, forward_provenance, seed, *, module=None, modern_steps
     provenance += backward_provenance(parsed, steps, None if module is None else module[1])
     if extra_check is not None:
         provenance += extra_check(info, steps)
-    provenance += PROVENANCE_CHECKS + VERSIONS
+    provenance += (PROVENANCE_CHECKS if "qk_norm" not in parsed else PROVENANCE_CHECKS_QK_NORM) + VERSIONS
 
     written = [s for s in ALL_STEPS if s in steps]
     case = {"name": name, "doc": doc, "steps": steps, "written": written, "scale": info["divisor"],
@@ -1161,6 +1279,23 @@ def cases_modern():
         "Backward: soft-capping at 1 (Gemma 2), RoPE, ALiBi, four heads over two key/value heads, causal: "
         "grad_capped_scores is the softmax's gradient, and grad_scaled_scores it times 1 - tanh^2(s/c)",
         2414, n=5, d_model=8, H=4, G=2, d_k=4, rope=True, alibi=True, mask="causal", softcap=1.0))
+    q_gamma, k_gamma = gen.norm_gammas(2415, (4, 4), 1.0, 0.2)
+    out.append(modern(
+        "backward_qk_norm_gqa_causal",
+        "Backward: QK-norm over each head (gamma given, eps the default 1e-6), RoPE, four heads over two "
+        "key/value heads, causal: grad_normed_queries and grad_normed_keys are turned back through RoPE, "
+        "grad_queries and grad_keys taken back through the norm, grad_q_norm and grad_k_norm sum every "
+        "head and token",
+        2415, n=4, d_model=8, H=4, G=2, d_k=4, rope=True, mask="causal",
+        qk_norm={"query": q_gamma, "key": k_gamma}))
+    q_gamma, k_gamma = gen.norm_gammas(2416, (8, 4), 0.0, 0.3)
+    out.append(modern(
+        "backward_qk_norm_all_offset",
+        "Backward: QK-norm over: all with offset 1 (times 1 + gamma), gamma of H*d_k 8 and G*d_k 4, "
+        "eps 1e-5, two heads over one key/value head, no RoPE, causal: the norm's gradient mixes a "
+        "token's heads",
+        2416, n=4, d_model=6, H=2, G=1, d_k=4, mask="causal",
+        qk_norm={"over": "all", "query": q_gamma, "key": k_gamma, "offset": 1, "eps": 1e-5}))
     out.append(modern(
         "backward_gqa_four_heads_two_kv_heads",
         "Backward: heads 4, kv_heads 2, all biases, W_O: grad_keys and grad_values sum the "

@@ -30,8 +30,8 @@ TEST_CASE("qkv bench --format json follows the contract", "[bench][cli]") {
     for (const auto& item : json.items()) {
         keys.push_back(item.key());
     }
-    CHECK(keys == std::vector<std::string>{"schema_version", "tokens", "d_model", "heads", "kv_heads", "window", "rope", "rope_dim",
-                                           "softcap", "backward", "threads", "blas", "repeat", "total_ms", "gflops", "peak_rss_mb", "steps"});
+    CHECK(keys == std::vector<std::string>{"schema_version", "tokens", "d_model", "heads", "kv_heads", "window", "rope", "rope_dim", "qk_norm",
+                                           "softcap", "norm_eps", "backward", "threads", "blas", "repeat", "total_ms", "gflops", "peak_rss_mb", "steps"});
     CHECK(json["schema_version"] == 1);
     CHECK(json["tokens"] == 64);
     CHECK(json["d_model"] == 32);
@@ -73,6 +73,8 @@ TEST_CASE("qkv bench measures grouped-query heads, a sliding window and RoPE", "
     CHECK(json["rope"] == true);
     CHECK(json["rope_dim"] == nullptr);
     CHECK(json["softcap"] == nullptr);
+    CHECK(json["qk_norm"] == false);
+    CHECK(json["norm_eps"] == nullptr);
     // the flops for n = 64, d_model = 32, 4 heads of width 8 sharing 2 key/value heads,
     // a window of 16: projections 2·64·32·(32 + 2·2·8) = 262144; query i (from 0) sees
     // min(i + 1, 16) keys, 16·17/2 + 48·16 = 904 pairs, so scores and weighted sums
@@ -133,6 +135,34 @@ TEST_CASE("qkv bench --softcap caps the scaled scores, as softcap: does, forward
     CHECK(text.out.find("capped_scores") != std::string::npos);
     qkv::test::require_input_error(run_qkv({"bench", "--tokens", "8", "--softcap", "0"}),
                                    "--softcap 0: 0 is not positive");
+}
+
+TEST_CASE("qkv bench --qk-norm normalises each head's queries and keys, as qk_norm: true does, forward and backward",
+          "[bench][cli]") {
+    const auto result = run_qkv({"bench", "--tokens", "64", "--d-model", "32", "--heads", "4", "--kv-heads", "2",
+                                 "--qk-norm", "--norm-eps", "1e-5", "--rope", "--backward", "--repeat", "2",
+                                 "--threads", "1", "--format", "json"});
+    REQUIRE(result.status == 0);
+    const auto json = nlohmann::ordered_json::parse(result.out);
+    CHECK(json["qk_norm"] == true);
+    CHECK(json["norm_eps"] == 1e-5);
+    std::vector<std::string> ids;
+    for (const auto& step : json["steps"]) {
+        ids.push_back(step["id"]);
+    }
+    // each norm between its projection and RoPE; the way back through it counts with grad_queries and grad_keys
+    CHECK(std::vector<std::string>(ids.begin(), ids.begin() + 6) ==
+          std::vector<std::string>{"queries", "normed_queries", "rotated_queries", "keys", "normed_keys",
+                                   "rotated_keys"});
+    CHECK(std::find(ids.begin(), ids.end(), "grad_queries") != ids.end());
+    CHECK(std::count(ids.begin(), ids.end(), "grad_queries") == 1);
+    const auto text = run_qkv({"bench", "--tokens", "32", "--d-model", "16", "--heads", "2", "--qk-norm",
+                               "--repeat", "1"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("2 heads (d_k 8), QK-norm, float64") != std::string::npos);
+    CHECK(text.out.find("normed_keys") != std::string::npos);
+    qkv::test::require_input_error(run_qkv({"bench", "--tokens", "8", "--qk-norm", "--norm-eps", "0"}),
+                                   "--norm-eps 0: 0 is not positive");
 }
 
 TEST_CASE("qkv bench prints a table of the steps by default", "[bench][cli]") {

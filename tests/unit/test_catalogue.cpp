@@ -106,6 +106,26 @@ softcap: 2
 mask: causal
 )";
 
+// QK-norm with Gemma's 1 + γ over each head of two, and OLMo 2's over the whole projection, with γ far
+// enough from 1 that each way of getting the norm wrong gives other numbers
+const char* const k_qk_norm = R"(inputs: [[1, 0, 2], [0, 1, 1], [2, 1, 0]]
+heads: 2
+weights:
+  query: [[1, 0, 2, 1], [0, 1, 1, 0], [1, 1, 0, 2]]
+  key: [[0, 1, 1, 2], [1, 0, 2, 0], [1, 2, 0, 1]]
+  value: [[1, 2], [2, 0], [0, 1]]
+qk_norm: {offset: 1, query: [0.5, -0.25], key: [-0.5, 1]}
+)";
+const char* const k_qk_norm_all = R"(inputs: [[1, 0, 2], [0, 1, 1], [2, 1, 0]]
+heads: 2
+weights:
+  query: [[1, 0, 2, 1], [0, 1, 1, 0], [1, 1, 0, 2]]
+  key: [[0, 1, 1, 2], [1, 0, 2, 0], [1, 2, 0, 1]]
+  value: [[1, 2], [2, 0], [0, 1]]
+qk_norm: {over: all, query: [1.5, 0.5, 2, 1], key: [1, 2, 0.5, 1]}
+mask: causal
+)";
+
 std::vector<Example> examples() {
     std::vector<Example> all;
     for (const auto& example : builtin_examples()) {
@@ -118,6 +138,8 @@ std::vector<Example> examples() {
     all.push_back({"square-cross", k_square_cross});
     all.push_back({"partial-rope", k_partial_rope});
     all.push_back({"softcap", k_softcap});
+    all.push_back({"qk-norm", k_qk_norm});
+    all.push_back({"qk-norm-all", k_qk_norm_all});
     return all;
 }
 

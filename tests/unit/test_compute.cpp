@@ -301,12 +301,14 @@ TEST_CASE("the memory estimate counts only the keys a sliding window lets a bloc
 TEST_CASE("the fast path has every row of the step table that an example has, as the step functions do",
           "[compute]") {
     // three large examples whose steps, together, are every row of the table: grouped-query heads with
-    // every forward variant (soft-capping among them), a cross-attention, and a pytorch: block, each with its backward pass
+    // every forward variant (soft-capping and QK-norm among them), a cross-attention normed over: all, and a
+    // pytorch: block, each with its backward pass
     const std::string grad = "grad_output: {random: {rows: 130, cols: 24, seed: 6}}\n";
     const std::vector<std::string> examples = {
         grouped_example(130, 2, "positional: sinusoidal\nrope: true\nalibi: true\nmask: causal\n"
-                                "sinks: [0.3, -0.4, 1.2, 0]\nsoftcap: 2.5\n" + grad),
-        large_example(130, "context: {random: {rows: 70, cols: 24, seed: 9}}\n" + grad),
+                                "sinks: [0.3, -0.4, 1.2, 0]\nsoftcap: 2.5\nqk_norm: {offset: 1, query: " +
+                                    vector_text(6, 0.2) + "}\nnorm_eps: 1e-5\n" + grad),
+        large_example(130, "context: {random: {rows: 70, cols: 24, seed: 9}}\nqk_norm: {over: all}\n" + grad),
         "inputs: {random: {rows: 130, cols: 24, seed: 1}}\n"
         "pytorch:\n"
         "  num_heads: 3\n"

@@ -36,17 +36,16 @@ std::size_t require_rows_equal_full(const Model& model, const std::string& name)
     const Trace trace = compute(model);
     const DecodeTrace decoded = decode(model);
     REQUIRE(decoded.rows.size() == model.n() * model.n_heads());
-    const bool rope = model.rope.has_value();
     for (const DecodeRow& row : decoded.rows) {
         const std::string where = name + ", t = " + std::to_string(row.t) + ", head " + std::to_string(row.head);
         INFO(where);
         REQUIRE(row.kv_head == model.kv_head_of(row.head));
         const arma::uword i = row.t - 1;
         const arma::uword first = row.first - 1;
-        require_near(row.query, step_values(trace, rope ? StepId::rotated_queries : StepId::queries, row.head).row(i),
+        require_near(row.query, step_values(trace, scored_queries(model), row.head).row(i),
                      1e-12, where + ": query");
         require_near(decoded.cache_keys(row),
-                     step_values(trace, rope ? StepId::rotated_keys : StepId::keys, row.kv_head).rows(first, i), 1e-12,
+                     step_values(trace, scored_keys(model), row.kv_head).rows(first, i), 1e-12,
                      where + ": cache_keys");
         require_near(decoded.cache_values(row), step_values(trace, StepId::values, row.kv_head).rows(first, i), 1e-12,
                      where + ": cache_values");
@@ -160,10 +159,12 @@ TEST_CASE("each decoded row equals the full computation and PyTorch, for every c
     // decoding is the forward pass, so the backward cases decode as well
     CHECK(decoded == std::vector<std::string>{
                          "alibi_causal_pytorch_block", "backward_alibi_causal", "backward_heads_list_dv_differs",
-                         "backward_positional_sinusoidal_causal", "backward_pytorch_block_causal",
+                         "backward_positional_sinusoidal_causal", "backward_pytorch_block_causal", "backward_qk_norm_all_offset",
+                         "backward_qk_norm_gqa_causal",
                          "backward_rope_partial_gqa_causal", "backward_sinks_causal", "backward_sinks_window_gqa_gpt_oss", "backward_softcap_gqa_causal", "backward_window",
                          "gqa_rope_causal_llama", "heads_list_dv_differs_from_dk",
-                         "large_scores_shared_offset", "pytorch_block_causal", "rope_causal", "rope_partial_half_causal", "rope_partial_interleaved_gqa", "sinks_causal",
+                         "large_scores_shared_offset", "pytorch_block_causal", "qk_norm_gemma3_offset_window",
+                         "qk_norm_olmo2_all", "qk_norm_qwen3_gqa_rope_causal", "rope_causal", "rope_partial_half_causal", "rope_partial_interleaved_gqa", "sinks_causal",
                          "sinks_window_gqa_gpt_oss", "softcap_alibi_gqa_window_sinks", "softcap_causal", "three_heads_x_w_causal", "window_2_five_tokens",
                          "window_3_five_tokens", "window_alibi"});
 }

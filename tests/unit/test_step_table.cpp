@@ -59,13 +59,13 @@ TEST_CASE("every step has one row, in the order of its id, and its name reads ba
     }
     CHECK_FALSE(find_step("score").has_value());
     CHECK(step_name_list() ==
-          "inputs, positional, encoded, context, w_query, b_query, queries, rotated_queries, w_key, b_key, keys, "
-          "rotated_keys, w_value, b_value, values, scores, scaled_scores, capped_scores, position_bias, biased_scores, "
+          "inputs, positional, encoded, context, w_query, b_query, queries, normed_queries, rotated_queries, w_key, "
+          "b_key, keys, normed_keys, rotated_keys, w_value, b_value, values, scores, scaled_scores, capped_scores, position_bias, biased_scores, "
           "masked_scores, "
           "weights, head_output, concat, w_output, b_output, output, "
           "grad_output, grad_concat, grad_head_output, grad_weights, grad_capped_scores, grad_scaled_scores, grad_scores, "
-          "grad_queries, "
-          "grad_keys, grad_values, grad_w_query, grad_w_key, grad_w_value, grad_w_output, grad_b_query, grad_b_key, "
+          "grad_normed_queries, grad_queries, grad_normed_keys, grad_keys, grad_values, grad_q_norm, grad_k_norm, "
+          "grad_w_query, grad_w_key, grad_w_value, grad_w_output, grad_b_query, grad_b_key, "
           "grad_b_value, grad_b_output, grad_in_proj_weight, grad_in_proj_bias, grad_out_proj_weight, "
           "grad_out_proj_bias, grad_inputs, grad_context");
 }
@@ -123,7 +123,7 @@ TEST_CASE("when a step exists and what it reads", "[steps]") {
 
     CHECK(step_requirements() ==
           "positional and encoded need positional:, context needs context:, b_query needs bias.query, "
-          "rotated_queries and rotated_keys need rope:, b_key needs bias.key, b_value needs bias.value, "
+          "normed_queries and normed_keys need qk_norm:, rotated_queries and rotated_keys need rope:, b_key needs bias.key, b_value needs bias.value, "
           "capped_scores needs softcap:, position_bias and biased_scores need alibi:, masked_scores needs a mask or padding, concat needs more "
           "than one head, w_output needs weights.output, b_output needs bias.output, and the grad_ steps need "
           "grad_output: or --backward");
