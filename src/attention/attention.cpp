@@ -8,6 +8,7 @@
 #include "attention/steps.hpp"
 
 #include <algorithm>
+#include <numbers>
 #include <charconv>
 #include <cmath>
 #include <stdexcept>
@@ -249,8 +250,96 @@ arma::mat scores(const arma::mat& Q, const arma::mat& K) {
 
 arma::uword rope_pairs(const Rope& rope, arma::uword d) { return rope.rotated(d) / 2; }
 
-double rope_frequency(const Rope& rope, arma::uword k, arma::uword d) {
-    return std::pow(rope.base, -2.0 * static_cast<double>(k) / static_cast<double>(rope.rotated(d)));
+double rope_max_positions(const Rope& rope) {
+    if (rope.max_position_embeddings) {
+        return *rope.max_position_embeddings;
+    }
+    if (!rope.scaling || !rope.scaling->original_max_position_embeddings) {
+        return 0.0;
+    }
+    const RopeScaling& scaling = *rope.scaling;
+    return scaling.type == RopeScalingType::dynamic ? *scaling.original_max_position_embeddings
+                                                    : scaling.factor * *scaling.original_max_position_embeddings;
+}
+
+double YarnRamp::at(arma::uword k) const {
+    return std::clamp((static_cast<double>(k) - low) / (high - low), 0.0, 1.0);
+}
+
+YarnRamp yarn_ramp(const Rope& rope, arma::uword d) {
+    const RopeScaling& scaling = *rope.scaling;
+    const double dim = static_cast<double>(rope.rotated(d));
+    const double original = scaling.original_max_position_embeddings.value_or(rope_max_positions(rope));
+    // the pair that turns `rotations` times over the original context
+    const auto pair_of = [&](double rotations) {
+        return dim * std::log(original / (rotations * 2.0 * std::numbers::pi)) / (2.0 * std::log(rope.base));
+    };
+    YarnRamp ramp{pair_of(scaling.beta_fast), pair_of(scaling.beta_slow)};
+    if (scaling.truncate) {
+        ramp.low = std::floor(ramp.low);
+        ramp.high = std::ceil(ramp.high);
+    }
+    ramp.low = std::max(ramp.low, 0.0);
+    ramp.high = std::min(ramp.high, dim - 1.0);
+    if (ramp.low == ramp.high) {
+        ramp.high += 0.001;  // as transformers does, so that the ramp is not a step
+    }
+    return ramp;
+}
+
+double rope_frequency(const Rope& rope, arma::uword k, arma::uword d, arma::uword length) {
+    const double dim = static_cast<double>(rope.rotated(d));
+    const double exponent = 2.0 * static_cast<double>(k) / dim;
+    const double theta = std::pow(rope.base, -exponent);
+    if (!rope.scaling) {
+        return theta;
+    }
+    const RopeScaling& scaling = *rope.scaling;
+    const double factor = scaling.factor;
+    switch (scaling.type) {
+        case RopeScalingType::linear:
+            return theta / factor;
+        case RopeScalingType::dynamic: {
+            // the base raised for a length past max_position_embeddings
+            const double positions = rope_max_positions(rope);
+            const double seen = std::max(static_cast<double>(length), positions);
+            const double base = rope.base * std::pow(factor * seen / positions - (factor - 1.0), dim / (dim - 2.0));
+            return std::pow(base, -exponent);
+        }
+        case RopeScalingType::yarn: {
+            const double ramp = yarn_ramp(rope, d).at(k);
+            return theta / factor * ramp + theta * (1.0 - ramp);
+        }
+        case RopeScalingType::llama3: {
+            const double original = *scaling.original_max_position_embeddings;
+            const double wavelength = 2.0 * std::numbers::pi / theta;
+            if (wavelength > original / scaling.low_freq_factor) {
+                return theta / factor;
+            }
+            if (wavelength < original / scaling.high_freq_factor) {
+                return theta;
+            }
+            const double smooth = (original / wavelength - scaling.low_freq_factor) /
+                                  (scaling.high_freq_factor - scaling.low_freq_factor);
+            return (1.0 - smooth) * theta / factor + smooth * theta;
+        }
+    }
+    return theta;
+}
+
+double rope_attention_factor(const Rope& rope) {
+    if (!rope.scaling || rope.scaling->type != RopeScalingType::yarn) {
+        return 1.0;
+    }
+    const RopeScaling& scaling = *rope.scaling;
+    if (scaling.attention_factor) {
+        return *scaling.attention_factor;
+    }
+    const auto mscale = [&](double m) { return scaling.factor <= 1.0 ? 1.0 : 0.1 * m * std::log(scaling.factor) + 1.0; };
+    if (scaling.mscale && scaling.mscale_all_dim && *scaling.mscale != 0.0 && *scaling.mscale_all_dim != 0.0) {
+        return mscale(*scaling.mscale) / mscale(*scaling.mscale_all_dim);
+    }
+    return mscale(1.0);
 }
 
 std::pair<arma::uword, arma::uword> rope_pair(const Rope& rope, arma::uword k, arma::uword d) {
@@ -259,18 +348,21 @@ std::pair<arma::uword, arma::uword> rope_pair(const Rope& rope, arma::uword k, a
 
 namespace {
 
-// Each pair of each row turned by direction·p·θ_k, p = first + r.
-arma::mat turn_pairs(const arma::mat& X, const Rope& rope, arma::uword first, double direction) {
+// Each pair of each row turned by direction·p·θ_k, p = first + r, and
+// multiplied by the attention factor.
+arma::mat turn_pairs(const arma::mat& X, const Rope& rope, arma::uword first, arma::uword length, double direction) {
     const arma::uword d = X.n_cols;
+    const arma::uword seen = length == 0 ? first + X.n_rows : length;
+    const double factor = rope_attention_factor(rope);
     arma::mat result = X;
     for (arma::uword k = 0; k < rope_pairs(rope, d); ++k) {
-        const double theta = rope_frequency(rope, k, d);
+        const double theta = rope_frequency(rope, k, d, seen);
         const auto [a, b] = rope_pair(rope, k, d);
         for (arma::uword r = 0; r < X.n_rows; ++r) {
             // the pair (x_a, x_b) turned by the angle p·θ_k, p = first + r
             const double angle = static_cast<double>(first + r) * theta;
-            const double c = std::cos(angle);
-            const double s = direction * std::sin(angle);
+            const double c = factor * std::cos(angle);
+            const double s = factor * direction * std::sin(angle);
             result(r, a) = X(r, a) * c - X(r, b) * s;
             result(r, b) = X(r, b) * c + X(r, a) * s;
         }
@@ -280,10 +372,12 @@ arma::mat turn_pairs(const arma::mat& X, const Rope& rope, arma::uword first, do
 
 }  // namespace
 
-arma::mat rotate(const arma::mat& X, const Rope& rope, arma::uword first) { return turn_pairs(X, rope, first, 1.0); }
+arma::mat rotate(const arma::mat& X, const Rope& rope, arma::uword first, arma::uword length) {
+    return turn_pairs(X, rope, first, length, 1.0);
+}
 
-arma::mat rotate_back(const arma::mat& X, const Rope& rope, arma::uword first) {
-    return turn_pairs(X, rope, first, -1.0);
+arma::mat rotate_back(const arma::mat& X, const Rope& rope, arma::uword first, arma::uword length) {
+    return turn_pairs(X, rope, first, length, -1.0);
 }
 
 namespace {

@@ -36,15 +36,39 @@ arma::mat scores(const arma::mat& Q, const arma::mat& K);
 // 2k and 2k + 1 (style interleaved) turns by the angle r·θ_k,
 // θ_k = base^(−2k/d_rot): a′ = a·cos − b·sin, b′ = b·cos + a·sin, and the
 // elements from d_rot on pass unchanged. d_rot = rope.rotated(d), even.
-arma::mat rotate(const arma::mat& X, const Rope& rope, arma::uword first = 0);
-// The rotation taken back: each pair turned by −p·θ_k. A rotation's inverse is
-// its transpose, so this is also how a gradient goes back through RoPE.
-arma::mat rotate_back(const arma::mat& X, const Rope& rope, arma::uword first = 0);
+// With rope.scaling the frequencies are scaled (rope_frequency) and, for YaRN,
+// the turned pair is multiplied by the attention factor. `length` is the
+// number of positions dynamic scaling sees (0: first + the rows of X).
+arma::mat rotate(const arma::mat& X, const Rope& rope, arma::uword first = 0, arma::uword length = 0);
+// The rotation's transpose: each pair turned by −p·θ_k, times the attention
+// factor. This is how a gradient goes back through RoPE (and, with an
+// attention factor of 1, the rotation's inverse).
+arma::mat rotate_back(const arma::mat& X, const Rope& rope, arma::uword first = 0, arma::uword length = 0);
 // The pairs that turn in a head of width d: d_rot/2, d_rot = rope.rotated(d)
 // (d/2 unless partial_rotary_factor turns only part of each head).
 arma::uword rope_pairs(const Rope& rope, arma::uword d);
-// The angle θ_k of pair k (0-based) in a head of width d: base^(−2k/d_rot).
-double rope_frequency(const Rope& rope, arma::uword k, arma::uword d);
+// The frequency θ_k of pair k (0-based) in a head of width d: base^(−2k/d_rot),
+// or with rope.scaling as transformers' modeling_rope_utils gives inv_freq for
+// its rope_type: linear divides by the factor; dynamic raises the base for a
+// `length` of positions past max_position_embeddings; yarn mixes θ_k and
+// θ_k/factor along a ramp between beta_fast's and beta_slow's pairs; llama3
+// divides the low frequencies by the factor, keeps the high ones, and blends
+// between. The one definition of the frequencies.
+double rope_frequency(const Rope& rope, arma::uword k, arma::uword d, arma::uword length);
+// What the rotated pair is multiplied by: YaRN's attention factor
+// (0.1·ln(factor) + 1, or from mscale and mscale_all_dim, or given), 1 otherwise.
+double rope_attention_factor(const Rope& rope);
+// The max_position_embeddings a scaling reads: rope.max_position_embeddings,
+// else factor × original (dynamic: the original), else 0 when neither is given.
+double rope_max_positions(const Rope& rope);
+// YaRN's ramp over pair k: 0 where θ_k is kept (fast pairs), 1 where it is
+// divided by the factor (slow pairs), between on the way; with the ramp's ends.
+struct YarnRamp {
+    double low = 0.0;
+    double high = 0.0;
+    double at(arma::uword k) const;
+};
+YarnRamp yarn_ramp(const Rope& rope, arma::uword d);
 // The 0-based elements of pair k in a head of width d: (k, k + d_rot/2) or (2k, 2k + 1).
 std::pair<arma::uword, arma::uword> rope_pair(const Rope& rope, arma::uword k, arma::uword d);
 

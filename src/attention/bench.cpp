@@ -93,6 +93,23 @@ Rope bench_rope(const BenchSpec& spec) {
     if (spec.rope_dim > 0 && d_k > 0) {
         rope.partial_rotary_factor = static_cast<double>(spec.rope_dim) / static_cast<double>(d_k);
     }
+    // each scaling with the settings of a checkpoint that uses it (BENCHMARK in man/qkv.1)
+    if (!spec.rope_scaling.empty()) {
+        RopeScaling scaling;
+        scaling.factor = 8.0;
+        scaling.original_max_position_embeddings = std::max<double>(static_cast<double>(spec.tokens) / 2.0, 1.0);
+        if (spec.rope_scaling == "dynamic") {
+            scaling.type = RopeScalingType::dynamic;
+        } else if (spec.rope_scaling == "yarn") {
+            scaling.type = RopeScalingType::yarn;  // DeepSeek-V3's, without its mscale
+            scaling.factor = 40.0;
+            scaling.original_max_position_embeddings = 4096.0;
+        } else if (spec.rope_scaling == "llama3") {
+            scaling.type = RopeScalingType::llama3;  // Llama 3.1's
+            scaling.original_max_position_embeddings = 8192.0;
+        }
+        rope.scaling = scaling;
+    }
     return rope;
 }
 

@@ -25,6 +25,7 @@ struct BenchSpec {
     arma::uword window = 0;    // a sliding-window causal mask of W keys; 0: no mask
     bool rope = false;         // RoPE (base 10000, style half); d_k must be even
     arma::uword rope_dim = 0;  // with RoPE: the first rope_dim elements of each head turn (even); 0: all d_k
+    std::string rope_scaling;  // with RoPE: linear, dynamic, yarn or llama3, as `qkv bench --rope-scaling` sets it; empty: none
     bool qk_norm = false;      // QK-norm over each head (qk_norm: true)
     std::map<std::string, double> numbers;  // the example's number keys (model/keys.def) given as flags, by name
     bool backward = false;     // the backward pass too, from dO = ones (L = the sum of the outputs)

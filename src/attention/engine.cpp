@@ -254,18 +254,21 @@ public:
     }
 
     // step: RoPE's cos(p·θ_k) and sin(p·θ_k) for every position p (of the
-    // queries and of the keys) and pair k, once for all heads, before prepare()
+    // queries and of the keys) and pair k, once for all heads, before prepare(),
+    // each times the attention factor (rope_frequency and rope_attention_factor in
+    // attention.hpp; dynamic scaling sees the n positions of the queries)
     void rope_angles() {
         const Rope& rope = *m_request.rope;
         const arma::uword d_k = m_weights.d_k;
+        const double factor = rope_attention_factor(rope);
         m_cosines.set_size(std::max(m_n, m_m), rope_pairs(rope, d_k));
         m_sines.set_size(m_cosines.n_rows, m_cosines.n_cols);
         for (arma::uword k = 0; k < m_cosines.n_cols; ++k) {
-            const double theta = rope_frequency(rope, k, d_k);
+            const double theta = rope_frequency(rope, k, d_k, m_n);
             for (arma::uword p = 0; p < m_cosines.n_rows; ++p) {
                 const double angle = static_cast<double>(p) * theta;
-                m_cosines(p, k) = std::cos(angle);
-                m_sines(p, k) = std::sin(angle);
+                m_cosines(p, k) = factor * std::cos(angle);
+                m_sines(p, k) = factor * std::sin(angle);
             }
         }
     }

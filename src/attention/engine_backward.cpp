@@ -49,18 +49,20 @@ void shared_product(int workers, bool trans_a, bool trans_b, arma::uword rows, a
     });
 }
 
-// Turns each row's pairs back by −p·θ_k, p = the row (from 0), in place: the
-// gradient of RoPE's rotation is its inverse (attention.hpp, rotate_back).
-void rotate_back_in_place(double* M, arma::uword rows, arma::uword d, const Rope& rope) {
+// Turns each row's pairs back by −p·θ_k, p = the row (from 0), times the
+// attention factor, in place: the gradient of RoPE's rotation is its
+// transpose (attention.hpp, rotate_back); `length` is what dynamic scaling saw.
+void rotate_back_in_place(double* M, arma::uword rows, arma::uword d, const Rope& rope, arma::uword length) {
+    const double factor = rope_attention_factor(rope);
     for (arma::uword k = 0; k < rope_pairs(rope, d); ++k) {
-        const double theta = rope_frequency(rope, k, d);
+        const double theta = rope_frequency(rope, k, d, length);
         const auto [a, b] = rope_pair(rope, k, d);
         double* column_a = M + a * rows;
         double* column_b = M + b * rows;
         for (arma::uword p = 0; p < rows; ++p) {
             const double angle = static_cast<double>(p) * theta;
-            const double c = std::cos(angle);
-            const double s = std::sin(angle);
+            const double c = factor * std::cos(angle);
+            const double s = factor * std::sin(angle);
             const double x_a = column_a[p];
             const double x_b = column_b[p];
             column_a[p] = x_a * c + x_b * s;
@@ -287,8 +289,8 @@ public:
         }
         if (m_request.has(StepId::rotated_queries)) {
             const auto start = Clock::now();
-            rotate_back_in_place(dQ, n, d_k, *m_request.rope);
-            rotate_back_in_place(dK, m, d_k, *m_request.rope);
+            rotate_back_in_place(dQ, n, d_k, *m_request.rope, n);
+            rotate_back_in_place(dK, m, d_k, *m_request.rope, n);
             s.times[p_queries] += ms_since(start);
         }
     }

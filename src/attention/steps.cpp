@@ -209,7 +209,8 @@ arma::mat norm_queries(const Model& model, int h, StepInputs in) { return normed
 arma::mat norm_keys(const Model& model, int g, StepInputs in) { return normed_rows(model, g, in, false); }
 
 // RoPE: each row's pairs turned by the angle position·θ_k (attention.hpp)
-arma::mat rotate_rows(const Model& model, int, StepInputs in) { return rotate(*in[0], *model.rope); }
+// (the length dynamic scaling sees is the example's n, for the context's rows too)
+arma::mat rotate_rows(const Model& model, int, StepInputs in) { return rotate(*in[0], *model.rope, 0, model.n()); }
 // the new token's query or key, turned at the token's position
 arma::mat rotate_at(const Model& model, int, const TokenPositions& at, StepInputs in) {
     return rotate(*in[0], *model.rope, at.token);
@@ -454,6 +455,43 @@ void describe_normed(const StepContext& context, Step& step, bool queries) {
 void describe_normed_queries(const StepContext& context, Step& step) { describe_normed(context, step, true); }
 void describe_normed_keys(const StepContext& context, Step& step) { describe_normed(context, step, false); }
 
+// What rope.scaling does to θ_k, in one note.
+std::string scaling_note(const Model& model) {
+    const Rope& rope = *model.rope;
+    const RopeScaling& scaling = *rope.scaling;
+    const std::string factor = readable(scaling.factor);
+    switch (scaling.type) {
+        case RopeScalingType::linear:
+            return "rope.scaling linear, factor " + factor + ": every θ_k divided by " + factor;
+        case RopeScalingType::dynamic: {
+            const double positions = rope_max_positions(rope);
+            return "rope.scaling dynamic, factor " + factor + ": " +
+                   (static_cast<double>(model.n()) > positions
+                        ? "the base raised for n = " + std::to_string(model.n()) +
+                              " positions over max_position_embeddings " + readable(positions)
+                        : "n = " + std::to_string(model.n()) + " positions are within max_position_embeddings " +
+                              readable(positions) + ", so the base stays " + readable(rope.base));
+        }
+        case RopeScalingType::yarn: {
+            // worked numbers to 4 decimals, whole ones as they are
+            const auto worked = [](double x) { return x == std::floor(x) ? readable(x) : fixed(x, 4); };
+            const YarnRamp ramp = yarn_ramp(rope, model.d_k());
+            return "rope.scaling yarn, factor " + factor + ": θ_k kept up to pair " + worked(ramp.low) +
+                   ", divided by " + factor + " from pair " + worked(ramp.high) +
+                   ", mixed along a ramp between; attention factor " + worked(rope_attention_factor(rope)) +
+                   " on cos and sin";
+        }
+        case RopeScalingType::llama3: {
+            const double original = *scaling.original_max_position_embeddings;
+            return "rope.scaling llama3, factor " + factor + ": θ_k divided by " + factor +
+                   " where its wavelength 2π/θ_k is over " + readable(original / scaling.low_freq_factor) +
+                   ", kept where it is under " + readable(original / scaling.high_freq_factor) +
+                   ", blended between";
+        }
+    }
+    return "";
+}
+
 // "θ_k = 10000^(−2k/d_k), angle p·θ_k, position p from 0" and "style half: element k pairs with k + 2 (…)"
 std::vector<std::string> rope_notes(const Model& model) {
     const Rope& rope = *model.rope;
@@ -466,6 +504,9 @@ std::vector<std::string> rope_notes(const Model& model) {
                                             " (Hugging Face's rotate_half)"
                                       : "style interleaved: element 2k pairs with element 2k + 1 (the RoFormer "
                                         "paper, Meta's Llama code)"};
+    if (rope.scaling) {
+        notes.push_back(scaling_note(model));
+    }
     if (d_rot < model.d_k()) {
         notes.push_back("partial rotation: only the first d_rot = " + std::to_string(d_rot) + " of the d_k = " +
                         std::to_string(model.d_k()) + " elements turn (partial_rotary_factor " +
@@ -680,7 +721,7 @@ constexpr StepRow k_steps[] = {
     {.id = StepId::queries, .name = "queries", .title = "Queries", .man = R"(Q = X\(pcW_Q + b_Q)",
      .heads = HeadKind::query, .exists = always, .engine = true, .reads = reads_query_source,
      .compute = project_queries, .token = OneToken::by_row, .describe = describe_queries},
-    {.id = StepId::normed_queries, .name = "normed_queries", .title = "Normed queries (QK-norm)",
+    {.id = StepId::normed_queries, .name = "normed_queries", .title = "Normed queries",
      .man = R"(each row of Q over \(sr(mean(q^2) + eps), times \(*g (with \fBqk_norm\fR))", .heads = HeadKind::query,
      .needs = "qk_norm:", .exists = with_qk_norm, .engine = true, .reads = reads_queries_to_norm,
      .compute = norm_queries, .token = OneToken::by_row, .describe = describe_normed_queries},
@@ -698,7 +739,7 @@ constexpr StepRow k_steps[] = {
      .man = R"(K = X\(pcW_K + b_K (C\(pcW_K for cross-attention))", .heads = HeadKind::key_value, .exists = always,
      .engine = true, .reads = reads_key_source, .compute = project_keys, .token = OneToken::by_row,
      .describe = describe_keys},
-    {.id = StepId::normed_keys, .name = "normed_keys", .title = "Normed keys (QK-norm)",
+    {.id = StepId::normed_keys, .name = "normed_keys", .title = "Normed keys",
      .man = R"(each row of K over \(sr(mean(k^2) + eps), times \(*g (with \fBqk_norm\fR))", .heads = HeadKind::key_value,
      .needs = "qk_norm:", .exists = with_qk_norm, .engine = true, .reads = reads_keys_to_norm,
      .compute = norm_keys, .token = OneToken::by_row, .describe = describe_normed_keys},

@@ -257,7 +257,7 @@ arma::mat scores(const Model& model, int, StepInputs in) { return *in[0] / model
 // (n × d_k) = dS (n × m) · K (m × d_k), turned back through RoPE
 arma::mat queries(const Model& model, int, StepInputs in) {
     arma::mat result = product(*in[0], *in[1]);
-    return model.rope ? rotate_back(result, *model.rope) : result;
+    return model.rope ? rotate_back(result, *model.rope, 0, model.n()) : result;
 }
 
 // (m × d_k) = Σ_h dS_hᵀ (m × n) · Q_h (n × d_k), turned back through RoPE
@@ -266,7 +266,7 @@ arma::mat keys(const Model& model, int, StepInputs in) {
     for (std::size_t k = 0; k + 1 < in.size(); k += 2) {
         result += product(in[k]->t(), *in[k + 1]);
     }
-    return model.rope ? rotate_back(result, *model.rope) : result;
+    return model.rope ? rotate_back(result, *model.rope, 0, model.n()) : result;
 }
 
 namespace {
@@ -564,7 +564,9 @@ void describe_keys(const StepContext& context, Step& step) {
     const std::string q = scored_symbol(model, "Q", false);
     const std::string q_latex = scored_symbol(model, "Q", true);
     std::string formula = shared ? "Σ_h dS_hᵀ·" + q + "_h" : "dSᵀ·" + q;
-    std::string latex = shared ? "\\sum_h dS_h^\\top " + q_latex + "_h" : "dS^\\top " + q_latex;
+    // a symbol with a subscript of its own is grouped before the head's: {Q_{\mathrm{rot}}}_h
+    const std::string q_head = q_latex.find('_') == std::string::npos ? q_latex + "_h" : "{" + q_latex + "}_h";
+    std::string latex = shared ? "\\sum_h dS_h^\\top " + q_head : "dS^\\top " + q_latex;
     if (model.rope) {
         formula = "RoPE⁻¹(" + formula + ")";
         latex = "\\operatorname{RoPE}^{-1}\\left(" + latex + "\\right)";

@@ -19,7 +19,9 @@ std::pair<int, int> query_heads_of(const Model& model, int g) {
     return {first, first + static_cast<int>(model.n_heads() / model.n_kv_heads()) - 1};
 }
 
-arma::mat unrotated(const Model& model, arma::mat M) { return model.rope ? rotate_back(M, *model.rope) : M; }
+arma::mat unrotated(const Model& model, arma::mat M) {
+    return model.rope ? rotate_back(M, *model.rope, 0, model.n()) : M;
+}
 
 bool has_rope(A a) { return a.model.rope.has_value(); }
 bool shared_kv_head(A a) {

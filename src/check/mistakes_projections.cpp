@@ -2,6 +2,8 @@
 // (catalogue.hpp). Rows are tokens: Q = (X + P)·W_Q + b_Q.
 #include "check/mistakes_parts.hpp"
 
+#include "base/numbers.hpp"
+
 #include "attention/attention.hpp"
 #include "render/table.hpp"
 
@@ -206,20 +208,9 @@ std::string rope_correct(const Attempt& a) {
                     : "");
 }
 
-// Each pair turned by −p·θ_k instead of p·θ_k (the sines' signs swapped).
-arma::mat rotate_backwards(const arma::mat& X, const Rope& rope) {
-    arma::mat result = X;
-    const arma::uword d = X.n_cols;
-    for (arma::uword k = 0; k < rope_pairs(rope, d); ++k) {
-        const auto [a, b] = rope_pair(rope, k, d);
-        for (arma::uword p = 0; p < X.n_rows; ++p) {
-            const double angle = static_cast<double>(p) * rope_frequency(rope, k, d);
-            result(p, a) = X(p, a) * std::cos(angle) + X(p, b) * std::sin(angle);
-            result(p, b) = X(p, b) * std::cos(angle) - X(p, a) * std::sin(angle);
-        }
-    }
-    return result;
-}
+// RoPE as this example turns it, with another Rope: the same positions, and
+// the length dynamic scaling sees
+arma::mat rotate_as(const Attempt& a, const arma::mat& X, const Rope& rope) { return rotate(X, rope, 0, a.model.n()); }
 
 using A = const Attempt&;
 using M = const Made&;
@@ -471,7 +462,7 @@ constexpr MistakeRow k_rows[] = {
                      "k + d_k/2 (style half)."
                    : "The pairs were taken as (k, k + d_k/2), the half style; this example pairs 2k with 2k + 1 "
                      "(style interleaved).",
-              rope_correct(a), rotate(unrotated_of(a), other));
+              rope_correct(a), rotate_as(a, unrotated_of(a), other));
      }},
     {.id = "rope_positions_from_one", .steps = k_rotated_steps,
      .man = R"roff(RoPE with positions counted from 1.)roff",
@@ -481,13 +472,13 @@ constexpr MistakeRow k_rows[] = {
          arma::mat shifted(X.n_rows + 1, X.n_cols, arma::fill::zeros);
          shifted.rows(1, X.n_rows) = X;
          made("The positions were counted from 1; the first token is at position 0.", rope_correct(a),
-              arma::mat(rotate(shifted, *a.model.rope).rows(1, X.n_rows)));
+              arma::mat(rotate_as(a, shifted, *a.model.rope).rows(1, X.n_rows)));
      }},
     {.id = "rope_turned_backwards", .steps = k_rotated_steps,
      .man = R"roff(RoPE turned the wrong way.)roff",
      .make = [](A a, M made) {
          made("The pairs were turned the wrong way (by −p·θ_k): the signs of the sines are swapped.", rope_correct(a),
-              rotate_backwards(unrotated_of(a), *a.model.rope));
+              rotate_back(unrotated_of(a), *a.model.rope, 0, a.model.n()));
      }},
     {.id = "rope_whole_head", .steps = k_rotated_steps,
      .man = R"roff(With \fBpartial_rotary_factor\fR, every element of the head turned, with \(*h_k over d_k, where only the first d_rot turn.)roff",
@@ -498,7 +489,38 @@ constexpr MistakeRow k_rows[] = {
          made("Every element was turned, with θ_k over all d_k = " + std::to_string(a.model.d_k()) +
                   "; only the first d_rot = " + std::to_string(a.model.rope->rotated(a.model.d_k())) +
                   " turn, with θ_k = base^(−2k/d_rot), and the rest pass unchanged.",
-              rope_correct(a), rotate(unrotated_of(a), whole));
+              rope_correct(a), rotate_as(a, unrotated_of(a), whole));
+     }},
+    {.id = "rope_scaling_forgotten", .steps = k_rotated_steps,
+     .man = R"roff(With \fBrope.scaling\fR, turned by the unscaled frequencies base^(\-2k/d).)roff",
+     .applies = [](A a) { return a.model.rope->scaling.has_value(); },
+     .make = [](A a, M made) {
+         Rope plain = *a.model.rope;
+         plain.scaling.reset();
+         made("The pairs were turned by the unscaled θ_k = base^(−2k/d); rope.scaling changes the frequencies"
+                  " (and for YaRN multiplies the turned pair by its attention factor).",
+              rope_correct(a), rotate_as(a, unrotated_of(a), plain));
+     }},
+    {.id = "rope_llama3_every_frequency", .steps = k_rotated_steps,
+     .man = R"roff(With \fBrope_type: llama3\fR, every frequency divided by the factor, where only the low ones are and the middle band is blended.)roff",
+     .applies = [](A a) { return a.model.rope->scaling && a.model.rope->scaling->type == RopeScalingType::llama3; },
+     .make = [](A a, M made) {
+         Rope linear = *a.model.rope;
+         linear.scaling->type = RopeScalingType::linear;
+         made("Every frequency was divided by the factor; llama3 divides only those whose wavelength is longer than "
+                  "original_max_position_embeddings/low_freq_factor, keeps those shorter than "
+                  "original_max_position_embeddings/high_freq_factor, and blends the two between.",
+              rope_correct(a), rotate_as(a, unrotated_of(a), linear));
+     }},
+    {.id = "rope_yarn_attention_factor_forgotten", .steps = k_rotated_steps,
+     .man = R"roff(With \fBrope_type: yarn\fR, the turned pairs not multiplied by the attention factor.)roff",
+     .applies = [](A a) { return rope_attention_factor(*a.model.rope) != 1.0; },
+     .make = [](A a, M made) {
+         Rope unscaled = *a.model.rope;
+         unscaled.scaling->attention_factor = 1.0;
+         made("The turned pairs were not multiplied by YaRN's attention factor " +
+                  readable(rope_attention_factor(*a.model.rope)) + ", which multiplies cos and sin.",
+              rope_correct(a), rotate_as(a, unrotated_of(a), unscaled));
      }},
     {.id = "qk_norm_mean_subtracted", .steps = k_normed_steps,
      .man = R"roff(With \fBqk_norm\fR, each row's mean subtracted first, as LayerNorm does; RMSNorm divides by the root mean square alone.)roff",

@@ -78,6 +78,8 @@ std::string json_report(const BenchSpec& spec, const BenchResult& result) {
     json["window"] = spec.window > 0 ? nlohmann::ordered_json(spec.window) : nlohmann::ordered_json(nullptr);
     json["rope"] = spec.rope;
     json["rope_dim"] = spec.rope_dim > 0 ? nlohmann::ordered_json(spec.rope_dim) : nlohmann::ordered_json(nullptr);
+    json["rope_scaling"] =
+        spec.rope_scaling.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(spec.rope_scaling);
     json["qk_norm"] = spec.qk_norm;
     for (const KeyRow* row : number_key_rows()) {
         const auto given = spec.numbers.find(std::string(row->name));
@@ -113,6 +115,7 @@ std::string text_report(const BenchSpec& spec, const BenchResult& result) {
     }
     if (spec.rope) {
         out += spec.rope_dim > 0 ? ", RoPE on " + std::to_string(spec.rope_dim) + " of d_k" : std::string(", RoPE");
+        out += spec.rope_scaling.empty() ? std::string() : " (" + spec.rope_scaling + " scaling)";
     }
     if (spec.qk_norm) {
         out += ", QK-norm";
@@ -151,6 +154,7 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& options) {
         .bind("--window", &options.window)
         .bind("--rope", &options.rope)
         .bind("--rope-dim", &options.rope_dim)
+        .bind("--rope-scaling", &options.rope_scaling)
         .bind("--qk-norm", &options.qk_norm)
         .bind("--backward", &options.backward)
         .bind("--repeat", &options.repeat)
@@ -171,7 +175,8 @@ int run_bench(const BenchOptions& options) {
     spec.heads = static_cast<arma::uword>(options.heads);
     spec.kv_heads = static_cast<arma::uword>(options.kv_heads);
     spec.window = static_cast<arma::uword>(options.window);
-    spec.rope = options.rope || options.rope_dim > 0;
+    spec.rope = options.rope || options.rope_dim > 0 || !options.rope_scaling.empty();
+    spec.rope_scaling = options.rope_scaling;
     spec.rope_dim = static_cast<arma::uword>(options.rope_dim);
     spec.qk_norm = options.qk_norm;
     spec.backward = options.backward;
@@ -204,6 +209,10 @@ int run_bench(const BenchOptions& options) {
         throw InputError(usage_error("--rope-dim " + std::to_string(spec.rope_dim) + " is not an even number of at most d_k = " +
                                          std::to_string(spec.d_model / spec.heads),
                                      "the rotated width is taken in pairs within a head; e.g. --rope-dim 16 of d_k 64"));
+    }
+    if (spec.rope_scaling == "dynamic" && (spec.rope_dim > 0 ? spec.rope_dim : spec.d_model / spec.heads) <= 2) {
+        throw InputError(usage_error("--rope-scaling dynamic turns a width of 2; expected 4 or more",
+                                     "dynamic scaling raises the base to the power d_rot/(d_rot − 2)"));
     }
     if (spec.rope && spec.rope_dim == 0 && (spec.d_model / spec.heads) % 2 != 0) {
         throw InputError(usage_error("--rope needs an even d_k; d_model " + std::to_string(spec.d_model) + " / " +

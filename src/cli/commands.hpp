@@ -103,6 +103,7 @@ struct BenchOptions {
     int window = 0;        // 0 = no mask
     bool rope = false;
     int rope_dim = 0;      // 0 = every element of each head turns
+    std::string rope_scaling;  // empty: none
     bool qk_norm = false;
     bool backward = false;
     // the example's number keys (model/keys.def) as flags, by the key's name, and whether each was given

@@ -449,6 +449,21 @@ d_model/H. Implies \fB\-\-rope\fR.)roff",
      .check = Check::whole,
      .low = 2,
      .high = 65536},
+    {.name = "--rope-scaling",
+     .value = "TYPE",
+     .commands = k_bench,
+     .help = "RoPE scaling: linear, dynamic, yarn or llama3 (implies --rope)",
+     .man = R"roff(RoPE scaling, as \fBrope: {scaling: ...}\fR in an example, with the settings of
+the checkpoints that made each known: \fBlinear\fR and \fBdynamic\fR with
+factor 8 over an original context of n/2 tokens (so that dynamic raises its
+base), \fByarn\fR as DeepSeek-V3 (factor 40, original 4096, so the ramp and
+the attention factor 1.37 on cos and sin are used), \fBllama3\fR as Llama 3.1
+(factor 8, frequency factors 1 and 4, original 8192). The frequencies are
+worked once, before the heads, so a scaling costs what plain RoPE does.
+Implies \fB\-\-rope\fR.)roff",
+     .complete = Complete::choices,
+     .choices = "linear dynamic yarn llama3",
+     .check = Check::choice},
     {.name = "--qk-norm",
      .commands = k_bench,
      .help = "RMSNorm of each head's queries and keys, as Qwen3 does",
@@ -625,7 +640,8 @@ leaves.)roff"},
 \fBschema_version\fR, \fBtokens\fR, \fBd_model\fR, \fBheads\fR,
 \fBkv_heads\fR (H without \fB\-\-kv\-heads\fR), \fBwindow\fR (\fBnull\fR
 without \fB\-\-window\fR), \fBrope\fR (\fBtrue\fR or \fBfalse\fR), \fBrope_dim\fR
-(the rotated width D, \fBnull\fR without \fB\-\-rope\-dim\fR), \fBqk_norm\fR
+(the rotated width D, \fBnull\fR without \fB\-\-rope\-dim\fR), \fBrope_scaling\fR
+(its type, \fBnull\fR without \fB\-\-rope\-scaling\fR), \fBqk_norm\fR
 (\fBtrue\fR or \fBfalse\fR), then one key for each flag
 above that sets an example's number key, by the key's name (its value, \fBnull\fR when not given), \fBbackward\fR (\fBtrue\fR or
 \fBfalse\fR), \fBthreads\fR, \fBblas\fR, \fBrepeat\fR, \fBtotal_ms\fR, \fBgflops\fR,

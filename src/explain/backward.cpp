@@ -418,6 +418,9 @@ private:
                  " did not turn: their gradient passes back unchanged");
         }
         line("the gradient turns back by −p·θ_k: (g_a, g_b) → (g_a·cos + g_b·sin, g_b·cos − g_a·sin)");
+        if (const std::string factor = attention_factor_text(m_model, m_num); !factor.empty()) {
+            line(factor);
+        }
         std::set<arma::uword> written;
         for (const arma::uword c : columns()) {
             if (c >= d_rot) {
@@ -427,10 +430,10 @@ private:
             }
             const auto [k, ab] = pair_of(c);
             const auto [a, b] = ab;
-            const double theta = rope_frequency(rope, k, d);
+            const double theta = rope_frequency(rope, k, d, m_model.n());
             const double angle = p * theta;
-            const double cosine = std::cos(angle);
-            const double sine = std::sin(angle);
+            const double cosine = rope_attention_factor(rope) * std::cos(angle);
+            const double sine = rope_attention_factor(rope) * std::sin(angle);
             if (written.insert(k).second) {
                 line("pair k = " + std::to_string(k) + " (" + (half ? "half" : "interleaved") + "): elements " +
                      std::to_string(a + 1) + " and " + std::to_string(b + 1) + "; θ = " + m_num(theta) +

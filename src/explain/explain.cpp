@@ -352,6 +352,9 @@ private:
         }
         line("permuting W_Q's and W_K's output columns turns one style into the other");
         const arma::uword d_rot = rope.rotated(d);
+        if (const std::string factor = explaining::attention_factor_text(m_model, m_num); !factor.empty()) {
+            line(factor);
+        }
         line("position p = " + m_num(p) + " (row " + std::to_string(m_row + 1) + ", counted from 0); θ_k = " +
              m_num(rope.base) +
              (d_rot == d ? "^(−2k/d_k), d_k = " + std::to_string(d)
@@ -369,14 +372,15 @@ private:
             }
             const arma::uword k = half ? c % (d_rot / 2) : c / 2;
             const auto [a, b] = rope_pair(rope, k, d);
-            const double theta = rope_frequency(rope, k, d);
+            const double theta = rope_frequency(rope, k, d, m_model.n());
             const double angle = p * theta;
-            const double cosine = std::cos(angle);
-            const double sine = std::sin(angle);
+            const double factor = rope_attention_factor(rope);
+            const double cosine = factor * std::cos(angle);
+            const double sine = factor * std::sin(angle);
             line("pair k = " + std::to_string(k) + ": elements " + std::to_string(a + 1) + " and " +
-                 std::to_string(b + 1) + "; θ_" + std::to_string(k) + " = " + m_num(rope.base) + "^(−" +
-                 std::to_string(2 * k) + "/" + std::to_string(d_rot) + ") = " + m_num(theta) + ", angle = " + m_num(p) +
-                 " · " + m_num(theta) + " = " + m_num(angle) + ", cos = " + m_num(cosine) + ", sin = " + m_num(sine));
+                 std::to_string(b + 1) + "; " + explaining::frequency_text(m_model, k, d, m_num) + ", angle = " +
+                 m_num(p) + " · " + m_num(theta) + " = " + m_num(angle) + ", cos = " + m_num(cosine) +
+                 ", sin = " + m_num(sine));
             const double x_a = source.values(m_row, a);
             const double x_b = source.values(m_row, b);
             const std::string name_a = cell_name(read.id, m_row, static_cast<long>(a), read.head);

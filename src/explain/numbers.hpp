@@ -27,6 +27,14 @@ class Numbers;
 // 2.5", or "1 (scale: none)".
 std::string divisor_text(const Model& model, const Numbers& number);
 
+// RoPE's frequency θ_k of pair k in a head of width d, worked: "θ_1 =
+// 10000^(−2/4) = 0.01", with rope.scaling's working after it (the factor, the
+// raised base, YaRN's ramp, llama3's band), ending in θ_k's value; and, with
+// an attention factor other than 1, a line that says it multiplies cos and sin
+// (empty otherwise).
+std::string frequency_text(const Model& model, arma::uword k, arma::uword d, const Numbers& number);
+std::string attention_factor_text(const Model& model, const Numbers& number);
+
 class Numbers {
 public:
     explicit Numbers(const RenderOptions& options) : m_precision(options.precision) {}

@@ -146,6 +146,7 @@ private:
     void check_kv_heads_alone();
     void read_rope(Model& model);
     void read_qk_norm(Model& model);
+    bool read_rope_scaling(const YAML::Node& node, const Model& model, Rope& rope);
     void read_alibi(Model& model);
     void read_sinks(Model& model);
 };

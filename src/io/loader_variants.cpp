@@ -7,6 +7,7 @@
 #include "attention/attention.hpp"
 #include "base/numbers.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace qkv::loading {
@@ -77,7 +78,7 @@ void ModelLoader::read_rope(Model& model) {
     }
     Rope rope;
     if (node.IsMap()) {
-        m_yaml.check_keys(node, "rope", {"base", "style", "partial_rotary_factor"});
+        m_yaml.check_keys(node, "rope", {"base", "style", "partial_rotary_factor", "max_position_embeddings", "scaling"});
         if (const YAML::Node base = node["base"]) {
             auto value = m_yaml.number(base, "rope.base");
             if (!value) {
@@ -140,7 +141,157 @@ void ModelLoader::read_rope(Model& model) {
         }
         rope.partial_rotary_factor = whole / d_k;
     }
+    if (node.IsMap() && !read_rope_scaling(node, model, rope)) {
+        return;
+    }
     model.rope = rope;
+}
+
+// rope.max_position_embeddings and rope.scaling: a config.json's rope_scaling
+// as it is, {rope_type: linear|dynamic|yarn|llama3, factor: F, …}, with the
+// keys each rope_type reads in transformers' modeling_rope_utils
+bool ModelLoader::read_rope_scaling(const YAML::Node& node, const Model& model, Rope& rope) {
+    // a positive number, or nullopt with its error
+    const auto positive = [&](const YAML::Node& value, const std::string& path, const std::string& hint) {
+        auto number = m_yaml.number(value, path);
+        if (number && *number <= 0.0) {
+            m_yaml.error(value, path + " is " + m_yaml.describe(value) + "; expected a positive number", hint);
+            return std::optional<double>();
+        }
+        return number;
+    };
+    if (const YAML::Node positions = node["max_position_embeddings"]) {
+        const auto value = positive(positions, "rope.max_position_embeddings",
+                                    "the context length the scaled model is for, as config.json's "
+                                    "max_position_embeddings");
+        if (!value) {
+            return false;
+        }
+        rope.max_position_embeddings = *value;
+    }
+    const YAML::Node node_scaling = node["scaling"];
+    if (!node_scaling || node_scaling.IsNull()) {
+        return true;
+    }
+    if (!node_scaling.IsMap()) {
+        m_yaml.error(node_scaling, "rope.scaling is " + m_yaml.describe(node_scaling) + "; expected a map",
+                     "paste a config.json's rope_scaling, e.g. {rope_type: linear, factor: 4}");
+        return false;
+    }
+    // rope_type (or an older config's type): which scaling
+    const YAML::Node type_node = node_scaling["rope_type"] ? node_scaling["rope_type"] : node_scaling["type"];
+    const std::string type_hint = "transformers' rope_type of the scalings qkv computes: linear, dynamic, yarn or llama3 "
+                                  "(longrope and the others are not computed here)";
+    if (!type_node) {
+        m_yaml.error(node_scaling, "rope.scaling has no rope_type; expected linear, dynamic, yarn or llama3", type_hint);
+        return false;
+    }
+    const std::string type = type_node.IsScalar() ? type_node.Scalar() : "";
+    RopeScaling scaling;
+    std::vector<std::string> keys = {"rope_type", "type", "factor"};
+    if (type == "default") {
+        m_yaml.check_keys(node_scaling, "rope.scaling", {"rope_type", "type"});
+        return true;  // plain RoPE
+    } else if (type == "linear") {
+        scaling.type = RopeScalingType::linear;
+    } else if (type == "dynamic") {
+        scaling.type = RopeScalingType::dynamic;
+        keys.push_back("original_max_position_embeddings");
+    } else if (type == "yarn") {
+        scaling.type = RopeScalingType::yarn;
+        for (const char* key : {"original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
+                                "mscale_all_dim", "attention_factor", "truncate"}) {
+            keys.emplace_back(key);
+        }
+    } else if (type == "llama3") {
+        scaling.type = RopeScalingType::llama3;
+        for (const char* key : {"original_max_position_embeddings", "low_freq_factor", "high_freq_factor"}) {
+            keys.emplace_back(key);
+        }
+    } else {
+        m_yaml.error(type_node, "rope.scaling.rope_type is " + m_yaml.describe(type_node) +
+                                    "; expected linear, dynamic, yarn or llama3",
+                     type_hint);
+        return false;
+    }
+    // a key another rope_type reads is named as such
+    std::vector<ForeignKey> others;
+    for (const char* key : {"original_max_position_embeddings", "low_freq_factor", "high_freq_factor", "beta_fast",
+                            "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate"}) {
+        if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+            others.push_back({key, "rope_type " + type + " does not read it",
+                              "remove it, or write the rope_type that reads it (yarn or llama3)"});
+        }
+    }
+    m_yaml.check_keys(node_scaling, "rope.scaling", keys, others);
+    // each number the rope_type reads: required, or optional
+    bool ok = true;
+    const auto read = [&](const char* key, bool required, const std::string& hint) -> std::optional<double> {
+        const YAML::Node value = node_scaling[key];
+        if (!value) {
+            if (required) {
+                m_yaml.error(node_scaling, std::string("rope.scaling has no ") + key + "; rope_type " + type +
+                                               " needs it",
+                             hint);
+                ok = false;
+            }
+            return std::nullopt;
+        }
+        auto number = positive(value, std::string("rope.scaling.") + key, hint);
+        ok = ok && number.has_value();
+        return number;
+    };
+    scaling.factor = read("factor", true, "how many times longer the context is than the one trained on, e.g. 8")
+                         .value_or(1.0);
+    scaling.original_max_position_embeddings =
+        read("original_max_position_embeddings", type == "llama3", "the context length the model was trained on");
+    if (type == "llama3") {
+        scaling.low_freq_factor = read("low_freq_factor", true, "Llama 3.1 uses 1").value_or(1.0);
+        scaling.high_freq_factor = read("high_freq_factor", true, "Llama 3.1 uses 4").value_or(4.0);
+        if (ok && scaling.high_freq_factor <= scaling.low_freq_factor) {
+            m_yaml.error(node_scaling["high_freq_factor"],
+                         "rope.scaling.high_freq_factor is " + readable(scaling.high_freq_factor) +
+                             ", not above low_freq_factor " + readable(scaling.low_freq_factor) +
+                             "; expected a larger number",
+                         "the band between the two is blended; Llama 3.1 uses 1 and 4");
+            ok = false;
+        }
+    }
+    if (type == "yarn") {
+        scaling.beta_fast = read("beta_fast", false, "transformers' default is 32").value_or(32.0);
+        scaling.beta_slow = read("beta_slow", false, "transformers' default is 1").value_or(1.0);
+        scaling.mscale = read("mscale", false, "DeepSeek-V3 uses 1.0");
+        scaling.mscale_all_dim = read("mscale_all_dim", false, "DeepSeek-V3 uses 1.0");
+        scaling.attention_factor = read("attention_factor", false, "the factor on cos and sin, e.g. 1.2");
+        if (const YAML::Node truncate = node_scaling["truncate"]) {
+            if (!truncate.IsScalar() || (truncate.Scalar() != "true" && truncate.Scalar() != "false")) {
+                m_yaml.error(truncate, "rope.scaling.truncate is " + m_yaml.describe(truncate) +
+                                           "; expected true or false",
+                             "false keeps YaRN's ramp ends where they fall (gpt-oss); true rounds them out");
+                ok = false;
+            } else {
+                scaling.truncate = truncate.Scalar() == "true";
+            }
+        }
+    }
+    if (!ok) {
+        return false;
+    }
+    rope.scaling = scaling;
+    // yarn and dynamic read a context length: the original, or max_position_embeddings
+    if ((type == "yarn" || type == "dynamic") && rope_max_positions(rope) <= 0.0) {
+        m_yaml.error(node_scaling, "rope.scaling (" + type + ") has no context length; expected "
+                                   "original_max_position_embeddings in it, or rope.max_position_embeddings",
+                     "the context length the model was trained on, e.g. original_max_position_embeddings: 4096");
+        return false;
+    }
+    // dynamic raises the base to the power d_rot/(d_rot − 2)
+    if (type == "dynamic" && !model.heads.empty() && rope.rotated(model.d_k()) <= 2) {
+        m_yaml.error(node_scaling, "rope.scaling is dynamic with a rotated width of 2; expected a width of 4 or more",
+                     "dynamic scaling raises the base to the power d_rot/(d_rot − 2)");
+        return false;
+    }
+    return true;
 }
 
 // qk_norm: true | false | {over: head|all, query: [γ…], key: [γ…], eps: e, offset: 0|1}

@@ -37,11 +37,30 @@ enum class WeightForm { split, head_list, pytorch_block };
 // elements are formed. half: element k with element k + d_k/2 (Hugging Face's
 // rotate_half); interleaved: element 2k with element 2k + 1 (the RoFormer paper).
 enum class RopeStyle { half, interleaved };
+// RoPE scaling (rope.scaling, a config.json's rope_scaling): how the
+// frequencies change for contexts longer than the model was trained on, as
+// transformers' modeling_rope_utils computes them (attention.hpp's rope_frequency).
+enum class RopeScalingType { linear, dynamic, yarn, llama3 };
+struct RopeScaling {
+    RopeScalingType type = RopeScalingType::linear;
+    double factor = 1.0;
+    std::optional<double> original_max_position_embeddings;
+    double low_freq_factor = 1.0;   // llama3
+    double high_freq_factor = 4.0;  // llama3
+    double beta_fast = 32.0;        // yarn
+    double beta_slow = 1.0;         // yarn
+    std::optional<double> mscale;   // yarn: the attention factor from factor, mscale and mscale_all_dim
+    std::optional<double> mscale_all_dim;
+    std::optional<double> attention_factor;  // yarn: given outright
+    bool truncate = true;           // yarn: the ramp's ends rounded out to whole pairs
+};
 struct Rope {
     double base = 10000.0;
     RopeStyle style = RopeStyle::half;
     // partial_rotary_factor: the fraction of each head that turns (GPT-NeoX's rotary_pct, Phi, StableLM, GLM)
     double partial_rotary_factor = 1.0;
+    std::optional<double> max_position_embeddings;  // config.json's, which yarn and dynamic read
+    std::optional<RopeScaling> scaling;
     // The elements that turn of a head of width d, the first d_rot = f·d (an
     // even whole number: the loader checks); the rest pass unchanged.
     arma::uword rotated(arma::uword d) const {

@@ -1,5 +1,6 @@
 // The JSON contract of OUTPUT FORMATS in man/qkv.1, written as a stream so that large traces need
 // no giant string: one step per line, numbers in round-trip precision.
+#include "attention/attention.hpp"
 #include "attention/steps.hpp"
 #include "base/numbers.hpp"
 #include "model/keys.hpp"
@@ -66,6 +67,41 @@ void write_optional(std::ostream& out, const std::optional<Matrix>& M) {
     } else {
         write_json_rows(out, *M);
     }
+}
+
+void write_optional_number(std::ostream& out, const std::optional<double>& number) {
+    if (number) {
+        out << round_trip(*number);
+    } else {
+        out << "null";
+    }
+}
+
+// rope.scaling as the example gave it, the keys its rope_type reads, with the
+// attention factor it comes to; null without one
+void write_scaling(std::ostream& out, const Rope& rope) {
+    if (!rope.scaling) {
+        out << "null";
+        return;
+    }
+    const RopeScaling& scaling = *rope.scaling;
+    const char* const types[] = {"linear", "dynamic", "yarn", "llama3"};
+    out << "{\"rope_type\": " << quoted(types[static_cast<int>(scaling.type)])
+        << ", \"factor\": " << round_trip(scaling.factor) << ", \"original_max_position_embeddings\": ";
+    write_optional_number(out, scaling.original_max_position_embeddings);
+    if (scaling.type == RopeScalingType::llama3) {
+        out << ", \"low_freq_factor\": " << round_trip(scaling.low_freq_factor)
+            << ", \"high_freq_factor\": " << round_trip(scaling.high_freq_factor);
+    }
+    if (scaling.type == RopeScalingType::yarn) {
+        out << ", \"beta_fast\": " << round_trip(scaling.beta_fast) << ", \"beta_slow\": "
+            << round_trip(scaling.beta_slow) << ", \"mscale\": ";
+        write_optional_number(out, scaling.mscale);
+        out << ", \"mscale_all_dim\": ";
+        write_optional_number(out, scaling.mscale_all_dim);
+        out << ", \"truncate\": " << (scaling.truncate ? "true" : "false");
+    }
+    out << ", \"attention_factor\": " << round_trip(rope_attention_factor(rope)) << '}';
 }
 
 std::string mask_kind_name(MaskKind kind) {
@@ -144,9 +180,15 @@ void write_param(std::ostream& out, const Model& model, Key key) {
         case Key::rope:
             out << ",\n  \"rope\": ";
             if (model.rope) {
-                out << "{\"base\": " << round_trip(model.rope->base) << ", \"style\": "
-                    << quoted(model.rope->style == RopeStyle::half ? "half" : "interleaved")
-                    << ", \"partial_rotary_factor\": " << round_trip(model.rope->partial_rotary_factor) << '}';
+                const Rope& rope = *model.rope;
+                out << "{\"base\": " << round_trip(rope.base) << ", \"style\": "
+                    << quoted(rope.style == RopeStyle::half ? "half" : "interleaved")
+                    << ", \"partial_rotary_factor\": " << round_trip(rope.partial_rotary_factor)
+                    << ", \"max_position_embeddings\": ";
+                write_optional_number(out, rope.max_position_embeddings);
+                out << ", \"scaling\": ";
+                write_scaling(out, rope);
+                out << '}';
             } else {
                 out << "null";
             }

@@ -22,7 +22,10 @@ Face's rotate_half, style interleaved with Meta's torch.polar complex form,
 key/value heads with repeat_interleave, ALiBi slopes with Press et al.'s
 get_slopes, windows as flash-attn's window_size = (W - 1, 0), sinks as a
 column concatenated to the scores and dropped after the softmax (gpt-oss),
-qk_norm with transformers' Qwen3RMSNorm, Olmo2RMSNorm and Gemma3RMSNorm.
+qk_norm with transformers' Qwen3RMSNorm, Olmo2RMSNorm and Gemma3RMSNorm,
+rope.scaling with the inv_freq and attention factor of transformers'
+modeling_rope_utils (cross-checked against Meta's apply_scaling and gpt-oss's
+RotaryEmbedding).
 Their expected files list every step that exists, with "-inf" for blocked
 cells (see README.md).
 
@@ -50,6 +53,7 @@ in_proj_weight are "out x in", Q = X @ W.T (qkv's layout: pytorch).
 import json
 import math
 import os
+import types
 
 import numpy
 import torch
@@ -137,12 +141,18 @@ def flow_list(values):
     return "[" + ", ".join(yaml_scalar(v) for v in values) + "]"
 
 
+def flow_map(value):
+    """{k: v, ...} on one line; a value may be a list or a Flow of its own
+    (rope: {style: half, scaling: {rope_type: linear, factor: 4.0}})."""
+    items = ", ".join(f"{k}: {flow_map(v) if isinstance(v, Flow) else flow_list(v) if isinstance(v, list) else yaml_scalar(v)}"
+                      for k, v in value.items())
+    return f"{{{items}}}"
+
+
 def emit_yaml(lines, key, value, indent):
     pad = " " * indent
     if isinstance(value, Flow):
-        items = ", ".join(f"{k}: {flow_list(v) if isinstance(v, list) else yaml_scalar(v)}"
-                          for k, v in value.items())
-        lines.append(f"{pad}{key}: {{{items}}}")
+        lines.append(f"{pad}{key}: {flow_map(value)}")
     elif isinstance(value, dict):
         lines.append(f"{pad}{key}:")
         for sub_key, sub_value in value.items():
@@ -371,9 +381,19 @@ def interpret_yaml(doc):
     if rope is True:
         rope = {}
     if rope is not False:
+        assert set(rope) <= {"base", "style", "partial_rotary_factor", "max_position_embeddings",
+                             "scaling"}, rope
+        spec = rope
         rope = {"base": float(rope.get("base", 10000)), "style": rope.get("style", "half"),
                 "partial": float(rope.get("partial_rotary_factor", 1.0))}
         assert rope["style"] in ("half", "interleaved"), rope
+        if spec.get("scaling") is not None:
+            # the scaled frequencies and attention factor, from the spec's formulas; the
+            # length dynamic sees is the example's number of positions
+            assert "context" not in doc, "rope.scaling in cross-attention"
+            d_rot = round(heads[0]["query"].shape[1] * rope["partial"])
+            scaled = rope_scaling_spec(spec, d_rot, X.shape[0])
+            rope["inv_freq"], rope["attention_factor"] = scaled["inv_freq"], scaled["attention_factor"]
 
     alibi = doc.get("alibi", False)
     slopes = None
@@ -458,24 +478,119 @@ def alibi_slopes_spec(H):
             + [2.0 ** (-8.0 * h / (2 * P)) for h in range(1, 2 * P + 1, 2)][:H - P])
 
 
-def rotate_pairs(M, base, style, partial=1.0):
+def rotate_pairs(M, base, style, partial=1.0, inv_freq=None, attention_factor=1.0):
     """RoPE written out pair by pair (EXAMPLE FILES in man/qkv.1.in): row p (position p,
     0-based) turns each pair (a, b) of elements by the angle p * base^(-2k/d_rot);
     `half` pairs element k with k + d_rot/2, `interleaved` 2k with 2k + 1. d_rot is
-    d_k * partial_rotary_factor; the elements from d_rot on stay as they are."""
+    d_k * partial_rotary_factor; the elements from d_rot on stay as they are. With
+    rope.scaling the angle is p * inv_freq[k] and the turned pair is multiplied by the
+    attention factor (rope_scaling_spec)."""
     rows, d_k = M.shape
     d_rot = round(d_k * partial)
     assert d_rot % 2 == 0, f"RoPE needs an even d_rot, not {d_rot}"
+    assert inv_freq is None or len(inv_freq) == d_rot // 2
     out = M.clone()
     for p in range(rows):
         for k in range(d_rot // 2):
-            angle = p * base ** (-2.0 * k / d_rot)
+            angle = p * (base ** (-2.0 * k / d_rot) if inv_freq is None else inv_freq[k])
             c, s = math.cos(angle), math.sin(angle)
             a, b = (k, k + d_rot // 2) if style == "half" else (2 * k, 2 * k + 1)
             x, y = float(M[p, a]), float(M[p, b])
-            out[p, a] = x * c - y * s
-            out[p, b] = y * c + x * s
+            if inv_freq is None:
+                out[p, a] = x * c - y * s
+                out[p, b] = y * c + x * s
+            else:
+                out[p, a] = attention_factor * (x * c - y * s)
+                out[p, b] = attention_factor * (y * c + x * s)
     return out
+
+
+def rope_scaling_spec(rope, d_rot, positions):
+    """rope.scaling as the spec reads it (EXAMPLE FILES in man/qkv.1.in), pair by pair with
+    math, from the YAML's rope map alone: the inverse frequencies theta_k of the d_rot / 2
+    pairs and the attention factor a that multiplies cos and sin, with what decided them.
+    theta_k = base^(-2k/d_rot) before scaling; M = rope.max_position_embeddings, by default
+    factor * original_max_position_embeddings (for dynamic: original_max_position_embeddings).
+      linear:  theta_k / factor.
+      dynamic: the base becomes base * (factor * L / M - (factor - 1))^(d_rot / (d_rot - 2)),
+               L = max(positions, M).
+      yarn:    L0 = original_max_position_embeddings, else M; the pair index at which r
+               rotations fit in L0 is d(r) = d_rot * ln(L0 / (2 pi r)) / (2 ln base);
+               lo = d(beta_fast), hi = d(beta_slow) (32 and 1 by default), floored and
+               ceiled unless truncate is false, then max(lo, 0), min(hi, d_rot - 1)
+               (hi + 0.001 if they meet); ramp_k = clamp((k - lo) / (hi - lo), 0, 1);
+               theta_k * (1 - ramp_k) + theta_k / factor * ramp_k. a = attention_factor if
+               given, else g(factor, mscale) / g(factor, mscale_all_dim) when both are
+               given and not 0, else g(factor, 1); g(s, m) = 0.1 m ln s + 1 (1 for s <= 1).
+      llama3:  wavelength w_k = 2 pi / theta_k against L0 / low_freq_factor and
+               L0 / high_freq_factor (L0 = original_max_position_embeddings): shorter than
+               the second, kept; longer than the first, / factor; otherwise with
+               t = (L0 / w_k - low) / (high - low), (1 - t) theta_k / factor + t theta_k."""
+    base = float(rope.get("base", 10000))
+    theta = [base ** (-2.0 * k / d_rot) for k in range(d_rot // 2)]
+    scaling = rope.get("scaling")
+    if scaling is None:
+        return {"inv_freq": theta, "attention_factor": 1.0}
+    kind = scaling.get("rope_type", scaling.get("type"))
+    factor = float(scaling["factor"])
+    original = scaling.get("original_max_position_embeddings")
+    longest = rope.get("max_position_embeddings")
+    if longest is None and original is not None:
+        longest = original if kind == "dynamic" else factor * original
+    if kind == "linear":
+        return {"inv_freq": [t / factor for t in theta], "attention_factor": 1.0}
+    if kind == "dynamic":
+        longest = float(longest)
+        length = max(float(positions), longest)
+        new_base = base * (factor * length / longest - (factor - 1.0)) ** (d_rot / (d_rot - 2.0))
+        return {"inv_freq": [new_base ** (-2.0 * k / d_rot) for k in range(d_rot // 2)],
+                "attention_factor": 1.0, "base": new_base, "length": length, "M": longest}
+    if kind == "yarn":
+        trained = float(original if original is not None else longest)
+
+        def pair_index(rotations):
+            return d_rot * math.log(trained / (2.0 * math.pi * rotations)) / (2.0 * math.log(base))
+
+        lo = pair_index(float(scaling.get("beta_fast") or 32))
+        hi = pair_index(float(scaling.get("beta_slow") or 1))
+        if scaling.get("truncate", True):
+            lo, hi = math.floor(lo), math.ceil(hi)
+        lo, hi = max(lo, 0), min(hi, d_rot - 1)
+        if lo == hi:
+            hi += 0.001
+        ramp = [min(1.0, max(0.0, (k - lo) / (hi - lo))) for k in range(d_rot // 2)]
+
+        def g(s, m=1.0):
+            return 1.0 if s <= 1 else 0.1 * m * math.log(s) + 1.0
+
+        mscale, mscale_all_dim = scaling.get("mscale"), scaling.get("mscale_all_dim")
+        if scaling.get("attention_factor") is not None:
+            a = float(scaling["attention_factor"])
+        elif mscale and mscale_all_dim:
+            a = g(factor, float(mscale)) / g(factor, float(mscale_all_dim))
+        else:
+            a = g(factor)
+        return {"inv_freq": [t * (1.0 - r) + t / factor * r for t, r in zip(theta, ramp)],
+                "attention_factor": a, "ramp": ramp, "low": lo, "high": hi, "L0": trained}
+    if kind == "llama3":
+        low, high = float(scaling["low_freq_factor"]), float(scaling["high_freq_factor"])
+        trained = float(original)
+        out, bands = [], []
+        for t in theta:
+            w = 2.0 * math.pi / t
+            if w < trained / high:
+                out.append(t)
+                bands.append("high (kept)")
+            elif w > trained / low:
+                out.append(t / factor)
+                bands.append("low (/ factor)")
+            else:
+                smooth = (trained / w - low) / (high - low)
+                out.append((1.0 - smooth) * t / factor + smooth * t)
+                bands.append(f"middle (smooth {smooth:.4f})")
+        return {"inv_freq": out, "attention_factor": 1.0, "bands": bands,
+                "wavelengths": [2.0 * math.pi / t for t in theta]}
+    raise AssertionError(f"rope_type {kind}")
 
 
 def softmax_row_with_sink(x, sink):
@@ -503,8 +618,10 @@ def direct_attention(X, C, heads, kv_sets, kv_of, W_O, b_O, divisor, keep, rope,
         K = steps["normed_keys"] = rms_norm_direct(K, qk_norm, "key")
     if rope:
         # positions 0, 1, ... for the queries and (separately) for the keys' rows
-        Q = steps["rotated_queries"] = [rotate_pairs(q, rope["base"], rope["style"], rope["partial"]) for q in Q]
-        K = steps["rotated_keys"] = [rotate_pairs(k, rope["base"], rope["style"], rope["partial"]) for k in K]
+        turn = (rope["base"], rope["style"], rope["partial"], rope.get("inv_freq"),
+                rope.get("attention_factor", 1.0))
+        Q = steps["rotated_queries"] = [rotate_pairs(q, *turn) for q in Q]
+        K = steps["rotated_keys"] = [rotate_pairs(k, *turn) for k in K]
     steps["scores"] = [Q[h] @ K[kv_of[h]].T for h in range(len(heads))]
     x = steps["scaled_scores"] = [S / divisor for S in steps["scores"]]
     if softcap is not None:
@@ -692,34 +809,48 @@ def rotate_half(x):
     return torch.cat((-x2, x1), dim=-1)
 
 
-def rope_half_hf(x, base, partial=1.0):
+def rope_half_hf(x, base, partial=1.0, inv_freq=None, attention_scaling=1.0):
     """RoPE as transformers' LlamaRotaryEmbedding + apply_rotary_pos_emb, on x
     (heads, tokens, d): positions 0, 1, ... of the tokens. With partial_rotary_factor
     < 1, as GPT-NeoX's and Phi's: dim = int(head_dim * partial_rotary_factor) for
     inv_freq (_compute_default_rope_parameters), and apply_rotary_pos_emb turns
-    q[..., :rotary_dim] and concatenates q[..., rotary_dim:] unchanged."""
+    q[..., :rotary_dim] and concatenates q[..., rotary_dim:] unchanged. With
+    rope.scaling, inv_freq and attention_scaling come from the rope_type's
+    _compute_*_parameters (rope_scaling_reference), and as the rotary embedding's
+    forward writes it, cos = emb.cos() * self.attention_scaling (sin likewise): the
+    turned elements carry the factor, the passed ones do not."""
     d = int(x.shape[-1] * partial)
     x, x_pass = x[..., :d], x[..., d:]
-    inv_freq = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.int64).to(torch.float64) / d))
+    if inv_freq is None:
+        inv_freq = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.int64).to(torch.float64) / d))
+    assert inv_freq.shape == (d // 2,), (inv_freq.shape, d)
     positions = torch.arange(x.shape[-2], dtype=torch.float64)
     freqs = torch.outer(positions, inv_freq)                   # tokens x d/2
     emb = torch.cat((freqs, freqs), dim=-1)                    # tokens x d
-    cos, sin = emb.cos()[None], emb.sin()[None]                # unsqueeze the head dim
+    cos = emb.cos() * attention_scaling                        # (x * 1.0 is x: plain RoPE as before)
+    sin = emb.sin() * attention_scaling
+    cos, sin = cos[None], sin[None]                            # unsqueeze the head dim
     return torch.cat((x * cos + rotate_half(x) * sin, x_pass), dim=-1)
 
 
-def rope_interleaved_meta(x, base, partial=1.0):
+def rope_interleaved_meta(x, base, partial=1.0, inv_freq=None, attention_scaling=1.0):
     """RoPE as Meta's original Llama code (precompute_freqs_cis + apply_rotary_emb),
     on x (tokens, heads, d): consecutive pairs are complex numbers, multiplied by
     freqs_cis = polar(1, p * theta_k). With partial_rotary_factor < 1, as GLM's
     code: the first d = head_dim * factor elements turn (freqs over d), the rest
-    are concatenated unchanged."""
+    are concatenated unchanged. With rope.scaling, the frequencies are the scaled
+    inv_freq (rope_scaling_reference) and the attention factor is the modulus of
+    freqs_cis, torch.polar(attention_scaling * ones, angles): cos and sin times it."""
     d = int(x.shape[-1] * partial)
     x, x_pass = x[..., :d], x[..., d:]
-    freqs = 1.0 / (base ** (torch.arange(0, d, 2)[: d // 2].to(torch.float64) / d))
+    if inv_freq is None:
+        freqs = 1.0 / (base ** (torch.arange(0, d, 2)[: d // 2].to(torch.float64) / d))
+    else:
+        freqs = inv_freq
+    assert freqs.shape == (d // 2,), (freqs.shape, d)
     t = torch.arange(x.shape[0], dtype=torch.float64)
     freqs = torch.outer(t, freqs)                              # tokens x d/2
-    freqs_cis = torch.polar(torch.ones_like(freqs), freqs)     # complex128
+    freqs_cis = torch.polar(torch.full_like(freqs, attention_scaling), freqs)   # complex128
     x_complex = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
     return torch.cat((torch.view_as_real(x_complex * freqs_cis[:, None, :]).flatten(2), x_pass), dim=-1)
 
@@ -773,12 +904,7 @@ def modern_reference(X, C, W, b, H, G, W_O, b_O, divisor, rope=None, slopes=None
         Q, K = q.transpose(0, 1), k.transpose(0, 1)
         steps["normed_queries"], steps["normed_keys"] = list(Q), list(K)
     if rope is not None:
-        f = rope["partial"]
-        if rope["style"] == "half":
-            Q, K = rope_half_hf(Q, rope["base"], f), rope_half_hf(K, rope["base"], f)
-        else:
-            Q = rope_interleaved_meta(q, rope["base"], f).transpose(0, 1)
-            K = rope_interleaved_meta(k, rope["base"], f).transpose(0, 1)
+        Q, K = apply_rope(Q, K, q, k, rope)
         steps["rotated_queries"], steps["rotated_keys"] = list(Q), list(K)
     # grouped-query attention: each key/value head serves H / G query heads in a row
     K_rep = K.repeat_interleave(H // G, dim=0)
@@ -798,6 +924,19 @@ def modern_reference(X, C, W, b, H, G, W_O, b_O, divisor, rope=None, slopes=None
         steps["concat"] = concat
     steps["output"] = concat if W_O is None else affine(concat, W_O, b_O)
     return steps
+
+
+def apply_rope(Q, K, q, k, rope):
+    """RoPE on Q, K (heads, tokens, d) with style half (transformers), or on q, k (tokens,
+    heads, d) with style interleaved (Meta's polar form); returns (heads, tokens, d).
+    rope: {"base", "style", "partial"} and, with rope.scaling, "inv_freq" and
+    "attention_scaling" (rope_scaling_reference)."""
+    f = rope["partial"]
+    scaled = (rope.get("inv_freq"), rope.get("attention_scaling", 1.0))
+    if rope["style"] == "half":
+        return rope_half_hf(Q, rope["base"], f, *scaled), rope_half_hf(K, rope["base"], f, *scaled)
+    return (rope_interleaved_meta(q, rope["base"], f, *scaled).transpose(0, 1),
+            rope_interleaved_meta(k, rope["base"], f, *scaled).transpose(0, 1))
 
 
 def gemma2_softcap(x, softcap):
@@ -871,11 +1010,14 @@ def scaled_scores_to_weights(x, slopes, blocked, sinks, steps):
     return torch.softmax(torch.cat([x, sink_column], dim=-1), dim=-1)[..., :-1]
 
 
-def gpt_oss_attention(X, W, b, H, G, W_O, b_O, divisor, base, window, sinks):
+def gpt_oss_attention(X, W, b, H, G, W_O, b_O, divisor, base, window, sinks, yarn=None):
     """Self-attention as gpt-oss's reference torch code arranges it: RoPE on the
     two halves (torch.chunk), queries as (tokens, G, H/G, d), the causal and
     sliding-window masks as -inf triangles (triu, tril), sinks concatenated to
-    the scores and dropped after the softmax, einsum for the products."""
+    the scores and dropped after the softmax, einsum for the products. yarn: None,
+    or the keyword arguments of gpt-oss's RotaryEmbedding (initial_context_length,
+    scaling_factor, ntk_alpha, ntk_beta): its _compute_concentration_and_inv_freq
+    gives the frequencies, and cos and sin are multiplied by the concentration."""
     n = X.shape[0]
     q_mult = H // G
     q = (X @ W["query"] + b["query"]).view(n, H, -1)
@@ -883,9 +1025,15 @@ def gpt_oss_attention(X, W, b, H, G, W_O, b_O, divisor, base, window, sinks):
     v = (X @ W["value"] + b["value"]).view(n, G, -1)
     d = q.shape[-1]
 
-    inv_freq = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
-    freqs = torch.einsum("i,j->ij", torch.arange(n, dtype=torch.float64), inv_freq)
-    cos, sin = freqs.cos()[:, None, :], freqs.sin()[:, None, :]   # tokens x 1 x d/2
+    if yarn is None:
+        inv_freq = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
+        freqs = torch.einsum("i,j->ij", torch.arange(n, dtype=torch.float64), inv_freq)
+        cos, sin = freqs.cos()[:, None, :], freqs.sin()[:, None, :]   # tokens x 1 x d/2
+    else:
+        concentration, inv_freq = gpt_oss_concentration_and_inv_freq(d, base, **yarn)
+        freqs = torch.einsum("i,j->ij", torch.arange(n, dtype=torch.float64), inv_freq)
+        cos = (freqs.cos() * concentration)[:, None, :]
+        sin = (freqs.sin() * concentration)[:, None, :]
 
     def rotary(x):
         x1, x2 = torch.chunk(x, 2, dim=-1)
@@ -907,6 +1055,293 @@ def gpt_oss_attention(X, W, b, H, G, W_O, b_O, divisor, base, window, sinks):
             "weights": list(A.reshape(H, n, n)),
             "head_output": list(attn.view(n, H, -1).transpose(0, 1)),
             "concat": attn, "output": affine(attn, W_O, b_O)}
+
+
+# ---------------------------------------------------------------------------
+# RoPE scaling (rope.scaling) as the upstream code computes it: transformers'
+# modeling_rope_utils (the version whose _compute_yarn_parameters reads mscale,
+# mscale_all_dim and truncate), Meta's apply_scaling (llama-models) and gpt-oss's
+# RotaryEmbedding. Written as upstream writes them, in float64 where upstream
+# uses float32 (torch.arange(..., dtype=torch.float32), .float()).
+# ---------------------------------------------------------------------------
+
+def rope_config(rope, d_k):
+    """The transformers config a qkv rope map with `scaling` stands for: rope_theta = base,
+    partial_rotary_factor, head_dim = d_k (hidden_size / num_attention_heads too: upstream's
+    getattr reads them for its default), max_position_embeddings = rope's (by default
+    factor * original_max_position_embeddings; for dynamic, original_max_position_embeddings),
+    rope_scaling = the scaling map as written (a config.json's rope_scaling)."""
+    scaling = dict(rope["scaling"])
+    kind = scaling.get("rope_type", scaling.get("type"))
+    original = scaling.get("original_max_position_embeddings")
+    longest = rope.get("max_position_embeddings")
+    if longest is None and original is not None:
+        longest = original if kind == "dynamic" else scaling["factor"] * original
+    return types.SimpleNamespace(rope_theta=float(rope.get("base", 10000)),
+                                 partial_rotary_factor=float(rope.get("partial_rotary_factor", 1.0)),
+                                 head_dim=d_k, hidden_size=d_k, num_attention_heads=1,
+                                 max_position_embeddings=longest, rope_scaling=scaling)
+
+
+def hf_compute_default_rope_parameters(config, device=None, seq_len=None):
+    """transformers' _compute_default_rope_parameters (float64 for .float())."""
+    base = config.rope_theta
+    partial_rotary_factor = getattr(config, "partial_rotary_factor", 1.0)
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    dim = int(head_dim * partial_rotary_factor)
+
+    attention_factor = 1.0  # Unused in this type of RoPE
+
+    # Compute the inverse frequencies
+    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).to(device=device, dtype=torch.float64) / dim))
+    return inv_freq, attention_factor
+
+
+def hf_compute_linear_scaling_rope_parameters(config, device=None, seq_len=None):
+    """transformers' _compute_linear_scaling_rope_parameters."""
+    factor = config.rope_scaling["factor"]
+
+    # Gets the default RoPE parameters
+    inv_freq, attention_factor = hf_compute_default_rope_parameters(config, device, seq_len)
+
+    # Then applies linear scaling to the frequencies.
+    # NOTE: originally, scaling was applied to the position_ids. However, we get `embs = inv_freq @ position_ids`, so
+    # applying scaling to the inverse frequencies is equivalent.
+    inv_freq /= factor
+    return inv_freq, attention_factor
+
+
+def hf_compute_dynamic_ntk_parameters(config, device=None, seq_len=None):
+    """transformers' _compute_dynamic_ntk_parameters (float64 for torch.float)."""
+    base = config.rope_theta
+    partial_rotary_factor = getattr(config, "partial_rotary_factor", 1.0)
+    head_dim = getattr(config, "head_dim", config.hidden_size // config.num_attention_heads)
+    dim = int(head_dim * partial_rotary_factor)
+    max_position_embeddings = config.max_position_embeddings
+    factor = config.rope_scaling["factor"]
+
+    attention_factor = 1.0  # Unused in this type of RoPE
+
+    # seq_len: default to max_position_embeddings, e.g. at init time
+    if seq_len is None:
+        seq_len = max_position_embeddings
+    elif isinstance(seq_len, torch.Tensor):
+        seq_len = torch.maximum(
+            seq_len,
+            torch.tensor(max_position_embeddings, dtype=seq_len.dtype, device=seq_len.device),
+        )
+    else:
+        seq_len = max(seq_len, max_position_embeddings)
+
+    # Compute the inverse frequencies
+    base = base * ((factor * seq_len / max_position_embeddings) - (factor - 1)) ** (dim / (dim - 2))
+    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).to(device=device, dtype=torch.float64) / dim))
+    return inv_freq, attention_factor
+
+
+def hf_compute_yarn_parameters(config, device=None, seq_len=None):
+    """transformers' _compute_yarn_parameters, the version with mscale, mscale_all_dim and
+    truncate (float64 for torch.float and torch.float32)."""
+    base = config.rope_theta
+    partial_rotary_factor = getattr(config, "partial_rotary_factor", 1.0)
+    head_dim = getattr(config, "head_dim", config.hidden_size // config.num_attention_heads)
+    dim = int(head_dim * partial_rotary_factor)
+    factor = config.rope_scaling["factor"]
+    attention_factor = config.rope_scaling.get("attention_factor")
+    mscale = config.rope_scaling.get("mscale")
+    mscale_all_dim = config.rope_scaling.get("mscale_all_dim")
+    original_max_position_embeddings = (
+        config.rope_scaling.get("original_max_position_embeddings") or config.max_position_embeddings
+    )
+
+    def get_mscale(scale, mscale=1):
+        if scale <= 1:
+            return 1.0
+        return 0.1 * mscale * math.log(scale) + 1.0
+
+    # Sets the attention factor as suggested in the paper
+    if attention_factor is None:
+        if mscale and mscale_all_dim:
+            attention_factor = float(get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim))
+        else:
+            attention_factor = get_mscale(factor)
+
+    # Optional config options
+    # beta_fast/beta_slow: as suggested in the paper, default to 32/1 (correspondingly)
+    beta_fast = config.rope_scaling.get("beta_fast") or 32
+    beta_slow = config.rope_scaling.get("beta_slow") or 1
+
+    # Compute the inverse frequencies
+    def find_correction_dim(num_rotations, dim, base, max_position_embeddings):
+        """Inverse dimension formula to find the dimension based on the number of rotations"""
+        return (dim * math.log(max_position_embeddings / (num_rotations * 2 * math.pi))) / (2 * math.log(base))
+
+    def find_correction_range(low_rot, high_rot, dim, base, max_position_embeddings, truncate):
+        """Find dimension range bounds based on rotations"""
+        low = find_correction_dim(low_rot, dim, base, max_position_embeddings)
+        high = find_correction_dim(high_rot, dim, base, max_position_embeddings)
+        if truncate:
+            low = math.floor(low)
+            high = math.ceil(high)
+        return max(low, 0), min(high, dim - 1)
+
+    def linear_ramp_factor(min, max, dim):
+        if min == max:
+            max += 0.001  # Prevent singularity
+
+        linear_func = (torch.arange(dim, dtype=torch.float64) - min) / (max - min)
+        ramp_func = torch.clamp(linear_func, 0, 1)
+        return ramp_func
+
+    # Note on variable naming: "interpolation" comes from the original technique, where we interpolate the position IDs
+    # to expand the possible context length. In other words, interpolation = apply scaling factor.
+    pos_freqs = base ** (torch.arange(0, dim, 2).to(device=device, dtype=torch.float64) / dim)
+    inv_freq_extrapolation = 1.0 / pos_freqs
+    inv_freq_interpolation = 1.0 / (factor * pos_freqs)
+
+    truncate = config.rope_scaling.get("truncate", True)
+    low, high = find_correction_range(beta_fast, beta_slow, dim, base, original_max_position_embeddings, truncate)
+
+    # Get n-dimensional rotational scaling corrected for extrapolation
+    inv_freq_extrapolation_factor = 1 - linear_ramp_factor(low, high, dim // 2).to(device=device, dtype=torch.float64)
+    inv_freq = (
+        inv_freq_interpolation * (1 - inv_freq_extrapolation_factor)
+        + inv_freq_extrapolation * inv_freq_extrapolation_factor
+    )
+    return inv_freq, attention_factor
+
+
+def hf_compute_llama3_parameters(config, device=None, seq_len=None):
+    """transformers' _compute_llama3_parameters."""
+    # Gets the default RoPE parameters
+    inv_freq, attention_factor = hf_compute_default_rope_parameters(config, device, seq_len)
+
+    factor = config.rope_scaling["factor"]  # `8` in the original implementation
+    low_freq_factor = config.rope_scaling["low_freq_factor"]  # `1` in the original implementation
+    high_freq_factor = config.rope_scaling["high_freq_factor"]  # `4` in the original implementation
+    old_context_len = config.rope_scaling["original_max_position_embeddings"]  # `8192` in the original implementation
+
+    low_freq_wavelen = old_context_len / low_freq_factor
+    high_freq_wavelen = old_context_len / high_freq_factor
+
+    wavelen = 2 * math.pi / inv_freq
+    # wavelen < high_freq_wavelen: do nothing
+    # wavelen > low_freq_wavelen: divide by factor
+    inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    # otherwise: interpolate between the two, using a smooth factor
+    smooth_factor = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    smoothed_inv_freq = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+    is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    inv_freq_llama = torch.where(is_medium_freq, smoothed_inv_freq, inv_freq_llama)
+
+    return inv_freq_llama, attention_factor
+
+
+HF_ROPE_INIT_FUNCTIONS = {
+    "linear": hf_compute_linear_scaling_rope_parameters,
+    "dynamic": hf_compute_dynamic_ntk_parameters,
+    "yarn": hf_compute_yarn_parameters,
+    "llama3": hf_compute_llama3_parameters,
+}
+
+
+def rope_scaling_reference(rope, d_k, position_ids):
+    """inv_freq and attention_scaling as transformers' rotary embedding holds them for a
+    forward over position_ids: rope_init_fn(config, device) at __init__; for dynamic,
+    dynamic_rope_update's dynamic_frequency_update, seq_len = torch.max(position_ids) + 1,
+    recomputed with seq_len when it exceeds max_seq_len_cached (= max_position_embeddings)."""
+    config = rope_config(rope, d_k)
+    rope_type = config.rope_scaling.get("rope_type", config.rope_scaling.get("type"))
+    rope_init_fn = HF_ROPE_INIT_FUNCTIONS[rope_type]
+    inv_freq, attention_scaling = rope_init_fn(config, None)
+    if "dynamic" in rope_type:
+        max_seq_len_cached = config.max_position_embeddings
+        seq_len = int(torch.max(position_ids)) + 1
+        if seq_len > max_seq_len_cached:
+            inv_freq, attention_scaling = rope_init_fn(config, None, seq_len=seq_len)
+    return inv_freq, float(attention_scaling)
+
+
+def meta_apply_scaling(freqs: torch.Tensor):
+    """Meta's apply_scaling (llama-models, models/llama3/reference_impl/model.py) as it is,
+    its constants those of Llama 3.1's rope_scaling: one frequency at a time."""
+    # Values obtained from grid search
+    scale_factor = 8
+    low_freq_factor = 1
+    high_freq_factor = 4
+    old_context_len = 8192  # original llama3 length
+
+    low_freq_wavelen = old_context_len / low_freq_factor
+    high_freq_wavelen = old_context_len / high_freq_factor
+    new_freqs = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < high_freq_wavelen:
+            new_freqs.append(freq)
+        elif wavelen > low_freq_wavelen:
+            new_freqs.append(freq / scale_factor)
+        else:
+            assert low_freq_wavelen != high_freq_wavelen
+            smooth = (old_context_len / wavelen - low_freq_factor) / (
+                high_freq_factor - low_freq_factor
+            )
+            new_freqs.append((1 - smooth) * freq / scale_factor + smooth * freq)
+    return torch.tensor(new_freqs, dtype=freqs.dtype, device=freqs.device)
+
+
+def meta_precompute_freqs_cis(dim: int, end: int, theta: float = 10000.0, use_scaled: bool = False):
+    """Meta's precompute_freqs_cis (llama-models), float64 for .float() and torch.float32."""
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].double() / dim))
+    t = torch.arange(end, device=freqs.device, dtype=torch.float64)
+    if use_scaled:
+        freqs = meta_apply_scaling(freqs)
+    freqs = torch.outer(t, freqs)
+    freqs_cis = torch.polar(torch.ones_like(freqs), freqs)  # complex128
+    return freqs_cis
+
+
+
+def gpt_oss_concentration_and_inv_freq(head_dim, base, initial_context_length=4096, scaling_factor=1.0,
+                                       ntk_alpha=1.0, ntk_beta=32.0):
+    """gpt-oss's RotaryEmbedding._compute_concentration_and_inv_freq (gpt_oss/torch/model.py),
+    float64 for torch.float and torch.float32; YaRN without rounding the ramp's ends."""
+    freq = base ** (
+        torch.arange(0, head_dim, 2, dtype=torch.float64)
+        / head_dim
+    )
+    if scaling_factor > 1.0:
+        concentration = (
+            0.1 * math.log(scaling_factor) + 1.0
+        )  # YaRN concentration
+
+        d_half = head_dim / 2
+        # NTK by parts
+        low = (
+            d_half
+            * math.log(initial_context_length / (ntk_beta * 2 * math.pi))
+            / math.log(base)
+        )
+        high = (
+            d_half
+            * math.log(initial_context_length / (ntk_alpha * 2 * math.pi))
+            / math.log(base)
+        )
+        assert 0 < low < high < d_half - 1
+
+        interpolation = 1.0 / (scaling_factor * freq)
+        extrapolation = 1.0 / freq
+
+        ramp = (
+            torch.arange(d_half, dtype=torch.float64) - low
+        ) / (high - low)
+        mask = 1 - ramp.clamp(0, 1)
+
+        inv_freq = interpolation * (1 - mask) + extrapolation * mask
+    else:
+        concentration = 1.0
+        inv_freq = 1.0 / freq
+
+    return concentration, inv_freq
 
 
 # ---------------------------------------------------------------------------
@@ -1293,6 +1728,59 @@ PROVENANCE_MODERN = {
 }
 
 
+def rope_scaling_provenance(rope, ref, d_k, n):
+    """How a case's rope.scaling was computed, with the numbers that came out."""
+    scaling = rope["scaling"]
+    kind = ref["scaling"]
+    d_rot = int(d_k * ref["partial"])
+    spec = rope_scaling_spec(rope, d_rot, n)
+    config = rope_config(rope, d_k)
+    text = (f"rope.scaling (rope_type {kind}): inv_freq (in place of the plain one) and attention_scaling "
+            "as transformers' modeling_rope_utils computes them: ")
+    if kind == "linear":
+        text += ("_compute_linear_scaling_rope_parameters: the default inv_freq = 1.0 / (base ** "
+                 "(torch.arange(0, dim, 2) / dim)) over dim = rotary_dim, then inv_freq /= factor; ")
+    elif kind == "dynamic":
+        grown = n > config.max_position_embeddings
+        text += ("_compute_dynamic_ntk_parameters through dynamic_rope_update: seq_len = "
+                 f"torch.max(position_ids) + 1 = {n}, {'above' if grown else 'not above'} "
+                 f"max_position_embeddings {fmt_number(config.max_position_embeddings)} (rope.max_position_"
+                 "embeddings; by default, for dynamic, original_max_position_embeddings)"
+                 + (", so inv_freq is recomputed with it" if grown else "") +
+                 ": base = base * ((factor * seq_len / max_position_embeddings) - (factor - 1)) ** "
+                 f"(dim / (dim - 2)) = {spec['base']!r}, inv_freq = 1.0 / (base ** (torch.arange(0, dim, "
+                 "2) / dim)); ")
+    elif kind == "yarn":
+        given = scaling.get("attention_factor") is not None
+        both = bool(scaling.get("mscale") and scaling.get("mscale_all_dim"))
+        how = ("given" if given else
+               "get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)" if both else
+               "get_mscale(factor) = 0.1 * math.log(factor) + 1.0")
+        where = ("on the two halves: cos = emb.cos() * self.attention_scaling, sin likewise"
+                 if ref["style"] == "half" else
+                 "as the modulus of freqs_cis = torch.polar(attention_factor * ones, angles)")
+        text += ("_compute_yarn_parameters (the version that reads mscale, mscale_all_dim and "
+                 f"truncate): attention_factor {how} = {ref['attention_scaling']!r}; beta_fast and "
+                 f"beta_slow {fmt_number(scaling.get('beta_fast') or 32)} and "
+                 f"{fmt_number(scaling.get('beta_slow') or 1)}; find_correction_range(beta_fast, beta_slow, "
+                 f"dim, base, original_max_position_embeddings = {fmt_number(spec['L0'])}"
+                 + ("" if scaling.get("original_max_position_embeddings") is not None else
+                    " (rope_scaling has none: config.max_position_embeddings)") +
+                 f", truncate = {bool(scaling.get('truncate', True))}) = ({spec['low']!r}, {spec['high']!r}); "
+                 f"linear_ramp_factor(low, high, dim // 2) = [{', '.join(repr(r) for r in spec['ramp'])}]; "
+                 "inv_freq = inv_freq_interpolation * (1 - inv_freq_extrapolation_factor) + "
+                 "inv_freq_extrapolation * inv_freq_extrapolation_factor; the rotated elements are "
+                 f"multiplied by attention_factor {where}, so rotated_queries and rotated_keys carry it; ")
+    else:
+        text += ("_compute_llama3_parameters: wavelen = 2 * math.pi / inv_freq against "
+                 "original_max_position_embeddings / low_freq_factor and / high_freq_factor, torch.where "
+                 "for the three bands, (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * "
+                 f"inv_freq_llama in the middle one: pairs {', '.join(spec['bands'])}; ")
+    return text + ("computed in float64 throughout (upstream's torch.arange(..., dtype=torch.float32) and "
+                   f".float() made float64); inv_freq = [{', '.join(repr(float(x)) for x in ref['inv_freq'])}], "
+                   f"attention_scaling {ref['attention_scaling']!r}; ")
+
+
 def uniform(*shape, bound):
     """U(-bound, bound): weights of bound sqrt(3 / fan_in) keep X @ W near unit variance,
     so that the softmax is neither flat nor saturated."""
@@ -1320,16 +1808,51 @@ def blocked_cells(n, m, mask, padding, sinks=None):
     return blocked
 
 
-def rope_settings(rope):
-    """(YAML value, reference settings) for rope=True or a dict of base/style."""
+def rope_reference(rope, d_k, n):
+    """The reference settings for a rope value as the YAML reads (True, or a map of base,
+    style, partial_rotary_factor, max_position_embeddings, scaling) over n positions: with
+    scaling, "scaling" (the rope_type), "inv_freq" and "attention_scaling" as transformers
+    computes them (rope_scaling_reference)."""
+    rope = {} if rope is True else rope
+    ref = {"base": float(rope.get("base", 10000)), "style": rope.get("style", "half"),
+           "partial": float(rope.get("partial_rotary_factor", 1.0))}
+    if rope.get("scaling") is not None:
+        ref["scaling"] = rope["scaling"].get("rope_type", rope["scaling"].get("type"))
+        ref["inv_freq"], ref["attention_scaling"] = rope_scaling_reference(
+            rope, d_k, torch.arange(n)[None, :])
+    return ref
+
+
+def config_value(value):
+    """A rope_scaling value as a config.json writes it: true/false, a string bare, a whole
+    float with its point (8.0)."""
+    if isinstance(value, bool):
+        return Bare("true" if value else "false")
+    if isinstance(value, str):
+        return Bare(value)
+    if isinstance(value, float) and value.is_integer():
+        return Bare(repr(value))
+    return value
+
+
+def rope_settings(rope, d_k=None, n=None):
+    """(YAML value, reference settings) for rope=True or a dict of base/style (one flow
+    line). With scaling (a config.json's rope_scaling): a block map whose scaling is one
+    flow line, or, for a Flow, everything on one line."""
     if rope is None:
         return None, None
     if rope is True:
         return Bare("true"), {"base": 10000.0, "style": "half", "partial": 1.0}
-    yaml_value = Flow({key: (Bare(value) if isinstance(value, str) else value)
-                       for key, value in rope.items()})
-    return yaml_value, {"base": float(rope.get("base", 10000)), "style": rope.get("style", "half"),
-                        "partial": float(rope.get("partial_rotary_factor", 1.0))}
+    if "scaling" not in rope:
+        yaml_value = Flow({key: (Bare(value) if isinstance(value, str) else value)
+                           for key, value in rope.items()})
+        return yaml_value, {"base": float(rope.get("base", 10000)), "style": rope.get("style", "half"),
+                            "partial": float(rope.get("partial_rotary_factor", 1.0))}
+    outer = Flow if isinstance(rope, Flow) else dict
+    yaml_value = outer({key: (Flow({k: config_value(v) for k, v in value.items()}) if key == "scaling"
+                              else Bare(value) if isinstance(value, str) else value)
+                        for key, value in rope.items()})
+    return yaml_value, rope_reference(dict(rope), d_k, n)
 
 
 def modern_case(name, title, seed, *, n, d_model, H, d_k, G=None, d_v=None, m=None,
@@ -1381,7 +1904,7 @@ def modern_case(name, title, seed, *, n, d_model, H, d_k, G=None, d_v=None, m=No
     else:
         doc["scale"] = Bare(scale) if isinstance(scale, str) else scale
         divisor = 1.0 if scale == "none" else float(scale)
-    doc["rope"], rope_ref = rope_settings(rope)
+    doc["rope"], rope_ref = rope_settings(rope, d_k, n)
     if doc["rope"] is None:
         del doc["rope"]
     slopes = None
@@ -1448,6 +1971,8 @@ def modern_case(name, title, seed, *, n, d_model, H, d_k, G=None, d_v=None, m=No
         ops.append(PROVENANCE_MODERN[rope_ref["style"]])
         if rope_ref["partial"] != 1.0:
             ops.append(PROVENANCE_MODERN["partial"])
+        if "scaling" in rope_ref:
+            ops.append(rope_scaling_provenance(dict(rope), rope_ref, d_k, n))
     if kv != H:
         ops.append(PROVENANCE_MODERN["gqa"])
     ops.append(PROVENANCE_MODERN["scores"])
@@ -1910,6 +2435,198 @@ def cases_qk_norm():
     return out
 
 
+def rope_scaling_facts(case):
+    """(rope map as the YAML reads it, reference settings, spec result, d_rot) of a case."""
+    rope = yaml.safe_load(yaml_text(order_doc(case["doc"])))["rope"]
+    d_k = case["steps"]["queries"][0].shape[1]
+    n = case["steps"]["queries"][0].shape[0]
+    ref = rope_reference(rope, d_k, n)
+    d_rot = int(d_k * ref["partial"])
+    return rope, ref, rope_scaling_spec(rope, d_rot, n), d_rot
+
+
+def cases_rope_scaling():
+    """rope.scaling: RoPE's frequencies (and YaRN's attention factor) as long-context
+    checkpoints configure them, a config.json's rope_scaling pasted as it is."""
+    out = []
+    out.append(modern_case(
+        "rope_scaling_linear",
+        "RoPE scaling linear (factor 4: every frequency divided by 4), style half, two heads of d_k 4, causal",
+        1401, n=5, d_model=6, H=2, d_k=4, mask="causal",
+        rope=Flow({"style": "half", "scaling": {"rope_type": "linear", "factor": 4.0}})))
+    out.append(modern_case(
+        "rope_scaling_dynamic",
+        "RoPE scaling dynamic (NTK, factor 2) with original_max_position_embeddings 4 over 6 positions: "
+        "max_position_embeddings left out (for dynamic it is the original's 4), so the base grows to "
+        "10000 * (2 * 6 / 4 - 1)^(6 / 4); two heads of d_k 6, causal",
+        1402, n=6, d_model=6, H=2, d_k=6, mask="causal",
+        rope={"scaling": {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4}}))
+    out.append(modern_case(
+        "rope_scaling_yarn",
+        "RoPE scaling yarn (factor 8, original_max_position_embeddings 2048, beta_fast and beta_slow left "
+        "at 32 and 1, the default attention factor 0.1 ln 8 + 1), style interleaved, d_k 8: pairs 1-2 "
+        "extrapolated, pair 3 half and half, pair 4 interpolated; heads 4 over kv_heads 2, causal",
+        1403, n=6, d_model=8, H=4, G=2, d_k=8, mask="causal",
+        rope={"style": "interleaved",
+              "scaling": {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 2048}}))
+    out.append(modern_case(
+        "rope_scaling_yarn_deepseek",
+        "RoPE scaling yarn as DeepSeek-V3's config.json writes it (type: yarn, factor 40, mscale 1.0 and "
+        "mscale_all_dim 1.0, so the attention factor is 1 exactly; original_max_position_embeddings 4096, "
+        "max_position_embeddings 163840), style interleaved, two heads of d_k 8, causal",
+        1404, n=5, d_model=6, H=2, d_k=8, mask="causal",
+        rope={"style": "interleaved", "max_position_embeddings": 163840,
+              "scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+                          "original_max_position_embeddings": 4096, "type": "yarn"}}))
+    case = modern_case(
+        "rope_scaling_yarn_gpt_oss",
+        "RoPE scaling yarn as gpt-oss's config.json writes it (factor 32, original_max_position_embeddings "
+        "4096, truncate false: the ramp's ends are not rounded), base 150000, d_k 8, heads 4 over kv_heads 2, "
+        "a window of 3, sinks, biases, W_O",
+        1405, n=6, d_model=8, H=4, G=2, d_k=8, mask={"window": 3}, sinks=[0.3, -0.4, 1.2, 0.0],
+        rope={"base": 150000,
+              "scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+                          "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": False}},
+        note="cross-checked against gpt-oss's own code: RotaryEmbedding._compute_concentration_and_inv_freq "
+             "(YaRN concentration 0.1 * math.log(scaling_factor) + 1.0, low and high from ntk_beta and "
+             "ntk_alpha without rounding, mask = 1 - ramp.clamp(0, 1)) gives the same inv_freq and factor, "
+             "and gpt-oss's arrangement (cos = freqs.cos() * concentration on torch.chunk halves, queries "
+             "(tokens, G, H / G, d), -inf triu/tril masks, einsum, the sink column) the same rotated "
+             "queries and keys, weights, head outputs and output, to 1e-12; ")
+    out.append(case)
+    case = modern_case(
+        "rope_scaling_llama3",
+        "RoPE scaling llama3 as Llama 3.1's config.json writes it (factor 8, low_freq_factor 1, high_freq_factor "
+        "4, original_max_position_embeddings 8192), base 500000, style interleaved, d_k 8: pairs 1-2 kept, "
+        "pair 3 blended, pair 4 divided by 8; heads 4 over kv_heads 2, causal, no biases",
+        1406, n=6, d_model=8, H=4, G=2, d_k=8, mask="causal", bias=("output",),
+        rope={"base": 500000, "style": "interleaved",
+              "scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                          "original_max_position_embeddings": 8192, "rope_type": "llama3"}},
+        note="cross-checked against Meta's apply_scaling (llama-models, models/llama3/reference_impl/model.py: "
+             "one frequency at a time, wavelen = 2 * math.pi / freq against 8192 / 4 and 8192 / 1, its "
+             "constants those of this rope_scaling), which gives the same inv_freq number by number, and "
+             "Meta's precompute_freqs_cis(dim, end, theta, use_scaled=True) with apply_rotary_emb's complex "
+             "product the same rotated queries and keys, to 1e-12; ")
+    out.append(case)
+    out.append(modern_case(
+        "rope_scaling_yarn_partial",
+        "RoPE scaling yarn turning the first 6 of d_k 12 (partial_rotary_factor 0.5: dim is d_rot 6), "
+        "no original_max_position_embeddings (yarn reads max_position_embeddings 1024), attention_factor "
+        "0.8 given (on the turned elements only), factor 4, style half, two heads, no mask",
+        1407, n=5, d_model=8, H=2, d_k=12,
+        rope={"partial_rotary_factor": 0.5, "max_position_embeddings": 1024,
+              "scaling": {"rope_type": "yarn", "factor": 4.0, "attention_factor": 0.8}}))
+    linear, dynamic, yarn, deepseek, gpt_oss, llama3, partial = out
+
+    # transformers' inv_freq and attention factor against the spec's formulas (math, pair by
+    # pair), and the scaling changes the rotated queries
+    largest = 0.0
+    for case in out:
+        rope, ref, spec, d_rot = rope_scaling_facts(case)
+        assert len(spec["inv_freq"]) == d_rot // 2 == ref["inv_freq"].shape[0]
+        for a, b in zip(ref["inv_freq"].tolist(), spec["inv_freq"]):
+            largest = max(largest, abs(a - b) / abs(b))
+        assert abs(ref["attention_scaling"] - spec["attention_factor"]) < 1e-15, case["name"]
+        plain = {key: ref[key] for key in ("base", "style", "partial")}
+        Q = torch.stack(case["steps"]["queries"])
+        unscaled, _ = apply_rope(Q, Q, Q.transpose(0, 1), Q.transpose(0, 1), plain)
+        moved = float((unscaled - torch.stack(case["steps"]["rotated_queries"])).abs().max())
+        assert moved > 1e-5, (case["name"], moved)
+        # a rotation keeps a row's length: the rotated part's is the attention factor's multiple
+        for raw, turned in zip(case["steps"]["queries"], case["steps"]["rotated_queries"]):
+            ratio = turned[:, :d_rot].norm(dim=1) / raw[:, :d_rot].norm(dim=1)
+            assert bool(((ratio - ref["attention_scaling"]).abs() < 1e-12).all()), case["name"]
+            assert torch.equal(turned[:, d_rot:], raw[:, d_rot:]), case["name"]
+        yarn_info = ""
+        if "ramp" in spec:
+            yarn_info = (f", ramp [{', '.join(f'{r:.4g}' for r in spec['ramp'])}] over low {spec['low']:.4g}, "
+                         f"high {spec['high']:.4g}")
+        print(f"{case['name']}: inv_freq [{', '.join(repr(float(x)) for x in ref['inv_freq'])}], "
+              f"attention factor {ref['attention_scaling']!r}{yarn_info}"
+              + (f", bands {spec['bands']}" if "bands" in spec else "")
+              + (f", base {spec['base']!r}" if "base" in spec else ""))
+    assert largest < 1e-15, largest
+
+    # linear: each frequency a quarter of the default
+    _, ref, _, d_rot = rope_scaling_facts(linear)
+    default = 1.0 / (10000.0 ** (torch.arange(0, d_rot, 2, dtype=torch.float64) / d_rot))
+    assert torch.equal(ref["inv_freq"], default / 4.0)
+    # dynamic: 6 positions over the original 4 grow the base; with max_position_embeddings
+    # factor * original (8, the default of the other types) it would not grow at all
+    rope, ref, spec, d_rot = rope_scaling_facts(dynamic)
+    assert spec["M"] == 4 and spec["length"] == 6 and abs(spec["base"] / (10000 * 2 ** 1.5) - 1) < 1e-15
+    other = rope_scaling_spec(dict(rope, max_position_embeddings=8), d_rot, 6)
+    assert other["base"] == 10000.0
+    # yarn: the ramp lies inside (0, d_rot / 2): extrapolated, mixed and interpolated pairs
+    for case in (yarn, deepseek, gpt_oss, partial):
+        _, ref, spec, d_rot = rope_scaling_facts(case)
+        ramp = spec["ramp"]
+        assert ramp[0] == 0.0 and ramp[-1] == 1.0 and any(0.0 < r < 1.0 for r in ramp), (case["name"], ramp)
+        assert 0 <= spec["low"] < spec["high"] < d_rot / 2, (case["name"], spec["low"], spec["high"])
+    _, ref, spec, _ = rope_scaling_facts(yarn)
+    assert 0 < spec["low"] and ref["attention_scaling"] == 0.1 * math.log(8.0) + 1.0
+    # DeepSeek: mscale and mscale_all_dim 1 make the factor 1 exactly (the default would be 1.37)
+    rope, ref, spec, d_rot = rope_scaling_facts(deepseek)
+    assert ref["attention_scaling"] == 1.0
+    without = dict(rope, scaling={k: v for k, v in rope["scaling"].items() if k != "mscale_all_dim"})
+    assert rope_scaling_spec(without, d_rot, 5)["attention_factor"] > 1.3
+    # gpt-oss: truncate false keeps the ramp's ends where they fall; rounding them would move pair 3
+    rope, ref, spec, d_rot = rope_scaling_facts(gpt_oss)
+    rounded = rope_scaling_spec(dict(rope, scaling=dict(rope["scaling"], truncate=True)), d_rot, 6)
+    assert max(abs(a - b) for a, b in zip(rounded["ramp"], spec["ramp"])) > 0.1
+    yarn_kw = {"initial_context_length": 4096, "scaling_factor": 32.0, "ntk_alpha": 1.0, "ntk_beta": 32.0}
+    concentration, oss_freq = gpt_oss_concentration_and_inv_freq(8, 150000.0, **yarn_kw)
+    oss_difference = float(((oss_freq - ref["inv_freq"]) / ref["inv_freq"]).abs().max())
+    assert oss_difference < 1e-15 and concentration == ref["attention_scaling"], oss_difference
+    model = gpt_oss["model"]
+    oss = gpt_oss_attention(model["X"], model["W"], model["b"], 4, 2, model["W_O"], model["b_O"],
+                            model["divisor"], 150000.0, 3, [0.3, -0.4, 1.2, 0.0], yarn=yarn_kw)
+    compare(gpt_oss["steps"], oss, "gpt-oss arrangement vs transformers' yarn", list(oss))
+    # llama3: Meta's apply_scaling gives the same frequencies, one pair in each band
+    rope, ref, spec, d_rot = rope_scaling_facts(llama3)
+    assert [b.split()[0] for b in spec["bands"]] == ["high", "high", "middle", "low"], spec["bands"]
+    meta_freqs = meta_apply_scaling(1.0 / (500000.0 ** (torch.arange(0, d_rot, 2)[: (d_rot // 2)].double() / d_rot)))
+    meta_difference = float((meta_freqs - ref["inv_freq"]).abs().max())
+    assert meta_difference == 0.0, meta_difference
+    freqs_cis = meta_precompute_freqs_cis(d_rot, 6, 500000.0, use_scaled=True)
+    for name, step in (("queries", "rotated_queries"), ("keys", "rotated_keys")):
+        x = torch.stack(llama3["steps"][name]).transpose(0, 1)              # tokens x heads x d
+        x_ = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
+        meta = torch.view_as_real(x_ * freqs_cis[:, None, :]).flatten(2).transpose(0, 1)
+        compare({step: list(meta)}, llama3["steps"], f"llama3: Meta's {step}", [step])
+    # partial: yarn reads max_position_embeddings when rope_scaling has no original; the
+    # given attention factor is not the default
+    rope, ref, spec, d_rot = rope_scaling_facts(partial)
+    assert d_rot == 6 and ref["attention_scaling"] == 0.8 and spec["L0"] == 1024
+    assert rope_scaling_spec(dict(rope, max_position_embeddings=4096), d_rot, 5)["inv_freq"] != spec["inv_freq"]
+    # how far the second implementations land from the values written
+    def largest_difference(expected, other, step_ids):
+        worst = 0.0
+        for step in step_ids:
+            pairs = ([(expected[step], other[step])] if step in WHOLE_STEPS
+                     else zip(expected[step], other[step]))
+            for a, b in pairs:
+                finite = a != NEG_INF
+                worst = max(worst, float((a[finite] - b[finite]).abs().max()))
+        return worst
+
+    recomputed = max(largest_difference(case["steps"], interpret_yaml(yaml.safe_load(
+        yaml_text(order_doc(case["doc"]))))[0], case["written"]) for case in out)
+    meta_steps = {}
+    for name, step in (("queries", "rotated_queries"), ("keys", "rotated_keys")):
+        x = torch.stack(llama3["steps"][name]).transpose(0, 1)
+        x_ = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
+        meta_steps[step] = list(torch.view_as_real(x_ * freqs_cis[:, None, :]).flatten(2).transpose(0, 1))
+    print(f"rope_scaling: transformers' inv_freq vs the spec's formulas (math, pair by pair): largest "
+          f"relative difference {largest:.1e}; Meta's apply_scaling vs transformers' llama3 {meta_difference:.1e}; "
+          f"gpt-oss's _compute_concentration_and_inv_freq vs transformers' yarn (truncate false) "
+          f"{oss_difference:.1e} relative; every step vs the YAML recomputed pair by pair "
+          f"{recomputed:.1e}; gpt-oss's arrangement {largest_difference(gpt_oss['steps'], oss, list(oss)):.1e}; "
+          f"Meta's precompute_freqs_cis rotation {largest_difference(llama3['steps'], meta_steps, list(meta_steps)):.1e}")
+    return out
+
+
 def main():
     convention_checks()
     os.makedirs(CASES_DIR, exist_ok=True)
@@ -1922,7 +2639,9 @@ def main():
                              (cases_window(), lambda doc: "window" in doc.get("mask", {})),
                              (cases_sinks(), lambda doc: "sinks" in doc),
                              (cases_softcap(), lambda doc: "softcap" in doc),
-                             (cases_qk_norm(), lambda doc: "qk_norm" in doc)):
+                             (cases_qk_norm(), lambda doc: "qk_norm" in doc),
+                             (cases_rope_scaling(),
+                              lambda doc: isinstance(doc.get("rope"), dict) and "scaling" in doc["rope"])):
         assert all(is_about(case["doc"]) for case in family), [c["name"] for c in family]
         cases += family
     names = [c["name"] for c in cases]

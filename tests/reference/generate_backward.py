@@ -44,7 +44,8 @@ Self-checks, before anything is written (a failing case stops the script):
     one head at a time, then the backward with the explicit formulas of
     STEPS in man/qkv.1.in (dA = dZ V^T, dS' = A o (dA - rowsum(dA o A)), dS = dS' /
     scale, dQ = dS K, dK = sum dS^T Q, dV = sum A^T dZ, RoPE's backward as the
-    inverse rotation, the key/value heads' sums, qk_norm's RMSNorm backward
+    inverse rotation (times the attention factor with rope.scaling), the
+    key/value heads' sums, qk_norm's RMSNorm backward
     dx = r u - x r^3 mean(x u) and dgamma = sum of dy x r, the weights' gradients
     mapped back to the file's layout); every backward step must agree with autograd
     to 1e-12, and both must list the same steps;
@@ -317,16 +318,14 @@ def settings_from_doc(doc, H, d_k):
     cells (built as the libraries build them), sinks."""
     scale = doc.get("scale", "sqrt_dk")
     divisor = 1.0 if scale == "none" else math.sqrt(d_k) if scale == "sqrt_dk" else float(scale)
+    n = len(doc["inputs"])
     rope = doc.get("rope")
-    if rope is True:
-        rope = {}
     if rope is not None:
-        rope = {"base": float(rope.get("base", 10000)), "style": rope.get("style", "half"),
-                "partial": float(rope.get("partial_rotary_factor", 1.0))}
+        # base, style, partial; with rope.scaling, transformers' inv_freq and attention_scaling
+        rope = gen.rope_reference(rope, d_k, n)
     alibi = doc.get("alibi")
     slopes = (gen.press_get_slopes(H) if alibi is True
               else None if alibi is None else [float(s) for s in alibi])
-    n = len(doc["inputs"])
     m = len(doc["context"]) if "context" in doc else n
     sinks = doc.get("sinks")
     blocked = gen.blocked_cells(n, m, doc.get("mask"), doc.get("padding"), sinks)
@@ -378,12 +377,8 @@ def batched_forward(Xe, C, W, b, H, G, W_O, b_O, divisor, rope, slopes, blocked,
         Q, K = q.transpose(0, 1), k.transpose(0, 1)
         steps["normed_queries"], steps["normed_keys"] = list(Q), list(K)
     if rope is not None:
-        f = rope["partial"]
-        if rope["style"] == "half":
-            Q, K = gen.rope_half_hf(Q, rope["base"], f), gen.rope_half_hf(K, rope["base"], f)
-        else:
-            Q = gen.rope_interleaved_meta(q, rope["base"], f).transpose(0, 1)
-            K = gen.rope_interleaved_meta(k, rope["base"], f).transpose(0, 1)
+        # generate.apply_rope: rotate_half or the polar form, scaled as rope.scaling says
+        Q, K = gen.apply_rope(Q, K, q, k, rope)
         steps["rotated_queries"], steps["rotated_keys"] = list(Q), list(K)
     K_rep = K.repeat_interleave(H // G, dim=0)
     V_rep = V.repeat_interleave(H // G, dim=0)
@@ -560,20 +555,26 @@ def np_sinusoidal(n, d):
     return P
 
 
-def np_rotate(M, base, style, sign, partial=1.0):
+def np_rotate(M, base, style, sign, partial=1.0, inv_freq=None, attention_factor=1.0):
     """RoPE pair by pair, row p at position p; sign -1 turns back (the
     transpose of the rotation, which is its backward). Only the first
-    d = d_k * partial_rotary_factor elements turn."""
+    d = d_k * partial_rotary_factor elements turn. With rope.scaling the angle
+    is p * inv_freq[k] and the turned pair is multiplied by the attention factor,
+    both ways (a times the rotation has the transpose a times the turn back)."""
     rows, d = M.shape
     d = round(d * partial)
     out = M.copy()
     for p in range(rows):
         for k in range(d // 2):
-            angle = sign * p * base ** (-2.0 * k / d)
+            angle = sign * p * (base ** (-2.0 * k / d) if inv_freq is None else inv_freq[k])
             c, s = math.cos(angle), math.sin(angle)
             a, b = (k, k + d // 2) if style == "half" else (2 * k, 2 * k + 1)
-            out[p, a] = M[p, a] * c - M[p, b] * s
-            out[p, b] = M[p, b] * c + M[p, a] * s
+            if inv_freq is None:
+                out[p, a] = M[p, a] * c - M[p, b] * s
+                out[p, b] = M[p, b] * c + M[p, a] * s
+            else:
+                out[p, a] = attention_factor * (M[p, a] * c - M[p, b] * s)
+                out[p, b] = attention_factor * (M[p, b] * c + M[p, a] * s)
     return out
 
 
@@ -643,7 +644,13 @@ def np_model(doc):
     rope = doc.get("rope")
     rope = {} if rope is True else rope
     model["rope"] = None if rope is None else (float(rope.get("base", 10000)), rope.get("style", "half"),
-                                               float(rope.get("partial_rotary_factor", 1.0)))
+                                               float(rope.get("partial_rotary_factor", 1.0)), None, 1.0)
+    if rope is not None and rope.get("scaling") is not None:
+        # the scaled frequencies and attention factor from the spec's formulas (math, pair by
+        # pair), over the example's n positions
+        d_rot = round(d_k * model["rope"][2])
+        spec = gen.rope_scaling_spec(rope, d_rot, n)
+        model["rope"] = model["rope"][:3] + (spec["inv_freq"], spec["attention_factor"])
     alibi = doc.get("alibi")
     model["slopes"] = (gen.alibi_slopes_spec(H) if alibi is True
                        else None if alibi is None else [float(s) for s in alibi])
@@ -736,9 +743,9 @@ def np_forward(model, perturb=None):
         f["Qn"] = [bump("grad_normed_queries", h, M) for h, M in enumerate(np_rms_norm(f["Q"], gq, norm))]
         f["Kn"] = [bump("grad_normed_keys", g, M) for g, M in enumerate(np_rms_norm(f["K"], gk, norm))]
     if md["rope"] is not None:
-        base, style, partial = md["rope"]
-        f["Qr"] = [np_rotate(Q, base, style, +1, partial) for Q in f["Qn"]]
-        f["Kr"] = [np_rotate(K, base, style, +1, partial) for K in f["Kn"]]
+        base, style, partial, inv_freq, factor = md["rope"]
+        f["Qr"] = [np_rotate(Q, base, style, +1, partial, inv_freq, factor) for Q in f["Qn"]]
+        f["Kr"] = [np_rotate(K, base, style, +1, partial, inv_freq, factor) for K in f["Kn"]]
     else:
         f["Qr"], f["Kr"] = f["Qn"], f["Kn"]
     n, m = Xe.shape[0], C.shape[0]
@@ -807,9 +814,9 @@ def np_backward(model, f):
         dQr.append(dS[h] @ f["Kr"][g])
         dKr[g] += dS[h].T @ f["Qr"][h]
     if md["rope"] is not None:
-        base, style, partial = md["rope"]
-        dQ = [np_rotate(d, base, style, -1, partial) for d in dQr]
-        dK = [np_rotate(d, base, style, -1, partial) for d in dKr]
+        base, style, partial, inv_freq, factor = md["rope"]
+        dQ = [np_rotate(d, base, style, -1, partial, inv_freq, factor) for d in dQr]
+        dK = [np_rotate(d, base, style, -1, partial, inv_freq, factor) for d in dKr]
     else:
         dQ, dK = dQr, dKr
     if md["qk_norm"] is not None:
@@ -997,6 +1004,15 @@ def build_case(name, doc, forward_provenance, seed, *, module=None, modern_steps
     provenance += backward_provenance(parsed, steps, None if module is None else module[1])
     if extra_check is not None:
         provenance += extra_check(info, steps)
+    rope = parsed.get("rope")
+    if isinstance(rope, dict) and rope.get("scaling") is not None:
+        d_k = steps["queries"][0].shape[1]
+        factor = gen.rope_reference(rope, d_k, len(parsed["inputs"]))["attention_scaling"]
+        provenance += ("rope.scaling on the way back: grad_queries and grad_keys are the gradients of q and k "
+                       "before the scaled rotation, the rotated ones' gradients multiplied by the attention "
+                       f"factor {factor!r} and turned back; the numpy check takes them back through the "
+                       "transpose of the attention factor times the rotation by p * inv_freq[k], inv_freq and "
+                       "the factor from the spec's formulas (generate.rope_scaling_spec); ")
     provenance += (PROVENANCE_CHECKS if "qk_norm" not in parsed else PROVENANCE_CHECKS_QK_NORM) + VERSIONS
 
     written = [s for s in ALL_STEPS if s in steps]
@@ -1296,6 +1312,17 @@ def cases_modern():
         "token's heads",
         2416, n=4, d_model=6, H=2, G=1, d_k=4, mask="causal",
         qk_norm={"over": "all", "query": q_gamma, "key": k_gamma, "offset": 1, "eps": 1e-5}))
+    case = modern(
+        "backward_rope_scaling_yarn",
+        "Backward: RoPE scaling yarn (factor 4, original_max_position_embeddings 1024, the default attention "
+        "factor 0.1 ln 4 + 1), style half, d_k 6 (pair 1 extrapolated, pair 2 half and half, pair 3 "
+        "interpolated), four heads over two key/value heads, causal: grad_queries and grad_keys are the "
+        "rotated ones' gradients times the attention factor, turned back",
+        2417, n=4, d_model=6, H=4, G=2, d_k=6, mask="causal",
+        rope={"scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}})
+    spec = gen.rope_scaling_spec(yaml.safe_load(gen.yaml_text(case["doc"]))["rope"], 6, 4)
+    assert spec["ramp"] == [0.0, 0.5, 1.0] and spec["attention_factor"] == 0.1 * math.log(4.0) + 1.0, spec
+    out.append(case)
     out.append(modern(
         "backward_gqa_four_heads_two_kv_heads",
         "Backward: heads 4, kv_heads 2, all biases, W_O: grad_keys and grad_values sum the "

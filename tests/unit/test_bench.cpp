@@ -30,7 +30,7 @@ TEST_CASE("qkv bench --format json follows the contract", "[bench][cli]") {
     for (const auto& item : json.items()) {
         keys.push_back(item.key());
     }
-    CHECK(keys == std::vector<std::string>{"schema_version", "tokens", "d_model", "heads", "kv_heads", "window", "rope", "rope_dim", "qk_norm",
+    CHECK(keys == std::vector<std::string>{"schema_version", "tokens", "d_model", "heads", "kv_heads", "window", "rope", "rope_dim", "rope_scaling", "qk_norm",
                                            "softcap", "norm_eps", "backward", "threads", "blas", "repeat", "total_ms", "gflops", "peak_rss_mb", "steps"});
     CHECK(json["schema_version"] == 1);
     CHECK(json["tokens"] == 64);
@@ -75,6 +75,7 @@ TEST_CASE("qkv bench measures grouped-query heads, a sliding window and RoPE", "
     CHECK(json["softcap"] == nullptr);
     CHECK(json["qk_norm"] == false);
     CHECK(json["norm_eps"] == nullptr);
+    CHECK(json["rope_scaling"] == nullptr);
     // the flops for n = 64, d_model = 32, 4 heads of width 8 sharing 2 key/value heads,
     // a window of 16: projections 2·64·32·(32 + 2·2·8) = 262144; query i (from 0) sees
     // min(i + 1, 16) keys, 16·17/2 + 48·16 = 904 pairs, so scores and weighted sums
@@ -163,6 +164,32 @@ TEST_CASE("qkv bench --qk-norm normalises each head's queries and keys, as qk_no
     CHECK(text.out.find("normed_keys") != std::string::npos);
     qkv::test::require_input_error(run_qkv({"bench", "--tokens", "8", "--qk-norm", "--norm-eps", "0"}),
                                    "--norm-eps 0: 0 is not positive");
+}
+
+TEST_CASE("qkv bench --rope-scaling scales RoPE's frequencies as a checkpoint of that type does", "[bench][cli]") {
+    for (const char* type : {"linear", "dynamic", "yarn", "llama3"}) {
+        CAPTURE(type);
+        const auto result = run_qkv({"bench", "--tokens", "64", "--d-model", "32", "--heads", "4", "--rope-scaling",
+                                     type, "--backward", "--repeat", "1", "--threads", "1", "--format", "json"});
+        REQUIRE(result.status == 0);
+        const auto json = nlohmann::ordered_json::parse(result.out);
+        CHECK(json["rope"] == true);  // implied
+        CHECK(json["rope_scaling"] == type);
+        std::vector<std::string> ids;
+        for (const auto& step : json["steps"]) {
+            ids.push_back(step["id"]);
+        }
+        CHECK(ids.at(1) == "rotated_queries");
+    }
+    const auto text = run_qkv({"bench", "--tokens", "32", "--d-model", "16", "--heads", "2", "--rope-scaling", "yarn",
+                               "--repeat", "1"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("2 heads (d_k 8), RoPE (yarn scaling), float64") != std::string::npos);
+    qkv::test::require_input_error(run_qkv({"bench", "--tokens", "8", "--rope-scaling", "longrope"}),
+                                   "--rope-scaling: longrope not in {linear,dynamic,yarn,llama3}");
+    qkv::test::require_input_error(
+        run_qkv({"bench", "--tokens", "8", "--d-model", "8", "--heads", "4", "--rope-scaling", "dynamic"}),
+        "--rope-scaling dynamic turns a width of 2");
 }
 
 TEST_CASE("qkv bench prints a table of the steps by default", "[bench][cli]") {

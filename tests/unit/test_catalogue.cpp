@@ -126,6 +126,23 @@ qk_norm: {over: all, query: [1.5, 0.5, 2, 1], key: [1, 2, 0.5, 1]}
 mask: causal
 )";
 
+// RoPE scaled as Llama 3.1 does (pairs 1 and 2 of 4 in different bands), and by YaRN with its attention factor
+const char* const k_rope_llama3 = R"(inputs: [[1, 0, 2], [0, 1, 1], [2, 1, 0]]
+weights:
+  query: [[1, 0, 2, 1, 0, 1, 1, 2], [0, 1, 1, 0, 2, 1, 0, 1], [1, 1, 0, 2, 1, 0, 2, 1]]
+  key: [[0, 1, 1, 2, 1, 0, 1, 1], [1, 0, 2, 0, 1, 2, 0, 1], [1, 2, 0, 1, 0, 1, 1, 0]]
+  value: [[1, 2], [2, 0], [0, 1]]
+rope: {scaling: {rope_type: llama3, factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 64}}
+)";
+const char* const k_rope_yarn = R"(inputs: [[1, 0, 2], [0, 1, 1], [2, 1, 0]]
+weights:
+  query: [[1, 0, 2, 1, 0, 1, 1, 2], [0, 1, 1, 0, 2, 1, 0, 1], [1, 1, 0, 2, 1, 0, 2, 1]]
+  key: [[0, 1, 1, 2, 1, 0, 1, 1], [1, 0, 2, 0, 1, 2, 0, 1], [1, 2, 0, 1, 0, 1, 1, 0]]
+  value: [[1, 2], [2, 0], [0, 1]]
+rope: {scaling: {rope_type: yarn, factor: 8, original_max_position_embeddings: 2048}}
+mask: causal
+)";
+
 std::vector<Example> examples() {
     std::vector<Example> all;
     for (const auto& example : builtin_examples()) {
@@ -140,6 +157,8 @@ std::vector<Example> examples() {
     all.push_back({"softcap", k_softcap});
     all.push_back({"qk-norm", k_qk_norm});
     all.push_back({"qk-norm-all", k_qk_norm_all});
+    all.push_back({"rope-llama3", k_rope_llama3});
+    all.push_back({"rope-yarn", k_rope_yarn});
     return all;
 }
 

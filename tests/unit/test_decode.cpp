@@ -142,6 +142,9 @@ TEST_CASE("each decoded row equals the full computation and PyTorch, for every c
         }
         CAPTURE(name);
         decoded.push_back(name);
+        if (model.rope->scaling && model.rope->scaling->type == RopeScalingType::dynamic) {
+            continue;  // its frequencies follow the length decoded so far (the next test)
+        }
         require_rows_equal_full(model, name);
         // the weights and head outputs of tests/reference/cases, from PyTorch (tests/reference/README.md)
         const auto expected = nlohmann::json::parse(
@@ -161,12 +164,42 @@ TEST_CASE("each decoded row equals the full computation and PyTorch, for every c
                          "alibi_causal_pytorch_block", "backward_alibi_causal", "backward_heads_list_dv_differs",
                          "backward_positional_sinusoidal_causal", "backward_pytorch_block_causal", "backward_qk_norm_all_offset",
                          "backward_qk_norm_gqa_causal",
-                         "backward_rope_partial_gqa_causal", "backward_sinks_causal", "backward_sinks_window_gqa_gpt_oss", "backward_softcap_gqa_causal", "backward_window",
+                         "backward_rope_partial_gqa_causal", "backward_rope_scaling_yarn", "backward_sinks_causal", "backward_sinks_window_gqa_gpt_oss", "backward_softcap_gqa_causal", "backward_window",
                          "gqa_rope_causal_llama", "heads_list_dv_differs_from_dk",
                          "large_scores_shared_offset", "pytorch_block_causal", "qk_norm_gemma3_offset_window",
-                         "qk_norm_olmo2_all", "qk_norm_qwen3_gqa_rope_causal", "rope_causal", "rope_partial_half_causal", "rope_partial_interleaved_gqa", "sinks_causal",
+                         "qk_norm_olmo2_all", "qk_norm_qwen3_gqa_rope_causal", "rope_causal", "rope_partial_half_causal", "rope_partial_interleaved_gqa", "rope_scaling_dynamic",
+                         "rope_scaling_linear", "rope_scaling_llama3", "rope_scaling_yarn", "rope_scaling_yarn_deepseek",
+                         "rope_scaling_yarn_gpt_oss", "sinks_causal",
                          "sinks_window_gqa_gpt_oss", "softcap_alibi_gqa_window_sinks", "softcap_causal", "three_heads_x_w_causal", "window_2_five_tokens",
                          "window_3_five_tokens", "window_alibi"});
+}
+
+TEST_CASE("with dynamic RoPE scaling, each token is turned by the frequencies of the length decoded so far",
+          "[decode]") {
+    // as transformers' dynamic_rope_update recomputes inv_freq for seq_len = t, while the cache keeps each key
+    // as it was turned at its own step: the rows differ from the full computation's once t passes
+    // max_position_embeddings (4 here, of 6 tokens)
+    const Model model = test::load_reference_case("rope_scaling_dynamic");
+    REQUIRE(model.rope->scaling->type == RopeScalingType::dynamic);
+    const DecodeTrace decoded = decode(model);
+    const Trace full = compute(model);
+    for (const DecodeRow& row : decoded.rows) {
+        CAPTURE(row.t, row.head);
+        const arma::uword i = row.t - 1;
+        const arma::rowvec query = step_values(full, StepId::queries, row.head).row(i);
+        require_near(row.query, rotate(query, *model.rope, i, row.t), 1e-12, "query at length t");
+        const arma::mat keys = step_values(full, StepId::keys, row.kv_head);
+        const arma::mat cache = decoded.cache_keys(row);
+        for (arma::uword j = row.first - 1; j <= i; ++j) {
+            require_near(cache.row(j - (row.first - 1)), rotate(keys.row(j), *model.rope, j, j + 1), 1e-12,
+                         "key turned at its own step");
+        }
+        if (row.t == model.n()) {
+            // the last token sees all n positions, as the full computation does
+            require_near(row.query, step_values(full, StepId::rotated_queries, row.head).row(i), 1e-12,
+                         "the last query");
+        }
+    }
 }
 
 TEST_CASE("decoding computes each step before concat as its row of the step table says", "[decode]") {

@@ -205,7 +205,8 @@ TEST_CASE("every key of an example file is a row of keys.def, and the man page a
         }
     }
     CHECK(names == qkv::key_names());
-    CHECK(keys.find("\n.BR rope: \" true | {base: B, style: half | interleaved, partial_rotary_factor: f}\"\n") != std::string::npos);
+    CHECK(keys.find("\n.BR rope: \" true | {base: B, style: half | interleaved, partial_rotary_factor: f, "
+                    "max_position_embeddings: M, scaling: {...}}\"\n") != std::string::npos);
     CHECK(keys.find("\n.BI kv_heads: \" G\"\n") != std::string::npos);
     CHECK(keys.find("\n.BR title \", \" description\nShown above the first step.\n") != std::string::npos);
     CHECK(keys.find("Steps: \\fBposition_bias\\fR, \\fBbiased_scores\\fR.") != std::string::npos);

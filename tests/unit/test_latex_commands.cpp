@@ -265,6 +265,29 @@ TEST_CASE("a soft-capped example's LaTeX, with its working and gradients, compil
                                                         "grad_scaled_scores[3,2]", "--backward"}, 0, capped);
 }
 
+TEST_CASE("QK-norm and scaled RoPE with shared key/value heads, forward and back, compile everywhere",
+          "[latex][cli][qk_norm][rope][documents]") {
+    if (!pdflatex_installed()) {
+        return;
+    }
+    // the norm's fraction, RoPE of the normed rows, and the keys' gradient summed over the query heads that
+    // share them, whose rotated queries carry a subscript of their own before the head's
+    const std::string example = "inputs: [[1, 0, 2], [0, 1, 1], [2, 1, 0]]\n"
+                                "heads: 2\nkv_heads: 1\n"
+                                "weights: {query: [[1, 0, 2, 1], [0, 1, 1, 0], [1, 1, 0, 2]], key: [[0, 1], [1, 0], "
+                                "[1, 1]],\n          value: [[1, 2], [2, 0], [0, 1]]}\n"
+                                "qk_norm: {offset: 1, query: [0.5, -0.25]}\nmask: causal\n"
+                                "rope: {scaling: {rope_type: yarn, factor: 4, original_max_position_embeddings: 64}}\n";
+    const std::string latex = latex_of({"run", "-", "-f", "latex", "--backward"}, 0, example);
+    CHECK(latex.find("\\sum_h dS_h^\\top {Q_{\\mathrm{rot}}}_h") != std::string::npos);
+    CHECK(latex.find("\\frac{q}{\\sqrt{\\operatorname{mean}(q^2) + \\epsilon}}") != std::string::npos);
+    TempDir dir;
+    require_compiles_everywhere(dir, "normed", {"run", "-", "--backward"}, 0, example);
+    require_compiles_everywhere(dir, "normed-explain", {"explain", "-", "normed_queries[2,1]@2", "rotated_keys[3]",
+                                                        "grad_queries[3,2]@1", "grad_q_norm[1,2]", "--backward"},
+                                0, example);
+}
+
 TEST_CASE("check's LaTeX compiles standalone and in one- and two-column documents", "[latex][cli][check][documents]") {
     if (!pdflatex_installed()) {
         return;

@@ -37,7 +37,7 @@ TEST_CASE("RoPE turns each pair by p·θ_k: half pairs k with k + d/2, interleav
                        test::rows({{1 * c1 - 2 * s1, 2 * c1 + 1 * s1, 3 * c2 - 4 * s2, 4 * c2 + 3 * s2}}), 1e-15,
                        "interleaved");
     // another base: θ_1 = 100^(−1/2) = 0.1
-    CHECK(rope_frequency(Rope{100.0, RopeStyle::half}, 1, 4) == Approx(0.1).epsilon(1e-15));
+    CHECK(rope_frequency(Rope{100.0, RopeStyle::half}, 1, 4, 0) == Approx(0.1).epsilon(1e-15));
     CHECK(rope_pair(Rope{10000.0, RopeStyle::half}, 1, 6) == std::pair<arma::uword, arma::uword>{1, 4});
     CHECK(rope_pair(Rope{10000.0, RopeStyle::interleaved}, 1, 6) == std::pair<arma::uword, arma::uword>{2, 3});
 }
@@ -49,7 +49,7 @@ TEST_CASE("RoPE with partial_rotary_factor turns the first d_rot elements, with 
     CHECK(half.rotated(6) == 4);
     CHECK(rope_pairs(half, 6) == 2);
     CHECK(rope_pair(half, 1, 6) == std::pair<arma::uword, arma::uword>{1, 3});
-    CHECK(rope_frequency(half, 1, 6) == Approx(0.01).epsilon(1e-15));
+    CHECK(rope_frequency(half, 1, 6, 0) == Approx(0.01).epsilon(1e-15));
     const arma::mat X = test::rows({{1, 2, 3, 4, 5, 6}, {1, 2, 3, 4, 5, 6}});
     const double c1 = std::cos(1.0), s1 = std::sin(1.0), c2 = std::cos(0.01), s2 = std::sin(0.01);
     test::require_near(rotate(X, half).row(1),
