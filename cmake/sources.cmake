@@ -9,7 +9,7 @@ set(QKV_SOURCES_attention src/attention/attention.cpp src/attention/bench.cpp sr
     src/attention/cell.cpp src/attention/cpu_targets.cpp src/attention/divisor.cpp src/attention/decode.cpp
     src/attention/engine.cpp src/attention/engine_setup.cpp src/attention/kernels.cpp
     src/attention/engine_backward.cpp src/attention/steps.cpp src/attention/steps_backward.cpp
-    src/attention/steps_given.cpp src/attention/steps_read.cpp src/attention/trace.cpp
+    src/attention/steps_given.cpp src/attention/steps_mla.cpp src/attention/steps_read.cpp src/attention/trace.cpp
     src/attention/worker_pool.cpp)
 set(QKV_SOURCES_render src/render/csv.cpp src/render/decode.cpp src/render/decode_json.cpp src/render/html.cpp
     src/render/formats.cpp src/render/json.cpp src/render/latex.cpp src/render/latex_text.cpp src/render/latex_cell.cpp
@@ -26,7 +26,7 @@ set(QKV_SOURCES_lesson src/lesson/document_skin.cpp src/lesson/given.cpp src/les
     src/lesson/lesson.cpp src/lesson/player.cpp src/lesson/prepare.cpp src/lesson/script.cpp
     src/lesson/text_skin.cpp src/lesson/writer.cpp)
 set(QKV_SOURCES_io src/io/answers.cpp src/io/lesson_find.cpp src/io/lesson_loader.cpp src/io/loader.cpp
-    src/io/loader_inputs.cpp src/io/loader_settings.cpp src/io/loader_variants.cpp src/io/loader_weights.cpp
+    src/io/loader_inputs.cpp src/io/loader_mla.cpp src/io/loader_settings.cpp src/io/loader_variants.cpp src/io/loader_weights.cpp
     src/io/matrix_source.cpp src/io/rubric.cpp src/io/tensor_file.cpp src/io/yaml_util.cpp src/io/yaml_writer.cpp)
 # The command line's table (cli/flags.hpp) and what is written from it, for
 # the command and for the tests that read the table.

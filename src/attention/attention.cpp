@@ -73,7 +73,9 @@ private:
 // The engine takes over at the first of its rows in the table and computes the
 // rest, so it is used only when it computes every step of the example from
 // there on (the example's weights are read from the model): a step the engine
-// has no code for is computed by the step functions, never left out.
+// has no code for is computed by the step functions, never left out. Its rows
+// read only each other and what its projections read, X, X + P or C (with mla
+// the projections read latents the step functions compute, so it is not used).
 bool engine_computes_the_rest(const Model& model) {
     bool handed_over = false;
     for (const StepKey& key : step_sequence(model)) {
@@ -81,6 +83,12 @@ bool engine_computes_the_rest(const Model& model) {
         handed_over = handed_over || row.engine;
         if (handed_over && !row.engine && !row.parameter) {
             return false;
+        }
+        for (const StepKey& read : row.engine ? step_inputs(model, key) : std::vector<StepKey>{}) {
+            const bool source = read.id == StepId::inputs || read.id == StepId::encoded || read.id == StepId::context;
+            if (!source && !step_row(read.id).engine) {
+                return false;
+            }
         }
     }
     return true;
@@ -343,7 +351,9 @@ double rope_attention_factor(const Rope& rope) {
 }
 
 std::pair<arma::uword, arma::uword> rope_pair(const Rope& rope, arma::uword k, arma::uword d) {
-    return rope.style == RopeStyle::half ? std::pair{k, k + rope_pairs(rope, d)} : std::pair{2 * k, 2 * k + 1};
+    const arma::uword s = rope.skip;  // mla: the rope part follows the nope part
+    return rope.style == RopeStyle::half ? std::pair{s + k, s + k + rope_pairs(rope, d)}
+                                         : std::pair{s + 2 * k, s + 2 * k + 1};
 }
 
 namespace {

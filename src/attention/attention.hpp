@@ -35,7 +35,7 @@ arma::mat scores(const arma::mat& Q, const arma::mat& K);
 // k = 0 … d_rot/2 − 1 the pair (a, b) of elements k and k + d_rot/2 (style half) or
 // 2k and 2k + 1 (style interleaved) turns by the angle r·θ_k,
 // θ_k = base^(−2k/d_rot): a′ = a·cos − b·sin, b′ = b·cos + a·sin, and the
-// elements from d_rot on pass unchanged. d_rot = rope.rotated(d), even.
+// elements from d_rot on pass unchanged (with mla, the first rope.skip). d_rot = rope.rotated(d), even.
 // With rope.scaling the frequencies are scaled (rope_frequency) and, for YaRN,
 // the turned pair is multiplied by the attention factor. `length` is the
 // number of positions dynamic scaling sees (0: first + the rows of X).
@@ -45,7 +45,7 @@ arma::mat rotate(const arma::mat& X, const Rope& rope, arma::uword first = 0, ar
 // attention factor of 1, the rotation's inverse).
 arma::mat rotate_back(const arma::mat& X, const Rope& rope, arma::uword first = 0, arma::uword length = 0);
 // The pairs that turn in a head of width d: d_rot/2, d_rot = rope.rotated(d)
-// (d/2 unless partial_rotary_factor turns only part of each head).
+// (d/2 unless partial_rotary_factor or mla turns only part of each head).
 arma::uword rope_pairs(const Rope& rope, arma::uword d);
 // The frequency θ_k of pair k (0-based) in a head of width d: base^(−2k/d_rot),
 // or with rope.scaling as transformers' modeling_rope_utils gives inv_freq for
@@ -69,7 +69,8 @@ struct YarnRamp {
     double at(arma::uword k) const;
 };
 YarnRamp yarn_ramp(const Rope& rope, arma::uword d);
-// The 0-based elements of pair k in a head of width d: (k, k + d_rot/2) or (2k, 2k + 1).
+// The 0-based elements of pair k in a head of width d: (k, k + d_rot/2) or (2k, 2k + 1),
+// each after rope.skip (mla's rope part follows the d_n elements that do not turn).
 std::pair<arma::uword, arma::uword> rope_pair(const Rope& rope, arma::uword k, arma::uword d);
 
 // RMSNorm (qk_norm): each row x of an n × width matrix, stored column after

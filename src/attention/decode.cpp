@@ -61,6 +61,13 @@ arma::rowvec at_token(const Model& model, const StepKey& key, const TokenPositio
 
 std::vector<DecodeObstacle> decode_obstacles(const Model& model) {
     std::vector<DecodeObstacle> problems;
+    if (model.mla) {
+        // its cache would hold the latent and the rope key, which decoding does not compute
+        problems.push_back({"the example is multi-head latent attention (mla:), which decoding does not compute",
+                            "an example without mla:",
+                            "see normed_kv_latent and rope_keys, what a cache of latent attention keeps"});
+        return problems;
+    }
     if (model.cross()) {
         problems.push_back({"the example is cross-attention (context:)",
                             "self-attention, whose keys and values come from the tokens generated so far",

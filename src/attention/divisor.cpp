@@ -20,6 +20,16 @@ Divisor divisor_of(const Model& model) {
             d.named = "√d_k = √" + d_k;
             d.latex = "\\sqrt{d_k}";
             d.latex_worked = "\\sqrt{" + d_k + "}";
+            if (const double mscale = model.mscale(); mscale != 1.0) {
+                // mla with YaRN's mscale_all_dim: transformers' scaling = d_k^−0.5 · mscale²
+                const std::string m = fixed(mscale, 4);
+                d.symbol = "(√d_k / mscale²)";
+                d.worked = "(√" + d_k + " / " + m + "²)";
+                d.exact = d.worked + " ≈ " + fixed(model.scale(), 4);
+                d.named = "√d_k / mscale² = √" + d_k + " / " + m + "²";
+                d.latex = "\\sqrt{d_k} / m^2";
+                d.latex_worked = "\\sqrt{" + d_k + "} / " + m + "^2";
+            }
             break;
         case ScaleKind::divisor:
             d.symbol = d.worked = d.exact = d.latex = d.latex_worked = readable(model.scale_divisor);

@@ -35,7 +35,8 @@ constexpr StepCategory step_category(StepId id) {
     }
     if (id == StepId::inputs || id == StepId::positional || id == StepId::context || id == StepId::w_query ||
         id == StepId::b_query || id == StepId::w_key || id == StepId::b_key || id == StepId::w_value ||
-        id == StepId::b_value || id == StepId::w_output || id == StepId::b_output) {
+        id == StepId::b_value || id == StepId::w_output || id == StepId::b_output || id == StepId::w_q_a ||
+        id == StepId::w_kv_a) {
         return StepCategory::given;
     }
     return StepCategory::forward;

@@ -27,6 +27,15 @@ enum class StepId {
     positional,
     encoded,
     context,
+    // multi-head latent attention (mla:): the latents that every head's
+    // queries, keys and values are made from, and the key part all heads share
+    w_q_a,
+    q_latent,
+    normed_q_latent,
+    w_kv_a,
+    kv_latent,
+    normed_kv_latent,
+    rope_keys,
     // the example's weights (w_…, b_…), each shown just before the step that uses it
     w_query,
     b_query,

@@ -131,6 +131,18 @@ std::vector<StepKey> reads_inputs_and_positions(const Model&, int) {
 }
 std::vector<StepKey> reads_query_source(const Model& model, int) { return {query_source(model)}; }
 std::vector<StepKey> reads_key_source(const Model& model, int) { return {key_source(model)}; }
+// with mla, the queries read the normed query latent (with q_rank), the keys
+// the normed latent and the shared rope key, the values the normed latent
+std::vector<StepKey> reads_queries_source(const Model& model, int) { return {mla::queries_source(model)}; }
+std::vector<StepKey> reads_keys_source(const Model& model, int) {
+    if (model.mla) {
+        return {{StepId::normed_kv_latent, 0}, {StepId::rope_keys, 0}};
+    }
+    return {key_source(model)};
+}
+std::vector<StepKey> reads_values_source(const Model& model, int) {
+    return {model.mla ? StepKey{StepId::normed_kv_latent, 0} : key_source(model)};
+}
 // RoPE turns the queries (or keys) of its own head, normed with qk_norm
 std::vector<StepKey> reads_unrotated_queries(const Model& model, int h) { return {{unrotated_queries(model), h}}; }
 std::vector<StepKey> reads_unrotated_keys(const Model& model, int g) { return {{unrotated_keys(model), g}}; }
@@ -197,6 +209,9 @@ arma::mat project_queries(const Model& model, int h, StepInputs in) {
     return project(*in[0], head_weights(model, h).W_Q, head_weights(model, h).b_Q);
 }
 arma::mat project_keys(const Model& model, int g, StepInputs in) {
+    if (model.mla) {
+        return mla::keys(model, g, in);
+    }
     return project(*in[0], model.kv_weights(g).W_K, model.kv_weights(g).b_K);
 }
 arma::mat project_values(const Model& model, int g, StepInputs in) {
@@ -351,6 +366,10 @@ void describe_context(const StepContext& context, Step& step) {
 
 void describe_queries(const StepContext& context, Step& step) {
     const Model& model = context.model();
+    if (model.mla) {
+        mla::describe_queries(context, step);
+        return;
+    }
     const HeadWeights& head = head_weights(model, step.head);
     set_text(step, "", "",
              model.layout == Layout::pytorch
@@ -377,6 +396,10 @@ void note_shared_heads(const Model& model, Step& step) {
 
 void describe_keys(const StepContext& context, Step& step) {
     const Model& model = context.model();
+    if (model.mla) {
+        mla::describe_keys(context, step);
+        return;
+    }
     const HeadWeights& head = model.kv_weights(step.head);
     set_text(step, "", "",
              "Each token's key, what it offers to be matched on. A query and a key match when their dot product is "
@@ -397,6 +420,10 @@ void describe_keys(const StepContext& context, Step& step) {
 
 void describe_values(const StepContext& context, Step& step) {
     const Model& model = context.model();
+    if (model.mla) {
+        mla::describe_values(context, step);
+        return;
+    }
     const HeadWeights& head = model.kv_weights(step.head);
     set_text(step, "", "", "Each token's value, what it passes on to the queries that attend to it.",
              context.key_tokens(), dimension_labels(model.d_v()));
@@ -498,7 +525,7 @@ std::vector<std::string> rope_notes(const Model& model) {
     const arma::uword d_rot = rope.rotated(model.d_k());
     const std::string half = std::to_string(rope_pairs(rope, model.d_k()));
     std::vector<std::string> notes = {
-        "θ_k = " + readable(rope.base) + (d_rot == model.d_k() ? "^(−2k/d_k)" : "^(−2k/d_rot)") +
+        "θ_k = " + readable(rope.base) + (rope.skip > 0 ? "^(−2k/d_r)" : d_rot == model.d_k() ? "^(−2k/d_k)" : "^(−2k/d_rot)") +
             ", angle p·θ_k, position p from 0",
         rope.style == RopeStyle::half ? "style half: element k pairs with element k + " + half +
                                             " (Hugging Face's rotate_half)"
@@ -507,7 +534,11 @@ std::vector<std::string> rope_notes(const Model& model) {
     if (rope.scaling) {
         notes.push_back(scaling_note(model));
     }
-    if (d_rot < model.d_k()) {
+    if (rope.skip > 0) {
+        notes.push_back("mla: only the last d_r = " + std::to_string(d_rot) + " elements (the rope part) turn, with d_r "
+                        "as the width of the frequencies; the first d_n = " + std::to_string(rope.skip) +
+                        " pass unchanged");
+    } else if (d_rot < model.d_k()) {
         notes.push_back("partial rotation: only the first d_rot = " + std::to_string(d_rot) + " of the d_k = " +
                         std::to_string(model.d_k()) + " elements turn (partial_rotary_factor " +
                         readable(rope.partial_rotary_factor) + "); the rest pass unchanged");
@@ -526,6 +557,17 @@ void describe_rotated(const StepContext& context, Step& step, bool queries) {
                  "position. A query and a key turned this way score by how far apart they are, not by where they "
                  "are.",
              queries ? model.tokens : context.key_tokens(), dimension_labels(model.d_k()));
+    if (model.mla) {
+        const std::string part = queries ? "q" : "k";
+        step.formula = letter + "_rot = [" + letter + "_nope  RoPE(" + letter + "_rope)]";
+        step.latex = letter + "_{\\mathrm{rot}} = \\begin{bmatrix} " + letter + "_{\\mathrm{nope}} & \\operatorname{RoPE}(" +
+                     letter + "_{\\mathrm{rope}}) \\end{bmatrix}";
+        step.explanation = std::string(queries ? "Each query" : "Each key") + "'s rope part, its last d_r numbers (" +
+                           part + "_rope), has its elements taken in pairs and each pair turned by an angle that "
+                           "grows with the token's position; its first d_n numbers (" + part +
+                           "_nope) are left as they are." +
+                           (queries ? "" : " The rope part is the same in every head, so it is turned once.");
+    }
     for (std::string& note : rope_notes(model)) {
         step.notes.push_back(std::move(note));
     }
@@ -712,6 +754,34 @@ constexpr StepRow k_steps[] = {
     {.id = StepId::context, .name = "context", .title = "Context", .man = "C (cross-attention)",
      .heads = HeadKind::none, .needs = "context:", .exists = with_context, .reads = reads_nothing,
      .compute = given_context, .describe = describe_context},
+    {.id = StepId::w_q_a, .name = "w_q_a", .title = "Query latent weights",
+     .man = R"(W_DQ, q_a_proj in the file's layout (with \fBmla.q_rank\fR))", .heads = HeadKind::none,
+     .needs = "mla: with q_rank", .exists = mla::q_rank_exists, .parameter = true, .reads = reads_nothing,
+     .compute = mla::w_q_a, .describe = mla::describe_w_q_a},
+    {.id = StepId::q_latent, .name = "q_latent", .title = "Query latent",
+     .man = R"(C_Q = X\(pcW_DQ (with \fBmla.q_rank\fR))", .heads = HeadKind::none, .needs = "mla: with q_rank",
+     .exists = mla::q_rank_exists, .reads = reads_query_source, .compute = mla::q_latent,
+     .describe = mla::describe_q_latent},
+    {.id = StepId::normed_q_latent, .name = "normed_q_latent", .title = "Normed query latent",
+     .man = R"(each row of C_Q over \(sr(mean(c^2) + eps), times \(*g of q_a_layernorm (with \fBmla.q_rank\fR))",
+     .heads = HeadKind::none, .needs = "mla: with q_rank", .exists = mla::q_rank_exists,
+     .reads = mla::reads_q_latent, .compute = mla::normed_q_latent, .describe = mla::describe_normed_q_latent},
+    {.id = StepId::w_kv_a, .name = "w_kv_a", .title = "Latent weights",
+     .man = R"([W_DKV W_KR], kv_a_proj_with_mqa in the file's layout (with \fBmla\fR))", .heads = HeadKind::none,
+     .needs = "mla:", .exists = mla::exists, .parameter = true, .reads = reads_nothing, .compute = mla::w_kv_a,
+     .describe = mla::describe_w_kv_a},
+    {.id = StepId::kv_latent, .name = "kv_latent", .title = "Key/value latent",
+     .man = R"(C_KV = X\(pcW_DKV, the first r columns of X\(pcW_kva (with \fBmla\fR))", .heads = HeadKind::none,
+     .needs = "mla:", .exists = mla::exists, .reads = reads_key_source, .compute = mla::kv_latent,
+     .describe = mla::describe_kv_latent},
+    {.id = StepId::normed_kv_latent, .name = "normed_kv_latent", .title = "Normed key/value latent",
+     .man = R"(C: each row of C_KV over \(sr(mean(c^2) + eps), times \(*g of kv_a_layernorm; what a cache keeps (with \fBmla\fR))",
+     .heads = HeadKind::none, .needs = "mla:", .exists = mla::exists, .reads = mla::reads_kv_latent,
+     .compute = mla::normed_kv_latent, .describe = mla::describe_normed_kv_latent},
+    {.id = StepId::rope_keys, .name = "rope_keys", .title = "Rope keys",
+     .man = R"(K_R = X\(pcW_KR, the last d_r columns of X\(pcW_kva: the key part every head shares (with \fBmla\fR))",
+     .heads = HeadKind::none, .needs = "mla:", .exists = mla::exists, .reads = reads_key_source,
+     .compute = mla::rope_keys, .describe = mla::describe_rope_keys},
     {.id = StepId::w_query, .name = "w_query", .title = "Query weights", .man = R"(W_Q, in the file's layout)",
      .heads = HeadKind::query, .exists = always, .parameter = true,
      .reads = reads_nothing, .compute = given::w_query, .describe = given::describe_w_query},
@@ -719,7 +789,7 @@ constexpr StepRow k_steps[] = {
      .heads = HeadKind::query, .needs = "bias.query", .exists = given::query_bias_exists, .parameter = true,
      .reads = reads_nothing, .compute = given::b_query, .describe = given::describe_b_query, .has_head = given::head_has_query_bias},
     {.id = StepId::queries, .name = "queries", .title = "Queries", .man = R"(Q = X\(pcW_Q + b_Q)",
-     .heads = HeadKind::query, .exists = always, .engine = true, .reads = reads_query_source,
+     .heads = HeadKind::query, .exists = always, .engine = true, .reads = reads_queries_source,
      .compute = project_queries, .token = OneToken::by_row, .describe = describe_queries},
     {.id = StepId::normed_queries, .name = "normed_queries", .title = "Normed queries",
      .man = R"(each row of Q over \(sr(mean(q^2) + eps), times \(*g (with \fBqk_norm\fR))", .heads = HeadKind::query,
@@ -737,7 +807,7 @@ constexpr StepRow k_steps[] = {
      .reads = reads_nothing, .compute = given::b_key, .describe = given::describe_b_key, .has_head = given::kv_head_has_key_bias},
     {.id = StepId::keys, .name = "keys", .title = "Keys",
      .man = R"(K = X\(pcW_K + b_K (C\(pcW_K for cross-attention))", .heads = HeadKind::key_value, .exists = always,
-     .engine = true, .reads = reads_key_source, .compute = project_keys, .token = OneToken::by_row,
+     .engine = true, .reads = reads_keys_source, .compute = project_keys, .token = OneToken::by_row,
      .describe = describe_keys},
     {.id = StepId::normed_keys, .name = "normed_keys", .title = "Normed keys",
      .man = R"(each row of K over \(sr(mean(k^2) + eps), times \(*g (with \fBqk_norm\fR))", .heads = HeadKind::key_value,
@@ -754,7 +824,7 @@ constexpr StepRow k_steps[] = {
      .heads = HeadKind::key_value, .needs = "bias.value", .exists = given::value_bias_exists, .parameter = true,
      .reads = reads_nothing, .compute = given::b_value, .describe = given::describe_b_value, .has_head = given::kv_head_has_value_bias},
     {.id = StepId::values, .name = "values", .title = "Values", .man = R"(V = X\(pcW_V + b_V)",
-     .heads = HeadKind::key_value, .exists = always, .engine = true, .reads = reads_key_source,
+     .heads = HeadKind::key_value, .exists = always, .engine = true, .reads = reads_values_source,
      .compute = project_values, .token = OneToken::by_row, .describe = describe_values},
     {.id = StepId::scores, .name = "scores", .title = "Scores", .man = R"(S = Q\(pcK^T (rotated, with \fBrope\fR))",
      .heads = HeadKind::query, .exists = always, .square = true, .engine = true, .reads = reads_queries_and_keys,

@@ -92,17 +92,29 @@ arma::mat b_output(const Model& model, int, StepInputs) { return *model.b_O; }
 // ── the words ───────────────────────────────────────────────────────────────
 void describe_w_query(const StepContext& context, Step& step) {
     const Model& model = context.model();
+    if (model.mla) {
+        mla::describe_head_weight(context, step, StepId::w_query);
+        return;
+    }
     describe_weight(context, step, "Q", "query", model.d_k(), static_cast<int>(model.n_heads()), 0);
 }
 
 void describe_w_key(const StepContext& context, Step& step) {
     const Model& model = context.model();
+    if (model.mla) {
+        mla::describe_head_weight(context, step, StepId::w_key);
+        return;
+    }
     describe_weight(context, step, "K", "key", model.d_k(), static_cast<int>(model.n_kv_heads()),
                     model.n_heads() * model.d_k());
 }
 
 void describe_w_value(const StepContext& context, Step& step) {
     const Model& model = context.model();
+    if (model.mla) {
+        mla::describe_head_weight(context, step, StepId::w_value);
+        return;
+    }
     describe_weight(context, step, "V", "value", model.d_v(), static_cast<int>(model.n_kv_heads()),
                     model.n_heads() * model.d_k() + model.n_kv_heads() * model.d_k());
 }

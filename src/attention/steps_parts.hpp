@@ -78,6 +78,42 @@ void describe_b_output(const StepContext& context, Step& step);
 
 }  // namespace given
 
+// ── multi-head latent attention (steps_mla.cpp) ─────────────────────────────
+namespace mla {
+
+bool exists(const Model& model);
+bool q_rank_exists(const Model& model);
+
+std::vector<StepKey> reads_q_latent(const Model& model, int head);
+std::vector<StepKey> reads_kv_latent(const Model& model, int head);
+// what the queries read: the normed query latent with q_rank, else X (or X + P)
+StepKey queries_source(const Model& model);
+
+arma::mat w_q_a(const Model& model, int head, StepInputs in);
+arma::mat w_kv_a(const Model& model, int head, StepInputs in);
+arma::mat q_latent(const Model& model, int head, StepInputs in);
+arma::mat normed_q_latent(const Model& model, int head, StepInputs in);
+arma::mat kv_latent(const Model& model, int head, StepInputs in);
+arma::mat normed_kv_latent(const Model& model, int head, StepInputs in);
+arma::mat rope_keys(const Model& model, int head, StepInputs in);
+// [C·W_UK  K_R] of key head g, from the normed latent and the rope keys
+arma::mat keys(const Model& model, int g, StepInputs in);
+
+void describe_w_q_a(const StepContext& context, Step& step);
+void describe_w_kv_a(const StepContext& context, Step& step);
+void describe_q_latent(const StepContext& context, Step& step);
+void describe_normed_q_latent(const StepContext& context, Step& step);
+void describe_kv_latent(const StepContext& context, Step& step);
+void describe_normed_kv_latent(const StepContext& context, Step& step);
+void describe_rope_keys(const StepContext& context, Step& step);
+void describe_queries(const StepContext& context, Step& step);
+void describe_keys(const StepContext& context, Step& step);
+void describe_values(const StepContext& context, Step& step);
+// w_query, w_key or w_value: a head's block of q_proj (q_b_proj) or kv_b_proj
+void describe_head_weight(const StepContext& context, Step& step, StepId id);
+
+}  // namespace mla
+
 // ── the backward pass (steps_backward.cpp), in the order of the table ────────
 namespace backward {
 

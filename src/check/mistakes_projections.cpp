@@ -191,6 +191,11 @@ bool has_context(const Attempt& a) { return a.model.C.has_value(); }
 
 constexpr StepSet k_rotated_steps = {StepId::rotated_queries, StepId::rotated_keys};
 
+// With mla the queries, keys and values are made from latents, and each key
+// ends with the shared rope key: the projections' recipes, which project X
+// (or C) through W_Q, W_K and W_V, do not fit them.
+bool projects_x(const Attempt& a) { return !a.model.mla; }
+
 // What RoPE turns: the queries or keys as projected.
 const arma::mat& unrotated_of(const Attempt& a) {
     const StepKey read = step_inputs(a.model, a.key).front();
@@ -272,6 +277,7 @@ constexpr MistakeRow k_rows[] = {
     // ── each projection on its own ──
     {.id = "projection_w_x", .steps = k_projection_steps, .classic = true,
      .man = R"roff(The projections computed as W\(pcx (X\(pcW^T), or weights in PyTorch's layout used as written.)roff",
+     .applies = &projects_x,
      .make = [](A a, M made) {
          const ProjectionParts p = projection_parts(a);
          auto w_x = w_x_projection(a.model, p.letter, a.key.head, *p.source);
@@ -299,13 +305,15 @@ constexpr MistakeRow k_rows[] = {
      }},
     {.id = "weights_swapped", .steps = {StepId::queries, StepId::keys}, .classic = true,
      .man = R"roff(W_Q and W_K swapped (the biases with them or not).)roff",
+     .applies = &projects_x,
      .make = [](A a, M made) { other_weight_mistakes(a, made, true); }},
     {.id = "wrong_weight", .steps = k_projection_steps,
      .man = R"roff(A projection computed with another of the head's weight matrices.)roff",
+     .applies = &projects_x,
      .make = [](A a, M made) { other_weight_mistakes(a, made, false); }},
     {.id = "bias_forgotten", .steps = k_projection_steps,
      .man = R"roff(A bias left out.)roff",
-     .applies = &has_bias,
+     .applies = [](A a) { return projects_x(a) && has_bias(a); },
      .make = [](A a, M made) {
          const ProjectionParts p = projection_parts(a);
          made("The bias b_" + p.letter + " was not added.",
@@ -316,7 +324,7 @@ constexpr MistakeRow k_rows[] = {
     {.id = "positions_forgotten", .steps = k_projection_steps,
      .man = R"roff(The positional encodings left out of a projection.)roff",
      // in cross-attention the keys and values read the context, which has no positions
-     .applies = [](A a) { return a.model.P && (a.key.id == StepId::queries || !a.model.C); },
+     .applies = [](A a) { return projects_x(a) && a.model.P && (a.key.id == StepId::queries || !a.model.C); },
      .make = [](A a, M made) {
          const ProjectionParts p = projection_parts(a);
          made("The positional encodings were left out: this is X·" + p.W_name + " instead of (X + P)·" + p.W_name +
@@ -325,7 +333,7 @@ constexpr MistakeRow k_rows[] = {
      }},
     {.id = "cross_source_swapped", .steps = k_projection_steps,
      .man = R"roff(In cross-attention, the inputs and the context swapped.)roff",
-     .applies = &has_context,
+     .applies = [](A a) { return projects_x(a) && has_context(a); },
      .make = [](A a, M made) {
          const ProjectionParts p = projection_parts(a);
          if (p.is_query) {
@@ -341,6 +349,7 @@ constexpr MistakeRow k_rows[] = {
      }},
     {.id = "other_head_weights", .steps = k_projection_steps,
      .man = R"roff(A head computed with another head's weights.)roff",
+     .applies = &projects_x,
      .make = [](A a, M made) {
          // another head's weights (another key/value head's, for keys and values)
          const ProjectionParts p = projection_parts(a);
@@ -362,6 +371,7 @@ constexpr MistakeRow k_rows[] = {
 
     // ── all of a head's projections at once, listed with its queries ──
     {.id = "projection_w_x", .steps = {StepId::queries},
+     .applies = &projects_x,
      .make = [](A a, M made) {
          const HeadProjections hp(a);
          std::vector<std::pair<StepKey, arma::mat>> values;
@@ -382,6 +392,7 @@ constexpr MistakeRow k_rows[] = {
                       std::move(values));
      }},
     {.id = "weights_swapped", .steps = {StepId::queries},
+     .applies = &projects_x,
      .make = [](A a, M made) {
          const HeadProjections hp(a);
          const std::string correct = "Q = " + hp.source_name + "·W_Q and K = " +
@@ -400,6 +411,9 @@ constexpr MistakeRow k_rows[] = {
      }},
     {.id = "bias_forgotten", .steps = {StepId::queries},
      .applies = [](A a) {
+         if (!projects_x(a)) {
+             return false;
+         }
          const HeadWeights& head = a.model.heads[static_cast<std::size_t>(a.key.head - 1)];
          return int(head.b_Q.has_value()) + int(head.b_K.has_value()) + int(head.b_V.has_value()) > 1;
      },
@@ -416,7 +430,7 @@ constexpr MistakeRow k_rows[] = {
                       "Q = X·W_Q + b_Q, and the same for K and V: each bias is added to every row", std::move(values));
      }},
     {.id = "cross_source_swapped", .steps = {StepId::queries},
-     .applies = &has_context,
+     .applies = [](A a) { return projects_x(a) && has_context(a); },
      .make = [](A a, M made) {
          const HeadProjections hp(a);
          made.several("The keys and values were computed from the inputs; in cross-attention they come from the "
@@ -427,7 +441,7 @@ constexpr MistakeRow k_rows[] = {
      }},
     {.id = "other_head_weights", .steps = {StepId::queries},
      // with shared key/value heads, another query head may rightly read the same keys
-     .applies = [](A a) { return a.model.n_kv_heads() == a.model.n_heads(); },
+     .applies = [](A a) { return projects_x(a) && a.model.n_kv_heads() == a.model.n_heads(); },
      .make = [](A a, M made) {
          const HeadProjections hp(a);
          for (int other = 1; other <= static_cast<int>(a.model.n_heads()); ++other) {
@@ -482,7 +496,7 @@ constexpr MistakeRow k_rows[] = {
      }},
     {.id = "rope_whole_head", .steps = k_rotated_steps,
      .man = R"roff(With \fBpartial_rotary_factor\fR, every element of the head turned, with \(*h_k over d_k, where only the first d_rot turn.)roff",
-     .applies = [](A a) { return a.model.rope->rotated(a.model.d_k()) < a.model.d_k(); },
+     .applies = [](A a) { return !a.model.mla && a.model.rope->rotated(a.model.d_k()) < a.model.d_k(); },
      .make = [](A a, M made) {
          Rope whole = *a.model.rope;
          whole.partial_rotary_factor = 1.0;

@@ -56,13 +56,20 @@ public:
                 {StepId::w_key, &Explainer::weight},
                 {StepId::w_value, &Explainer::weight},
                 {StepId::w_output, &Explainer::weight},
+                {StepId::w_q_a, &Explainer::weight},
+                {StepId::w_kv_a, &Explainer::weight},
                 {StepId::b_query, &Explainer::bias},
                 {StepId::b_key, &Explainer::bias},
                 {StepId::b_value, &Explainer::bias},
                 {StepId::b_output, &Explainer::bias},
                 {StepId::encoded, &Explainer::encoded},
+                {StepId::q_latent, &Explainer::latent},
+                {StepId::kv_latent, &Explainer::latent},
+                {StepId::rope_keys, &Explainer::latent},
+                {StepId::normed_q_latent, &Explainer::normed_latent},
+                {StepId::normed_kv_latent, &Explainer::normed_latent},
                 {StepId::queries, &Explainer::projection},
-                {StepId::keys, &Explainer::projection},
+                {StepId::keys, &Explainer::keys},
                 {StepId::values, &Explainer::projection},
                 {StepId::normed_queries, &Explainer::normed},
                 {StepId::normed_keys, &Explainer::normed},
@@ -179,6 +186,14 @@ private:
         if (id == StepId::w_key || id == StepId::b_key) {
             return "key";
         }
+        if (id == StepId::w_q_a) {
+            return "query latent";
+        }
+        if (id == StepId::w_kv_a) {
+            // its first r columns make the latent, its last d_r the rope key (in PyTorch's layout, its rows)
+            const arma::uword out = m_model.layout == Layout::pytorch ? m_row : m_col;
+            return m_whole_row || out < m_model.mla->kv_rank ? "latent" : "rope key";
+        }
         return id == StepId::w_value || id == StepId::b_value ? "value" : "output";
     }
 
@@ -187,12 +202,20 @@ private:
     void weight() {
         const std::string name = symbols(m_step->formula);
         const bool output = m_step->id == StepId::w_output;
-        const std::string source = output ? (m_model.n_heads() > 1 ? "the concatenated heads' row" : "Z's row")
-                                          : "a token's row";
-        const std::string r = std::to_string(m_row + 1);
-        const std::string c = std::to_string(m_col + 1);
+        // with mla, the keys and values (and the queries, with q_rank) read a token's latent
+        const bool from_latent = m_model.mla && (m_step->id == StepId::w_key || m_step->id == StepId::w_value ||
+                                                 (m_step->id == StepId::w_query && m_model.mla->q_rank));
+        const std::string source = output       ? (m_model.n_heads() > 1 ? "the concatenated heads' row" : "Z's row")
+                                   : from_latent ? (m_step->id == StepId::w_query ? "a token's normed query latent"
+                                                                                  : "a token's normed latent")
+                                                 : "a token's row";
+        const bool pytorch = m_model.layout == Layout::pytorch;
+        // kv_a_proj_with_mqa's rope key is counted from its own first number
+        const arma::uword skip = m_step->id == StepId::w_kv_a && made() == "rope key" ? m_model.mla->kv_rank : 0;
+        const std::string r = std::to_string(m_row + 1 - (pytorch ? skip : 0));
+        const std::string c = std::to_string(m_col + 1 - (pytorch ? 0 : skip));
         if (m_whole_row) {
-            line("given by the example: row " + r + " of " + name + ", as the file writes it");
+            line("given by the example: row " + std::to_string(m_row + 1) + " of " + name + ", as the file writes it");
         } else if (m_model.layout == Layout::pytorch) {
             line("given by the example, in PyTorch's layout (out × in): the weight from number " + c + " of " + source +
                  " to number " + r + " of its " + made());
@@ -278,18 +301,124 @@ private:
         // what this projection reads: X, X + P, or the context C
         const StepKey read = step_inputs(m_model, {m_step->id, m_step->head}).front();
         const Step& source = step_of(read.id, read.head);
-        const std::string source_name = read.id == StepId::context ? "the context C"
-                                        : read.id == StepId::encoded ? "X + P"
-                                                                     : "X";
+        const std::string source_name = source_words(read.id);
         const std::string letter = m_step->id == StepId::queries ? "Q" : m_step->id == StepId::keys ? "K" : "V";
         const arma::mat& W = letter == "Q" ? weights.W_Q : letter == "K" ? weights.W_K : weights.W_V;
         const auto& b = letter == "Q" ? weights.b_Q : letter == "K" ? weights.b_K : weights.b_V;
-        std::string w_name = "W_" + letter;
+        // with mla, a head's blocks of the up-projections: W_UQ (or q_proj's W_Q), W_UK, W_UV
+        std::string w_name = "W_" + (m_model.mla && (letter != "Q" || m_model.mla->q_rank) ? "U" + letter : letter);
         if (m_trace.dims.heads > 1) {
             const bool shared = kv && m_model.n_kv_heads() != m_model.n_heads();
             w_name += std::string(shared ? " (key/value head " : " (head ") + std::to_string(m_step->head) + ")";
         }
         project_row(source, source_name, W, w_name, b, "b_" + letter);
+    }
+
+    // what a projection reads, in words
+    static std::string source_words(StepId id) {
+        switch (id) {
+            case StepId::context:
+                return "the context C";
+            case StepId::encoded:
+                return "X + P";
+            case StepId::normed_q_latent:
+                return "the normed query latent C_Q,norm";
+            case StepId::normed_kv_latent:
+                return "the normed latent C";
+            default:
+                return "X";
+        }
+    }
+
+    // mla: the query latent, the key/value latent and the rope keys, each x times its columns of a weight
+    void latent() {
+        const Mla& mla = *m_model.mla;
+        const StepKey read = step_inputs(m_model, {m_step->id, 0}).front();
+        const Step& source = step_of(read.id, read.head);
+        if (m_step->id == StepId::q_latent) {
+            project_row(source, source_words(read.id), *mla.W_qa, "W_DQ (q_a_proj)", std::nullopt, "");
+        } else if (m_step->id == StepId::kv_latent) {
+            project_row(source, source_words(read.id), mla.W_kva.head_cols(mla.kv_rank),
+                        "W_DKV (the first r columns of kv_a_proj_with_mqa)", std::nullopt, "");
+        } else {
+            project_row(source, source_words(read.id), mla.W_kva.tail_cols(mla.rope_dim),
+                        "W_KR (the last d_r columns of kv_a_proj_with_mqa)", std::nullopt, "");
+        }
+    }
+
+    // mla: a latent row divided by its root mean square, times γ
+    void normed_latent() {
+        const Mla& mla = *m_model.mla;
+        const bool queries = m_step->id == StepId::normed_q_latent;
+        const StepKey read = step_inputs(m_model, {m_step->id, 0}).front();
+        const Step& source = step_of(read.id, read.head);
+        norm_row(source.values.row(m_row), cell_name(read.id, m_row, -1, 0), "c", m_model.rms_eps(),
+                 queries ? mla.q_norm : mla.kv_norm, 0.0, 0, "");
+    }
+
+    // mla: a head's key is [c·W_UK, k_rope]; its rope part is the rope key every head shares
+    void keys() {
+        if (!m_model.mla) {
+            projection();
+            return;
+        }
+        const int g = m_step->head;
+        const std::vector<StepKey> reads = step_inputs(m_model, {m_step->id, g});
+        const Step& latent = step_of(reads[0].id, reads[0].head);
+        const Step& rope = step_of(reads[1].id, reads[1].head);
+        const arma::uword d_n = m_model.mla->nope_dim;
+        const arma::mat& W = m_model.kv_weights(g).W_K;
+        const arma::rowvec c = latent.values.row(m_row);
+        const bool pytorch = m_model.layout == Layout::pytorch;
+        const std::string w_name = "W_UK" + (m_trace.dims.heads > 1 ? " (head " + std::to_string(g) + ")" : "");
+        bool shown = false;
+        for (const arma::uword j : columns()) {
+            const std::string here = cell_name(m_step->id, m_row, static_cast<long>(j), g);
+            if (j >= d_n) {
+                const auto r = static_cast<long>(j - d_n);
+                line("element " + std::to_string(j + 1) + " is past d_n = " + std::to_string(d_n) +
+                     ": it is the rope key every head shares");
+                line(here + " = " + cell_name(StepId::rope_keys, m_row, r, 0) + " = " +
+                     result_of(rope.values(m_row, j - d_n), m_step->values(m_row, j)));
+                continue;
+            }
+            if (!shown) {
+                line("c = " + row_name(latent, m_row) + " = " + m_num.vector(c) + "    (row " +
+                     std::to_string(m_row + 1) + " of the normed latent C)");
+                shown = true;
+            }
+            const arma::rowvec w = W.col(j).t();
+            line("w = " + (pytorch ? "row " + std::to_string(j + 1) + " of " + w_name + " as written"
+                                   : "column " + std::to_string(j + 1) + " of " + w_name) +
+                 " = " + m_num.vector(w));
+            line(here + " = c·w = " + m_num.dot_terms(c, w) + " = " + result_of(arma::dot(c, w), m_step->values(m_row, j)));
+        }
+    }
+
+    // A row x over its root mean square: r = 1/√(mean(x²) + eps), then each
+    // cell (element first + c of x) times r and its gain, offset + γ.
+    void norm_row(const arma::rowvec& x, const std::string& parts, const std::string& letter, double eps,
+                  const arma::rowvec& gamma, double offset, arma::uword first, const std::string& note) {
+        line(letter + " = " + parts + " = " + m_num.vector(x) + note);
+        std::string squares;
+        for (arma::uword k = 0; k < x.n_elem; ++k) {
+            squares += (k == 0 ? "" : " + ") + m_num.factor(x(k)) + "²";
+        }
+        const double width = static_cast<double>(x.n_elem);
+        const double mean = arma::dot(x, x) / width;
+        const double r = 1.0 / std::sqrt(mean + eps);
+        line("mean(" + letter + "²) = (" + squares + ") / " + m_num(width) + " = " + m_num(mean));
+        line("r = 1/√(mean(" + letter + "²) + eps) = 1/√(" + m_num(mean) + " + " + readable(eps) + ") = " + m_num(r));
+        for (const arma::uword c : columns()) {
+            const arma::uword k = first + c;
+            const double g = gamma(k);
+            const std::string gamma_name = "γ[" + std::to_string(k + 1) + "]";
+            const std::string gain = offset != 0.0 ? "(1 + " + gamma_name + ")" : gamma_name;
+            const std::string gain_number = offset != 0.0 ? "(1 + " + m_num(g) + ")" : m_num.factor(g);
+            line(cell_name(m_step->id, m_row, static_cast<long>(c), m_step->head) + " = " + letter + "[" +
+                 std::to_string(k + 1) + "]·r·" + gain + " = " + m_num(x(k)) + " · " + m_num.factor(r) + " · " +
+                 gain_number + " = " + result_of(x(k) * r * (offset + g), m_step->values(m_row, c)));
+        }
     }
 
     // QK-norm: the row divided by its root mean square, times offset + γ
@@ -306,31 +435,10 @@ private:
             x = arma::join_rows(x, arma::rowvec(source.values.row(m_row)));
             parts += (parts.empty() ? "" : ", ") + cell_name(read.id, m_row, -1, read.head);
         }
-        line(letter + " = " + parts + " = " + m_num.vector(x) +
-             (norm.over_all ? "    (over: all: the token's whole projection, every head)" : ""));
-        std::string squares;
-        for (arma::uword k = 0; k < x.n_elem; ++k) {
-            squares += (k == 0 ? "" : " + ") + m_num.factor(x(k)) + "²";
-        }
-        const double width = static_cast<double>(x.n_elem);
-        const double mean = arma::dot(x, x) / width;
-        const double eps = m_model.qk_norm_eps();
-        const double r = 1.0 / std::sqrt(mean + eps);
-        line("mean(" + letter + "²) = (" + squares + ") / " + m_num(width) + " = " + m_num(mean));
-        line("r = 1/√(mean(" + letter + "²) + eps) = 1/√(" + m_num(mean) + " + " + readable(eps) + ") = " + m_num(r));
         // over: all, head h's elements are the h-th run of d_k in the whole row
-        const arma::uword first = norm.over_all ? static_cast<arma::uword>(h - 1) * m_model.d_k() : 0;
-        const arma::rowvec gamma = queries ? norm.query : norm.key;
-        for (const arma::uword c : columns()) {
-            const arma::uword k = first + c;
-            const double g = gamma(k);
-            const std::string gamma_name = "γ[" + std::to_string(k + 1) + "]";
-            const std::string gain = norm.offset != 0.0 ? "(1 + " + gamma_name + ")" : gamma_name;
-            const std::string gain_number = norm.offset != 0.0 ? "(1 + " + m_num(g) + ")" : m_num.factor(g);
-            line(cell_name(m_step->id, m_row, static_cast<long>(c), h) + " = " + letter + "[" + std::to_string(k + 1) +
-                 "]·r·" + gain + " = " + m_num(x(k)) + " · " + m_num.factor(r) + " · " + gain_number + " = " +
-                 result_of(x(k) * r * (norm.offset + g), m_step->values(m_row, c)));
-        }
+        norm_row(x, parts, letter, m_model.qk_norm_eps(), queries ? norm.query : norm.key, norm.offset,
+                 norm.over_all ? static_cast<arma::uword>(h - 1) * m_model.d_k() : 0,
+                 norm.over_all ? "    (over: all: the token's whole projection, every head)" : "");
     }
 
     // RoPE: each element is one of a pair, and the pair turns by p·θ_k
@@ -342,7 +450,7 @@ private:
         const auto p = static_cast<double>(m_row);
         const bool half = rope.style == RopeStyle::half;
         // the convention first: the last line is the cell's value
-        const std::string half_width = rope.rotated(d) == d ? "d_k/2" : "d_rot/2";
+        const std::string half_width = rope.skip > 0 ? "d_r/2" : rope.rotated(d) == d ? "d_k/2" : "d_rot/2";
         if (half) {
             line("style half (Hugging Face's rotate_half): element j pairs with element j + " + half_width);
             line("interleaved (RoFormer, Meta's Llama code) would pair 2j − 1 with 2j instead;");
@@ -357,20 +465,24 @@ private:
         }
         line("position p = " + m_num(p) + " (row " + std::to_string(m_row + 1) + ", counted from 0); θ_k = " +
              m_num(rope.base) +
-             (d_rot == d ? "^(−2k/d_k), d_k = " + std::to_string(d)
+             (rope.skip > 0 ? "^(−2k/d_r), d_r = " + std::to_string(d_rot) + ", the last elements of d_k = " +
+                                  std::to_string(d) + " (mla's rope part)"
+              : d_rot == d ? "^(−2k/d_k), d_k = " + std::to_string(d)
                          : "^(−2k/d_rot), d_rot = " + std::to_string(d_rot) + " of d_k = " + std::to_string(d) +
                                " (partial_rotary_factor " + readable(rope.partial_rotary_factor) + ")"));
         for (const arma::uword c : columns()) {
             const std::string here = cell_name(m_step->id, m_row, static_cast<long>(c), m_step->head);
-            if (c >= d_rot) {
-                // past the rotated part: the element passes unchanged
+            if (rope.skip > 0 ? c < rope.skip : c >= d_rot) {
+                // outside the rotated part: the element passes unchanged
                 const std::string name = cell_name(read.id, m_row, static_cast<long>(c), read.head);
-                line("element " + std::to_string(c + 1) + " is past the first " + std::to_string(d_rot) +
-                     ", which turn: it passes unchanged");
+                line(rope.skip > 0 ? "element " + std::to_string(c + 1) + " is in the first d_n = " +
+                                         std::to_string(rope.skip) + ", which do not turn: it passes unchanged"
+                                   : "element " + std::to_string(c + 1) + " is past the first " +
+                                         std::to_string(d_rot) + ", which turn: it passes unchanged");
                 line(here + " = " + name + " = " + result_of(source.values(m_row, c), m_step->values(m_row, c)));
                 continue;
             }
-            const arma::uword k = half ? c % (d_rot / 2) : c / 2;
+            const arma::uword k = half ? (c - rope.skip) % (d_rot / 2) : (c - rope.skip) / 2;
             const auto [a, b] = rope_pair(rope, k, d);
             const double theta = rope_frequency(rope, k, d, m_model.n());
             const double angle = p * theta;
@@ -415,7 +527,33 @@ private:
                  ": column " + std::to_string(j + 1) + " of Kᵀ)");
             line(cell_name(StepId::scores, m_row, static_cast<long>(j), h) + " = q·k = " + m_num.dot_terms(q, k) + " = " +
                  result_of(arma::dot(q, k), m_step->values(m_row, j)));
+            if (m_model.mla) {
+                absorbed_score(q, k, j);
+            }
         }
+    }
+
+    // mla: the same score from the latent, as a cache of latents computes it: W_UK
+    // absorbed into the query, q_nope·W_UK·c + q_rope·k_rope
+    void absorbed_score(const arma::rowvec& q, const arma::rowvec& k, arma::uword j) {
+        const Mla& mla = *m_model.mla;
+        const int h = m_step->head;
+        const arma::uword d_n = mla.nope_dim;
+        const arma::rowvec q_nope = q.head(d_n);
+        const arma::rowvec q_rope = q.tail(mla.rope_dim);
+        const arma::rowvec k_rope = k.tail(mla.rope_dim);
+        const arma::rowvec absorbed = q_nope * m_model.kv_weights(h).W_K.t();  // 1 × r
+        const arma::rowvec c = step_of(StepId::normed_kv_latent, 0).values.row(j);
+        const double latent = arma::dot(absorbed, c);
+        const double rope = arma::dot(q_rope, k_rope);
+        line("or from the latent, with W_UK absorbed into the query: (q_nope·W_UKᵀ)·c + q_rope·k_rope");
+        line("  q_nope·W_UKᵀ = " + m_num.vector(q_nope) + "·W_UKᵀ = " + m_num.vector(absorbed) +
+             "    (the absorbed query, r = " + std::to_string(mla.kv_rank) + " numbers)");
+        line("  c = " + cell_name(StepId::normed_kv_latent, j, -1, 0) + " = " + m_num.vector(c) +
+             "    (what a cache keeps of key " + std::to_string(j + 1) + ")");
+        line("  q_rope·k_rope = " + m_num.dot_terms(q_rope, k_rope) + " = " + m_num(rope));
+        line("  " + cell_name(StepId::scores, m_row, static_cast<long>(j), h) + " = " + m_num.dot_terms(absorbed, c) +
+             " + " + m_num.factor(rope) + " = " + result_of(latent + rope, m_step->values(m_row, j)));
     }
 
     void scaled_scores() {

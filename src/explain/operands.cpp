@@ -21,8 +21,11 @@ public:
             {
                 {StepId::positional, &OperandFinder::positional},
                 {StepId::encoded, &OperandFinder::same_cells},
+                {StepId::q_latent, &OperandFinder::projection},
+                {StepId::kv_latent, &OperandFinder::projection},
+                {StepId::rope_keys, &OperandFinder::rope_keys},
                 {StepId::queries, &OperandFinder::projection},
-                {StepId::keys, &OperandFinder::projection},
+                {StepId::keys, &OperandFinder::keys},
                 {StepId::values, &OperandFinder::projection},
                 {StepId::output, &OperandFinder::projection},
                 {StepId::rotated_queries, &OperandFinder::rotated},
@@ -119,6 +122,42 @@ private:
             } else {
                 part(weight, m_col, 0);
             }
+        }
+    }
+
+    // mla: row i of the source and column r + j of kv_a_proj_with_mqa (its last d_r are W_KR)
+    void rope_keys() {
+        part(reads().front(), m_row, 0);
+        const int r = static_cast<int>(m_model.mla->kv_rank);
+        const int col = m_col == 0 ? 0 : r + m_col;
+        if (m_model.layout != Layout::pytorch) {
+            part({StepId::w_kv_a, 0}, 0, col);
+        } else {
+            part({StepId::w_kv_a, 0}, col, 0);
+        }
+    }
+
+    // mla: a key's first d_n elements from the latent and W_UK, the rest the shared rope key's
+    void keys() {
+        if (!m_model.mla) {
+            projection();
+            return;
+        }
+        const std::vector<StepKey> from = reads();
+        const int d_n = static_cast<int>(m_model.mla->nope_dim);
+        if (m_col > d_n) {
+            part(from[1], m_row, m_col - d_n);
+            return;
+        }
+        part(from[0], m_row, 0);
+        const StepKey weight{StepId::w_key, m_step.head};
+        if (m_model.layout != Layout::pytorch) {
+            part(weight, 0, m_col);
+        } else {
+            part(weight, m_col, 0);
+        }
+        if (m_col == 0) {
+            part(from[1], m_row, 0);
         }
     }
 

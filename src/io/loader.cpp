@@ -40,6 +40,7 @@ Model ModelLoader::load(const YAML::Node& root) {
     read_positional(model);
     read_weights(model);
     read_rope(model);
+    check_mla_rope(model);
     read_qk_norm(model);
     read_alibi(model);
     read_sinks(model);

@@ -6,6 +6,7 @@
 //   loader_settings.cpp  scale, mask and padding, grad_output:, round:, the memory estimate
 //   rubric.cpp           decimals: and rubric: for qkv check, and the file of --rubric
 //   loader_variants.cpp  the attention of today's models: kv_heads, rope, alibi, sinks
+//   loader_mla.cpp       multi-head latent attention: mla: and its weights under the state dict's names
 // Every reader records its problems as positioned diagnostics and goes on, so
 // that one run reports every problem of a file, in the order of these calls.
 #pragma once
@@ -129,6 +130,14 @@ private:
     void read_output_weight(Model& model);
     void read_pytorch_block(Model& model, const YAML::Node& block);
     void read_pytorch_output(Model& model, const YAML::Node& block, arma::uword E);
+
+    // ── loader_mla.cpp ──────────────────────────────────────────────────────
+    void read_mla(Model& model, const YAML::Node& node);
+    bool read_mla_sizes(const YAML::Node& node, Mla& mla);
+    std::optional<arma::mat> mla_weight(const YAML::Node& weights, const char* key, Layout layout, arma::uword in,
+                                        arma::uword out, const std::string& why);
+    std::optional<arma::rowvec> mla_gamma(const YAML::Node& weights, const char* key, arma::uword width, bool& given);
+    void check_mla_rope(const Model& model);
 
     // ── loader_settings.cpp ─────────────────────────────────────────────────
     void read_scale(Model& model);

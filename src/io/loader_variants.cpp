@@ -110,7 +110,16 @@ void ModelLoader::read_rope(Model& model) {
                      "write rope: true, or rope: {base: 10000, style: half}");
         return;
     }
-    if (!model.heads.empty() && model.d_k() % 2 != 0 && !(node.IsMap() && node["partial_rotary_factor"])) {
+    if (model.mla) {
+        // mla turns the last rope_dim elements of each query and key head (an even number: read_mla checks)
+        if (node.IsMap() && node["partial_rotary_factor"]) {
+            m_yaml.error(node["partial_rotary_factor"], "rope.partial_rotary_factor is given together with mla",
+                         "with mla the rope part is the last rope_dim elements of each head; remove "
+                         "partial_rotary_factor");
+            return;
+        }
+        rope.skip = model.mla->nope_dim;
+    } else if (!model.heads.empty() && model.d_k() % 2 != 0 && !(node.IsMap() && node["partial_rotary_factor"])) {
         m_yaml.error(node, "rope needs an even d_k; this example's d_k is " + std::to_string(model.d_k()),
                      "RoPE turns each query's and key's elements in pairs; give each head an even number of query "
                      "and key columns");

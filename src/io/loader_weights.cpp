@@ -170,6 +170,10 @@ Layout ModelLoader::read_layout() {
 }
 
 void ModelLoader::read_weights(Model& model) {
+    if (const YAML::Node mla = root()["mla"]) {
+        read_mla(model, mla);
+        return;
+    }
     const YAML::Node pytorch = root()["pytorch"];
     if (pytorch) {
         for (const char* key : {"weights", "bias", "heads", "layout"}) {

@@ -7,13 +7,21 @@ namespace qkv {
 double Model::scale() const {
     switch (scale_kind) {
         case ScaleKind::sqrt_dk:
-            return std::sqrt(static_cast<double>(d_k()));
+            return std::sqrt(static_cast<double>(d_k())) / (mscale() * mscale());
         case ScaleKind::none:
             return 1.0;
         case ScaleKind::divisor:
             return scale_divisor;
     }
     return 1.0;
+}
+
+double Model::mscale() const {
+    // transformers' yarn_get_mscale(factor, mscale_all_dim), which is 1 for a factor of at most 1
+    if (!mla || !rope || !rope->scaling || !rope->scaling->mscale_all_dim || rope->scaling->factor <= 1.0) {
+        return 1.0;
+    }
+    return 0.1 * *rope->scaling->mscale_all_dim * std::log(rope->scaling->factor) + 1.0;
 }
 
 int Model::kv_head_of(int h) const {

@@ -61,10 +61,15 @@ struct Rope {
     double partial_rotary_factor = 1.0;
     std::optional<double> max_position_embeddings;  // config.json's, which yarn and dynamic read
     std::optional<RopeScaling> scaling;
-    // The elements that turn of a head of width d, the first d_rot = f·d (an
-    // even whole number: the loader checks); the rest pass unchanged.
+    // mla: the first `skip` elements of each query and key head (q_nope, k_nope)
+    // pass unchanged, and the rope part after them turns whole
+    arma::uword skip = 0;
+    // The elements that turn of a head of width d: the first d_rot = f·d (an
+    // even whole number: the loader checks), or with mla the last d − skip
+    // (rope_pair places the pairs); the rest pass unchanged.
     arma::uword rotated(arma::uword d) const {
-        return static_cast<arma::uword>(std::llround(partial_rotary_factor * static_cast<double>(d)));
+        return skip > 0 ? d - skip
+                        : static_cast<arma::uword>(std::llround(partial_rotary_factor * static_cast<double>(d)));
     }
 };
 
@@ -82,6 +87,28 @@ struct QkNorm {
     double offset = 0.0;        // offset: 1 is Gemma's (1 + γ)
     // the factor each element is multiplied by after the division: offset + γ
     arma::rowvec gain(bool queries) const { return offset + (queries ? query : key); }
+};
+
+// Multi-head latent attention (mla:, DeepSeek-V2/V3, Kimi K2), as transformers'
+// DeepseekV3Attention computes it. Each head's query is [q_nope, q_rope] from
+// X·W_Q, or from the normed latent X·W_qa with q_rank; the keys and values come
+// from one latent per token, c = RMSNorm(X·W_kva's first r columns), as
+// [c·W_UK, k_rope] and c·W_UV, where k_rope, the last d_r columns of X·W_kva,
+// is one key part every head shares; RoPE turns the rope parts only. A head's
+// blocks of the up-projections are its HeadWeights: W_Q of q_proj or q_b_proj
+// (its d_n + d_r columns), W_K of kv_b_proj (W_UK, r × d_n) and W_V (W_UV, r × d_v).
+struct Mla {
+    arma::uword kv_rank = 0;    // r: the latent the cache keeps
+    arma::uword rope_dim = 0;   // d_r: the rope part of a query and key head
+    arma::uword nope_dim = 0;   // d_n: the part without positions
+    arma::uword v_dim = 0;      // d_v
+    std::optional<arma::uword> q_rank;  // r_q: the queries from a latent of their own
+    std::optional<arma::mat> W_qa;      // q_a_proj, d_model × r_q (with q_rank)
+    arma::rowvec q_norm;                // q_a_layernorm's γ, r_q numbers (1 when not given)
+    bool q_norm_given = false;
+    arma::mat W_kva;                    // kv_a_proj_with_mqa, d_model × (r + d_r)
+    arma::rowvec kv_norm;               // kv_a_layernorm's γ, r numbers (1 when not given)
+    bool kv_norm_given = false;
 };
 
 // One head's projections in the x·W layout.
@@ -165,6 +192,7 @@ struct Model {
     std::optional<double> softcap;        // softcap: c, the scaled scores become c·tanh(s/c)
     std::optional<QkNorm> qk_norm;        // qk_norm:
     std::optional<double> norm_eps;       // norm_eps: the eps of every RMSNorm (default 1e-6)
+    std::optional<Mla> mla;               // mla: multi-head latent attention
 
     // The backward pass: dO = ∂L/∂O (n × d_out), from grad_output: or --backward.
     std::optional<arma::mat> grad_output;
@@ -203,7 +231,13 @@ struct Model {
     // The eps of the RMSNorm of qk_norm: its own eps:, else norm_eps:, else 1e-6.
     double qk_norm_eps() const { return qk_norm && qk_norm->eps ? *qk_norm->eps : norm_eps.value_or(1e-6); }
 
-    // The divisor applied to the scores: √d_k, 1, or the user's number.
+    // The eps of every other RMSNorm (mla's latent norms): norm_eps:, else 1e-6.
+    double rms_eps() const { return norm_eps.value_or(1e-6); }
+    // mla: what the default scale divides √d_k by, squared: YaRN's mscale =
+    // 0.1·mscale_all_dim·ln(factor) + 1 when rope.scaling has mscale_all_dim, else 1.
+    double mscale() const;
+
+    // The divisor applied to the scores: √d_k (over mscale² with mla), 1, or the user's number.
     double scale() const;
     // 1 where query i may attend to key j, 0 where blocked (n × m); all ones
     // when there is no mask or padding.

@@ -208,6 +208,35 @@ void write_param(std::ostream& out, const Model& model, Key key) {
                 out << "null";
             }
             return;
+        case Key::mla:
+            // the sizes, the latents' weights and the γ each norm applies (the heads' blocks are the heads' weights)
+            out << ",\n  \"mla\": ";
+            if (model.mla) {
+                const Mla& mla = *model.mla;
+                out << "{\"kv_rank\": " << mla.kv_rank << ", \"rope_dim\": " << mla.rope_dim
+                    << ", \"nope_dim\": " << mla.nope_dim << ", \"v_dim\": " << mla.v_dim << ", \"q_rank\": ";
+                if (mla.q_rank) {
+                    out << *mla.q_rank;
+                } else {
+                    out << "null";
+                }
+                out << ", \"W_qa\": ";
+                write_optional(out, mla.W_qa);
+                out << ", \"q_a_layernorm\": ";
+                if (mla.q_rank) {
+                    write_json_row(out, mla.q_norm);
+                } else {
+                    out << "null";
+                }
+                out << ", \"W_kva\": ";
+                write_json_rows(out, mla.W_kva);
+                out << ", \"kv_a_layernorm\": ";
+                write_json_row(out, mla.kv_norm);
+                out << ", \"eps\": " << round_trip(model.rms_eps()) << '}';
+            } else {
+                out << "null";
+            }
+            return;
         case Key::alibi:
             out << ", \"alibi\": ";
             write_optional(out, model.alibi);

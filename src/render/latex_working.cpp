@@ -263,6 +263,9 @@ std::optional<Working> queries_working(const WorkingOf& w) {
 }
 
 std::optional<Working> keys_working(const WorkingOf& w) {
+    if (w.model.mla) {
+        return std::nullopt;  // [C·W_UK  K_R]: a product beside a copy, which its table and notes show
+    }
     const HeadWeights& head = w.model.kv_weights(w.step.head);
     return projection(w.model, w.step, w.options, *w.in[0], head.W_K, head.b_K);
 }

@@ -164,6 +164,33 @@ void add_settings(const Model& model, const Trace& trace, const std::vector<int>
                                 gamma(norm.key, norm.key_given) + " for the keys.");
             }
             return;
+        case Key::mla:
+            if (model.mla) {
+                const Mla& mla = *model.mla;
+                const auto gamma = [](const arma::rowvec& values, bool given) {
+                    if (!given) {
+                        return std::string("1");
+                    }
+                    std::string text;
+                    for (const double value : values) {
+                        text += (text.empty() ? "[" : ", ") + number_text(value);
+                    }
+                    return text + "]";
+                };
+                std::string line = "Latent attention (mla): r = " + std::to_string(mla.kv_rank) + ", d_r = " +
+                                   std::to_string(mla.rope_dim) + ", d_n = " + std::to_string(mla.nope_dim) +
+                                   ", d_v = " + std::to_string(mla.v_dim);
+                if (mla.q_rank) {
+                    line += ", r_q = " + std::to_string(*mla.q_rank);
+                }
+                line += ". Each latent row is divided by √(mean of its squares + eps) and multiplied by γ; eps = " +
+                        number_text(model.rms_eps()) + ", γ = " + gamma(mla.kv_norm, mla.kv_norm_given) +
+                        " for the key/value latent" +
+                        (mla.q_rank ? " and " + gamma(mla.q_norm, mla.q_norm_given) + " for the query latent" : "") +
+                        ". Each head's key is its latent part followed by the shared rope key.";
+                lines.push_back(line);
+            }
+            return;
         case Key::alibi:
             for (const int h : model.alibi ? heads : std::vector<int>{}) {
                 lines.push_back("ALiBi" + of_head(h) + ": slope m = " +

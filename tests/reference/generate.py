@@ -199,8 +199,9 @@ def json_matrix(matrix, indent):
     return "[\n" + ",\n".join(pad + " " + r for r in rows) + "\n" + pad + "]"
 
 
-def json_text(case):
-    """The expected file: one matrix row per line, floats written with repr."""
+def json_text(case, whole=WHOLE_STEPS):
+    """The expected file: one matrix row per line, floats written with repr; the
+    steps in `whole` are one matrix each, the others one per head."""
     parts = [f' "case": {json.dumps(case["name"])}',
              f' "provenance": {json.dumps(case["provenance"])}',
              f' "heads": {case["heads"]}',
@@ -208,7 +209,7 @@ def json_text(case):
              f' "scale": {json.dumps(float(case["scale"]))}']
     steps = []
     for step in case["written"]:
-        if step in WHOLE_STEPS:
+        if step in whole:
             steps.append(f'  "{step}": ' + json_matrix(case["steps"][step].tolist(), 2))
         else:
             mats = [json_matrix(m.tolist(), 3) for m in case["steps"][step]]

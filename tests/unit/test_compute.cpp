@@ -300,9 +300,10 @@ TEST_CASE("the memory estimate counts only the keys a sliding window lets a bloc
 
 TEST_CASE("the fast path has every row of the step table that an example has, as the step functions do",
           "[compute]") {
-    // three large examples whose steps, together, are every row of the table: grouped-query heads with
+    // four large examples whose steps, together, are every row of the table: grouped-query heads with
     // every forward variant (soft-capping and QK-norm among them), a cross-attention normed over: all, and a
-    // pytorch: block, each with its backward pass
+    // pytorch: block, each with its backward pass; and latent attention with a query latent (mla:), whose
+    // steps the step functions compute, as the engine's projections do not read latents
     const std::string grad = "grad_output: {random: {rows: 130, cols: 24, seed: 6}}\n";
     const std::vector<std::string> examples = {
         grouped_example(130, 2, "positional: sinusoidal\nrope: true\nalibi: true\nmask: causal\n"
@@ -316,6 +317,16 @@ TEST_CASE("the fast path has every row of the step table that an example has, as
         "  in_proj_bias: " + vector_text(72, 0.5) + "\n"
         "  out_proj_weight: {random: {rows: 24, cols: 24, seed: 3}}\n"
         "  out_proj_bias: " + vector_text(24, 0.7) + "\n" + grad,
+        "inputs: {random: {rows: 130, cols: 24, seed: 1}}\n"
+        "heads: 3\nmla: {kv_rank: 6, rope_dim: 4, nope_dim: 2, v_dim: 5, q_rank: 8}\n"
+        "rope: {style: interleaved}\nmask: causal\n"
+        "weights:\n"
+        "  q_a_proj: {random: {rows: 24, cols: 8, seed: 2}}\n"
+        "  q_a_layernorm: " + vector_text(8, 0.9) + "\n"
+        "  q_b_proj: {random: {rows: 8, cols: 18, seed: 3}}\n"
+        "  kv_a_proj_with_mqa: {random: {rows: 24, cols: 10, seed: 4}}\n"
+        "  kv_b_proj: {random: {rows: 6, cols: 21, seed: 5}}\n"
+        "  o_proj: {random: {rows: 15, cols: 24, seed: 6}}\n",
     };
     std::set<StepId> seen;
     for (const std::string& yaml : examples) {

@@ -204,7 +204,7 @@ TEST_CASE("with dynamic RoPE scaling, each token is turned by the frequencies of
 
 TEST_CASE("decoding computes each step before concat as its row of the step table says", "[decode]") {
     // every step an example can have before the heads are put together has a one-token form, but
-    // the context, which decoding refuses (decode_obstacles); a row computed at positions names
+    // the context and mla's latents, which decoding refuses (decode_obstacles); a row computed at positions names
     // its function, one computed by row uses compute() itself
     int at_positions = 0;
     for (const StepId id : all_steps()) {
@@ -216,7 +216,9 @@ TEST_CASE("decoding computes each step before concat as its row of the step tabl
         if (row.parameter) {
             continue;
         }
-        CHECK((row.token == OneToken::none) == (id == StepId::context));
+        const bool refused = id == StepId::context || id == StepId::q_latent || id == StepId::normed_q_latent ||
+                             id == StepId::kv_latent || id == StepId::normed_kv_latent || id == StepId::rope_keys;
+        CHECK((row.token == OneToken::none) == refused);
         CHECK((row.decode != nullptr) == (row.token == OneToken::at_positions));
         at_positions += row.token == OneToken::at_positions ? 1 : 0;
     }

@@ -261,5 +261,5 @@ TEST_CASE("qkv examples NAME prints the example's file, comments included, and r
     CHECK(missing.out.empty());
     CHECK(missing.err == "qkv: error: maskd: no built-in example by that name\n  hint: did you mean masked? "
                          "built-in examples: illustrated, sky-is-blue, two-heads, masked, cross, rope, gqa, "
-                         "alibi-window, sinks, backward\n");
+                         "alibi-window, sinks, backward, mla\n");
 }

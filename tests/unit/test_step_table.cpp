@@ -59,7 +59,8 @@ TEST_CASE("every step has one row, in the order of its id, and its name reads ba
     }
     CHECK_FALSE(find_step("score").has_value());
     CHECK(step_name_list() ==
-          "inputs, positional, encoded, context, w_query, b_query, queries, normed_queries, rotated_queries, w_key, "
+          "inputs, positional, encoded, context, w_q_a, q_latent, normed_q_latent, w_kv_a, kv_latent, "
+          "normed_kv_latent, rope_keys, w_query, b_query, queries, normed_queries, rotated_queries, w_key, "
           "b_key, keys, normed_keys, rotated_keys, w_value, b_value, values, scores, scaled_scores, capped_scores, position_bias, biased_scores, "
           "masked_scores, "
           "weights, head_output, concat, w_output, b_output, output, "
@@ -122,7 +123,8 @@ TEST_CASE("when a step exists and what it reads", "[steps]") {
     CHECK(step_inputs(plain, {StepId::w_query, 1}).empty());
 
     CHECK(step_requirements() ==
-          "positional and encoded need positional:, context needs context:, b_query needs bias.query, "
+          "positional and encoded need positional:, context needs context:, w_q_a, q_latent and normed_q_latent "
+          "need mla: with q_rank, w_kv_a, kv_latent, normed_kv_latent and rope_keys need mla:, b_query needs bias.query, "
           "normed_queries and normed_keys need qk_norm:, rotated_queries and rotated_keys need rope:, b_key needs bias.key, b_value needs bias.value, "
           "capped_scores needs softcap:, position_bias and biased_scores need alibi:, masked_scores needs a mask or padding, concat needs more "
           "than one head, w_output needs weights.output, b_output needs bias.output, and the grad_ steps need "
