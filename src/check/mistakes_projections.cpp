@@ -204,6 +204,10 @@ const arma::mat& unrotated_of(const Attempt& a) {
 
 std::string rope_correct(const Attempt& a) {
     const std::string letter = a.key.id == StepId::rotated_queries ? "Q" : "K";
+    if (a.model.mla) {
+        return letter + "_rot = [" + letter + "_nope  RoPE(" + letter + "_rope)]: only the last d_r = " +
+               std::to_string(a.model.mla->rope_dim) + " elements turn, row p (from 0) by p·θ_k, θ_k = base^(−2k/d_r)";
+    }
     const bool partial = a.model.rope->rotated(a.model.d_k()) < a.model.d_k();
     return letter + "_rot: row p (from 0) turned pair by pair by p·θ_k, pairs " +
            (a.model.rope->style == RopeStyle::half ? (partial ? "(k, k + d_rot/2) (style half)" : "(k, k + d_k/2) (style half)")
@@ -536,6 +540,74 @@ constexpr MistakeRow k_rows[] = {
                   readable(rope_attention_factor(*a.model.rope)) + ", which multiplies cos and sin.",
               rope_correct(a), rotate_as(a, unrotated_of(a), unscaled));
      }},
+
+    // ── multi-head latent attention ──
+    {.id = "mla_rope_whole_key", .steps = k_rotated_steps,
+     .man = R"roff(With \fBmla\fR, every element of a query or key head turned, with \(*h_k over d_k, where only the rope part, its last d_r elements, turns.)roff",
+     .applies = [](A a) { return a.model.mla && a.model.d_k() % 2 == 0; },
+     .make = [](A a, M made) {
+         Rope whole = *a.model.rope;
+         whole.skip = 0;
+         made("Every element of the head was turned, with θ_k over d_k = " + std::to_string(a.model.d_k()) +
+                  "; with mla only the rope part turns, the last d_r = " + std::to_string(a.model.mla->rope_dim) +
+                  " elements, with θ_k over d_r, and the first d_n = " + std::to_string(a.model.mla->nope_dim) +
+                  " pass unchanged.",
+              rope_correct(a), rotate_as(a, unrotated_of(a), whole));
+     }},
+    {.id = "mla_rope_first_elements", .steps = k_rotated_steps,
+     .man = R"roff(With \fBmla\fR, the first d_r elements of a head turned, as \fBpartial_rotary_factor\fR turns them, where the rope part is the last d_r.)roff",
+     .applies = [](A a) { return a.model.mla.has_value(); },
+     .make = [](A a, M made) {
+         Rope first = *a.model.rope;
+         first.skip = 0;
+         first.partial_rotary_factor =
+             static_cast<double>(a.model.mla->rope_dim) / static_cast<double>(a.model.d_k());
+         made("The first d_r = " + std::to_string(a.model.mla->rope_dim) +
+                  " elements were turned, as partial_rotary_factor turns them; with mla the rope part comes last, "
+                  "after the d_n = " + std::to_string(a.model.mla->nope_dim) + " that do not turn.",
+              rope_correct(a), rotate_as(a, unrotated_of(a), first));
+     }},
+    {.id = "mla_latent_norm_forgotten",
+     .steps = {StepId::normed_q_latent, StepId::normed_kv_latent, StepId::queries, StepId::keys, StepId::values},
+     .man = R"roff(With \fBmla\fR, a latent's RMSNorm left out: the latent passed on as it was, or the queries, keys or values made from it before its norm.)roff",
+     .applies = [](A a) {
+         return a.model.mla && (a.key.id != StepId::queries || a.model.mla->q_rank.has_value());
+     },
+     .make = [](A a, M made) {
+         const bool query = a.key.id == StepId::normed_q_latent || a.key.id == StepId::queries;
+         const arma::mat& latent = a.L(query ? StepId::q_latent : StepId::kv_latent);
+         const std::string name = query ? "query latent C_Q" : "latent C_KV";
+         const std::string correct = std::string(query ? "C_Q,norm" : "C") +
+                                     " = each latent row over √(mean(c²) + eps), times γ; " +
+                                     (a.key.id == StepId::queries  ? "Q = C_Q,norm·W_UQ"
+                                      : a.key.id == StepId::keys   ? "K = [C·W_UK  K_R]"
+                                      : a.key.id == StepId::values ? "V = C·W_UV"
+                                                                   : "every head reads the normed rows");
+         const HeadWeights& head = a.key.id == StepId::queries ? a.model.heads[static_cast<std::size_t>(a.key.head - 1)]
+                                   : a.key.head > 0            ? a.model.kv_weights(a.key.head)
+                                                               : a.model.heads.front();
+         arma::mat value;
+         switch (a.key.id) {
+             case StepId::queries:
+                 value = project(latent, head.W_Q, std::nullopt);
+                 break;
+             case StepId::keys:
+                 value = arma::join_rows(project(latent, head.W_K, std::nullopt), a.L(StepId::rope_keys));
+                 break;
+             case StepId::values:
+                 value = project(latent, head.W_V, std::nullopt);
+                 break;
+             default:
+                 value = latent;
+                 break;
+         }
+         made(a.key.id == StepId::normed_q_latent || a.key.id == StepId::normed_kv_latent
+                  ? "The " + name + " was not normed: it was passed on as it was, not divided by its root mean "
+                                    "square and multiplied by γ."
+                  : "The " + step_text(a.key.id) + " were made from the " + name + " before its RMSNorm.",
+              correct, std::move(value));
+     }},
+
     {.id = "qk_norm_mean_subtracted", .steps = k_normed_steps,
      .man = R"roff(With \fBqk_norm\fR, each row's mean subtracted first, as LayerNorm does; RMSNorm divides by the root mean square alone.)roff",
      .make = [](const Attempt& a, const Made& made) {

@@ -187,6 +187,32 @@ as the two mistakes cannot be told apart there.)roff",
               scaling_correct(a), a.L(StepId::scores, a.key.head) * a.model.scale());
      }},
 
+    {.id = "mla_scaled_by_nope", .steps = {StepId::scaled_scores},
+     .man = R"roff(With \fBmla\fR, divided by \(sr\fId_n\fR, the part without positions, where d_k = d_n + d_r.)roff",
+     .applies = [](A a) {
+         return a.model.mla && divides_by_root(a) && (a.model.mla->nope_dim > 1 || a.model.mscale() != 1.0);
+     },
+     .make = [](A a, M made) {
+         const double mscale = a.model.mscale();
+         const std::string d_n = std::to_string(a.model.mla->nope_dim);
+         made("The scores were divided by √d_n = √" + d_n + (mscale != 1.0 ? " over mscale²" : "") +
+                  ": with mla a query and a key are d_k = d_n + d_r = " + std::to_string(a.model.d_k()) +
+                  " long, their rope parts included.",
+              scaling_correct(a),
+              a.L(StepId::scores, a.key.head) /
+                  (std::sqrt(static_cast<double>(a.model.mla->nope_dim)) / (mscale * mscale)));
+     }},
+    {.id = "mla_mscale_forgotten", .steps = {StepId::scaled_scores},
+     .man = R"roff(With \fBmla\fR and YaRN's \fBmscale_all_dim\fR, divided by \(sr\fId_k\fR without dividing that by mscale^2.)roff",
+     .applies = [](A a) { return a.model.mla && divides_by_root(a) && a.model.mscale() != 1.0; },
+     .make = [](A a, M made) {
+         made("The scores were divided by √d_k = √" + std::to_string(a.model.d_k()) +
+                  "; with rope.scaling's mscale_all_dim the divisor is √d_k / mscale², mscale = " +
+                  fixed(a.model.mscale(), 4) + ", as DeepSeek-V3's softmax_scale is multiplied by mscale².",
+              scaling_correct(a),
+              a.L(StepId::scores, a.key.head) / std::sqrt(static_cast<double>(a.model.d_k())));
+     }},
+
     // ── soft-capping ──
     {.id = "softcap_before_scaling", .steps = {StepId::capped_scores},
      .man = R"roff(The cap applied to the scores before scaling, then divided by the scale.)roff",

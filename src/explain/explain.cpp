@@ -552,8 +552,9 @@ private:
         line("  c = " + cell_name(StepId::normed_kv_latent, j, -1, 0) + " = " + m_num.vector(c) +
              "    (what a cache keeps of key " + std::to_string(j + 1) + ")");
         line("  q_rope·k_rope = " + m_num.dot_terms(q_rope, k_rope) + " = " + m_num(rope));
+        const std::string rope_part = rope < 0 ? " − " + m_num(-rope) : " + " + m_num(rope);
         line("  " + cell_name(StepId::scores, m_row, static_cast<long>(j), h) + " = " + m_num.dot_terms(absorbed, c) +
-             " + " + m_num.factor(rope) + " = " + result_of(latent + rope, m_step->values(m_row, j)));
+             rope_part + " = " + result_of(latent + rope, m_step->values(m_row, j)));
     }
 
     void scaled_scores() {

@@ -143,6 +143,22 @@ rope: {scaling: {rope_type: yarn, factor: 8, original_max_position_embeddings: 2
 mask: causal
 )";
 
+// latent attention with a query latent, d_n = d_r = 2 and DeepSeek-V3's YaRN, whose mscale² joins the scale
+const char* const k_mla = R"(inputs: [[1, 0, 2], [0, 1, 1], [2, 1, 0]]
+heads: 2
+mla: {kv_rank: 2, rope_dim: 2, nope_dim: 2, v_dim: 1, q_rank: 2}
+rope: {style: interleaved, scaling: {type: yarn, factor: 40, original_max_position_embeddings: 4096,
+       mscale: 1.0, mscale_all_dim: 1.0}}
+mask: causal
+weights:
+  q_a_proj: [[1, 0], [0, 2], [1, 1]]
+  q_a_layernorm: [1, 0.5]
+  q_b_proj: [[1, 0, 2, 1, 0, 1, 1, 2], [0, 1, 1, 0, 2, 1, 0, 1]]
+  kv_a_proj_with_mqa: [[0, 1, 1, 2], [1, 0, 2, 0], [1, 2, 0, 1]]
+  kv_a_layernorm: [2, 1]
+  kv_b_proj: [[1, 2, 0, 1, 0, 2], [2, 0, 1, 0, 1, 1]]
+)";
+
 std::vector<Example> examples() {
     std::vector<Example> all;
     for (const auto& example : builtin_examples()) {
@@ -159,6 +175,7 @@ std::vector<Example> examples() {
     all.push_back({"qk-norm-all", k_qk_norm_all});
     all.push_back({"rope-llama3", k_rope_llama3});
     all.push_back({"rope-yarn", k_rope_yarn});
+    all.push_back({"mla-q-rank", k_mla});
     return all;
 }
 

@@ -195,7 +195,7 @@ TEST_CASE("qkv lesson lists every lesson with its number, name and summary", "[l
 TEST_CASE("an unknown lesson is a usage error that lists the lessons", "[lesson][cli]") {
     SECTION("a number past the last lesson") {
         const auto result = run_qkv({"lesson", "42"});
-        require_input_error(result, "there is no lesson 42; the lessons are numbered 1 to 16");
+        require_input_error(result, "there is no lesson 42; the lessons are numbered 1 to 17");
         CHECK(result.err.find("hint: lessons: 1 walkthrough, 2 scaling") != std::string::npos);
     }
     SECTION("a misspelt name") {
@@ -315,6 +315,7 @@ TEST_CASE("every number a lesson's narration states comes from its trace", "[les
         {"capping", {"Gemma 2", "c = 50", "c = 3", "1 − tanh²(s/c)", "close to 1", "near 0", "close to 0"}},
         {"qk-norm", {"Qwen3", "Gemma 3", "mean square of 1", "OLMo 2", "Gemma 2", "1 + γ (offset: 1)", "starts at 0",
                      "gain of 1", "here 2", "√2"}},
+        {"latent", {"DeepSeek-V3", "]@1", "]@2"}},
     };
     const std::regex number("[0-9]+(\\.[0-9]+)?");
     const std::regex index_before(
@@ -1022,7 +1023,7 @@ TEST_CASE("each lesson on today's attention plays through and asks what its page
     // screen: the step it asks about is not shown as a table on its page before
     // the question, and a fractional answer does not appear there at all.
     const std::vector<std::string> names = {"rope", "grouped-query", "online-softmax", "long-context", "backward",
-                                            "capping", "qk-norm"};
+                                            "capping", "qk-norm", "latent"};
     const std::regex answer_line("Answer: ([a-z_]+)\\[[0-9,]+\\](@[0-9]+)? = (\\S+)");
     // a shape question's answer, and a choice's
     const std::regex shape_line("Answer: [a-z_]+ (\\(head [0-9]+\\) )?is ([0-9]+ × [0-9]+)");

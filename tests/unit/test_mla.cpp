@@ -30,6 +30,20 @@ std::string explained(const Model& model, const Trace& trace, const std::string&
     return text;
 }
 
+// The named mistake of a report's first step: the step's own, or its first wrong cell's.
+std::string first_diagnosis(const nlohmann::json& report) {
+    const auto& step = report.at("steps").at(0);
+    if (step.contains("diagnosis_id") && step["diagnosis_id"].is_string()) {
+        return step["diagnosis_id"];
+    }
+    for (const auto& cell : step.at("cells")) {
+        if (cell.contains("diagnosis_id") && cell["diagnosis_id"].is_string()) {
+            return cell["diagnosis_id"];
+        }
+    }
+    return "";
+}
+
 }  // namespace
 
 TEST_CASE("mla makes every head's keys and values from one normed latent and one shared rope key",
@@ -146,4 +160,47 @@ TEST_CASE("mla's steps through explain, the fast path, JSON, the worksheet and c
         test::run_qkv({"check", "-"}, test::read_repo_file("examples/mla.yaml") + answers);
     INFO(checked.out << checked.err);
     CHECK(checked.status == 0);
+}
+
+TEST_CASE("check names mla's mistakes, from a whole step or from one number", "[mla][check][cli]") {
+    const std::string example = test::read_repo_file("examples/mla.yaml");
+    const Model model = builtin_mla();
+    const Trace trace = compute(model);
+    const test::TempDir folder;
+    const std::string file = folder.write("mla.yaml", example);
+    const auto diagnosis = [&](const std::string& answers) {
+        const test::CliResult graded = test::run_qkv({"check", file, "--answers", "-", "-f", "json"}, answers);
+        INFO(answers << graded.out << graded.err);
+        REQUIRE(graded.status == 1);
+        return first_diagnosis(nlohmann::json::parse(graded.out));
+    };
+    // the latent passed on without its norm: the whole step, and one number of it
+    const arma::mat& latent = trace.find(StepId::kv_latent)->values;
+    CHECK(diagnosis("normed_kv_latent: " + test::yaml_matrix(latent, 4) + "\n") == "mla_latent_norm_forgotten");
+    CHECK(diagnosis("normed_kv_latent: [[~, ~], [~, 3], [~, ~]]\n") == "mla_latent_norm_forgotten");
+    // the values made from the latent before its norm: c_KV·W_UV of head 1 (kv_b_proj's columns 2 and 3)
+    const arma::mat unnormed = latent * model.heads[0].W_V;
+    CHECK(diagnosis("heads: [{values: " + test::yaml_matrix(unnormed, 4) + "}]\n") == "mla_latent_norm_forgotten");
+    // RoPE on the first d_r elements, as partial_rotary_factor would turn them
+    Rope first = *model.rope;
+    first.skip = 0;
+    first.partial_rotary_factor = 2.0 / 3.0;
+    const arma::mat turned = rotate(trace.find(StepId::keys, 1)->values, first);
+    CHECK(diagnosis("heads: [{rotated_keys: " + test::yaml_matrix(turned, 4) + "}]\n") == "mla_rope_first_elements");
+
+    // the scale: DeepSeek-V3's YaRN makes it √(d_n + d_r) / mscale² = √6 / mscale²
+    const std::string yarn = test::source_dir() + "/tests/reference/cases/mla_q_rank_interleaved_yarn.yaml";
+    const Model scaled = test::load_reference_case("mla_q_rank_interleaved_yarn");
+    const arma::mat S = compute(scaled).find(StepId::scores, 1)->values;
+    const double mscale = scaled.mscale();
+    const auto scale_diagnosis = [&](const arma::mat& answer) {
+        const test::CliResult graded = test::run_qkv(
+            {"check", yarn, "--answers", "-", "-f", "json"},
+            "heads: [{scaled_scores: " + test::yaml_matrix(answer, 4) + "}]\n");
+        INFO(graded.out << graded.err);
+        REQUIRE(graded.status == 1);
+        return first_diagnosis(nlohmann::json::parse(graded.out));
+    };
+    CHECK(scale_diagnosis(S / (std::sqrt(2.0) / (mscale * mscale))) == "mla_scaled_by_nope");
+    CHECK(scale_diagnosis(S / std::sqrt(6.0)) == "mla_mscale_forgotten");
 }
