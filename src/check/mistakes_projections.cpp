@@ -476,10 +476,16 @@ constexpr MistakeRow k_rows[] = {
          Rope other = *a.model.rope;
          const bool half = other.style == RopeStyle::half;
          other.style = half ? RopeStyle::interleaved : RopeStyle::half;
-         made(half ? "The pairs were taken as (2k, 2k + 1), the interleaved style; this example pairs k with "
-                     "k + d_k/2 (style half)."
-                   : "The pairs were taken as (k, k + d_k/2), the half style; this example pairs 2k with 2k + 1 "
-                     "(style interleaved).",
+         // the width the pairs are counted in: d_k, d_rot with partial rotation, mla's rope part d_r
+         const Rope& rope = *a.model.rope;
+         const std::string width = rope.skip > 0                             ? "d_r"
+                                   : rope.rotated(a.model.d_k()) < a.model.d_k() ? "d_rot"
+                                                                               : "d_k";
+         const std::string where = rope.skip > 0 ? " within the rope part" : "";
+         made(half ? "The pairs were taken as (2k, 2k + 1), the interleaved style; this example pairs k with k + " +
+                         width + "/2" + where + " (style half)."
+                   : "The pairs were taken as (k, k + " + width + "/2), the half style; this example pairs 2k with "
+                     "2k + 1" + where + " (style interleaved).",
               rope_correct(a), rotate_as(a, unrotated_of(a), other));
      }},
     {.id = "rope_positions_from_one", .steps = k_rotated_steps,

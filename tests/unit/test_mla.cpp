@@ -203,4 +203,19 @@ TEST_CASE("check names mla's mistakes, from a whole step or from one number", "[
     };
     CHECK(scale_diagnosis(S / (std::sqrt(2.0) / (mscale * mscale))) == "mla_scaled_by_nope");
     CHECK(scale_diagnosis(S / std::sqrt(6.0)) == "mla_mscale_forgotten");
+
+    // the other pairing is named in the rope part's own width, d_r
+    const Model half = test::load_reference_case("mla_no_q_rank_causal");
+    Rope interleaved = *half.rope;
+    interleaved.style = RopeStyle::interleaved;
+    const arma::mat paired = rotate(compute(half).find(StepId::keys, 1)->values, interleaved, 0, half.n());
+    const test::CliResult graded =
+        test::run_qkv({"check", test::source_dir() + "/tests/reference/cases/mla_no_q_rank_causal.yaml", "--answers",
+                       "-", "-f", "json"},
+                      "heads: [{rotated_keys: " + test::yaml_matrix(paired, 4) + "}]\n");
+    INFO(graded.out << graded.err);
+    const auto report = nlohmann::json::parse(graded.out);
+    CHECK(first_diagnosis(report) == "rope_other_style");
+    CHECK(report["steps"][0]["diagnosis"].get<std::string>().find(
+              "this example pairs k with k + d_r/2 within the rope part (style half)") != std::string::npos);
 }
