@@ -61,13 +61,6 @@ arma::rowvec at_token(const Model& model, const StepKey& key, const TokenPositio
 
 std::vector<DecodeObstacle> decode_obstacles(const Model& model) {
     std::vector<DecodeObstacle> problems;
-    if (model.mla) {
-        // its cache would hold the latent and the rope key, which decoding does not compute
-        problems.push_back({"the example is multi-head latent attention (mla:), which decoding does not compute",
-                            "an example without mla:",
-                            "see normed_kv_latent and rope_keys, what a cache of latent attention keeps"});
-        return problems;
-    }
     if (model.cross()) {
         problems.push_back({"the example is cross-attention (context:)",
                             "self-attention, whose keys and values come from the tokens generated so far",
@@ -97,7 +90,7 @@ std::vector<DecodeObstacle> decode_obstacles(const Model& model) {
             if (step_row(id).token == OneToken::none) {
                 problems.push_back({"decoding has no one-token form of the step " + step_text(id),
                                     "an example whose steps decoding computes",
-                                    "run the example without --decode"});
+                                    "leave out the key that makes " + step_text(id)});
             }
         }
     }
@@ -154,10 +147,16 @@ arma::mat DecodeTrace::cache_values(const DecodeRow& row) const {
     return values.at(static_cast<std::size_t>(row.kv_head - 1)).rows(row.first - 1, row.t - 1);
 }
 
-DecodeTrace decode(const Model& model) {
-    if (!decode_obstacles(model).empty()) {
-        throw std::invalid_argument("decoding needs causal self-attention without padding");
-    }
+arma::mat DecodeTrace::cache_latent(const DecodeRow& row) const { return latents.rows(row.first - 1, row.t - 1); }
+
+arma::mat DecodeTrace::cache_rope_keys(const DecodeRow& row) const {
+    return rope_keys.rows(row.first - 1, row.t - 1);
+}
+
+namespace {
+
+// A decode trace with the example's sizes and window, and nothing decoded yet.
+DecodeTrace sizes_of(const Model& model) {
     DecodeTrace trace;
     trace.n = model.n();
     trace.heads = model.n_heads();
@@ -165,6 +164,107 @@ DecodeTrace decode(const Model& model) {
     trace.d_k = model.d_k();
     trace.d_v = model.d_v();
     trace.window = model.mask_kind == MaskKind::window ? model.window : 0;
+    return trace;
+}
+
+// Multi-head latent attention, absorbed (DeepSeek's attn_impl "absorb"): one
+// cache of [c, k_rope] per position for every head; each head's query turned
+// into the latent's terms by W_UK, its output out of them by W_UV.
+DecodeTrace decode_latent(const Model& model) {
+    const Mla& mla = *model.mla;
+    DecodeTrace trace = sizes_of(model);
+    trace.kv_rank = mla.kv_rank;
+    trace.rope_dim = mla.rope_dim;
+    trace.bytes_per_token = (mla.kv_rank + mla.rope_dim) * sizeof(double);
+    trace.bytes_per_token_unabsorbed = trace.heads * (mla.nope_dim + mla.rope_dim + mla.v_dim) * sizeof(double);
+    trace.latents.set_size(trace.n, mla.kv_rank);
+    trace.rope_keys.set_size(trace.n, mla.rope_dim);
+    const arma::uword slots = trace.window == 0 ? trace.n : std::min(trace.window, trace.n);
+    // one cache for every head, its two parts a position's normed latent and its turned rope key
+    KeyValueCache cache(slots, mla.kv_rank, mla.rope_dim);
+    // the rope key alone turns whole: the rope part of a head, without the d_n elements before it
+    Rope rope_part = *model.rope;
+    rope_part.skip = 0;
+
+    // what every head reads (x_t, the latents, the rope key), and each query head's steps
+    std::vector<StepId> shared;
+    std::vector<StepId> query_steps;
+    for (const StepId id : decoded_steps(model)) {
+        if (!is_per_head(id)) {
+            shared.push_back(id);
+        } else if (!is_per_kv_head(id) && id != StepId::scores && id != StepId::head_output) {
+            query_steps.push_back(id);
+        }
+    }
+    const arma::uword d_n = mla.nope_dim;
+    for (arma::uword t = 1; t <= trace.n; ++t) {
+        std::map<StepKey, arma::mat> now;
+        TokenPositions at{t - 1, t - 1};
+        const auto compute_row = [&](const StepKey& key) {
+            std::vector<const arma::mat*> inputs;
+            for (const StepKey& input : step_inputs(model, key)) {
+                inputs.push_back(&now.at(input));
+            }
+            now[key] = at_token(model, key, at, inputs);
+        };
+        for (const StepId id : shared) {
+            compute_row({id, 0});
+        }
+        // the new token joins the cache: its normed latent and its rope key, turned at its position
+        const arma::rowvec latent = now.at({StepId::normed_kv_latent, 0});
+        const arma::rowvec rope_key =
+            as_step(model, StepId::rotated_keys, arma::rowvec(rotate(now.at({StepId::rope_keys, 0}), rope_part, t - 1)));
+        cache.append(latent, rope_key);
+        trace.latents.row(t - 1) = latent;
+        trace.rope_keys.row(t - 1) = rope_key;
+        const arma::mat cached_latents = cache.keys();
+        const arma::mat cached = arma::join_rows(cached_latents, cache.values());  // [c, k_rope], a row each
+        at.first_key = cache.first() - 1;
+
+        for (int h = 1; h <= static_cast<int>(trace.heads); ++h) {
+            DecodeRow row;
+            row.t = t;
+            row.head = h;
+            row.kv_head = model.kv_head_of(h);
+            row.first = cache.first();
+            const HeadWeights& weights = model.kv_weights(row.kv_head);
+            // the steps before the scores (queries, rotated_queries), then the absorbed query
+            std::vector<StepId>::const_iterator id = query_steps.begin();
+            for (; id != query_steps.end() && *id < StepId::scores; ++id) {
+                compute_row({*id, h});
+            }
+            const arma::rowvec q = now.at({scored_queries(model), h});
+            row.query = arma::join_rows(q.head_cols(d_n) * weights.W_K.t(), q.tail_cols(mla.rope_dim));
+            // q·k_j for each cached position, from the latents and rope keys alone
+            row.dots = as_step(model, StepId::scores, arma::rowvec(row.query * cached.t()));
+            now[{StepId::scores, h}] = row.dots;
+            for (; id != query_steps.end(); ++id) {
+                compute_row({*id, h});
+            }
+            if (model.alibi) {
+                row.bias = now.at({StepId::position_bias, h});
+            }
+            row.scores = now.at(step_inputs(model, {StepId::weights, h}).front());
+            row.weights = now.at({StepId::weights, h});
+            // the weighted latents, then W_UV
+            row.latent_output = row.weights * cached_latents;
+            row.head_output = as_step(model, StepId::head_output, arma::rowvec(row.latent_output * weights.W_V));
+            trace.rows.push_back(std::move(row));
+        }
+    }
+    return trace;
+}
+
+}  // namespace
+
+DecodeTrace decode(const Model& model) {
+    if (!decode_obstacles(model).empty()) {
+        throw std::invalid_argument("decoding needs causal self-attention without padding");
+    }
+    if (model.mla) {
+        return decode_latent(model);
+    }
+    DecodeTrace trace = sizes_of(model);
     trace.bytes_per_token = (trace.d_k + trace.d_v) * trace.kv_heads * sizeof(double);
 
     // one cache per key/value head; a window needs no more slots than it lets through

@@ -148,6 +148,17 @@ more keys: \fBdecode\fR, one entry per position t and query head h with
 \fBkv_heads\fR, \fBbytes_per_token\fR and \fBbytes\fR (the whole cache
 after the last token, whatever \fB\-\-head\fR shows).
 .IP
+With \fBmla\fR the cache is the one DeepSeek's inference code keeps in its
+absorbed form: for every head together, each position's normed latent (r
+numbers) and its rope key turned at its position (d_r), (r + d_r)\(pc8 bytes.
+Each head's query absorbs its W_UK, [q_nope\(pcW_UK^T, q_rope], so that it is
+scored against the cached rows as they are, and its output absorbs W_UV: the
+weights times the cached latents, times W_UV. Each JSON entry then holds
+\fBcache_latent\fR and \fBcache_rope_keys\fR in place of \fBcache_keys\fR and
+\fBcache_values\fR, that absorbed \fBquery\fR, and \fBlatent_output\fR (the
+weighted latents); \fBcache\fR adds \fBbytes_per_token_unabsorbed\fR,
+H\(pc(d_n + d_r + d_v)\(pc8, what every head's keys and values would take.
+.IP
 Only causal self-attention decodes: \fBmask: causal\fR or
 \fBmask: {window: W}\fR, without \fBpadding\fR, \fBcontext\fR or a mask
 matrix. Anything else is an error (status 2) naming each problem, and so are

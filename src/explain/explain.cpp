@@ -352,6 +352,11 @@ private:
         const bool queries = m_step->id == StepId::normed_q_latent;
         const StepKey read = step_inputs(m_model, {m_step->id, 0}).front();
         const Step& source = step_of(read.id, read.head);
+        if (!queries) {
+            const std::string token = std::to_string(m_row + 1);
+            line("run --decode caches row " + token + " with rope_keys[" + token + "], turned at position " +
+                 std::to_string(m_row));
+        }
         norm_row(source.values.row(m_row), cell_name(read.id, m_row, -1, 0), "c", m_model.rms_eps(),
                  queries ? mla.q_norm : mla.kv_norm, 0.0, 0, "");
     }

@@ -83,7 +83,13 @@ double dimension_value(const Trace& trace, const std::string& name) {
         return trace.scale;
     }
     if (name == "bytes_per_token") {
-        // what a key/value cache holds per token: a key and a value per key/value head, 8 bytes a number
+        // what a key/value cache holds per token: a key and a value per key/value head, 8 bytes a number;
+        // with mla the normed latent and the rope key, as run --decode caches them
+        const Step* latent = trace.find(StepId::normed_kv_latent);
+        const Step* rope = trace.find(StepId::rope_keys);
+        if (latent != nullptr && rope != nullptr) {
+            return static_cast<double>((latent->values.n_cols + rope->values.n_cols) * 8);
+        }
         return static_cast<double>((d.d_k + d.d_v) * d.kv_heads * 8);
     }
     throw std::out_of_range("no size called " + name);

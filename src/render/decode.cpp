@@ -12,6 +12,7 @@
 #include "render/render.hpp"
 #include "render/table.hpp"
 
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
@@ -40,13 +41,29 @@ std::string bytes_text(const DecodeTrace& decode, arma::uword t) {
 // sentence for each variant the example uses.
 std::vector<std::string> introduction(const DecodeTrace& decode, const Model& model) {
     std::vector<std::string> paragraphs;
+    const std::string appended =
+        decode.latent()
+            ? "its normed latent and its rope key are appended to a cache that already holds those of the tokens "
+              "before it, and its query is scored against every row of the cache"
+            : "its key and value are appended to a cache that already holds the keys and values of the tokens before "
+              "it, and its query is scored against every key in the cache";
     paragraphs.push_back(
-        "A language model writes one token at a time. When token t arrives, only its own row is projected: its key "
-        "and value are appended to a cache that already holds the keys and values of the tokens before it, and its "
-        "query is scored against every key in the cache. The earlier tokens' queries are not needed again: the "
-        "causal mask keeps each token from seeing later ones, so their rows of the output were final when they were "
-        "computed. The weights and the output row of each position below equal row t of the full computation's "
-        "weights and head_output (qkv run without --decode).");
+        "A language model writes one token at a time. When token t arrives, only its own row is projected: " +
+        appended +
+        ". The earlier tokens' queries are not needed again: the causal mask keeps each token from seeing later "
+        "ones, so their rows of the output were final when they were computed. The weights and the output row of "
+        "each position below equal row t of the full computation's weights and head_output (qkv run without "
+        "--decode).");
+    if (decode.latent()) {
+        paragraphs.push_back(
+            "With multi-head latent attention no head's keys or values are stored, or even made. Each position "
+            "keeps its normed latent c (r = " + number(decode.kv_rank) + " numbers) and its rope key, turned at its "
+            "position (d_r = " + number(decode.rope_dim) + "), and every head reads that one cache. Each head "
+            "absorbs W_UK into its query: q_nope·k_nope = q_nope·(c·W_UK)ᵀ = (q_nope·W_UKᵀ)·c, so the query "
+            "[q_nope·W_UKᵀ, q_rope] is scored against the cached rows [c, k_rope] as they are. It absorbs W_UV into "
+            "its output in the same way: the weights add up the cached latents, and W_UV turns that sum into the "
+            "head's output.");
+    }
     std::vector<std::string> variants;
     if (decode.window == 1) {
         variants.push_back("With a sliding window of 1, each query reads only its own key, so the cache keeps one "
@@ -58,11 +75,14 @@ std::vector<std::string> introduction(const DecodeTrace& decode, const Model& mo
                            " positions: once it is full, each new entry overwrites the oldest one, a rolling "
                            "buffer.");
     }
-    if (model.rope) {
+    if (decode.latent()) {
+        variants.push_back("The rope key is turned once, at its own position, before it is stored; the new query's "
+                           "rope part is turned at the new position.");
+    } else if (model.rope) {
         variants.push_back("With RoPE, each key is turned once, at its own position, before it is stored; the new "
                            "query is turned at the new position.");
     }
-    if (decode.kv_heads != decode.heads) {
+    if (decode.kv_heads != decode.heads && !decode.latent()) {
         const std::string caches = decode.kv_heads == 1 ? "one cache" : number(decode.kv_heads) + " caches";
         variants.push_back("The " + number(decode.heads) + " query heads share " + number(decode.kv_heads) +
                            (decode.kv_heads == 1 ? " key/value head" : " key/value heads") + ", so there " +
@@ -92,8 +112,11 @@ std::vector<std::string> introduction(const DecodeTrace& decode, const Model& mo
 // query's formula as this example computes it for head h.
 std::string query_formula(const Model& model, int h, arma::uword t) {
     const std::string index = number(t);
-    std::string formula = "q = " + (model.P ? "(x_" + index + " + p_" + index + ")" : "x_" + index) + "·W_Q" +
-                          (model.layout == Layout::pytorch ? "ᵀ" : "");
+    const std::string token = model.P ? "(x_" + index + " + p_" + index + ")" : "x_" + index;
+    if (model.mla) {
+        return "absorbed query [q_nope·W_UKᵀ  q_rope]";
+    }
+    std::string formula = "q = " + token + "·W_Q" + (model.layout == Layout::pytorch ? "ᵀ" : "");
     if (model.heads.at(static_cast<std::size_t>(h - 1)).b_Q) {
         formula += " + b_Q";
     }
@@ -101,6 +124,15 @@ std::string query_formula(const Model& model, int h, arma::uword t) {
         formula += ", turned by RoPE at position " + number(t - 1);
     }
     return formula;
+}
+
+// mla: where the absorbed query's parts come from, said under it
+std::string absorbed_query_note(const Model& model, int h, arma::uword t) {
+    const std::string index = number(t);
+    const std::string token = model.P ? "(x_" + index + " + p_" + index + ")" : "x_" + index;
+    const std::string q = model.mla->q_rank ? "RMSNorm(" + token + "·W_DQ)·W_UQ" : token + "·W_Q";
+    return "q = " + q + ", its last d_r turned by RoPE at position " + number(t - 1) + "; W_UK is head " +
+           number(static_cast<arma::uword>(h)) + "'s";
 }
 
 // "weight = softmax(q·Kᵀ / √d_k + bias, sink)": what the softmax reads, and its sink
@@ -135,11 +167,24 @@ Table matrix_table(const arma::mat& values, std::vector<std::string> rows, std::
     return build_table(step, options);
 }
 
+// mla: a cache row's columns, and an absorbed query's: the latent's c1 … c_r, then the rope key's r1 … r_dr
+std::vector<std::string> latent_labels(const DecodeTrace& decode) {
+    std::vector<std::string> cols = numbered("c", decode.kv_rank);
+    for (auto& label : numbered("r", decode.rope_dim)) {
+        cols.push_back(std::move(label));
+    }
+    return cols;
+}
+
 // The cache a row read: one row per cached position, its key then its value.
 Table cache_table(const Trace& trace, const DecodeTrace& decode, const DecodeRow& row, const RenderOptions& options) {
     std::vector<std::string> rows;
     for (arma::uword p = row.first; p <= row.t; ++p) {
         rows.push_back(position_label(trace, p));
+    }
+    if (decode.latent()) {
+        return matrix_table(arma::join_rows(decode.cache_latent(row), decode.cache_rope_keys(row)), rows,
+                            latent_labels(decode), options);
     }
     std::vector<std::string> cols = numbered("k", decode.d_k);
     for (auto& label : numbered("v", decode.d_v)) {
@@ -195,10 +240,24 @@ std::vector<std::string> cache_notes(const DecodeTrace& decode, const Model& mod
     if (!model.round.empty()) {
         notes.push_back("round: each value is rounded as its step is in the full computation");
     }
-    notes.push_back("each position adds (d_k + d_v)·G·8 = (" + number(decode.d_k) + " + " + number(decode.d_v) +
-                    ")·" + number(decode.kv_heads) + "·8 = " + number(decode.bytes_per_token) +
-                    " bytes to the cache: G = " + number(decode.kv_heads) +
-                    (decode.kv_heads == 1 ? " key/value head" : " key/value heads") + ", 8 bytes a number (float64)");
+    if (decode.latent()) {
+        const Mla& mla = *model.mla;
+        const double ratio = static_cast<double>(decode.bytes_per_token_unabsorbed) /
+                             static_cast<double>(decode.bytes_per_token);
+        notes.push_back("each position adds (r + d_r)·8 = (" + number(decode.kv_rank) + " + " +
+                        number(decode.rope_dim) + ")·8 = " + number(decode.bytes_per_token) +
+                        " bytes to the one cache every head reads, 8 bytes a number (float64)");
+        notes.push_back("every head's keys and values would take H·(d_n + d_r + d_v)·8 = " + number(decode.heads) +
+                        "·(" + number(mla.nope_dim) + " + " + number(mla.rope_dim) + " + " + number(mla.v_dim) +
+                        ")·8 = " + number(decode.bytes_per_token_unabsorbed) + " bytes a position: " +
+                        readable(std::round(ratio * 10.0) / 10.0) + " times as many");
+    } else {
+        notes.push_back("each position adds (d_k + d_v)·G·8 = (" + number(decode.d_k) + " + " +
+                        number(decode.d_v) + ")·" + number(decode.kv_heads) + "·8 = " +
+                        number(decode.bytes_per_token) + " bytes to the cache: G = " + number(decode.kv_heads) +
+                        (decode.kv_heads == 1 ? " key/value head" : " key/value heads") +
+                        ", 8 bytes a number (float64)");
+    }
     notes.push_back("after the last token the cache holds " + bytes_text(decode, decode.n));
     return notes;
 }
@@ -225,12 +284,14 @@ std::vector<Block> walk(const Trace& trace, const DecodeTrace& decode, const Mod
         }
         blocks.push_back(Notes{{cached}});
 
-        for (int g = 1; g <= static_cast<int>(decode.kv_heads); ++g) {
+        // with mla every head reads one cache, which is shown once
+        const int caches = decode.latent() ? 1 : static_cast<int>(decode.kv_heads);
+        for (int g = 1; g <= caches; ++g) {
             // the rows of this position that read key/value head g, as --head chooses
             std::vector<const DecodeRow*> readers;
             for (std::size_t k = (t - 1) * decode.heads; k < t * decode.heads; ++k) {
                 const DecodeRow& row = decode.rows[k];
-                if (row.kv_head == g && (options.head == 0 || options.head == row.head)) {
+                if ((row.kv_head == g || decode.latent()) && (options.head == 0 || options.head == row.head)) {
                     readers.push_back(&row);
                 }
             }
@@ -238,22 +299,33 @@ std::vector<Block> walk(const Trace& trace, const DecodeTrace& decode, const Mod
                 continue;
             }
             const std::string cache_head =
-                several_heads ? (shared ? "key/value head " : "head ") + number(static_cast<arma::uword>(g)) + " · "
-                              : "";
+                several_heads && !decode.latent()
+                    ? (shared ? "key/value head " : "head ") + number(static_cast<arma::uword>(g)) + " · "
+                    : "";
             blocks.push_back(TableBlock{cache_table(trace, decode, *readers.front(), options), TableRole::values,
-                                        cache_head + "cache: keys k and values v"});
+                                        decode.latent() ? "cache: latents c and rope keys k_rope, for every head"
+                                                        : cache_head + "cache: keys k and values v"});
             for (const DecodeRow* row : readers) {
                 const std::string head =
                     several_heads ? "head " + number(static_cast<arma::uword>(row->head)) + " · " : "";
                 blocks.push_back(TableBlock{
-                    matrix_table(row->query, {position_label(trace, t)}, numbered("d", decode.d_k), options),
+                    matrix_table(row->query, {position_label(trace, t)},
+                                 decode.latent() ? latent_labels(decode) : numbered("d", decode.d_k), options),
                     TableRole::values, head + query_formula(model, row->head, t)});
+                if (decode.latent()) {
+                    blocks.push_back(Notes{{absorbed_query_note(model, row->head, t)}});
+                }
                 blocks.push_back(
                     TableBlock{weights_table(trace, *row, options), TableRole::values, head + weights_formula(model)});
                 blocks.push_back(Notes{weights_notes(model, *row, options)});
+                if (decode.latent()) {
+                    blocks.push_back(TableBlock{matrix_table(row->latent_output, {position_label(trace, t)},
+                                                             numbered("c", decode.kv_rank), options),
+                                                TableRole::values, head + "o = Σ_j weight_j·c_j"});
+                }
                 blocks.push_back(TableBlock{
                     matrix_table(row->head_output, {position_label(trace, t)}, numbered("d", decode.d_v), options),
-                    TableRole::values, head + "z = Σ_j weight_j·v_j"});
+                    TableRole::values, head + (decode.latent() ? "z = o·W_UV" : "z = Σ_j weight_j·v_j")});
             }
         }
     }

@@ -18,16 +18,28 @@ void write_entry(std::ostream& out, const DecodeTrace& decode, const DecodeRow& 
     for (arma::uword p = row.first; p <= row.t; ++p) {
         out << (p == row.first ? "" : ", ") << p;
     }
-    out << "],\n   \"cache_keys\": ";
-    write_json_rows(out, decode.cache_keys(row));
-    out << ",\n   \"cache_values\": ";
-    write_json_rows(out, decode.cache_values(row));
+    if (decode.latent()) {
+        // mla: the one cache every head reads, of latents and turned rope keys
+        out << "],\n   \"cache_latent\": ";
+        write_json_rows(out, decode.cache_latent(row));
+        out << ",\n   \"cache_rope_keys\": ";
+        write_json_rows(out, decode.cache_rope_keys(row));
+    } else {
+        out << "],\n   \"cache_keys\": ";
+        write_json_rows(out, decode.cache_keys(row));
+        out << ",\n   \"cache_values\": ";
+        write_json_rows(out, decode.cache_values(row));
+    }
     out << ",\n   \"query\": ";
     write_json_row(out, row.query);
     out << ", \"scores\": ";
     write_json_row(out, row.scores);
     out << ", \"weights\": ";
     write_json_row(out, row.weights);
+    if (decode.latent()) {
+        out << ", \"latent_output\": ";
+        write_json_row(out, row.latent_output);
+    }
     out << ", \"head_output\": ";
     write_json_row(out, row.head_output);
     out << '}';
@@ -51,7 +63,11 @@ void render_decode_json(const Trace& trace, const DecodeTrace& decode, const Mod
             first = false;
         }
         more << "\n ],\n \"cache\": {\"kv_heads\": " << decode.kv_heads
-             << ", \"bytes_per_token\": " << decode.bytes_per_token << ", \"bytes\": " << decode.bytes() << "}";
+             << ", \"bytes_per_token\": " << decode.bytes_per_token;
+        if (decode.latent()) {
+            more << ", \"bytes_per_token_unabsorbed\": " << decode.bytes_per_token_unabsorbed;
+        }
+        more << ", \"bytes\": " << decode.bytes() << "}";
     });
 }
 

@@ -10,6 +10,8 @@ For every case NAME (all named mla_*) it writes, next to this script,
 
     cases/NAME.yaml           a qkv input file with an `mla:` key
     cases/NAME.expected.json  every step that exists for it (README.md)
+    cases/NAME.decode.json    for a case that decodes (causal or a window, no padding):
+                              DeepSeek's absorbed decoding, token by token (deepseek_decode)
 
 The YAML and JSON number writers, the keep-the-digits-within-1e-14 rule
 (KEEP_TOLERANCE), the versions line, the comparison rule and transformers'
@@ -39,7 +41,8 @@ Self-checks, before anything is written (a failing check stops the script):
     softmax written out with math.exp; it must agree with every written step and
     list the same steps;
   * the JSON text read back must equal the values in memory exactly;
-  * each case must show what it is for (see check_purpose).
+  * each case must show what it is for (see check_purpose);
+  * each decode entry must equal row t of the case's own steps (write_decode).
 """
 
 import json
@@ -311,7 +314,7 @@ def deepseek_apply_rotary_emb(x, freqs_cis):
     """apply_rotary_emb in float64: upstream's x.float() is a fresh (contiguous) float32 copy
     of the bf16 tensor, here a contiguous float64 copy, so complex128."""
     dtype = x.dtype
-    x = torch.view_as_complex(x.contiguous().view(*x.shape[:-1], -1, 2))
+    x = torch.view_as_complex(x.clone(memory_format=torch.contiguous_format).view(*x.shape[:-1], -1, 2))
     freqs_cis = freqs_cis.view(1, x.size(1), 1, x.size(-1))
     y = torch.view_as_real(x * freqs_cis).flatten(3)
     return y.to(dtype)
@@ -343,17 +346,24 @@ def deepseek_args(model):
     return args
 
 
-def deepseek_mla(model, attn_impl):
-    """MLA.forward(x, start_pos=0, freqs_cis, mask) for attn_impl "naive" or "absorb".
-    Returns raw scores (bsht without * softmax_scale), weights, head outputs (before wo),
-    the output, softmax_scale and the rotated q_pe, k_pe."""
+def deepseek_softmax_scale(args):
+    """MLA.__init__'s softmax_scale: qk_head_dim ** -0.5, times mscale ** 2 in the yarn branch."""
+    softmax_scale = (args.qk_nope_head_dim + args.qk_rope_head_dim) ** -0.5
+    if args.max_seq_len > args.original_seq_len:
+        mscale = 0.1 * args.mscale * math.log(args.rope_factor) + 1.0
+        softmax_scale = softmax_scale * mscale * mscale
+    return softmax_scale
+
+
+def deepseek_state_dict(model):
+    """The case's state dict as DeepSeek's code reads it, with the permutation of the rope
+    elements and its inverse. DeepSeek's apply_rotary_emb turns pairs (2k, 2k + 1) only. For
+    style half (pairs (k, k + d_r/2)) the rope rows of the weights are put in the order
+    [0, d_r/2, 1, d_r/2 + 1, ...] first (the row permutation that converts such checkpoints
+    between the two styles), and the rotated q_pe and k_pe are put back after (back); the
+    scores do not depend on the order."""
     m, sd = model, model["sd"]
-    args = deepseek_args(m)
     d_n, d_r = m["d_n"], m["d_r"]
-    # DeepSeek's apply_rotary_emb turns pairs (2k, 2k + 1) only. For style half (pairs (k, k + d_r/2))
-    # the rope rows of the weights are put in the order [0, d_r/2, 1, d_r/2 + 1, ...] first (the row
-    # permutation that converts such checkpoints between the two styles), and the rotated q_pe and k_pe
-    # are put back after; the scores do not depend on the order.
     perm = list(range(d_r))
     if m["style"] == "half":
         perm = [k // 2 + (k % 2) * (d_r // 2) for k in range(d_r)]
@@ -364,6 +374,16 @@ def deepseek_mla(model, attn_impl):
         sd[q_name] = sd[q_name][rows]
         sd["kv_a_proj_with_mqa"] = sd["kv_a_proj_with_mqa"][list(range(m["r"])) + [m["r"] + p for p in perm]]
     back = sorted(range(d_r), key=lambda j: perm[j])        # back[perm[j]] = j
+    return sd, perm, back
+
+
+def deepseek_mla(model, attn_impl):
+    """MLA.forward(x, start_pos=0, freqs_cis, mask) for attn_impl "naive" or "absorb".
+    Returns raw scores (bsht without * softmax_scale), weights, head outputs (before wo),
+    the output, softmax_scale and the rotated q_pe, k_pe."""
+    m = model
+    args = deepseek_args(m)
+    sd, perm, back = deepseek_state_dict(m)
     freqs_cis_all = deepseek_precompute_freqs_cis(args)
     x = m["X"][None]
     bsz, seqlen, _ = x.size()
@@ -374,10 +394,7 @@ def deepseek_mla(model, attn_impl):
     qk_nope_head_dim, qk_rope_head_dim = args.qk_nope_head_dim, args.qk_rope_head_dim
     qk_head_dim = qk_nope_head_dim + qk_rope_head_dim
     v_head_dim, kv_lora_rank = args.v_head_dim, args.kv_lora_rank
-    softmax_scale = qk_head_dim ** -0.5
-    if args.max_seq_len > args.original_seq_len:
-        mscale = 0.1 * args.mscale * math.log(args.rope_factor) + 1.0
-        softmax_scale = softmax_scale * mscale * mscale
+    softmax_scale = deepseek_softmax_scale(args)
 
     # the caches of MLA.__init__ (max_batch_size 1)
     if attn_impl == "naive":
@@ -433,6 +450,92 @@ def deepseek_mla(model, attn_impl):
             "head_output": list(head_output[0].permute(1, 0, 2)), "output": out[0],
             "softmax_scale": softmax_scale, "q_pe": q_pe[0].permute(1, 0, 2)[..., back],
             "k_pe": k_pe[0, :, 0][..., back], "perm": perm}
+
+
+def deepseek_decode(model):
+    """Transformer.forward's decoding loop for one layer: MLA.forward(x[:, t - 1:t],
+    start_pos = t - 1, freqs_cis[t - 1:t], mask = None) for t = 1 … n with attn_impl "absorb",
+    its kv_cache and pe_cache kept from call to call. Returns one entry per (t, head) as qkv's
+    `run --decode -f json` writes it: the positions read, the cache rows, the absorbed query
+    [q_nope·W_UK^T, q_pe], the scores the softmax reads (raw · softmax_scale), the weights,
+    the weighted latents and the head output. A window (mask: {window: W}) is not in DeepSeek's
+    code: the keys more than W - 1 back get -inf before the softmax, as flash-attn's
+    window_size = (W - 1, 0)."""
+    m = model
+    args = deepseek_args(m)
+    sd, _, back = deepseek_state_dict(m)
+    freqs_cis_all = deepseek_precompute_freqs_cis(args)
+    n_local_heads = args.n_heads
+    qk_nope_head_dim, qk_rope_head_dim = args.qk_nope_head_dim, args.qk_rope_head_dim
+    qk_head_dim = qk_nope_head_dim + qk_rope_head_dim
+    v_head_dim, kv_lora_rank = args.v_head_dim, args.kv_lora_rank
+    softmax_scale = deepseek_softmax_scale(args)
+    kv_cache = torch.zeros(1, args.max_seq_len, kv_lora_rank)
+    pe_cache = torch.zeros(1, args.max_seq_len, qk_rope_head_dim)
+    window = m["window"]
+    entries = []
+    for t in range(1, m["n"] + 1):
+        start_pos, end_pos = t - 1, t
+        x = m["X"][None, t - 1:t]
+        bsz, seqlen, _ = x.size()
+        freqs_cis = freqs_cis_all[start_pos:end_pos]
+        if args.q_lora_rank == 0:
+            q = F.linear(x, sd["q_proj"])
+        else:
+            q = F.linear(deepseek_rms_norm(F.linear(x, sd["q_a_proj"]), sd["q_a_layernorm"], m["eps"]),
+                         sd["q_b_proj"])
+        q = q.view(bsz, seqlen, n_local_heads, qk_head_dim)
+        q_nope, q_pe = torch.split(q, [qk_nope_head_dim, qk_rope_head_dim], dim=-1)
+        q_pe = deepseek_apply_rotary_emb(q_pe, freqs_cis)
+        kv = F.linear(x, sd["kv_a_proj_with_mqa"])
+        kv, k_pe = torch.split(kv, [kv_lora_rank, qk_rope_head_dim], dim=-1)
+        k_pe = deepseek_apply_rotary_emb(k_pe.unsqueeze(2), freqs_cis)
+        wkv_b = sd["kv_b_proj"].view(n_local_heads, -1, kv_lora_rank)
+        q_nope = torch.einsum("bshd,hdc->bshc", q_nope, wkv_b[:, :qk_nope_head_dim])
+        kv_cache[:bsz, start_pos:end_pos] = deepseek_rms_norm(kv, sd["kv_a_layernorm"], m["eps"])
+        pe_cache[:bsz, start_pos:end_pos] = k_pe.squeeze(2)
+        raw = (torch.einsum("bshc,btc->bsht", q_nope, kv_cache[:bsz, :end_pos]) +
+               torch.einsum("bshr,btr->bsht", q_pe, pe_cache[:bsz, :end_pos])) * softmax_scale
+        scores = raw.clone()
+        first = 1 if window is None else max(1, t - window + 1)
+        if first > 1:
+            scores[..., :first - 1] = float("-inf")
+        scores = scores.softmax(dim=-1, dtype=torch.float64).type_as(x)
+        latent_output = torch.einsum("bsht,btc->bshc", scores, kv_cache[:bsz, :end_pos])
+        head_output = torch.einsum("bshc,hdc->bshd", latent_output, wkv_b[:, -v_head_dim:])
+        kept = slice(first - 1, t)
+        for h in range(n_local_heads):
+            entries.append({
+                "t": t, "head": h + 1, "positions": list(range(first, t + 1)),
+                "cache_latent": kv_cache[0, kept], "cache_rope_keys": pe_cache[0, kept][:, back],
+                "query": torch.cat((q_nope[0, 0, h], q_pe[0, 0, h][back])),
+                "scores": raw[0, 0, h, kept], "weights": scores[0, 0, h, kept],
+                "latent_output": latent_output[0, 0, h], "head_output": head_output[0, 0, h]})
+    return entries, softmax_scale
+
+
+DECODE_KEYS = ["cache_latent", "cache_rope_keys", "query", "scores", "weights", "latent_output", "head_output"]
+
+
+def decode_text(case, entries):
+    """NAME.decode.json: DeepSeek's absorbed decoding of the case, every number written as
+    generate.py writes them (json_matrix), one entry a line per key."""
+    m = case["model"]
+    lines = ["{", f' "case": {json.dumps(case["name"])},',
+             f' "provenance": {json.dumps(case["decode_provenance"])},',
+             f' "cache": {{"bytes_per_token": {(m["r"] + m["d_r"]) * 8}, '
+             f'"bytes_per_token_unabsorbed": {m["H"] * (m["d_n"] + m["d_r"] + m["d_v"]) * 8}}},',
+             ' "decode": [']
+    for k, entry in enumerate(entries):
+        parts = [f'"t": {entry["t"]}', f'"head": {entry["head"]}', f'"positions": {json.dumps(entry["positions"])}']
+        for key in DECODE_KEYS:
+            value = entry[key].tolist()
+            rows = value if entry[key].dim() == 2 else [value]
+            text = ", ".join("[" + ", ".join(gen.json_cell(x) for x in row) + "]" for row in rows)
+            parts.append(f'"{key}": ' + (f"[{text}]" if entry[key].dim() == 2 else text))
+        lines.append("  {" + ",\n   ".join(parts) + "}" + ("," if k + 1 < len(entries) else ""))
+    lines += [" ]", "}"]
+    return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------------
@@ -703,7 +806,8 @@ def mla_case(name, title, seed, *, n, d_model, H, r, d_r, d_n, d_v, rope, q_rank
     model = {"X": X, "sd": sd, "n": n, "d_model": d_model, "H": H, "r": r, "d_r": d_r, "d_n": d_n,
              "d_v": d_v, "q_rank": q_rank, "eps": eps, "rope": dict(rope),
              "style": rope.get("style", "half"), "attention_mask": attention_mask,
-             "deepseek_mask": deepseek_mask, "blocked": blocked}
+             "deepseek_mask": deepseek_mask, "blocked": blocked,
+             "window": mask["window"] if isinstance(mask, dict) else None}
 
     steps, hf = hf_attention(model)
     scaling = hf["scaling"]
@@ -981,6 +1085,72 @@ def cases_mla():
     return cases
 
 
+def write_decode(case):
+    """For a case that decodes (a causal mask or a window, no padding): DeepSeek's absorbed
+    decoding, checked against the full computation's rows and written as NAME.decode.json.
+    Returns the largest difference from the full computation, or None for a case that does
+    not decode."""
+    m, name, steps = case["model"], case["name"], case["steps"]
+    path = os.path.join(CASES_DIR, name + ".decode.json")
+    mask = case["doc"].get("mask")
+    if case["doc"].get("padding") is not None or not (mask == "causal" or isinstance(mask, dict)):
+        assert not os.path.exists(path), (name, "a decode file for a case that does not decode")
+        return None
+    entries, softmax_scale = deepseek_decode(m)
+    assert abs(softmax_scale * case["scale"] - 1.0) < 1e-15, name
+    d_n, r = m["d_n"], m["r"]
+    largest = 0.0
+    for entry in entries:
+        t, h = entry["t"], entry["head"] - 1
+        kept = slice(entry["positions"][0] - 1, t)
+        full = {
+            "cache_latent": steps["normed_kv_latent"][kept],
+            "cache_rope_keys": steps["rotated_keys"][h][kept, d_n:],
+            "query": torch.cat((steps["rotated_queries"][h][t - 1, :d_n] @ w_uk(m, h),
+                                steps["rotated_queries"][h][t - 1, d_n:])),
+            "scores": steps["masked_scores"][h][t - 1, kept],
+            "weights": steps["weights"][h][t - 1, kept],
+            "latent_output": steps["weights"][h][t - 1, kept] @ steps["normed_kv_latent"][kept],
+            "head_output": steps["head_output"][h][t - 1]}
+        # outside the window the full computation's weights are exactly 0
+        assert float(steps["weights"][h][t - 1].sum() - full["weights"].sum()) == 0.0, (name, t, h)
+        for key in DECODE_KEYS:
+            difference = float((entry[key] - full[key]).abs().max())
+            assert difference <= TOLERANCE, (name, t, h, key, difference)
+            largest = max(largest, difference)
+    case["decode_provenance"] = (
+        "DeepSeek-V3's inference/model.py decoding one token at a time as Transformer.forward does after the "
+        "prompt: MLA.forward(x[:, t - 1:t], start_pos = t - 1, freqs_cis[t - 1:t], mask = None) for t = 1 … n "
+        "with attn_impl \"absorb\", its kv_cache (kv_norm(kv), kv_lora_rank numbers) and pe_cache (k_pe after "
+        "apply_rotary_emb, qk_rope_head_dim numbers) kept from call to call; query = torch.cat((torch.einsum("
+        "\"bshd,hdc->bshc\", q_nope, wkv_b[:, :qk_nope_head_dim]), q_pe)), the absorbed query; scores = "
+        "(torch.einsum(\"bshc,btc->bsht\", q_nope, kv_cache) + torch.einsum(\"bshr,btr->bsht\", q_pe, "
+        "pe_cache)) * softmax_scale; weights = scores.softmax(dim=-1); latent_output = torch.einsum(\"bsht,btc->"
+        "bshc\", weights, kv_cache); head_output = torch.einsum(\"bshc,hdc->bshd\", latent_output, wkv_b[:, "
+        "-v_head_dim:])"
+        + ("; the window (not in DeepSeek's code) as -inf on the keys more than W - 1 back, and only the "
+           "positions it keeps written" if m["window"] is not None else "")
+        + ("; the rope rows of the weights in DeepSeek's pair order and q_pe, k_pe put back (as the .expected.json "
+           "provenance says)" if m["style"] == "half" else "")
+        + "; float64; every entry agrees with row t of the full computation (.expected.json's normed_kv_latent, "
+        "rotated_keys' rope part, rotated_queries through W_UK, masked_scores, weights, head_output) to 1e-12; "
+        + VERSIONS)
+    text = decode_text(case, entries)
+    parsed = json.loads(text)
+    for entry, read in zip(entries, parsed["decode"]):
+        for key in DECODE_KEYS:
+            assert torch.equal(torch.tensor(read[key]), entry[key]), (name, key, "JSON read back")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return largest
+
+
+def w_uk(m, h):
+    """Head h's W_UK as the state dict holds it, (d_n x r): rows h·(d_n + d_v) … of kv_b_proj."""
+    block = m["d_n"] + m["d_v"]
+    return m["sd"]["kv_b_proj"][h * block:h * block + m["d_n"]]
+
+
 def main():
     os.makedirs(CASES_DIR, exist_ok=True)
     cases = cases_mla()
@@ -1001,6 +1171,9 @@ def main():
               f"q_pe/k_pe {case['deepseek']['rope_naive']:.1e}; YAML recomputed {case['direct_difference']:.1e}"
               f"{interleave}{note}")
         print("   changes: " + "; ".join(case["purpose_report"]))
+        decoded = write_decode(case)
+        if decoded is not None:
+            print(f"   decoded as DeepSeek's absorb, token by token: {decoded:.1e} from the full computation")
     print(f"largest differences: DeepSeek naive {worst['naive']:.1e}, absorb {worst['absorb']:.1e}, "
           f"DeepSeek's rotated q_pe/k_pe {worst['rope_naive']:.1e}, YAML recomputed {worst['direct']:.1e}")
     print(f"{len(cases)} MLA cases written to {CASES_DIR}")

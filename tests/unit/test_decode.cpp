@@ -42,13 +42,28 @@ std::size_t require_rows_equal_full(const Model& model, const std::string& name)
         REQUIRE(row.kv_head == model.kv_head_of(row.head));
         const arma::uword i = row.t - 1;
         const arma::uword first = row.first - 1;
-        require_near(row.query, step_values(trace, scored_queries(model), row.head).row(i),
-                     1e-12, where + ": query");
-        require_near(decoded.cache_keys(row),
-                     step_values(trace, scored_keys(model), row.kv_head).rows(first, i), 1e-12,
-                     where + ": cache_keys");
-        require_near(decoded.cache_values(row), step_values(trace, StepId::values, row.kv_head).rows(first, i), 1e-12,
-                     where + ": cache_values");
+        const arma::rowvec query = step_values(trace, scored_queries(model), row.head).row(i);
+        if (model.mla) {
+            // the absorbed query [q_nope·W_UKᵀ, q_rope], and the one cache: the normed latents and the rope keys
+            const arma::uword d_n = model.mla->nope_dim;
+            const arma::uword d_r = model.mla->rope_dim;
+            require_near(row.query,
+                         arma::join_rows(query.head_cols(d_n) * model.kv_weights(row.kv_head).W_K.t(),
+                                         query.tail_cols(d_r)),
+                         1e-12, where + ": the absorbed query");
+            const arma::mat latents = step_values(trace, StepId::normed_kv_latent, 0).rows(first, i);
+            require_near(decoded.cache_latent(row), latents, 1e-12, where + ": cache_latent");
+            require_near(decoded.cache_rope_keys(row),
+                         step_values(trace, StepId::rotated_keys, row.kv_head).submat(first, d_n, i, d_n + d_r - 1),
+                         1e-12, where + ": cache_rope_keys");
+            require_near(row.latent_output, arma::rowvec(row.weights * latents), 1e-12, where + ": latent_output");
+        } else {
+            require_near(row.query, query, 1e-12, where + ": query");
+            require_near(decoded.cache_keys(row), step_values(trace, scored_keys(model), row.kv_head).rows(first, i),
+                         1e-12, where + ": cache_keys");
+            require_near(decoded.cache_values(row), step_values(trace, StepId::values, row.kv_head).rows(first, i),
+                         1e-12, where + ": cache_values");
+        }
         require_near(row.dots, step_values(trace, StepId::scores, row.head).row(i).cols(first, i), 1e-12,
                      where + ": q·k");
         require_near(row.scores, step_values(trace, StepId::masked_scores, row.head).row(i).cols(first, i), 1e-12,
@@ -120,8 +135,8 @@ std::vector<std::string> decodable_examples() {
 TEST_CASE("each decoded row equals row t of the full computation, for every built-in example that decodes",
           "[decode][slow]") {
     const std::vector<std::string> names = decodable_examples();
-    // rope, gqa, alibi-window and sinks (examples/INDEX); the others have no causal mask, or padding
-    CHECK(names == std::vector<std::string>{"rope", "gqa", "alibi-window", "sinks", "backward"});
+    // rope, gqa, alibi-window, sinks, backward and mla (examples/INDEX); the others have no causal mask, or padding
+    CHECK(names == std::vector<std::string>{"rope", "gqa", "alibi-window", "sinks", "backward", "mla"});
     for (const auto& name : names) {
         CAPTURE(name);
         const BuiltinFile* example = find_builtin_example(name);
@@ -142,7 +157,7 @@ TEST_CASE("each decoded row equals the full computation and PyTorch, for every c
         }
         CAPTURE(name);
         decoded.push_back(name);
-        if (model.rope->scaling && model.rope->scaling->type == RopeScalingType::dynamic) {
+        if (model.rope && model.rope->scaling && model.rope->scaling->type == RopeScalingType::dynamic) {
             continue;  // its frequencies follow the length decoded so far (the next test)
         }
         require_rows_equal_full(model, name);
@@ -166,12 +181,60 @@ TEST_CASE("each decoded row equals the full computation and PyTorch, for every c
                          "backward_qk_norm_gqa_causal",
                          "backward_rope_partial_gqa_causal", "backward_rope_scaling_yarn", "backward_sinks_causal", "backward_sinks_window_gqa_gpt_oss", "backward_softcap_gqa_causal", "backward_window",
                          "gqa_rope_causal_llama", "heads_list_dv_differs_from_dk",
-                         "large_scores_shared_offset", "pytorch_block_causal", "qk_norm_gemma3_offset_window",
+                         "large_scores_shared_offset", "mla_no_q_rank_causal", "mla_q_rank_interleaved_yarn",
+                         "mla_window_q_rank", "pytorch_block_causal", "qk_norm_gemma3_offset_window",
                          "qk_norm_olmo2_all", "qk_norm_qwen3_gqa_rope_causal", "rope_causal", "rope_partial_half_causal", "rope_partial_interleaved_gqa", "rope_scaling_dynamic",
                          "rope_scaling_linear", "rope_scaling_llama3", "rope_scaling_yarn", "rope_scaling_yarn_deepseek",
                          "rope_scaling_yarn_gpt_oss", "sinks_causal",
                          "sinks_window_gqa_gpt_oss", "softcap_alibi_gqa_window_sinks", "softcap_causal", "three_heads_x_w_causal", "window_2_five_tokens",
                          "window_3_five_tokens", "window_alibi"});
+}
+
+TEST_CASE("mla decodes as DeepSeek's inference code decodes it, absorbed, entry by entry", "[decode][reference]") {
+    // NAME.decode.json: DeepSeek-V3's MLA.forward called token by token with attn_impl "absorb"
+    // (tests/reference/generate_mla.py); every mla case that decodes has one
+    int cases = 0;
+    for (const auto& name : test::reference_cases()) {
+        const Model model = test::load_reference_case(name);
+        if (!model.mla || !decode_obstacles(model).empty()) {
+            continue;
+        }
+        CAPTURE(name);
+        ++cases;
+        const auto expected =
+            nlohmann::json::parse(test::read_repo_file("tests/reference/cases/" + name + ".decode.json"));
+        const DecodeTrace decoded = decode(model);
+        CHECK(decoded.bytes_per_token == expected.at("cache").at("bytes_per_token").get<std::uint64_t>());
+        CHECK(decoded.bytes_per_token_unabsorbed ==
+              expected.at("cache").at("bytes_per_token_unabsorbed").get<std::uint64_t>());
+        const auto& entries = expected.at("decode");
+        REQUIRE(entries.size() == decoded.rows.size());
+        for (std::size_t k = 0; k < entries.size(); ++k) {
+            const DecodeRow& row = decoded.rows[k];
+            const auto& entry = entries[k];
+            const std::string where = name + ", t = " + std::to_string(row.t) + ", head " + std::to_string(row.head);
+            REQUIRE(entry.at("t").get<arma::uword>() == row.t);
+            REQUIRE(entry.at("head").get<int>() == row.head);
+            CHECK(entry.at("positions").front().get<arma::uword>() == row.first);
+            const auto matrix = [](const nlohmann::json& rows) {
+                arma::mat values(rows.size(), rows.front().size());
+                for (std::size_t i = 0; i < rows.size(); ++i) {
+                    values.row(i) = json_row(rows[i]);
+                }
+                return values;
+            };
+            require_near(decoded.cache_latent(row), matrix(entry.at("cache_latent")), 1e-12, where + ": cache_latent");
+            require_near(decoded.cache_rope_keys(row), matrix(entry.at("cache_rope_keys")), 1e-12,
+                         where + ": cache_rope_keys");
+            require_near(row.query, json_row(entry.at("query")), 1e-12, where + ": query");
+            require_near(row.scores, json_row(entry.at("scores")), 1e-12, where + ": scores");
+            require_near(row.weights, json_row(entry.at("weights")), 1e-12, where + ": weights");
+            require_near(row.latent_output, json_row(entry.at("latent_output")), 1e-12, where + ": latent_output");
+            require_near(row.head_output, json_row(entry.at("head_output")), 1e-12, where + ": head_output");
+        }
+    }
+    // causal without and with q_rank, DeepSeek's YaRN with style interleaved, and a window
+    CHECK(cases == 3);
 }
 
 TEST_CASE("with dynamic RoPE scaling, each token is turned by the frequencies of the length decoded so far",
@@ -204,7 +267,7 @@ TEST_CASE("with dynamic RoPE scaling, each token is turned by the frequencies of
 
 TEST_CASE("decoding computes each step before concat as its row of the step table says", "[decode]") {
     // every step an example can have before the heads are put together has a one-token form, but
-    // the context and mla's latents, which decoding refuses (decode_obstacles); a row computed at positions names
+    // the context, which decoding refuses (decode_obstacles); a row computed at positions names
     // its function, one computed by row uses compute() itself
     int at_positions = 0;
     for (const StepId id : all_steps()) {
@@ -216,9 +279,7 @@ TEST_CASE("decoding computes each step before concat as its row of the step tabl
         if (row.parameter) {
             continue;
         }
-        const bool refused = id == StepId::context || id == StepId::q_latent || id == StepId::normed_q_latent ||
-                             id == StepId::kv_latent || id == StepId::normed_kv_latent || id == StepId::rope_keys;
-        CHECK((row.token == OneToken::none) == refused);
+        CHECK((row.token == OneToken::none) == (id == StepId::context));
         CHECK((row.decode != nullptr) == (row.token == OneToken::at_positions));
         at_positions += row.token == OneToken::at_positions ? 1 : 0;
     }
@@ -489,12 +550,13 @@ TEST_CASE("run --decode writes text that fits 80 columns, and --brief drops only
         REQUIRE(brief.status == 0);
         CHECK(result.out.find("A language model writes one token at a time.") != std::string::npos);
         CHECK(brief.out.find("A language model writes one token at a time.") == std::string::npos);
-        CHECK(brief.out.find("each position adds (d_k + d_v)·G·8") != std::string::npos);
+        CHECK(brief.out.find(name == "mla" ? "each position adds (r + d_r)·8" : "each position adds (d_k + d_v)·G·8") !=
+              std::string::npos);
     }
 }
 
 TEST_CASE("run --decode matches its golden files in text, JSON and Markdown", "[decode][cli][golden]") {
-    for (const std::string name : {"rope", "alibi-window"}) {
+    for (const std::string name : {"rope", "alibi-window", "mla"}) {
         CAPTURE(name);
         const auto text = run_qkv({"run", name, "--decode"});
         REQUIRE(text.status == 0);

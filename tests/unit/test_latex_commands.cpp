@@ -229,7 +229,7 @@ TEST_CASE("run --decode's LaTeX compiles standalone and in one- and two-column d
         return;
     }
     TempDir dir;
-    for (const std::string example : {"gqa", "alibi-window", "sinks", "rope"}) {
+    for (const std::string example : {"gqa", "alibi-window", "sinks", "rope", "mla"}) {
         require_compiles_everywhere(dir, example, {"run", example, "--decode"});
     }
 }

@@ -56,6 +56,7 @@ std::vector<Document> every_markdown(bool ascii) {
         documents.push_back({"run " + name, markdown_of(with({"run", name}))});
     }
     documents.push_back({"run --decode", markdown_of(with({"run", "rope", "--decode"}))});
+    documents.push_back({"run --decode mla", markdown_of(with({"run", "mla", "--decode"}))});
     documents.push_back({"explain", markdown_of(with({"explain", "masked", "weights[2,1]", "scaled_scores[3]"}))});
     // exit status 1: the answers have wrong cells
     documents.push_back({"check", markdown_of(with({"check", "examples/homework/three-words/model.yaml", "--answers",

@@ -126,6 +126,8 @@ TEST_CASE("mla's steps through explain, the fast path, JSON, the worksheet and c
     CHECK(normed.find("mean(c²) = (0² + 3²) / 2 = 4.500000\n") != std::string::npos);
     CHECK(normed.find("normed_kv_latent[2,2] = c[2]·r·γ[2] = 3 · 0.471404 · 0.500000 = 0.707107\n") !=
           std::string::npos);
+    // a row of the normed latent is a cache entry of run --decode
+    CHECK(normed.find("run --decode caches row 2 with rope_keys[2], turned at position 1\n") != std::string::npos);
 
     // the engine's projections read X, so a large example is computed by the step functions, equally
     ComputeOptions options;
