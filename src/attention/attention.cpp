@@ -70,13 +70,24 @@ private:
     Trace m_trace;
 };
 
+// What the engine's projections read, computed before it takes over: X, X + P
+// or C; with mla the query source (the normed query latent with q_rank) and the
+// normed latent and rope keys that every head's keys and values are made from.
+std::vector<StepKey> projection_sources(const Model& model) {
+    std::vector<StepKey> sources = step_inputs(model, {StepId::queries, 1});
+    for (const StepKey& read : step_inputs(model, {StepId::keys, 1})) {
+        sources.push_back(read);
+    }
+    return sources;
+}
+
 // The engine takes over at the first of its rows in the table and computes the
 // rest, so it is used only when it computes every step of the example from
 // there on (the example's weights are read from the model): a step the engine
 // has no code for is computed by the step functions, never left out. Its rows
-// read only each other and what its projections read, X, X + P or C (with mla
-// the projections read latents the step functions compute, so it is not used).
+// read only each other and what its projections read (projection_sources).
 bool engine_computes_the_rest(const Model& model) {
+    const std::vector<StepKey> sources = projection_sources(model);
     bool handed_over = false;
     for (const StepKey& key : step_sequence(model)) {
         const StepRow& row = step_row(key.id);
@@ -85,7 +96,7 @@ bool engine_computes_the_rest(const Model& model) {
             return false;
         }
         for (const StepKey& read : row.engine ? step_inputs(model, key) : std::vector<StepKey>{}) {
-            const bool source = read.id == StepId::inputs || read.id == StepId::encoded || read.id == StepId::context;
+            const bool source = std::find(sources.begin(), sources.end(), read) != sources.end();
             if (!source && !step_row(read.id).engine) {
                 return false;
             }
@@ -94,12 +105,6 @@ bool engine_computes_the_rest(const Model& model) {
     return true;
 }
 
-bool use_fast_path(const Model& model, const ComputeOptions& options) {
-    if (!model.round.empty() || options.kernels == Kernels::textbook || !engine_computes_the_rest(model)) {
-        return false;
-    }
-    return options.kernels == Kernels::fast || model.n() * model.m() >= k_fast_path_cells;
-}
 
 // A gradient that is not per query or key/value head, from the engine's packed
 // gradients, in the file's layout and shape as the step table gives it.
@@ -177,7 +182,12 @@ arma::mat engine_gradient(const Model& model, const StepKey& key, const EngineGr
 void add_engine_steps(const Model& model, const ComputeOptions& options, TraceBuilder& builder,
                       const StepValues& values, const std::vector<StepKey>& rest) {
     const arma::mat& X = *values.at(step_inputs(model, {StepId::queries, 1}).front());
-    const arma::mat& C = *values.at(step_inputs(model, {StepId::keys, 1}).front());
+    const std::vector<StepKey> key_sources = step_inputs(model, {StepId::keys, 1});
+    // with mla the keys and values read [C K_R] (pack_weights)
+    const arma::mat latent = model.mla ? arma::mat(arma::join_rows(*values.at(key_sources.at(0)),
+                                                                   *values.at(key_sources.at(1))))
+                                       : arma::mat();
+    const arma::mat& C = model.mla ? latent : *values.at(key_sources.front());
     const PackedWeights packed = pack_weights(model);
     EngineRequest request;
     request.X = &X;
@@ -216,6 +226,13 @@ void add_engine_steps(const Model& model, const ComputeOptions& options, TraceBu
 }
 
 }  // namespace
+
+bool use_fast_path(const Model& model, const ComputeOptions& options) {
+    if (!model.round.empty() || options.kernels == Kernels::textbook || !engine_computes_the_rest(model)) {
+        return false;
+    }
+    return options.kernels == Kernels::fast || model.n() * model.m() >= k_fast_path_cells;
+}
 
 arma::mat product(const arma::mat& A, const arma::mat& B) {
     if (static_cast<double>(A.n_rows) * static_cast<double>(A.n_cols) * static_cast<double>(B.n_cols) >

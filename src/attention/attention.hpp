@@ -200,5 +200,8 @@ struct ComputeOptions {
 
 // Run every step on the model and keep each intermediate (or those chosen).
 Trace compute(const Model& model, const ComputeOptions& options = {});
+// Whether compute() hands the example to the large-input engine with these
+// options: not with `round:`, and only when the engine computes every step left.
+bool use_fast_path(const Model& model, const ComputeOptions& options);
 
 }  // namespace qkv

@@ -4,6 +4,7 @@
 #include "model/keys.hpp"
 #include "attention/steps.hpp"
 
+#include "attention/attention.hpp"
 #include "attention/engine.hpp"
 #include "attention/kernels.hpp"
 
@@ -44,6 +45,26 @@ double peak_rss_mb() {
 // pass, its products too.
 double flops(const BenchSpec& spec) {
     const auto n = static_cast<double>(spec.tokens);
+    if (spec.mla) {
+        // the latents (X·W_qa, X·W_kva), the queries from theirs, every head's keys and values from
+        // [C K_R] as the engine packs them (pack_weights), the scores and weighted sums over d_k and
+        // d_v, and the output projection
+        const Mla mla = bench_latent_sizes(spec);
+        const auto H = static_cast<double>(spec.heads);
+        const auto d_k = static_cast<double>(mla.nope_dim + mla.rope_dim);
+        const auto d_v = static_cast<double>(mla.v_dim);
+        const auto r = static_cast<double>(mla.kv_rank + mla.rope_dim);
+        const auto r_q = static_cast<double>(*mla.q_rank);
+        double pairs = n * n;
+        if (spec.window > 0) {
+            const double W = static_cast<double>(std::min(spec.window, spec.tokens));
+            pairs = W * (W + 1) / 2 + (n - W) * W;
+        }
+        const double latents = 2 * n * static_cast<double>(spec.d_model) * (r_q + r);
+        const double projections = 2 * n * (r_q * H * d_k + r * H * (d_k + d_v));
+        const double per_head = 2 * pairs * (d_k + d_v) * H;
+        return latents + projections + per_head + 2 * n * H * d_v * static_cast<double>(spec.d_model);
+    }
     const auto d_model = static_cast<double>(spec.d_model);
     const double d_k = d_model / static_cast<double>(spec.heads);  // = d_v; H·d_k = d_out = d_model
     const double kv_width = static_cast<double>(spec.kv_head_count()) * d_k;
@@ -125,7 +146,7 @@ Model bench_model(const BenchSpec& spec) {
     }
     model.heads.resize(spec.heads);
     model.kv_head_count = spec.kv_head_count();
-    if (spec.rope) {
+    if (spec.rope || spec.mla) {
         model.rope = bench_rope(spec);
     }
     if (spec.qk_norm) {
@@ -164,7 +185,77 @@ struct Timings {
     }
 };
 
+// mla's random model: the latent weights (±1/√d_model), γ = 1, and each head's
+// blocks of q_b_proj and kv_b_proj (±1/√r_q, ±1/√r), packed for the engine by
+// pack_weights as a file's would be.
+Model latent_model(const BenchSpec& spec) {
+    Model model = bench_model(spec);
+    Mla mla = bench_latent_sizes(spec);
+    const double bound = 1.0 / std::sqrt(static_cast<double>(spec.d_model));
+    mla.W_qa = uniform(spec.d_model, *mla.q_rank, -bound, bound);
+    mla.q_norm.ones(*mla.q_rank);
+    mla.W_kva = uniform(spec.d_model, mla.kv_rank + mla.rope_dim, -bound, bound);
+    mla.kv_norm.ones(mla.kv_rank);
+    const double q_bound = 1.0 / std::sqrt(static_cast<double>(*mla.q_rank));
+    const double kv_bound = 1.0 / std::sqrt(static_cast<double>(mla.kv_rank));
+    for (HeadWeights& head : model.heads) {
+        head.W_Q = uniform(*mla.q_rank, mla.nope_dim + mla.rope_dim, -q_bound, q_bound);
+        head.W_K = uniform(mla.kv_rank, mla.nope_dim, -kv_bound, kv_bound);
+        head.W_V = uniform(mla.kv_rank, mla.v_dim, -kv_bound, kv_bound);
+    }
+    model.W_O = uniform(spec.heads * mla.v_dim, spec.d_model, -bound, bound);
+    model.kv_head_count = 0;
+    model.rope->skip = mla.nope_dim;
+    model.mla = std::move(mla);
+    return model;
+}
+
+// mla's latents, as the step functions make them, each product shared among the
+// threads: the queries' normed latent, and [C K_R] that every head's keys and
+// values are made from. Their times go to `times`.
+struct Latents {
+    arma::mat queries;  // n × r_q
+    arma::mat keys;     // n × (r + d_r)
+};
+Latents latents(const Model& model, const arma::mat& X, int threads, StepTimes& times) {
+    const Mla& mla = *model.mla;
+    Latents out;
+    auto start = Clock::now();
+    const auto ms_since = [&start] {
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        start = Clock::now();
+        return ms;
+    };
+    out.queries = project_shared(X, *mla.W_qa, threads);
+    times.emplace_back(StepId::q_latent, ms_since());
+    rms_norm_columns(out.queries.memptr(), out.queries.n_rows, out.queries.n_cols, out.queries.n_cols,
+                     mla.q_norm.memptr(), model.rms_eps());
+    times.emplace_back(StepId::normed_q_latent, ms_since());
+    // one product makes the latent and the rope keys: its time is shared between them by their columns
+    out.keys = project_shared(X, mla.W_kva, threads);
+    const double product_ms = ms_since();
+    const double share = static_cast<double>(mla.kv_rank) / static_cast<double>(mla.kv_rank + mla.rope_dim);
+    // the latent's columns come first, each whole (column-major): normed in place
+    rms_norm_columns(out.keys.memptr(), out.keys.n_rows, mla.kv_rank, mla.kv_rank, mla.kv_norm.memptr(),
+                     model.rms_eps());
+    times.emplace_back(StepId::kv_latent, product_ms * share);
+    times.emplace_back(StepId::normed_kv_latent, ms_since());
+    times.emplace_back(StepId::rope_keys, product_ms * (1.0 - share));
+    return out;
+}
+
 }  // namespace
+
+Mla bench_latent_sizes(const BenchSpec& spec) {
+    const arma::uword d_n = spec.d_model / std::max<arma::uword>(spec.heads, 1);
+    Mla mla;
+    mla.nope_dim = d_n;
+    mla.rope_dim = d_n / 2;
+    mla.v_dim = d_n;
+    mla.kv_rank = 4 * d_n;
+    mla.q_rank = 12 * d_n;
+    return mla;
+}
 
 std::uint64_t bench_bytes(const BenchSpec& spec) {
     MemoryShape shape;
@@ -175,6 +266,11 @@ std::uint64_t bench_bytes(const BenchSpec& spec) {
     shape.kv_heads = spec.kv_head_count();
     shape.d_k = spec.d_model / std::max<arma::uword>(spec.heads, 1);
     shape.d_v = shape.d_k;
+    if (spec.mla) {
+        const Mla mla = bench_latent_sizes(spec);
+        shape.d_k = mla.nope_dim + mla.rope_dim;
+        shape.d_v = mla.v_dim;
+    }
     shape.d_out = spec.d_model;
     shape.rope = spec.rope;
     shape.window = spec.window;
@@ -197,24 +293,28 @@ BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int do
     if (spec.rope_dim % 2 != 0 || spec.rope_dim > spec.d_model / spec.heads) {
         throw std::invalid_argument("bench: the rotated width must be even and at most d_k");
     }
+    if (spec.mla && (spec.d_model / spec.heads) % 4 != 0) {
+        throw std::invalid_argument("bench: mla needs d_model / heads divisible by 4 (d_r = d_n / 2, even)");
+    }
     BenchResult result;
     result.threads = spec.threads > 0 ? spec.threads : default_threads();
 
     // random data: inputs in [−1, 1), weights in ±1/√d_model
     arma::arma_rng::set_seed(1);
     const arma::mat X = uniform(spec.tokens, spec.d_model, -1.0, 1.0);
-    const PackedWeights weights = random_weights(spec.d_model, spec.heads, spec.kv_head_count());
-    const Rope rope = bench_rope(spec);  // base 10000, style half
+    const Model model = spec.mla ? latent_model(spec) : bench_model(spec);
+    const PackedWeights weights =
+        spec.mla ? pack_weights(model) : random_weights(spec.d_model, spec.heads, spec.kv_head_count());
+    const Rope rope = spec.mla ? *model.rope : bench_rope(spec);  // base 10000, style half
 
     EngineRequest request;
     request.X = &X;
     request.C = &X;
     request.weights = &weights;
-    request.scale = std::sqrt(static_cast<double>(weights.d_k));
-    request.rope = spec.rope ? &rope : nullptr;
+    request.scale = spec.mla ? model.scale() : std::sqrt(static_cast<double>(weights.d_k));
+    request.rope = spec.rope || spec.mla ? &rope : nullptr;
     request.mask.causal = spec.window > 0;
     request.mask.window = spec.window;
-    const Model model = bench_model(spec);
     request.model = &model;
     request.steps = steps_of(model);
     request.threads = result.threads;  // nothing kept: only the output, as `qkv run --steps output`
@@ -227,14 +327,28 @@ BenchResult run_benchmark(const BenchSpec& spec, const std::function<void(int do
     request.times = &times;
     EngineWorkspace workspace;
     request.workspace = &workspace;
-    EngineResult warm_up = run_engine(request);
+    // with mla, each run first makes the latents the engine's projections read
+    Latents latent;
+    StepTimes latent_times;
+    const auto run_once = [&] {
+        if (spec.mla) {
+            latent_times.clear();
+            latent = latents(model, X, result.threads, latent_times);
+            request.X = &latent.queries;
+            request.C = &latent.keys;
+        }
+        EngineResult engine = run_engine(request);
+        times.insert(times.begin(), latent_times.begin(), latent_times.end());
+        return engine;
+    };
+    EngineResult warm_up = run_once();
     workspace.output = std::move(warm_up.output);
     workspace.gradients = std::move(warm_up.gradients);
     Timings timings;
     progress(0);
     for (int run = 1; run <= spec.repeat; ++run) {
         const auto start = Clock::now();
-        EngineResult engine = run_engine(request);
+        EngineResult engine = run_once();
         const double total_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         workspace.output = std::move(engine.output);
         workspace.gradients = std::move(engine.gradients);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "attention/step_id.hpp"
+#include "model/model.hpp"
 
 #include <armadillo>
 
@@ -27,6 +28,10 @@ struct BenchSpec {
     arma::uword rope_dim = 0;  // with RoPE: the first rope_dim elements of each head turn (even); 0: all d_k
     std::string rope_scaling;  // with RoPE: linear, dynamic, yarn or llama3, as `qkv bench --rope-scaling` sets it; empty: none
     bool qk_norm = false;      // QK-norm over each head (qk_norm: true)
+    // multi-head latent attention (mla:) with DeepSeek-V3's proportions per head
+    // (d_n = d_v = 128, d_r = 64, r = 512, r_q = 1536) scaled to d_n = d_model / heads:
+    // d_r = d_n / 2, r = 4·d_n, r_q = 12·d_n; RoPE turns the rope parts
+    bool mla = false;
     std::map<std::string, double> numbers;  // the example's number keys (model/keys.def) given as flags, by name
     bool backward = false;     // the backward pass too, from dO = ones (L = the sum of the outputs)
     int repeat = 10;           // timed runs, after one warm-up
@@ -50,6 +55,9 @@ struct BenchResult {
 // Bytes a benchmark of this size is estimated to need (estimate_memory),
 // held against --max-memory.
 std::uint64_t bench_bytes(const BenchSpec& spec);
+
+// The latent sizes of spec.mla: d_n, d_r, d_v, r and r_q.
+Mla bench_latent_sizes(const BenchSpec& spec);
 
 // One warm-up run, then spec.repeat timed ones. `progress` is called with 0
 // when the timed runs start and with the number done after each one. Throws

@@ -562,7 +562,7 @@ private:
 // step: projections for every head at once. When keys and values read the
 // queries' rows (self-attention), Q, K and V are one product,
 // [Q_all K_all V_all] (n × (H·d_k + G·d_k + G·d_v)) = X · W_QKV; otherwise
-// Q_all = X·W_Q and [K_all V_all] = C·[W_K W_V]. A product's time is shared
+// Q_all = X·W_Q and [K_all V_all] = C·[W_K W_V] (with mla, C·W_KV). A product's time is shared
 // among its steps in proportion to their columns.
 Projections project_heads(const EngineRequest& request, EngineWorkspace& workspace, int threads, StepTimes& times) {
     const PackedWeights& weights = *request.weights;
@@ -609,7 +609,11 @@ Projections project_heads(const EngineRequest& request, EngineWorkspace& workspa
         times.emplace_back(StepId::queries, ms_since(start));
         start = Clock::now();
         KV_all.set_size(m, k_width + v_width);
-        project(C, weights.W_QKV, q_width, KV_all.n_cols, bias_kv, KV_all.memptr(), threads);
+        if (weights.W_KV.is_empty()) {
+            project(C, weights.W_QKV, q_width, KV_all.n_cols, bias_kv, KV_all.memptr(), threads);
+        } else {
+            project(C, weights.W_KV, 0, KV_all.n_cols, bias_kv, KV_all.memptr(), threads);
+        }
         const double ms = ms_since(start);
         const double kv_width = static_cast<double>(KV_all.n_cols);
         times.emplace_back(StepId::keys, ms * static_cast<double>(k_width) / kv_width);
@@ -755,6 +759,13 @@ void project_output(const EngineRequest& request, arma::mat& concat, EngineWorks
 }
 
 }  // namespace
+
+arma::mat project_shared(const arma::mat& A, const arma::mat& W, int threads) {
+    single_threaded_blas_calls();
+    arma::mat result(A.n_rows, W.n_cols);
+    project(A, W, 0, W.n_cols, {}, result.memptr(), threads > 0 ? threads : default_threads());
+    return result;
+}
 
 EngineResult run_engine(const EngineRequest& request) {
     const int threads = request.threads > 0 ? request.threads : default_threads();

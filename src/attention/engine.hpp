@@ -55,7 +55,13 @@ struct PackedWeights {
     arma::uword kv_heads = 1;  // G, key/value heads, dividing H
     arma::uword d_k = 0;
     arma::uword d_v = 0;
-    arma::mat W_QKV;    // d_model × (H·d_k + G·d_k + G·d_v)
+    arma::mat W_QKV;    // d_model × (H·d_k + G·d_k + G·d_v); with W_KV, the queries' part alone
+    // Multi-head latent attention (mla:): the keys' and values' weights over what
+    // they read, [C K_R] (n × (r + d_r)): key head g's columns are [W_UK 0; 0 I]
+    // (its own part from the latent, the rope key passed on), its value's
+    // [W_UV; 0]. W_QKV then holds only the queries' weights, over what they read.
+    // Empty otherwise.
+    arma::mat W_KV;     // (r + d_r) × (G·d_k + G·d_v)
     arma::rowvec b_Q;   // 1 × H·d_k, empty when no head has a bias
     arma::rowvec b_K;   // 1 × G·d_k
     arma::rowvec b_V;   // 1 × G·d_v
@@ -177,6 +183,11 @@ struct EngineResult {
 };
 
 EngineResult run_engine(const EngineRequest& request);
+
+// A·W (n × in times in × out), its columns shared among `threads` as the
+// engine shares its projections (0: as many as BLAS uses): for the products
+// that come before the engine's (`qkv bench --mla`'s latents).
+arma::mat project_shared(const arma::mat& A, const arma::mat& W, int threads);
 
 // Estimated peak bytes for computing a model's trace, keeping the n × m
 // matrices of `square_steps` steps (scores, scaled, bias, biased, masked,

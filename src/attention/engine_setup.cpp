@@ -17,6 +17,36 @@ namespace qkv {
 
 using engine_parts::block_rows;
 
+namespace {
+
+// mla: the queries' weights over what they read, and the keys' and values'
+// over [C K_R]: W_KV's key columns of head g are [W_UK 0; 0 I], its value
+// columns [W_UV; 0], so that C·W_UK and the shared rope key come out of one
+// product as each head's key [C·W_UK K_R], and C·W_UV as its value.
+void pack_latent_weights(const Model& model, PackedWeights& packed) {
+    const Mla& mla = *model.mla;
+    const arma::uword heads = packed.heads;
+    const arma::uword d_k = packed.d_k;
+    const arma::uword d_v = packed.d_v;
+    const arma::uword r = mla.kv_rank;
+    packed.W_QKV.set_size(model.heads.front().W_Q.n_rows, heads * d_k);
+    packed.W_KV.zeros(r + mla.rope_dim, packed.k_width() + packed.v_width());
+    const arma::uword v_first = packed.k_width();
+    for (arma::uword h = 0; h < heads; ++h) {
+        const HeadWeights& head = model.heads[h];
+        packed.W_QKV.cols(h * d_k, (h + 1) * d_k - 1) = head.W_Q;
+        packed.W_KV.submat(0, h * d_k, r - 1, h * d_k + mla.nope_dim - 1) = head.W_K;
+        packed.W_KV.submat(r, h * d_k + mla.nope_dim, r + mla.rope_dim - 1, (h + 1) * d_k - 1) =
+            arma::eye(mla.rope_dim, mla.rope_dim);
+        packed.W_KV.submat(0, v_first + h * d_v, r - 1, v_first + (h + 1) * d_v - 1) = head.W_V;
+    }
+    if (model.W_O) {
+        packed.W_O = *model.W_O;
+    }
+}
+
+}  // namespace
+
 PackedWeights pack_weights(const Model& model) {
     PackedWeights packed;
     const arma::uword heads = model.n_heads();
@@ -27,6 +57,10 @@ PackedWeights pack_weights(const Model& model) {
     packed.kv_heads = kv_heads;
     packed.d_k = d_k;
     packed.d_v = d_v;
+    if (model.mla) {
+        pack_latent_weights(model, packed);
+        return packed;
+    }
     packed.W_QKV.set_size(model.d_model(), heads * d_k + kv_heads * (d_k + d_v));
     bool any_b_Q = false;
     bool any_b_K = false;

@@ -81,6 +81,7 @@ std::string json_report(const BenchSpec& spec, const BenchResult& result) {
     json["rope_scaling"] =
         spec.rope_scaling.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(spec.rope_scaling);
     json["qk_norm"] = spec.qk_norm;
+    json["mla"] = spec.mla;
     for (const KeyRow* row : number_key_rows()) {
         const auto given = spec.numbers.find(std::string(row->name));
         json[std::string(row->name)] =
@@ -102,7 +103,8 @@ std::string json_report(const BenchSpec& spec, const BenchResult& result) {
 
 // The report as a table of the steps, with what the numbers were measured on.
 std::string text_report(const BenchSpec& spec, const BenchResult& result) {
-    const arma::uword d_k = spec.d_model / spec.heads;
+    const arma::uword d_k =
+        spec.mla ? bench_latent_sizes(spec).nope_dim + bench_latent_sizes(spec).rope_dim : spec.d_model / spec.heads;
     std::string out;
     out += "qkv bench: " + std::to_string(spec.tokens) + " tokens, d_model " + std::to_string(spec.d_model) + ", " +
            std::to_string(spec.heads) + (spec.heads == 1 ? " head" : " heads") + " (d_k " + std::to_string(d_k) + ")";
@@ -113,12 +115,19 @@ std::string text_report(const BenchSpec& spec, const BenchResult& result) {
     if (spec.window > 0) {
         out += ", window " + std::to_string(spec.window);
     }
-    if (spec.rope) {
+    if (spec.rope && !spec.mla) {
         out += spec.rope_dim > 0 ? ", RoPE on " + std::to_string(spec.rope_dim) + " of d_k" : std::string(", RoPE");
         out += spec.rope_scaling.empty() ? std::string() : " (" + spec.rope_scaling + " scaling)";
     }
     if (spec.qk_norm) {
         out += ", QK-norm";
+    }
+    if (spec.mla) {
+        const Mla mla = bench_latent_sizes(spec);
+        out += ", latent attention (d_n " + std::to_string(mla.nope_dim) + ", d_r " + std::to_string(mla.rope_dim) +
+               ", d_v " + std::to_string(mla.v_dim) + ", r " + std::to_string(mla.kv_rank) + ", r_q " +
+               std::to_string(*mla.q_rank) + ")";
+        out += spec.rope_scaling.empty() ? std::string() : " (" + spec.rope_scaling + " scaling)";
     }
     for (const auto& [name, value] : spec.numbers) {
         out += ", " + name + " " + readable(value);
@@ -143,6 +152,34 @@ std::string text_report(const BenchSpec& spec, const BenchResult& result) {
     return out;
 }
 
+// --mla: its own sizes, RoPE on its rope parts, and the forward pass alone
+void check_latent_flags(const BenchSpec& spec, const BenchOptions& options) {
+    const auto refuse = [](const std::string& flag) {
+        throw InputError(usage_error("--mla is given with " + flag + "; expected --mla alone",
+                                     "latent attention has one key/value latent for every head, turns the last d_r "
+                                     "elements of each head and is timed forward only; remove " + flag));
+    };
+    if (options.kv_heads != 0) {
+        refuse("--kv-heads");
+    }
+    if (options.rope_dim != 0) {
+        refuse("--rope-dim");
+    }
+    if (options.qk_norm) {
+        refuse("--qk-norm");
+    }
+    if (options.backward) {
+        refuse("--backward");
+    }
+    if ((spec.d_model / spec.heads) % 4 != 0) {
+        throw InputError(usage_error("--mla needs d_model / heads divisible by 4; d_model " +
+                                         std::to_string(spec.d_model) + " / " + std::to_string(spec.heads) +
+                                         " heads is " + std::to_string(spec.d_model / spec.heads),
+                                     "d_n = d_model / heads and d_r = d_n / 2, which RoPE turns in pairs; e.g. "
+                                     "--d-model 768 --heads 12"));
+    }
+}
+
 }  // namespace
 
 CLI::App* setup_bench(CLI::App& app, BenchOptions& options) {
@@ -156,6 +193,7 @@ CLI::App* setup_bench(CLI::App& app, BenchOptions& options) {
         .bind("--rope-dim", &options.rope_dim)
         .bind("--rope-scaling", &options.rope_scaling)
         .bind("--qk-norm", &options.qk_norm)
+        .bind("--mla", &options.mla)
         .bind("--backward", &options.backward)
         .bind("--repeat", &options.repeat)
         .bind("--threads", &options.threads)
@@ -179,6 +217,7 @@ int run_bench(const BenchOptions& options) {
     spec.rope_scaling = options.rope_scaling;
     spec.rope_dim = static_cast<arma::uword>(options.rope_dim);
     spec.qk_norm = options.qk_norm;
+    spec.mla = options.mla;
     spec.backward = options.backward;
     for (const KeyRow* row : number_key_rows()) {
         const std::string name(row->name);
@@ -204,6 +243,9 @@ int run_bench(const BenchOptions& options) {
                                          std::to_string(spec.kv_head_count()),
                                      "each key/value head serves heads / kv-heads query heads; e.g. --heads 12 "
                                      "--kv-heads 4"));
+    }
+    if (spec.mla) {
+        check_latent_flags(spec, options);
     }
     if (spec.rope_dim > 0 && (spec.rope_dim % 2 != 0 || spec.rope_dim > spec.d_model / spec.heads)) {
         throw InputError(usage_error("--rope-dim " + std::to_string(spec.rope_dim) + " is not an even number of at most d_k = " +

@@ -105,6 +105,7 @@ struct BenchOptions {
     int rope_dim = 0;      // 0 = every element of each head turns
     std::string rope_scaling;  // empty: none
     bool qk_norm = false;
+    bool mla = false;
     bool backward = false;
     // the example's number keys (model/keys.def) as flags, by the key's name, and whether each was given
     std::map<std::string, double> numbers;

@@ -482,6 +482,19 @@ Implies \fB\-\-rope\fR.)roff",
 are divided by their root mean square after the projections, before RoPE
 (\fBnormed_queries\fR, \fBnormed_keys\fR). With \fB\-\-backward\fR the
 gradients go back through the norm too, and \(*g gets its own.)roff"},
+    {.name = "--mla",
+     .commands = k_bench,
+     .help = "Multi-head latent attention, with DeepSeek-V3's proportions per head",
+     .man = R"roff(Multi-head latent attention, as \fBmla:\fR in an example, with DeepSeek-V3's
+proportions per head (d_n = d_v = 128, d_r = 64, r = 512, r_q = 1536) scaled to
+d_n = d_v = d_model / heads: d_r = d_n / 2, r = 4\(pcd_n, r_q = 12\(pcd_n, so d_k
+= d_n + d_r. Each run makes the latents first (\fBq_latent\fR,
+\fBnormed_q_latent\fR, \fBkv_latent\fR and \fBrope_keys\fR from one product,
+\fBnormed_kv_latent\fR), then the engine makes every head's queries from the
+query latent and its keys and values from [C K_R] in one product, in which
+each head's rope part is the shared rope key passed on, and RoPE turns the
+last d_r elements. d_model / heads must be divisible by 4. Implies RoPE; not
+with \fB\-\-kv\-heads\fR, \fB\-\-rope\-dim\fR, \fB\-\-qk\-norm\fR or \fB\-\-backward\fR.)roff"},
     // an example's number keys (model/keys.def), each a flag of bench as well
 #define QKV_NUMBER_KEY(key, key_form, key_flag, member, feeds, key_help, sentence, meaning) \
     {.name = key_flag, .value = key_form, .commands = k_bench, .help = key_help, .man = meaning, .check = Check::tolerance},
@@ -653,7 +666,7 @@ leaves.)roff"},
 without \fB\-\-window\fR), \fBrope\fR (\fBtrue\fR or \fBfalse\fR), \fBrope_dim\fR
 (the rotated width D, \fBnull\fR without \fB\-\-rope\-dim\fR), \fBrope_scaling\fR
 (its type, \fBnull\fR without \fB\-\-rope\-scaling\fR), \fBqk_norm\fR
-(\fBtrue\fR or \fBfalse\fR), then one key for each flag
+(\fBtrue\fR or \fBfalse\fR), \fBmla\fR (\fBtrue\fR or \fBfalse\fR), then one key for each flag
 above that sets an example's number key, by the key's name (its value, \fBnull\fR when not given), \fBbackward\fR (\fBtrue\fR or
 \fBfalse\fR), \fBthreads\fR, \fBblas\fR, \fBrepeat\fR, \fBtotal_ms\fR, \fBgflops\fR,
 \fBpeak_rss_mb\fR and \fBsteps\fR, a list of \fB{id, median_ms}\fR in step

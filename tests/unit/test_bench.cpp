@@ -31,7 +31,7 @@ TEST_CASE("qkv bench --format json follows the contract", "[bench][cli]") {
         keys.push_back(item.key());
     }
     CHECK(keys == std::vector<std::string>{"schema_version", "tokens", "d_model", "heads", "kv_heads", "window", "rope", "rope_dim", "rope_scaling", "qk_norm",
-                                           "softcap", "norm_eps", "backward", "threads", "blas", "repeat", "total_ms", "gflops", "peak_rss_mb", "steps"});
+                                           "mla", "softcap", "norm_eps", "backward", "threads", "blas", "repeat", "total_ms", "gflops", "peak_rss_mb", "steps"});
     CHECK(json["schema_version"] == 1);
     CHECK(json["tokens"] == 64);
     CHECK(json["d_model"] == 32);
@@ -190,6 +190,42 @@ TEST_CASE("qkv bench --rope-scaling scales RoPE's frequencies as a checkpoint of
     qkv::test::require_input_error(
         run_qkv({"bench", "--tokens", "8", "--d-model", "8", "--heads", "4", "--rope-scaling", "dynamic"}),
         "--rope-scaling dynamic turns a width of 2");
+}
+
+TEST_CASE("qkv bench --mla times latent attention: the latents, then the engine's heads from them", "[bench][cli]") {
+    const auto result = run_qkv({"bench", "--tokens", "64", "--d-model", "32", "--heads", "4", "--mla", "--window",
+                                 "16", "--repeat", "2", "--threads", "1", "--format", "json"});
+    REQUIRE(result.status == 0);
+    const auto json = nlohmann::ordered_json::parse(result.out);
+    CHECK(json["mla"] == true);
+    CHECK(json["rope"] == false);  // --rope was not given: RoPE on the rope parts is part of --mla
+    // d_n = d_v = 32 / 4 = 8, d_r = 4, r = 32, r_q = 96, d_k = 12; a window of 16 lets 904 (query, key) pairs
+    // through (16·17/2 + 48·16). The latents 2·64·32·(96 + 36) = 540672, the queries 2·64·96·(4·12) = 589824,
+    // the keys and values from [C K_R] 2·64·36·(4·(12 + 8)) = 368640, scores and weighted sums
+    // 2·904·(12 + 8)·4 = 144640, the output 2·64·(4·8)·32 = 131072: 1774848 in all
+    check_gflops(json, 1774848.0);
+    std::vector<std::string> ids;
+    for (const auto& step : json["steps"]) {
+        ids.push_back(step["id"]);
+    }
+    CHECK(ids == std::vector<std::string>{"q_latent", "normed_q_latent", "kv_latent", "normed_kv_latent", "rope_keys",
+                                          "queries", "rotated_queries", "keys", "rotated_keys", "values", "scores",
+                                          "masked_scores", "weights", "head_output", "output"});
+    const auto text = run_qkv({"bench", "--tokens", "32", "--d-model", "32", "--heads", "4", "--mla", "--repeat", "1"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("32 tokens, d_model 32, 4 heads (d_k 12), latent attention (d_n 8, d_r 4, d_v 8, r 32, r_q "
+                        "96), float64") != std::string::npos);
+    // its own sizes and the forward pass alone
+    for (const char* flag : {"--kv-heads", "--rope-dim", "--qk-norm", "--backward"}) {
+        CAPTURE(flag);
+        std::vector<std::string> args = {"bench", "--tokens", "8", "--mla", flag};
+        if (std::string(flag) == "--kv-heads" || std::string(flag) == "--rope-dim") {
+            args.push_back("2");
+        }
+        qkv::test::require_input_error(run_qkv(args), "--mla is given with " + std::string(flag));
+    }
+    qkv::test::require_input_error(run_qkv({"bench", "--tokens", "8", "--d-model", "24", "--heads", "4", "--mla"}),
+                                   "--mla needs d_model / heads divisible by 4; d_model 24 / 4 heads is 6");
 }
 
 TEST_CASE("qkv bench prints a table of the steps by default", "[bench][cli]") {

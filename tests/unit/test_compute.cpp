@@ -303,7 +303,7 @@ TEST_CASE("the fast path has every row of the step table that an example has, as
     // four large examples whose steps, together, are every row of the table: grouped-query heads with
     // every forward variant (soft-capping and QK-norm among them), a cross-attention normed over: all, and a
     // pytorch: block, each with its backward pass; and latent attention with a query latent (mla:), whose
-    // steps the step functions compute, as the engine's projections do not read latents
+    // latents the step functions make before the engine takes over, every head's keys and values from [C K_R]
     const std::string grad = "grad_output: {random: {rows: 130, cols: 24, seed: 6}}\n";
     const std::vector<std::string> examples = {
         grouped_example(130, 2, "positional: sinusoidal\nrope: true\nalibi: true\nmask: causal\n"
@@ -332,6 +332,7 @@ TEST_CASE("the fast path has every row of the step table that an example has, as
     for (const std::string& yaml : examples) {
         const Model model = test::load_text(yaml);
         REQUIRE(model.n() * model.m() >= k_fast_path_cells);
+        CHECK(use_fast_path(model, {}));
         const Trace fast = compute_with(model, Kernels::automatic);
         require_same_trace(fast, compute_with(model, Kernels::textbook), 1e-12);
         for (const Step& step : fast.steps) {

@@ -129,13 +129,14 @@ TEST_CASE("mla's steps through explain, the fast path, JSON, the worksheet and c
     // a row of the normed latent is a cache entry of run --decode
     CHECK(normed.find("run --decode caches row 2 with rope_keys[2], turned at position 1\n") != std::string::npos);
 
-    // the engine's projections read X, so a large example is computed by the step functions, equally
+    // the engine, asked for, takes over after the latents: every head's keys and values from [C K_R]
     ComputeOptions options;
     options.kernels = Kernels::fast;
+    CHECK(use_fast_path(model, options));
     const Trace fast = compute(model, options);
     for (const Step& step : trace.steps) {
         CAPTURE(step_text(step.id), step.head);
-        test::require_near(fast.find(step.id, step.head)->values, step.values, 0, step_text(step.id));
+        test::require_near(fast.find(step.id, step.head)->values, step.values, 1e-12, step_text(step.id));
     }
 
     const test::CliResult json = test::run_qkv({"run", "mla", "-f", "json"});
