@@ -96,6 +96,15 @@ void describe_elementwise(const StepContext& context, Step& step) {
     step.notes.push_back(f.about(model, step.head, [](double x) { return readable(x); }));
 }
 
+std::string gamma_text(const arma::rowvec& gamma) {
+    std::string text;
+    const arma::uword shown = std::min<arma::uword>(gamma.n_elem, 8);
+    for (arma::uword k = 0; k < shown; ++k) {
+        text += (k == 0 ? "" : ", ") + readable(gamma(k));
+    }
+    return "[" + text + (shown < gamma.n_elem ? ", …]" : "]");
+}
+
 std::string score_symbol(StepId id, bool latex) {
     if (!is_elementwise(id)) {
         return "S'";
@@ -430,16 +439,6 @@ void describe_values(const StepContext& context, Step& step) {
     const std::string& source = context.names().keys;
     set_projection_formulas(step, "V", source, source, "V", head.b_V.has_value(), model.layout);
     note_shared_heads(model, step);
-}
-
-// "[1.1, 0.9, 1, 1.2]": γ as the notes show it, the first eight numbers of a long one
-std::string gamma_text(const arma::rowvec& gamma) {
-    std::string text;
-    const arma::uword shown = std::min<arma::uword>(gamma.n_elem, 8);
-    for (arma::uword k = 0; k < shown; ++k) {
-        text += (k == 0 ? "" : ", ") + readable(gamma(k));
-    }
-    return "[" + text + (shown < gamma.n_elem ? ", …]" : "]");
 }
 
 void describe_normed(const StepContext& context, Step& step, bool queries) {

@@ -31,12 +31,7 @@ std::string norm_note(const Model& model, const arma::rowvec& gamma, bool given,
     if (!given) {
         return text + "1 (" + name + " not given)";
     }
-    const arma::uword shown = std::min<arma::uword>(gamma.n_elem, 8);
-    std::string numbers;
-    for (arma::uword k = 0; k < shown; ++k) {
-        numbers += (k == 0 ? "" : ", ") + readable(gamma(k));
-    }
-    return text + "[" + numbers + (shown < gamma.n_elem ? ", …]" : "]") + " (" + name + ")";
+    return text + gamma_text(gamma) + " (" + name + ")";
 }
 
 }  // namespace

@@ -41,6 +41,9 @@ std::vector<StepKey> every_head(StepId id, int count);
 // its own head's rows, or over: all every head's (reads_…_to_norm in steps.cpp).
 arma::mat normed_rows(const Model& model, int head, StepInputs in, bool queries);
 
+// "[1.1, 0.9, 1, 1.2]": an RMSNorm's γ as the notes show it, the first eight numbers of a long one
+std::string gamma_text(const arma::rowvec& gamma);
+
 // "q1", "q2", …: the numbers a weight makes
 std::vector<std::string> prefixed_labels(const std::string& prefix, arma::uword count);
 

@@ -48,6 +48,18 @@ std::vector<std::string> dimension_labels(arma::uword count) {
 // A given number as a person reads it: "2", "0.0625", "1.7320508075688772".
 std::string number_text(double value) { return readable(value); }
 
+// An RMSNorm's γ as the sheet gives it: every number, or what it is when the file leaves it out.
+std::string gamma_given(const arma::rowvec& values, bool given, const std::string& otherwise) {
+    if (!given) {
+        return otherwise;
+    }
+    std::string text;
+    for (const double value : values) {
+        text += (text.empty() ? "[" : ", ") + number_text(value);
+    }
+    return text + "]";
+}
+
 // The fewest decimals (up to k_given_decimals) that show every entry as it is.
 int exact_decimals(const arma::mat& M) {
     int decimals = 0;
@@ -145,14 +157,7 @@ void add_settings(const Model& model, const Trace& trace, const std::vector<int>
             if (model.qk_norm) {
                 const QkNorm& norm = *model.qk_norm;
                 const auto gamma = [&](const arma::rowvec& values, bool given) {
-                    if (!given) {
-                        return std::string(norm.offset != 0.0 ? "0" : "1");
-                    }
-                    std::string text;
-                    for (const double value : values) {
-                        text += (text.empty() ? "[" : ", ") + number_text(value);
-                    }
-                    return text + "]";
+                    return gamma_given(values, given, norm.offset != 0.0 ? "0" : "1");
                 };
                 lines.push_back(std::string("QK-norm: divide each query and key row by √(mean of its squares + eps), ") +
                                 (norm.over_all ? "the mean over the token's whole projection, every head together"
@@ -168,14 +173,7 @@ void add_settings(const Model& model, const Trace& trace, const std::vector<int>
             if (model.mla) {
                 const Mla& mla = *model.mla;
                 const auto gamma = [](const arma::rowvec& values, bool given) {
-                    if (!given) {
-                        return std::string("1");
-                    }
-                    std::string text;
-                    for (const double value : values) {
-                        text += (text.empty() ? "[" : ", ") + number_text(value);
-                    }
-                    return text + "]";
+                    return gamma_given(values, given, "1");
                 };
                 std::string line = "Latent attention (mla): r = " + std::to_string(mla.kv_rank) + ", d_r = " +
                                    std::to_string(mla.rope_dim) + ", d_n = " + std::to_string(mla.nope_dim) +
