@@ -249,8 +249,9 @@ std::vector<std::string> cache_notes(const DecodeTrace& decode, const Model& mod
                         " bytes to the one cache every head reads, 8 bytes a number (float64)");
         notes.push_back("every head's keys and values would take H·(d_n + d_r + d_v)·8 = " + number(decode.heads) +
                         "·(" + number(mla.nope_dim) + " + " + number(mla.rope_dim) + " + " + number(mla.v_dim) +
-                        ")·8 = " + number(decode.bytes_per_token_unabsorbed) + " bytes a position: " +
-                        readable(std::round(ratio * 10.0) / 10.0) + " times as many");
+                        ")·8 = " + number(decode.bytes_per_token_unabsorbed) + " bytes a position" +
+                        (ratio > 1.0 ? ": " + readable(std::round(ratio * 10.0) / 10.0) + " times as many"
+                                     : ": with so few heads the latent cache is not the smaller"));
     } else {
         notes.push_back("each position adds (d_k + d_v)·G·8 = (" + number(decode.d_k) + " + " +
                         number(decode.d_v) + ")·" + number(decode.kv_heads) + "·8 = " +

@@ -566,6 +566,13 @@ TEST_CASE("run --decode matches its golden files in text, JSON and Markdown", "[
         REQUIRE(json.status == 0);
         check_json_golden(name + ".decode.json", json.out);
     }
+    // the ratio of the caches, when every head's keys and values would take fewer bytes than the latent's
+    const auto one_head =
+        run_qkv({"run", test::source_dir() + "/tests/reference/cases/mla_window_q_rank.yaml", "--decode", "-f",
+                 "markdown"});
+    REQUIRE(one_head.status == 0);
+    CHECK(one_head.out.find("= 56 bytes a position: with so few heads the latent cache is not the smaller") !=
+          std::string::npos);
     const auto markdown = run_qkv({"run", "alibi-window", "--decode", "-f", "markdown"});
     REQUIRE(markdown.status == 0);
     test::check_golden("alibi-window.decode.md", markdown.out);
