@@ -43,8 +43,19 @@ double peak_rss_mb() {
 // weighted sums over the keys each query may see (all n; with a window, query
 // i from 0 sees min(i + 1, W)), and the output projection; with the backward
 // pass, its products too.
+// The (query, key) pairs the mask lets through: query i (from 0) sees min(i + 1, W) keys with a window, all n without.
+double attended_pairs(const BenchSpec& spec) {
+    const auto n = static_cast<double>(spec.tokens);
+    if (spec.window == 0) {
+        return n * n;
+    }
+    const double W = static_cast<double>(std::min(spec.window, spec.tokens));
+    return W * (W + 1) / 2 + (n - W) * W;
+}
+
 double flops(const BenchSpec& spec) {
     const auto n = static_cast<double>(spec.tokens);
+    const double pairs = attended_pairs(spec);
     if (spec.mla) {
         // the latents (X·W_qa, X·W_kva), the queries from theirs, every head's keys and values from
         // [C K_R] as the engine packs them (pack_weights), the scores and weighted sums over d_k and
@@ -55,11 +66,6 @@ double flops(const BenchSpec& spec) {
         const auto d_v = static_cast<double>(mla.v_dim);
         const auto r = static_cast<double>(mla.kv_rank + mla.rope_dim);
         const auto r_q = static_cast<double>(*mla.q_rank);
-        double pairs = n * n;
-        if (spec.window > 0) {
-            const double W = static_cast<double>(std::min(spec.window, spec.tokens));
-            pairs = W * (W + 1) / 2 + (n - W) * W;
-        }
         const double latents = 2 * n * static_cast<double>(spec.d_model) * (r_q + r);
         const double projections = 2 * n * (r_q * H * d_k + r * H * (d_k + d_v));
         const double per_head = 2 * pairs * (d_k + d_v) * H;
@@ -68,12 +74,6 @@ double flops(const BenchSpec& spec) {
     const auto d_model = static_cast<double>(spec.d_model);
     const double d_k = d_model / static_cast<double>(spec.heads);  // = d_v; H·d_k = d_out = d_model
     const double kv_width = static_cast<double>(spec.kv_head_count()) * d_k;
-    // the (query, key) pairs the mask lets through: query i (from 0) sees min(i + 1, W) keys
-    double pairs = n * n;
-    if (spec.window > 0) {
-        const double W = static_cast<double>(std::min(spec.window, spec.tokens));
-        pairs = W * (W + 1) / 2 + (n - W) * W;
-    }
     const double projections = 2 * n * d_model * (d_model + 2 * kv_width);
     const double per_head = 2 * 2 * pairs * d_k * static_cast<double>(spec.heads);
     const double output = 2 * n * d_model * d_model;

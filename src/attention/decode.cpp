@@ -57,6 +57,17 @@ arma::rowvec at_token(const Model& model, const StepKey& key, const TokenPositio
     return as_step(model, key.id, arma::rowvec(value));
 }
 
+// Step `key` at the new token into `now`, which holds this token's rows (and
+// the caches) of the steps it reads.
+void compute_row(const Model& model, const StepKey& key, const TokenPositions& at,
+                 std::map<StepKey, arma::mat>& now) {
+    std::vector<const arma::mat*> inputs;
+    for (const StepKey& input : step_inputs(model, key)) {
+        inputs.push_back(&now.at(input));
+    }
+    now[key] = at_token(model, key, at, inputs);
+}
+
 }  // namespace
 
 std::vector<DecodeObstacle> decode_obstacles(const Model& model) {
@@ -200,15 +211,9 @@ DecodeTrace decode_latent(const Model& model) {
     for (arma::uword t = 1; t <= trace.n; ++t) {
         std::map<StepKey, arma::mat> now;
         TokenPositions at{t - 1, t - 1};
-        const auto compute_row = [&](const StepKey& key) {
-            std::vector<const arma::mat*> inputs;
-            for (const StepKey& input : step_inputs(model, key)) {
-                inputs.push_back(&now.at(input));
-            }
-            now[key] = at_token(model, key, at, inputs);
-        };
+        const auto compute = [&](const StepKey& key) { compute_row(model, key, at, now); };
         for (const StepId id : shared) {
-            compute_row({id, 0});
+            compute({id, 0});
         }
         // the new token joins the cache: its normed latent and its rope key, turned at its position
         const arma::rowvec latent = now.at({StepId::normed_kv_latent, 0});
@@ -231,7 +236,7 @@ DecodeTrace decode_latent(const Model& model) {
             // the steps before the scores (queries, rotated_queries), then the absorbed query
             std::vector<StepId>::const_iterator id = query_steps.begin();
             for (; id != query_steps.end() && *id < StepId::scores; ++id) {
-                compute_row({*id, h});
+                compute({*id, h});
             }
             const arma::rowvec q = now.at({scored_queries(model), h});
             row.query = arma::join_rows(q.head_cols(d_n) * weights.W_K.t(), q.tail_cols(mla.rope_dim));
@@ -239,7 +244,7 @@ DecodeTrace decode_latent(const Model& model) {
             row.dots = as_step(model, StepId::scores, arma::rowvec(row.query * cached.t()));
             now[{StepId::scores, h}] = row.dots;
             for (; id != query_steps.end(); ++id) {
-                compute_row({*id, h});
+                compute({*id, h});
             }
             if (model.alibi) {
                 row.bias = now.at({StepId::position_bias, h});
@@ -287,23 +292,16 @@ DecodeTrace decode(const Model& model) {
         // this token's rows by step and head, the rows of a step before it only as its cache
         std::map<StepKey, arma::mat> now;
         TokenPositions at{t - 1, t - 1};
-        const auto inputs_of = [&](const StepKey& key) {
-            std::vector<const arma::mat*> inputs;
-            for (const StepKey& input : step_inputs(model, key)) {
-                inputs.push_back(&now.at(input));
-            }
-            return inputs;
-        };
-        const auto compute_row = [&](const StepKey& key) { now[key] = at_token(model, key, at, inputs_of(key)); };
+        const auto compute = [&](const StepKey& key) { compute_row(model, key, at, now); };
         // what every head reads (x_t, or x_t + p_t)
         for (const StepId id : shared) {
-            compute_row({id, 0});
+            compute({id, 0});
         }
         // only the new token is projected: its key and value join each cache (the key turned at its position)
         // step by step, each for every head, as a step of one head may read every head's (qk_norm over: all)
         for (const StepId id : per_kv_head) {
             for (int g = 1; g <= static_cast<int>(trace.kv_heads); ++g) {
-                compute_row({id, g});
+                compute({id, g});
             }
         }
         for (int g = 1; g <= static_cast<int>(trace.kv_heads); ++g) {
@@ -328,7 +326,7 @@ DecodeTrace decode(const Model& model) {
         }
         for (const StepId id : per_query_head) {
             for (int h = 1; h <= static_cast<int>(trace.heads); ++h) {
-                compute_row({id, h});
+                compute({id, h});
             }
         }
         for (int h = 1; h <= static_cast<int>(trace.heads); ++h) {

@@ -40,27 +40,14 @@ void pack_latent_weights(const Model& model, PackedWeights& packed) {
             arma::eye(mla.rope_dim, mla.rope_dim);
         packed.W_KV.submat(0, v_first + h * d_v, r - 1, v_first + (h + 1) * d_v - 1) = head.W_V;
     }
-    if (model.W_O) {
-        packed.W_O = *model.W_O;
-    }
 }
 
-}  // namespace
-
-PackedWeights pack_weights(const Model& model) {
-    PackedWeights packed;
-    const arma::uword heads = model.n_heads();
-    const arma::uword kv_heads = model.n_kv_heads();
-    const arma::uword d_k = model.d_k();
-    const arma::uword d_v = model.d_v();
-    packed.heads = heads;
-    packed.kv_heads = kv_heads;
-    packed.d_k = d_k;
-    packed.d_v = d_v;
-    if (model.mla) {
-        pack_latent_weights(model, packed);
-        return packed;
-    }
+// Every head's projections and biases side by side in W_QKV and b_Q, b_K, b_V.
+void pack_projections(const Model& model, PackedWeights& packed) {
+    const arma::uword heads = packed.heads;
+    const arma::uword kv_heads = packed.kv_heads;
+    const arma::uword d_k = packed.d_k;
+    const arma::uword d_v = packed.d_v;
     packed.W_QKV.set_size(model.d_model(), heads * d_k + kv_heads * (d_k + d_v));
     bool any_b_Q = false;
     bool any_b_K = false;
@@ -99,6 +86,21 @@ PackedWeights pack_weights(const Model& model) {
         if (head.b_V) {
             packed.b_V.cols(g * d_v, (g + 1) * d_v - 1) = *head.b_V;
         }
+    }
+}
+
+}  // namespace
+
+PackedWeights pack_weights(const Model& model) {
+    PackedWeights packed;
+    packed.heads = model.n_heads();
+    packed.kv_heads = model.n_kv_heads();
+    packed.d_k = model.d_k();
+    packed.d_v = model.d_v();
+    if (model.mla) {
+        pack_latent_weights(model, packed);
+    } else {
+        pack_projections(model, packed);
     }
     if (model.W_O) {
         packed.W_O = *model.W_O;

@@ -103,8 +103,8 @@ std::string json_report(const BenchSpec& spec, const BenchResult& result) {
 
 // The report as a table of the steps, with what the numbers were measured on.
 std::string text_report(const BenchSpec& spec, const BenchResult& result) {
-    const arma::uword d_k =
-        spec.mla ? bench_latent_sizes(spec).nope_dim + bench_latent_sizes(spec).rope_dim : spec.d_model / spec.heads;
+    const Mla mla = bench_latent_sizes(spec);
+    const arma::uword d_k = spec.mla ? mla.nope_dim + mla.rope_dim : spec.d_model / spec.heads;
     std::string out;
     out += "qkv bench: " + std::to_string(spec.tokens) + " tokens, d_model " + std::to_string(spec.d_model) + ", " +
            std::to_string(spec.heads) + (spec.heads == 1 ? " head" : " heads") + " (d_k " + std::to_string(d_k) + ")";
@@ -123,7 +123,6 @@ std::string text_report(const BenchSpec& spec, const BenchResult& result) {
         out += ", QK-norm";
     }
     if (spec.mla) {
-        const Mla mla = bench_latent_sizes(spec);
         out += ", latent attention (d_n " + std::to_string(mla.nope_dim) + ", d_r " + std::to_string(mla.rope_dim) +
                ", d_v " + std::to_string(mla.v_dim) + ", r " + std::to_string(mla.kv_rank) + ", r_q " +
                std::to_string(*mla.q_rank) + ")";

@@ -110,13 +110,17 @@ std::vector<std::string> introduction(const DecodeTrace& decode, const Model& mo
 
 // "q = (x_3 + p_3)·W_Qᵀ + b_Q, turned by RoPE at position 2": the new
 // query's formula as this example computes it for head h.
-std::string query_formula(const Model& model, int h, arma::uword t) {
+// "x_3", or "(x_3 + p_3)" with positions: what token t's projections read
+std::string token_row(const Model& model, arma::uword t) {
     const std::string index = number(t);
-    const std::string token = model.P ? "(x_" + index + " + p_" + index + ")" : "x_" + index;
+    return model.P ? "(x_" + index + " + p_" + index + ")" : "x_" + index;
+}
+
+std::string query_formula(const Model& model, int h, arma::uword t) {
     if (model.mla) {
-        return "absorbed query [q_nope·W_UKᵀ  q_rope]";
+        return "absorbed query [q_nope·W_UKᵀ  q_rope]";  // where its parts come from: absorbed_query_note
     }
-    std::string formula = "q = " + token + "·W_Q" + (model.layout == Layout::pytorch ? "ᵀ" : "");
+    std::string formula = "q = " + token_row(model, t) + "·W_Q" + (model.layout == Layout::pytorch ? "ᵀ" : "");
     if (model.heads.at(static_cast<std::size_t>(h - 1)).b_Q) {
         formula += " + b_Q";
     }
@@ -128,8 +132,7 @@ std::string query_formula(const Model& model, int h, arma::uword t) {
 
 // mla: where the absorbed query's parts come from, said under it
 std::string absorbed_query_note(const Model& model, int h, arma::uword t) {
-    const std::string index = number(t);
-    const std::string token = model.P ? "(x_" + index + " + p_" + index + ")" : "x_" + index;
+    const std::string token = token_row(model, t);
     const std::string q = model.mla->q_rank ? "RMSNorm(" + token + "·W_DQ)·W_UQ" : token + "·W_Q";
     return "q = " + q + ", its last d_r turned by RoPE at position " + number(t - 1) + "; W_UK is head " +
            number(static_cast<arma::uword>(h)) + "'s";
