@@ -9,7 +9,7 @@ set(QKV_SOURCES_attention src/attention/attention.cpp src/attention/bench.cpp sr
     src/attention/cell.cpp src/attention/cpu_targets.cpp src/attention/divisor.cpp src/attention/decode.cpp
     src/attention/engine.cpp src/attention/engine_setup.cpp src/attention/kernels.cpp
     src/attention/engine_backward.cpp src/attention/steps.cpp src/attention/steps_backward.cpp
-    src/attention/steps_given.cpp src/attention/steps_mla.cpp src/attention/steps_read.cpp src/attention/trace.cpp
+    src/attention/steps_given.cpp src/attention/steps_mla.cpp src/attention/steps_mla_backward.cpp src/attention/steps_read.cpp src/attention/trace.cpp
     src/attention/worker_pool.cpp)
 set(QKV_SOURCES_render src/render/csv.cpp src/render/decode.cpp src/render/decode_json.cpp src/render/html.cpp
     src/render/formats.cpp src/render/json.cpp src/render/latex.cpp src/render/latex_text.cpp src/render/latex_cell.cpp

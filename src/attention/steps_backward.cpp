@@ -176,14 +176,15 @@ std::vector<StepKey> reads_projection(StepKey source, StepId gradient, int count
     append(keys, head == 0 ? every_head(gradient, count) : std::vector<StepKey>{{gradient, head}});
     return keys;
 }
+// with mla: the normed query latent (with q_rank) and the normed latent
 std::vector<StepKey> reads_w_query(const Model& model, int h) {
-    return reads_projection(query_source(model), StepId::grad_queries, heads(model), h);
+    return reads_projection(mla::queries_source(model), StepId::grad_queries, heads(model), h);
 }
 std::vector<StepKey> reads_w_key(const Model& model, int h) {
-    return reads_projection(key_source(model), StepId::grad_keys, kv_heads(model), h);
+    return reads_projection(mla::latent_source(model), StepId::grad_keys, kv_heads(model), h);
 }
 std::vector<StepKey> reads_w_value(const Model& model, int h) {
-    return reads_projection(key_source(model), StepId::grad_values, kv_heads(model), h);
+    return reads_projection(mla::latent_source(model), StepId::grad_values, kv_heads(model), h);
 }
 std::vector<StepKey> reads_w_output(const Model& model, int) {
     return {concat_source(model), {StepId::grad_output, 0}};
@@ -212,8 +213,11 @@ std::vector<StepKey> reads_in_proj_bias(const Model& model, int) {
     return keys;
 }
 
-// dX: every head's dQ, and in self-attention every key/value head's dK and dV
+// dX: every head's dQ, and in self-attention every key/value head's dK and dV (with mla: mla's)
 std::vector<StepKey> reads_inputs(const Model& model, int) {
+    if (model.mla) {
+        return mla::reads_grad_inputs(model, 0);
+    }
     std::vector<StepKey> keys = every_head(StepId::grad_queries, heads(model));
     if (!model.cross()) {
         append(keys, reads_context(model, 0));
@@ -320,6 +324,9 @@ arma::mat values(const Model&, int, StepInputs in) {
 arma::mat w_projection(const Model& model, int, StepInputs in) {
     return in_layout(model, product(in[0]->t(), side_by_side(in, 1)));
 }
+arma::mat w_key(const Model& model, int h, StepInputs in) {
+    return model.mla ? mla::grad_w_key(model, h, in) : w_projection(model, h, in);
+}
 
 // (H·d_v × d_out) = concatᵀ · dO, in the file's layout
 arma::mat w_output(const Model& model, int, StepInputs in) { return in_layout(model, product(in[0]->t(), *in[1])); }
@@ -354,6 +361,9 @@ arma::mat out_proj_weight(const Model&, int, StepInputs in) { return product(in[
 
 // (n × d_model) = Σ_h dQ_h·W_Q,hᵀ (+ Σ_g dK_g·W_K,gᵀ + dV_g·W_V,gᵀ in self-attention)
 arma::mat inputs(const Model& model, int, StepInputs in) {
+    if (model.mla) {
+        return mla::grad_inputs(model, 0, in);
+    }
     const auto H = static_cast<std::size_t>(model.n_heads());
     arma::mat result(in[0]->n_rows, model.d_model(), arma::fill::zeros);
     for (std::size_t h = 0; h < H; ++h) {
@@ -672,6 +682,10 @@ void describe_bias(Step& step, const std::string& letter, int count, arma::uword
 
 void describe_w_query(const StepContext& context, Step& step) {
     const Model& model = context.model();
+    if (model.mla) {
+        mla::describe_grad_head_weights(context, step);
+        return;
+    }
     const int count = heads(model);
     describe_weight(context, step, "Q", context.names().queries, count,
                     (step.head == 0 ? model.n_heads() : 1) * model.d_k());
@@ -679,12 +693,20 @@ void describe_w_query(const StepContext& context, Step& step) {
 
 void describe_w_key(const StepContext& context, Step& step) {
     const Model& model = context.model();
+    if (model.mla) {
+        mla::describe_grad_head_weights(context, step);
+        return;
+    }
     describe_weight(context, step, "K", context.names().keys, kv_heads(model),
                     (step.head == 0 ? model.n_kv_heads() : 1) * model.d_k());
 }
 
 void describe_w_value(const StepContext& context, Step& step) {
     const Model& model = context.model();
+    if (model.mla) {
+        mla::describe_grad_head_weights(context, step);
+        return;
+    }
     describe_weight(context, step, "V", context.names().keys, kv_heads(model),
                     (step.head == 0 ? model.n_kv_heads() : 1) * model.d_v());
 }
@@ -786,6 +808,10 @@ void describe_out_proj_bias(const StepContext& context, Step& step) {
 
 void describe_inputs(const StepContext& context, Step& step) {
     const Model& model = context.model();
+    if (model.mla) {
+        mla::describe_grad_inputs(context, step);
+        return;
+    }
     const bool several = model.n_heads() > 1;
     const bool shared = model.n_kv_heads() != model.n_heads();
     const std::string wq = weight_text(model, "Q", true);

@@ -115,6 +115,46 @@ void describe_values(const StepContext& context, Step& step);
 // w_query, w_key or w_value: a head's block of q_proj (q_b_proj) or kv_b_proj
 void describe_head_weight(const StepContext& context, Step& step, StepId id);
 
+// the backward pass (steps_mla_backward.cpp)
+bool backward_exists(const Model& model);
+bool q_rank_backward_exists(const Model& model);
+// what the keys' and values' up-projections read: the normed latent (X or C without mla)
+StepKey latent_source(const Model& model);
+
+std::vector<StepKey> reads_grad_normed_q_latent(const Model& model, int head);
+std::vector<StepKey> reads_grad_q_latent(const Model& model, int head);
+std::vector<StepKey> reads_grad_rope_keys(const Model& model, int head);
+std::vector<StepKey> reads_grad_normed_kv_latent(const Model& model, int head);
+std::vector<StepKey> reads_grad_kv_latent(const Model& model, int head);
+std::vector<StepKey> reads_grad_w_q_a(const Model& model, int head);
+std::vector<StepKey> reads_grad_w_kv_a(const Model& model, int head);
+std::vector<StepKey> reads_grad_inputs(const Model& model, int head);
+
+arma::mat grad_normed_q_latent(const Model& model, int head, StepInputs in);
+arma::mat grad_q_latent(const Model& model, int head, StepInputs in);
+arma::mat grad_rope_keys(const Model& model, int head, StepInputs in);
+arma::mat grad_normed_kv_latent(const Model& model, int head, StepInputs in);
+arma::mat grad_kv_latent(const Model& model, int head, StepInputs in);
+// dγ of q_a_layernorm or kv_a_layernorm, from (the normed latent's gradient, the latent)
+arma::mat grad_norm_gain(const Model& model, int head, StepInputs in);
+// W_UK's part of kv_b_proj: Cᵀ·[each head's dK without its rope part]
+arma::mat grad_w_key(const Model& model, int head, StepInputs in);
+// W_DQ's or W_kva's: sourceᵀ·[the gradients side by side]
+arma::mat grad_w_latent(const Model& model, int head, StepInputs in);
+arma::mat grad_inputs(const Model& model, int head, StepInputs in);
+
+void describe_grad_normed_q_latent(const StepContext& context, Step& step);
+// grad_q_latent, grad_kv_latent: back through the latent's RMSNorm
+void describe_grad_latent(const StepContext& context, Step& step);
+void describe_grad_rope_keys(const StepContext& context, Step& step);
+void describe_grad_normed_kv_latent(const StepContext& context, Step& step);
+void describe_grad_norm_gain(const StepContext& context, Step& step);
+void describe_grad_w_q_a(const StepContext& context, Step& step);
+void describe_grad_w_kv_a(const StepContext& context, Step& step);
+// grad_w_query, grad_w_key, grad_w_value of an mla example
+void describe_grad_head_weights(const StepContext& context, Step& step);
+void describe_grad_inputs(const StepContext& context, Step& step);
+
 }  // namespace mla
 
 // ── the backward pass (steps_backward.cpp), in the order of the table ────────
@@ -189,6 +229,7 @@ arma::mat q_norm(const Model& model, int head, StepInputs in);
 arma::mat k_norm(const Model& model, int head, StepInputs in);
 arma::mat values(const Model& model, int head, StepInputs in);
 arma::mat w_projection(const Model& model, int head, StepInputs in);
+arma::mat w_key(const Model& model, int head, StepInputs in);  // w_projection, or mla's W_UK
 arma::mat w_output(const Model& model, int head, StepInputs in);
 arma::mat b_projection(const Model& model, int head, StepInputs in);
 arma::mat b_output(const Model& model, int head, StepInputs in);

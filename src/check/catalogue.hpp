@@ -21,6 +21,8 @@
 #include "check/recompute.hpp"
 #include "model/model.hpp"
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
@@ -65,19 +67,24 @@ public:
     constexpr StepSet() = default;
     constexpr StepSet(std::initializer_list<StepId> ids) {
         for (const StepId id : ids) {
-            m_bits |= std::uint64_t{1} << static_cast<unsigned>(id);
+            const auto bit = static_cast<std::size_t>(id);
+            m_words[bit / 64] |= std::uint64_t{1} << (bit % 64);
         }
     }
-    constexpr bool has(StepId id) const { return (m_bits >> static_cast<unsigned>(id) & 1U) != 0; }
+    constexpr bool has(StepId id) const {
+        const auto bit = static_cast<std::size_t>(id);
+        return (m_words[bit / 64] >> (bit % 64) & 1U) != 0;
+    }
     static constexpr StepSet every() {
         StepSet all;
-        all.m_bits = ~std::uint64_t{0};
+        for (std::uint64_t& word : all.m_words) {
+            word = ~std::uint64_t{0};
+        }
         return all;
     }
 
 private:
-    static_assert(k_step_count <= 64);
-    std::uint64_t m_bits = 0;
+    std::array<std::uint64_t, (k_step_count + 63) / 64> m_words{};
 };
 
 // The learner's value of each step before the one diagnosed: their answers,

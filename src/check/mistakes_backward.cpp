@@ -289,12 +289,50 @@ constexpr MistakeRow k_rows[] = {
      .man = R"roff(DX from the queries only.)roff",
      .applies = [](A a) { return !a.model.cross(); },
      .make = [](A a, M made) {
+         if (a.model.mla && a.model.mla->q_rank) {
+             made("Only the query latent's path was taken back; X also made the latent and the rope key through "
+                  "kv_a_proj_with_mqa.",
+                  "dX = dC_Q·W_DQᵀ + [dC_KV dK_R]·W_kvaᵀ: every path from X adds its part",
+                  a.L(StepId::grad_q_latent) * a.model.mla->W_qa->t());
+             return;
+         }
          arma::mat queries_only(a.L(StepId::grad_queries, 1).n_rows, a.model.d_model(), arma::fill::zeros);
          for (int h = 1; h <= static_cast<int>(a.model.n_heads()); ++h) {
              queries_only += a.L(StepId::grad_queries, h) * a.model.heads[static_cast<std::size_t>(h - 1)].W_Q.t();
          }
-         made("Only the queries' path was taken back; X also fed the keys and the values.",
-              "dX = Σ dQ·W_Qᵀ + Σ (dK·W_Kᵀ + dV·W_Vᵀ): every path from X adds its part", std::move(queries_only));
+         made(a.model.mla ? "Only the queries' path was taken back; X also made the latent and the rope key through "
+                            "kv_a_proj_with_mqa."
+                          : "Only the queries' path was taken back; X also fed the keys and the values.",
+              a.model.mla ? "dX = Σ dQ·W_Qᵀ + [dC_KV dK_R]·W_kvaᵀ: every path from X adds its part"
+                          : "dX = Σ dQ·W_Qᵀ + Σ (dK·W_Kᵀ + dV·W_Vᵀ): every path from X adds its part",
+              std::move(queries_only));
+     }},
+
+    // ── mla's latents ──
+    {.id = "mla_rope_key_one_head", .steps = {StepId::grad_rope_keys},
+     .man = R"roff(With \fBmla\fR, the shared rope key's gradient taken from one head's dK, where every head read it and the gradient sums their shares.)roff",
+     .applies = [](A a) { return a.model.mla && a.model.n_heads() > 1; },
+     .make = [](A a, M made) {
+         const arma::uword d_n = a.model.mla->nope_dim;
+         for (int h = 1; h <= static_cast<int>(a.model.n_heads()); ++h) {
+             const arma::mat& dK = a.L(StepId::grad_keys, h);
+             if (dK.n_cols <= d_n) {
+                 return;
+             }
+             made("Only head " + std::to_string(h) + "'s share was taken: the rope key is one for every head, so "
+                  "each of the " + std::to_string(a.model.n_heads()) + " heads passes part of its gradient back.",
+                  "dK_R = Σ_h dK_h[:, d_n + 1 …]: the last d_r columns of every head's dK, added up",
+                  dK.cols(d_n, dK.n_cols - 1));
+         }
+     }},
+    {.id = "mla_latent_norm_backward_skipped", .steps = {StepId::grad_q_latent, StepId::grad_kv_latent},
+     .man = R"roff(With \fBmla\fR, a latent's gradient passed back through its RMSNorm unchanged.)roff",
+     .applies = [](A a) { return a.model.mla.has_value(); },
+     .make = [](A a, M made) {
+         const StepKey normed = step_inputs(a.model, a.key).front();
+         made("The norm was left out on the way back: this is the gradient of the normed latent, but the norm divided "
+              "each row by its root mean square and multiplied it by γ.",
+              "dc = r·(γ∘dy) − c·r³·mean(c∘γ∘dy), each row, r = 1/√(mean(c²) + eps)", a.L(normed.id));
      }},
 };
 

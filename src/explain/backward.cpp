@@ -51,7 +51,8 @@ struct Projection {
     std::string letter;            // "Q", "K", "V", "O"
     StepKey source;
     std::vector<StepKey> grads;
-    arma::uword width = 0;
+    arma::uword width = 0;         // each gradient's columns; 0: each its own step's width
+    bool heads = true;             // the gradients are heads' (not mla's latent beside its rope key)
 };
 
 class GradientWriter {
@@ -84,6 +85,15 @@ public:
                 {StepId::grad_q_norm, &GradientWriter::grad_norm_gain},
                 {StepId::grad_k_norm, &GradientWriter::grad_norm_gain},
                 {StepId::grad_values, &GradientWriter::grad_values},
+                {StepId::grad_normed_q_latent, &GradientWriter::grad_normed_q_latent},
+                {StepId::grad_q_latent, &GradientWriter::latent_norm_back},
+                {StepId::grad_rope_keys, &GradientWriter::grad_rope_keys},
+                {StepId::grad_normed_kv_latent, &GradientWriter::grad_normed_kv_latent},
+                {StepId::grad_kv_latent, &GradientWriter::latent_norm_back},
+                {StepId::grad_q_a_layernorm, &GradientWriter::latent_norm_gain},
+                {StepId::grad_kv_a_layernorm, &GradientWriter::latent_norm_gain},
+                {StepId::grad_w_q_a, &GradientWriter::grad_w_latent},
+                {StepId::grad_w_kv_a, &GradientWriter::grad_w_latent},
                 {StepId::grad_w_query, &GradientWriter::grad_w_projection},
                 {StepId::grad_w_key, &GradientWriter::grad_w_projection},
                 {StepId::grad_w_value, &GradientWriter::grad_w_projection},
@@ -145,6 +155,12 @@ private:
         }
         if (id == StepId::concat) {
             return "concat";
+        }
+        if (id == StepId::normed_q_latent) {
+            return "C_Q,norm";
+        }
+        if (id == StepId::normed_kv_latent) {
+            return "C";
         }
         return id == StepId::head_output ? "Z" : "X";  // the inputs
     }
@@ -639,17 +655,182 @@ private:
         }
     }
 
+    // ── mla's latents ───────────────────────────────────────────────────────
+    // dC_Q,norm[i,c] = Σ_h dQ_h[i,:]·W_UQ,h[c,:]
+    void grad_normed_q_latent() {
+        const std::vector<StepKey> in = reads();  // every head's grad_queries
+        line("every head's queries were this latent times its own block W_UQ of q_b_proj, so the gradient adds up "
+             "each head's dQ row times row c of its block (column c of W_UQᵀ)");
+        for (const arma::uword c : columns()) {
+            std::vector<DotPart> parts;
+            for (const StepKey& key : in) {
+                const Step& dQ = step_of(key);
+                const arma::rowvec d = dQ.values.row(m_row);
+                const arma::rowvec w = m_model.heads[static_cast<std::size_t>(key.head - 1)].W_Q.row(c);
+                const std::string sub = in.size() > 1 ? subscript(key.head) : "";
+                parts.push_back({{"dq" + sub + " = " + row_name(dQ, m_row) + " = " + m_num.vector(d),
+                                  "w = " + mla_weight_row(StepId::w_query, key.head, c) + " = " + m_num.vector(w)},
+                                 "head " + std::to_string(key.head),
+                                 "dq" + sub + "·w",
+                                 d,
+                                 w});
+            }
+            const double value = kept(c);
+            dot_sum(here(c), parts, &value);
+        }
+    }
+
+    // dK_R[i,c] = Σ_h dK_h[i, d_n + c]
+    void grad_rope_keys() {
+        const std::vector<StepKey> in = reads();  // every head's grad_keys
+        const arma::uword d_n = m_model.mla->nope_dim;
+        line(in.size() > 1 ? "one rope key served every head, so its gradient adds up each head's share: the last "
+                             "d_r columns of its dK"
+                           : "the one head's dK holds the rope key's gradient in its last d_r columns");
+        for (const arma::uword c : columns()) {
+            arma::rowvec terms(in.size());
+            std::string names;
+            for (std::size_t k = 0; k < in.size(); ++k) {
+                terms(k) = step_of(in[k]).values(m_row, d_n + c);
+                names += (k == 0 ? "" : " + ") + cell_name(in[k].id, m_row, static_cast<long>(d_n + c), in[k].head);
+            }
+            line(here(c) + " = " + names + " = " + sum_terms(terms) + " = " + result_of(arma::accu(terms), kept(c)));
+        }
+    }
+
+    // dC[i,c] = Σ_h (dK_h[i, 1 … d_n]·W_UK,h[c,:] + dV_h[i,:]·W_UV,h[c,:])
+    void grad_normed_kv_latent() {
+        const std::vector<StepKey> in = reads();  // every head's grad_keys, then every head's grad_values
+        const std::size_t H = in.size() / 2;
+        const arma::uword d_n = m_model.mla->nope_dim;
+        line("the latent made each head's keys (their first d_n numbers, through W_UK) and values (through W_UV): "
+             "its gradient adds both paths of every head, each row of dK or dV times row c of the block");
+        for (const arma::uword c : columns()) {
+            std::vector<DotPart> parts;
+            for (std::size_t k = 0; k < 2 * H; ++k) {
+                const bool key = k < H;
+                const Step& grad = step_of(in[k]);
+                const HeadWeights& weights = m_model.heads[static_cast<std::size_t>(grad.head - 1)];
+                const arma::rowvec d = key ? arma::rowvec(grad.values.row(m_row).head(d_n)) : arma::rowvec(grad.values.row(m_row));
+                const arma::rowvec w = key ? weights.W_K.row(c) : weights.W_V.row(c);
+                const std::string sub = H > 1 ? subscript(grad.head) : "";
+                const std::string lower = key ? "dk" : "dv";
+                parts.push_back({{lower + sub + " = " + row_name(grad, m_row) + (key ? ", its first d_n" : "") + " = " +
+                                      m_num.vector(d),
+                                  "w = " + mla_weight_row(key ? StepId::w_key : StepId::w_value, grad.head, c) + " = " +
+                                      m_num.vector(w)},
+                                 std::string(key ? "keys' path" : "values' path") +
+                                     (H > 1 ? ", head " + std::to_string(grad.head) : std::string()),
+                                 lower + sub + "·w",
+                                 d,
+                                 w});
+            }
+            const double value = kept(c);
+            dot_sum(here(c), parts, &value);
+        }
+    }
+
+    // Back through a latent's RMSNorm, one row: y = c·r∘γ, r = 1/√(mean(c²) + eps), so
+    // dc_k = r·γ_k·dy_k − c_k·r³·mean(c∘γ∘dy)
+    void latent_norm_back() {
+        const std::vector<StepKey> in = reads();  // the normed latent's gradient, the latent
+        const bool queries = m_step.id == StepId::grad_q_latent;
+        const Step& grad = step_of(in[0]);
+        const Step& latent = step_of(in[1]);
+        const arma::rowvec g = queries ? m_model.mla->q_norm : m_model.mla->kv_norm;
+        const arma::rowvec dy = grad.values.row(m_row);
+        const arma::rowvec x = latent.values.row(m_row);
+        const double width = static_cast<double>(x.n_elem);
+        const double eps = m_model.rms_eps();
+        const double mean_squares = arma::dot(x, x) / width;
+        const double r = 1.0 / std::sqrt(mean_squares + eps);
+        const double mean = arma::dot(x % g, dy) / width;
+        line("dy = " + row_name(grad, m_row) + " = " + m_num.vector(dy) + "    (the gradient of the normed row)");
+        line("c = " + row_name(latent, m_row) + " = " + m_num.vector(x) + "    (the row before the norm)");
+        line("γ = " + m_num.vector(g) + " (" + (queries ? "q_a_layernorm" : "kv_a_layernorm") + ")");
+        line("r = 1/√(mean(c²) + eps) = 1/√(" + m_num(mean_squares) + " + " + readable(eps) + ") = " + m_num(r));
+        line("m = mean(c∘γ∘dy) = " + m_num(mean) + "    (what the row's size passes back)");
+        for (const arma::uword k : columns()) {
+            line(here(k) + " = r·γ[" + std::to_string(k + 1) + "]·dy[" + std::to_string(k + 1) + "] − c[" +
+                 std::to_string(k + 1) + "]·r³·m = " + m_num(r) + " · " + m_num.factor(g(k)) + " · " +
+                 m_num.factor(dy(k)) + " − " + m_num.factor(x(k)) + " · " + m_num.factor(r * r * r) + " · " +
+                 m_num.factor(mean) + " = " + result_of(r * g(k) * dy(k) - x(k) * r * r * r * mean, kept(k)));
+        }
+    }
+
+    // dγ[c] = Σ_i dy[i,c]·c[i,c]·r_i
+    void latent_norm_gain() {
+        const std::vector<StepKey> in = reads();  // the normed latent's gradient, the latent
+        const arma::mat& dY = step_of(in[0]).values;
+        const arma::mat& X = step_of(in[1]).values;
+        const arma::vec r = rms_inverse(X, m_model.rms_eps());
+        line("r_i = 1/√(mean(c_i²) + eps) of each row i of " + step_text(in[1].id) + ": " +
+             m_num.vector(arma::rowvec(r.t())));
+        for (const arma::uword c : columns()) {
+            const arma::rowvec terms = (dY.col(c) % X.col(c) % r).t();
+            line("each row i: " + step_text(in[0].id) + "[i," + std::to_string(c + 1) + "]·" + step_text(in[1].id) +
+                 "[i," + std::to_string(c + 1) + "]·r_i");
+            line(here(c) + " = " + sum_terms(terms) + " = " + result_of(arma::accu(terms), kept(c)));
+        }
+    }
+
+    // dW_DQ = Xᵀ·dC_Q, dW_kva = Xᵀ·[dC_KV dK_R] (their transposes in the pytorch layout)
+    void grad_w_latent() {
+        const std::vector<StepKey> in = reads();  // the source, then the gradients of what the weight made
+        const bool queries = m_step.id == StepId::grad_w_q_a;
+        Projection p;
+        p.letter = queries ? "C_Q" : "[C_KV K_R]";
+        p.source = in.front();
+        p.grads.assign(in.begin() + 1, in.end());
+        p.heads = false;
+        const std::string s = source_symbol(p.source.id);
+        const std::string w = queries ? "W_DQ" : "W_kva";
+        const std::string d = queries ? "dC_Q" : "[dC_KV dK_R]";
+        if (pytorch_layout()) {
+            line("layout pytorch: d" + w + " is out × in like " + (queries ? "q_a_proj" : "kv_a_proj_with_mqa") +
+                 " as written, " + d + "ᵀ·" + s + ": cell [r,c] = Σ_i " + d + "[i,r]·" + s + "[i,c]");
+        } else {
+            line("d" + w + " = " + s + "ᵀ·" + d + " (in × out, like " + (queries ? "q_a_proj" : "kv_a_proj_with_mqa") +
+                 "): cell [r,c] = Σ_i " + s + "[i,r]·" + d + "[i,c]");
+        }
+        weight_cells(p, pytorch_layout());
+    }
+
+    // "row 3 of kv_b_proj, column 2 (head 1's W_UK)": where a row of a head's block sits in the file
+    std::string mla_weight_row(StepId weight, int head, arma::uword row) const {
+        const Mla& mla = *m_model.mla;
+        const bool query = weight == StepId::w_query;
+        const std::string whole = query ? (mla.q_rank ? "q_b_proj" : "q_proj") : "kv_b_proj";
+        const arma::uword block = query ? m_model.d_k() : mla.nope_dim + mla.v_dim;
+        const arma::uword width = query ? m_model.d_k() : weight == StepId::w_key ? mla.nope_dim : mla.v_dim;
+        const arma::uword first =
+            static_cast<arma::uword>(head - 1) * block + (weight == StepId::w_value ? mla.nope_dim : 0) + 1;
+        const std::string symbol = query ? (mla.q_rank ? "W_UQ" : "W_Q") : weight == StepId::w_key ? "W_UK" : "W_UV";
+        const std::string span = std::to_string(first) + " … " + std::to_string(first + width - 1);
+        return (pytorch_layout() ? "column " : "row ") + std::to_string(row + 1) + " of " + whole +
+               (pytorch_layout() ? " as written, rows " : ", columns ") + span + " (" +
+               (several_heads() ? "head " + std::to_string(head) + "'s " : std::string()) + symbol + ")";
+    }
+
     // ── the weights' gradients ──────────────────────────────────────────────
     // Column `out` of the projections' gradients side by side: the step and
     // column it comes from, and a line that says whose it is when there are several.
     std::pair<const Step*, arma::uword> gradient_column(const Projection& p, arma::uword out,
                                                        const std::string& what) {
-        const std::size_t k = p.grads.size() > 1 ? out / p.width : 0;
+        std::size_t k = 0;
+        arma::uword col = out;
+        for (; k + 1 < p.grads.size(); ++k) {
+            const arma::uword width = p.width != 0 ? p.width : step_of(p.grads[k]).values.n_cols;
+            if (col < width) {
+                break;
+            }
+            col -= width;
+        }
         const Step& grad = step_of(p.grads[k]);
-        const arma::uword col = out % p.width;
         if (p.grads.size() > 1) {
-            define(what + " belongs to " + head_text(grad) + ": column " + std::to_string(col + 1) + " of its d" +
-                   p.letter);
+            define(what + (p.heads ? " belongs to " + head_text(grad) + ": column " + std::to_string(col + 1) +
+                                         " of its d" + p.letter
+                                   : " comes from " + step_text(grad.id) + ": its column " + std::to_string(col + 1)));
         }
         return {&grad, col};
     }
@@ -685,8 +866,19 @@ private:
         p.source = in.front();
         p.grads.assign(in.begin() + 1, in.end());
         p.width = p.letter == "V" ? m_model.d_v() : m_model.d_k();
+        if (m_model.mla && p.letter == "K") {
+            p.width = m_model.mla->nope_dim;  // W_UK made only each key's first d_n numbers
+        }
         const std::string s = source_symbol(p.source.id);
         const std::string d = "d" + p.letter;
+        if (m_model.mla) {
+            const bool latent = m_model.mla->q_rank.has_value();
+            line(p.letter == "Q" ? "the queries were " + s + " times " + (latent ? "q_b_proj" : "q_proj") +
+                                       ", each head its own columns"
+                 : p.letter == "K" ? std::string("W_UK, each head's first d_n columns of its block of kv_b_proj, made "
+                                                 "only the keys' first d_n numbers: dK's rope part is not used here")
+                                   : std::string("W_UV is each head's last d_v columns of its block of kv_b_proj"));
+        }
         if (pytorch_layout()) {
             line("layout pytorch: dW_" + p.letter + " is out × in like W_" + p.letter + " as written, " + d + "ᵀ·" + s +
                  ": cell [r,c] = Σ_i " + d + "[i,r]·" + s + "[i,c]");
@@ -828,7 +1020,68 @@ private:
     }
 
     // dX (or dC) = each path's gradient row times its weight's transpose, summed
+    // dX with mla: through W_DQ (or each head's W_Q) and through W_kva
+    void latent_sources() {
+        const std::vector<StepKey> in = reads();
+        const Mla& mla = *m_model.mla;
+        const std::string q_name = mla.q_rank ? "q_a_proj" : "q_proj";
+        line(std::string("X made the ") + (mla.q_rank ? "query latent (q_a_proj)" : "queries (q_proj)") +
+             " and, through kv_a_proj_with_mqa, the latent and the rope key: the gradient adds the paths");
+        if (m_model.P) {
+            line("P is fixed, so this is also the gradient of X + P");
+        }
+        const std::size_t queries = in.size() - 2;
+        const auto file_row = [&](const std::string& name, arma::uword c) {
+            return (pytorch_layout() ? "column " : "row ") + std::to_string(c + 1) + " of " + name +
+                   (pytorch_layout() ? " as written" : "");
+        };
+        for (const arma::uword c : columns()) {
+            std::vector<DotPart> parts;
+            if (mla.q_rank) {
+                const Step& grad = step_of(in[0]);
+                const arma::rowvec d = grad.values.row(m_row);
+                const arma::rowvec w = mla.W_qa->row(c);
+                parts.push_back({{"dc_q = " + row_name(grad, m_row) + " = " + m_num.vector(d),
+                                  "w = " + file_row(q_name, c) + " = " + m_num.vector(w)},
+                                 "query latent's path",
+                                 "dc_q·w",
+                                 d,
+                                 w});
+            } else {
+                for (std::size_t k = 0; k < queries; ++k) {
+                    const Step& grad = step_of(in[k]);
+                    const arma::rowvec d = grad.values.row(m_row);
+                    const arma::rowvec w = m_model.heads[k].W_Q.row(c);
+                    const std::string sub = queries > 1 ? subscript(grad.head) : "";
+                    parts.push_back({{"dq" + sub + " = " + row_name(grad, m_row) + " = " + m_num.vector(d),
+                                      "w = " + mla_weight_row(StepId::w_query, grad.head, c) + " = " + m_num.vector(w)},
+                                     "queries' path" + (queries > 1 ? ", head " + std::to_string(grad.head) : std::string()),
+                                     "dq" + sub + "·w",
+                                     d,
+                                     w});
+                }
+            }
+            const Step& latent = step_of(in[queries]);
+            const Step& rope = step_of(in[queries + 1]);
+            const arma::rowvec d = arma::join_rows(latent.values.row(m_row), rope.values.row(m_row));
+            const arma::rowvec w = mla.W_kva.row(c);
+            parts.push_back({{"dkv = [" + row_name(latent, m_row) + ", " + row_name(rope, m_row) + "] = " +
+                                  m_num.vector(d),
+                              "w = " + file_row("kv_a_proj_with_mqa", c) + " = " + m_num.vector(w)},
+                             "latent's and rope key's path",
+                             "dkv·w",
+                             d,
+                             w});
+            const double value = kept(c);
+            dot_sum(here(c), parts, &value);
+        }
+    }
+
     void grad_sources() {
+        if (m_model.mla) {
+            latent_sources();
+            return;
+        }
         const std::vector<StepKey> in = reads();
         const bool inputs = m_step.id == StepId::grad_inputs;
         if (inputs && m_model.cross()) {

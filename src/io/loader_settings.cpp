@@ -280,15 +280,6 @@ void ModelLoader::read_window(Model& model, const YAML::Node& mask) {
 // grad_output: ones | MATRIX (n × d_out): the gradient the backward pass starts from.
 void ModelLoader::read_grad_output(Model& model) {
     const YAML::Node node = root()["grad_output"];
-    if (model.mla && (node || m_options.backward)) {
-        // at grad_output:, or at mla: for --backward
-        m_yaml.error(node ? node : root()["mla"],
-                     std::string(node ? "grad_output" : "--backward") + " is given with mla; qkv does not compute "
-                     "the backward pass of latent attention",
-                     "remove " + std::string(node ? "grad_output" : "--backward") +
-                         ": the forward steps of mla are computed, explained and checked");
-        return;
-    }
     if (!node) {
         if (m_options.backward) {
             model.grad_output = arma::mat(model.n(), model.d_out(), arma::fill::ones);

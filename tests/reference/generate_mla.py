@@ -8,8 +8,9 @@ Run from anywhere with Debian's Python (it has torch and numpy):
 
 For every case NAME (all named mla_*) it writes, next to this script,
 
-    cases/NAME.yaml           a qkv input file with an `mla:` key
-    cases/NAME.expected.json  every step that exists for it (README.md)
+    cases/NAME.yaml           a qkv input file with an `mla:` key and `grad_output:`
+    cases/NAME.expected.json  every forward step that exists for it, then every
+                              backward step that exists for it (README.md)
     cases/NAME.decode.json    for a case that decodes (causal or a window, no padding):
                               DeepSeek's absorbed decoding, token by token (deepseek_decode)
 
@@ -27,6 +28,12 @@ tensor op for tensor op, on batched (batch = 1, heads, tokens, d) tensors, in
 float64 where upstream casts to float32. The weights are the state dict's
 (out x in) tensors, used through torch.nn.functional.linear as nn.Linear does.
 
+How the gradients are made: X and every state-dict tensor (the two RMSNorm weights
+too) are leaf tensors with requires_grad=True; the same transcription runs with
+retain_grad() on every intermediate whose gradient is a step (hf_attention's `kept`),
+k_rot expanded to every head before RoPE so that each head's key (and its share of the
+rope key's gradient) is a tensor of its own; L = (output * dO).sum(), L.backward().
+
 Self-checks, before anything is written (a failing check stops the script):
   * DeepSeek's own inference code (deepseek-ai/DeepSeek-V3 inference/model.py:
     precompute_freqs_cis, apply_rotary_emb, RMSNorm, MLA.forward) transcribed
@@ -40,11 +47,18 @@ Self-checks, before anything is written (a failing check stops the script):
     rotate_pairs, frequencies from generate.py's rope_scaling_spec, math), the
     softmax written out with math.exp; it must agree with every written step and
     list the same steps;
+  * backward: DeepSeek's code (naive and absorb) run with autograd from the same leaves
+    (its style-half row permutation done by indexing inside the graph) must give the same
+    X.grad and parameter .grad; a second implementation with the explicit formulas from
+    the YAML text alone (direct_backward_from_yaml) must give every backward step and list
+    the same steps; central finite differences of L (generate_backward.py's step and
+    tolerance) for a few entries of every backward step (check_finite_differences);
   * the JSON text read back must equal the values in memory exactly;
   * each case must show what it is for (see check_purpose);
   * each decode entry must equal row t of the case's own steps (write_decode).
 """
 
+import copy
 import json
 import math
 import os
@@ -52,6 +66,7 @@ import re
 import sys
 import types
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 import yaml
@@ -59,22 +74,34 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import generate as gen  # noqa: E402  (conventions, writers, RoPE frequency functions)
+import generate_backward as gb  # noqa: E402  (dO, the inverse rotation, finite differences)
 from generate import (Bare, Flow, KEEP_TOLERANCE, NEG_INF, TOLERANCE, VERSIONS,  # noqa: E402
                       fmt_number, json_matrix, lists, tensor, yaml_text)
 
 torch.set_default_dtype(torch.float64)
 
 CASES_DIR = gen.CASES_DIR
-# Every step an MLA expected file may list, in this order. LATENT_STEPS and
-# WHOLE_STEPS are one matrix each; the others one matrix per head.
-MLA_STEP_IDS = ["q_latent", "normed_q_latent", "kv_latent", "normed_kv_latent", "rope_keys",
-                "queries", "rotated_queries", "keys", "rotated_keys", "values",
-                "scores", "scaled_scores", "masked_scores", "weights", "head_output",
-                "concat", "output"]
+# Every step an MLA expected file may list, in this order: the forward steps, then the
+# backward ones. SINGLE_STEPS are one matrix each; the others one matrix per head.
+FORWARD_STEP_IDS = ["q_latent", "normed_q_latent", "kv_latent", "normed_kv_latent", "rope_keys",
+                    "queries", "rotated_queries", "keys", "rotated_keys", "values",
+                    "scores", "scaled_scores", "masked_scores", "weights", "head_output",
+                    "concat", "output"]
+BACKWARD_STEP_IDS = ["grad_output", "grad_concat", "grad_head_output", "grad_weights", "grad_scaled_scores",
+                     "grad_scores", "grad_queries", "grad_keys", "grad_values",
+                     "grad_normed_q_latent", "grad_q_latent", "grad_rope_keys", "grad_normed_kv_latent",
+                     "grad_kv_latent", "grad_q_a_layernorm", "grad_kv_a_layernorm",
+                     "grad_w_query", "grad_w_key", "grad_w_value", "grad_w_q_a", "grad_w_kv_a",
+                     "grad_w_output", "grad_inputs"]
+MLA_STEP_IDS = FORWARD_STEP_IDS + BACKWARD_STEP_IDS
 SINGLE_STEPS = ("q_latent", "normed_q_latent", "kv_latent", "normed_kv_latent", "rope_keys",
-                "concat", "output")
+                "concat", "output",
+                "grad_output", "grad_concat", "grad_normed_q_latent", "grad_q_latent", "grad_rope_keys",
+                "grad_normed_kv_latent", "grad_kv_latent", "grad_q_a_layernorm", "grad_kv_a_layernorm",
+                "grad_w_query", "grad_w_key", "grad_w_value", "grad_w_q_a", "grad_w_kv_a",
+                "grad_w_output", "grad_inputs")
 YAML_ORDER = ["title", "inputs", "heads", "mla", "rope", "norm_eps", "layout", "weights",
-              "mask", "padding"]
+              "mask", "padding", "grad_output"]
 WEIGHT_ORDER = ["q_proj", "q_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_proj_with_mqa",
                 "kv_a_layernorm", "kv_b_proj", "o_proj"]
 # DeepSeek's ModelArgs defaults for the yarn branch (configs/config_671B.json agrees)
@@ -176,10 +203,19 @@ def hf_inv_freq(model):
     return ref["inv_freq"], ref["attention_scaling"]
 
 
-def hf_attention(model):
+def hf_attention(model, kept=None):
     """DeepseekV3Attention.forward with the eager attention interface, batch 1, every
     intermediate kept: returns the steps (per head lists, latent matrices) and the
-    rotated queries/keys as HF holds them (de-interleaved for style interleaved)."""
+    rotated queries/keys as HF holds them (de-interleaved for style interleaved).
+
+    kept: None, or a dict for the backward (model["X"] and model["sd"] leaves with
+    requires_grad): every tensor whose gradient is a step gets retain_grad() and is put
+    in kept under its step's name; and k_rot, viewed (batch, 1, n, d_r), is expanded to
+    every head BEFORE RoPE, the key [k_pass, k_rot] formed per head (kept["keys"], in the
+    unrotated element order), split again and turned per head, so that each head's share
+    of the rope key's gradient is a tensor of its own. Upstream turns k_rot once and
+    expands it after; the same elementwise ops on the same numbers, so the same values
+    (mla_case checks them equal)."""
     sd, m = model["sd"], model
     H, r, d_r, d_n, d_v = m["H"], m["r"], m["d_r"], m["d_n"], m["d_v"]
     qk_head_dim = d_n + d_r
@@ -190,28 +226,41 @@ def hf_attention(model):
     key_shape = (batch_size, seq_length, -1, d_n + d_v)
     steps = {}
 
+    def keep(name, t):
+        if kept is not None:
+            t.retain_grad()
+            kept[name] = t
+        return t
+
     if m["q_rank"] is None:
         q_states = F.linear(hidden_states, sd["q_proj"])
     else:
-        q_latent = F.linear(hidden_states, sd["q_a_proj"])           # q_a_proj
-        normed_q_latent = hf_deepseek_v3_rmsnorm(q_latent, sd["q_a_layernorm"], eps)
+        q_latent = keep("q_latent", F.linear(hidden_states, sd["q_a_proj"]))          # q_a_proj
+        normed_q_latent = keep("normed_q_latent", hf_deepseek_v3_rmsnorm(q_latent, sd["q_a_layernorm"], eps))
         q_states = F.linear(normed_q_latent, sd["q_b_proj"])
         steps["q_latent"], steps["normed_q_latent"] = q_latent[0], normed_q_latent[0]
-    q_states = q_states.view(query_shape).transpose(1, 2)            # (1, H, n, d_n + d_r)
+    q_states = keep("queries", q_states.view(query_shape).transpose(1, 2))   # (1, H, n, d_n + d_r)
     q_pass, q_rot = torch.split(q_states, [d_n, d_r], dim=-1)
 
     compressed_kv = F.linear(hidden_states, sd["kv_a_proj_with_mqa"])
     k_pass, k_rot = torch.split(compressed_kv, [r, d_r], dim=-1)
+    keep("kv_latent", k_pass)
+    keep("rope_keys", k_rot)
     steps["kv_latent"], steps["rope_keys"] = k_pass[0], k_rot[0]
-    normed_kv_latent = hf_deepseek_v3_rmsnorm(k_pass, sd["kv_a_layernorm"], eps)
+    normed_kv_latent = keep("normed_kv_latent", hf_deepseek_v3_rmsnorm(k_pass, sd["kv_a_layernorm"], eps))
     steps["normed_kv_latent"] = normed_kv_latent[0]
 
     k_pass = F.linear(normed_kv_latent, sd["kv_b_proj"]).view(key_shape).transpose(1, 2)
     k_pass, value_states = torch.split(k_pass, [d_n, d_v], dim=-1)
+    keep("values", value_states)
 
     k_rot = k_rot.view(batch_size, 1, seq_length, d_r)
     # the keys before RoPE, for the `keys` step (upstream never forms them)
     keys = torch.cat((k_pass, k_rot.expand(*k_pass.shape[:-1], -1)), dim=-1)
+    if kept is not None:
+        # the backward's per-head keys: the expansion before RoPE, the rotation per head
+        keep("keys", keys)
+        k_pass, k_rot = torch.split(keys, [d_n, d_r], dim=-1)
 
     position_ids = torch.arange(seq_length)[None]
     inv_freq, attention_scaling = hf_inv_freq(m)
@@ -229,21 +278,23 @@ def hf_attention(model):
     # eager_attention_forward (num_key_value_groups 1: repeat_kv returns the states as they are);
     # the matmul and "* scaling" of one upstream line are two steps here
     scaling = hf_scaling(m["rope"].get("scaling"), qk_head_dim)
-    scores = torch.matmul(query_states, key_states.transpose(2, 3))
-    attn_weights = scores * scaling
+    scores = keep("scores", torch.matmul(query_states, key_states.transpose(2, 3)))
+    attn_weights = keep("scaled_scores", scores * scaling)
     scaled = attn_weights
     if m["attention_mask"] is not None:
         causal_mask = m["attention_mask"][:, :, :, : key_states.shape[-2]]
         attn_weights = attn_weights + causal_mask
     masked = attn_weights
     attn_weights = torch.nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float64).to(query_states.dtype)
-    attn_output = torch.matmul(attn_weights, value_states)
+    keep("weights", attn_weights)
+    attn_output = keep("head_output", torch.matmul(attn_weights, value_states))
     head_output = attn_output
     attn_output = attn_output.transpose(1, 2).contiguous()
 
     attn_output = attn_output.reshape(batch_size, seq_length, -1).contiguous()
     concat = attn_output[0]
     if "o_proj" in sd:
+        keep("concat", attn_output)
         attn_output = F.linear(attn_output, sd["o_proj"])
 
     re = reinterleave if interleave else (lambda t: t)
@@ -262,6 +313,73 @@ def hf_attention(model):
     steps["output"] = attn_output[0]
     return steps, {"scaling": scaling, "inv_freq": inv_freq, "attention_scaling": attention_scaling,
                    "q_rot": q_rot[0], "k_rot": k_rot[0, 0]}
+
+
+def as_layout(t, layout):
+    """A state dict tensor's gradient (out x in) in the file's layout: x_w in x out."""
+    return (t if layout == "pytorch" else t.T).contiguous().clone()
+
+
+def hf_backward(model, dO, layout):
+    """The backward steps: X and every state dict tensor as leaves with requires_grad=True,
+    hf_attention with kept (retain_grad), L = (output * dO).sum(), L.backward(). Returns the
+    backward steps, the forward steps of this run (detached) and the leaves' .grad
+    ({"X": ..., state dict name: ...})."""
+    m = model
+    H, d_n, d_v = m["H"], m["d_n"], m["d_v"]
+    X = m["X"].detach().clone().requires_grad_(True)
+    sd = {key: value.detach().clone().requires_grad_(True) for key, value in m["sd"].items()}
+    kept = {}
+    steps, _ = hf_attention(dict(m, X=X, sd=sd), kept)
+    L = (steps["output"] * dO).sum()
+    L.backward()
+
+    def grad(name):                                 # (1, ...) -> without the batch
+        return kept[name].grad.detach()[0].clone()
+
+    out = {"grad_output": dO.clone()}
+    if "o_proj" in sd and H > 1:
+        out["grad_concat"] = grad("concat")
+    for step, name in (("grad_head_output", "head_output"), ("grad_weights", "weights"),
+                       ("grad_scaled_scores", "scaled_scores"), ("grad_scores", "scores"),
+                       ("grad_queries", "queries"), ("grad_keys", "keys"), ("grad_values", "values")):
+        out[step] = [g.clone() for g in grad(name)]
+    if m["q_rank"] is not None:
+        out["grad_normed_q_latent"] = grad("normed_q_latent")
+        out["grad_q_latent"] = grad("q_latent")
+    out["grad_rope_keys"] = grad("rope_keys")
+    out["grad_normed_kv_latent"] = grad("normed_kv_latent")
+    out["grad_kv_latent"] = grad("kv_latent")
+    if m["q_rank"] is not None:
+        out["grad_q_a_layernorm"] = sd["q_a_layernorm"].grad.detach()[None].clone()
+    out["grad_kv_a_layernorm"] = sd["kv_a_layernorm"].grad.detach()[None].clone()
+    out["grad_w_query"] = as_layout(sd["q_proj" if m["q_rank"] is None else "q_b_proj"].grad.detach(), layout)
+    block = d_n + d_v
+    kv_b = sd["kv_b_proj"].grad.detach()
+    out["grad_w_key"] = as_layout(torch.cat([kv_b[h * block:h * block + d_n] for h in range(H)]), layout)
+    out["grad_w_value"] = as_layout(torch.cat([kv_b[h * block + d_n:(h + 1) * block] for h in range(H)]), layout)
+    if m["q_rank"] is not None:
+        out["grad_w_q_a"] = as_layout(sd["q_a_proj"].grad.detach(), layout)
+    out["grad_w_kv_a"] = as_layout(sd["kv_a_proj_with_mqa"].grad.detach(), layout)
+    if "o_proj" in sd:
+        out["grad_w_output"] = as_layout(sd["o_proj"].grad.detach(), layout)
+    out["grad_inputs"] = X.grad.detach().clone()
+
+    forward = {key: ([t.detach().clone() for t in value] if isinstance(value, list) else value.detach().clone())
+               for key, value in steps.items()}
+    leaves = {"X": X.grad.detach().clone()} | {key: value.grad.detach().clone() for key, value in sd.items()}
+    return out, forward, leaves
+
+
+def deepseek_backward(model, dO, impl):
+    """DeepSeek's MLA.forward (deepseek_mla) run with autograd from fresh leaves X and state
+    dict: deepseek_state_dict's row permutation (style half) is indexing inside the graph, so
+    the gradients come back to the unpermuted tensors. Returns {"X": X.grad, name: .grad}."""
+    X = model["X"].detach().clone().requires_grad_(True)
+    sd = {key: value.detach().clone().requires_grad_(True) for key, value in model["sd"].items()}
+    ds = deepseek_mla(dict(model, X=X, sd=sd), impl)
+    (ds["output"] * dO).sum().backward()
+    return {"X": X.grad.detach().clone()} | {key: value.grad.detach().clone() for key, value in sd.items()}
 
 
 # ---------------------------------------------------------------------------
@@ -561,9 +679,19 @@ def softmax_written_out(row):
     return [v / total for v in e]
 
 
-def direct_from_yaml(doc, no_norm=False):
+def direct_from_yaml(doc, no_norm=False, perturb=None, inside=None):
     """Every step of an mla file (README.md), from the parsed YAML only. no_norm: the latent
-    RMSNorms left out (only to show that they matter)."""
+    RMSNorms left out (only to show that they matter). perturb = (backward step id, head,
+    i, j, delta) adds delta to that forward value (the tensor whose gradient the step is),
+    for the finite differences of the intermediate steps. inside: None, or a dict that
+    receives what the backward formulas read (X, the weights in x out, the gammas, eps, the
+    rope settings, the divisor, the kept cells)."""
+    def bump(step, h, M):
+        if perturb is not None and perturb[0] == step and perturb[1] == h:
+            M = M.clone()
+            M[perturb[2], perturb[3]] += perturb[4]
+        return M
+
     X = tensor(doc["inputs"])
     n, d_model = X.shape
     H = doc.get("heads", 1)
@@ -574,11 +702,13 @@ def direct_from_yaml(doc, no_norm=False):
     eps = float(doc.get("norm_eps", 1e-6))
     pytorch = doc.get("layout", "x_w") == "pytorch"
     w = doc["weights"]
+    W = {}
 
     def weight(name, rows, cols):                        # -> in x out
         M = tensor(w[name])
         M = M.T if pytorch else M
         assert M.shape == (rows, cols), (name, tuple(M.shape), (rows, cols))
+        W[name] = M
         return M
 
     def gamma(name, width):
@@ -593,13 +723,15 @@ def direct_from_yaml(doc, no_norm=False):
         Q_all = X @ weight("q_proj", d_model, H * qk)
     else:
         assert "q_proj" not in w
-        steps["q_latent"] = X @ weight("q_a_proj", d_model, r_q)
-        steps["normed_q_latent"] = rms_norm_rows(steps["q_latent"], gamma("q_a_layernorm", r_q), eps,
-                                                 no_norm)
+        steps["q_latent"] = bump("grad_q_latent", 0, X @ weight("q_a_proj", d_model, r_q))
+        steps["normed_q_latent"] = bump("grad_normed_q_latent", 0, rms_norm_rows(
+            steps["q_latent"], gamma("q_a_layernorm", r_q), eps, no_norm))
         Q_all = steps["normed_q_latent"] @ weight("q_b_proj", r_q, H * qk)
     A = X @ weight("kv_a_proj_with_mqa", d_model, r + d_r)
-    steps["kv_latent"], steps["rope_keys"] = A[:, :r], A[:, r:]
-    steps["normed_kv_latent"] = rms_norm_rows(steps["kv_latent"], gamma("kv_a_layernorm", r), eps, no_norm)
+    steps["kv_latent"] = bump("grad_kv_latent", 0, A[:, :r])
+    steps["rope_keys"] = bump("grad_rope_keys", 0, A[:, r:])
+    steps["normed_kv_latent"] = bump("grad_normed_kv_latent", 0, rms_norm_rows(
+        steps["kv_latent"], gamma("kv_a_layernorm", r), eps, no_norm))
     B = steps["normed_kv_latent"] @ weight("kv_b_proj", r, H * (d_n + d_v))
 
     # RoPE over d_r, with rope.scaling's frequencies and attention factor (math, pair by pair)
@@ -632,17 +764,19 @@ def direct_from_yaml(doc, no_norm=False):
                  "scaled_scores", "masked_scores", "weights", "head_output"):
         steps[name] = []
     for h in range(H):
-        q = Q_all[:, h * qk:(h + 1) * qk]
+        q = bump("grad_queries", h, Q_all[:, h * qk:(h + 1) * qk])
         block = B[:, h * (d_n + d_v):(h + 1) * (d_n + d_v)]
-        k = torch.cat((block[:, :d_n], steps["rope_keys"]), dim=1)
-        v = block[:, d_n:]
+        k = bump("grad_keys", h, torch.cat((block[:, :d_n], steps["rope_keys"]), dim=1))
+        v = bump("grad_values", h, block[:, d_n:])
         q_turned, k_turned = turn(q), turn(k)
         S = tensor([[sum(a * b for a, b in zip(qi, kj)) for kj in k_turned.tolist()] for qi in q_turned.tolist()])
-        scaled = S / divisor
+        S = bump("grad_scores", h, S)
+        scaled = bump("grad_scaled_scores", h, S / divisor)
         x = [[s if keep[i][j] else NEG_INF for j, s in enumerate(row)] for i, row in enumerate(scaled.tolist())]
-        Wt = tensor([softmax_written_out(row) for row in x])
+        Wt = bump("grad_weights", h, tensor([softmax_written_out(row) for row in x]))
         Z = tensor([[sum(Wt[i, j].item() * v[j, c].item() for j in range(n)) for c in range(d_v)]
                     for i in range(n)])
+        Z = bump("grad_head_output", h, Z)
         for name, value in (("queries", q), ("rotated_queries", q_turned), ("keys", k),
                             ("rotated_keys", k_turned), ("values", v), ("scores", S),
                             ("scaled_scores", scaled), ("masked_scores", tensor(x)),
@@ -650,11 +784,206 @@ def direct_from_yaml(doc, no_norm=False):
             steps[name].append(value)
     if not masked:
         del steps["masked_scores"]
-    concat = torch.cat(steps["head_output"], dim=1)
+    concat = bump("grad_concat", 0, torch.cat(steps["head_output"], dim=1))
     if H > 1:
         steps["concat"] = concat
     steps["output"] = concat @ weight("o_proj", H * d_v, w_cols(w, pytorch)) if "o_proj" in w else concat
+    if inside is not None:
+        inside.update({
+            "X": X, "W": W, "concat": concat, "eps": eps, "pytorch": pytorch, "keep": torch.tensor(keep),
+            "gamma": {name: tensor(gamma(name, width)) for name, width in
+                      (("q_a_layernorm", r_q), ("kv_a_layernorm", r)) if width is not None},
+            "rope": (base, style, spec["inv_freq"], spec["attention_factor"]), "divisor": divisor,
+            "sizes": (n, d_model, H, r, d_r, d_n, d_v, r_q)})
     return steps, divisor, H
+
+
+def grad_output_from_yaml(doc, n, d_out):
+    """dO as the YAML gives it: a matrix, or `ones`."""
+    if doc["grad_output"] == "ones":
+        return torch.ones(n, d_out)
+    dO = tensor(doc["grad_output"])
+    assert dO.shape == (n, d_out), ("grad_output", tuple(dO.shape), (n, d_out))
+    return dO
+
+
+def rms_norm_backward(x, dy, gamma, eps):
+    """The RMSNorm's backward, row by row: r = 1/sqrt(mean(x^2) + eps), u = gamma o dy,
+    dx = r u - x r^3 mean(x o u); dgamma = the sum over rows of dy o x r."""
+    r = 1.0 / torch.sqrt((x * x).mean(dim=1, keepdim=True) + eps)
+    u = dy * gamma
+    dx = r * u - x * r ** 3 * (x * u).mean(dim=1, keepdim=True)
+    return dx, (dy * x * r).sum(dim=0)
+
+
+def direct_backward_from_yaml(doc):
+    """Every backward step of an mla file with the explicit formulas, from the parsed YAML
+    only (the forward from direct_from_yaml): dZ = dO W_O^T's head columns; dA = dZ V^T;
+    dS' = A o (dA - rowsum(dA o A)); dS = dS' / scale; dQ_rot = dS K_rot, dK_rot = dS^T Q_rot;
+    RoPE back on the last d_r elements (generate_backward.np_rotate with sign -1: the inverse
+    rotation, times the attention factor); dV = A^T dZ; dK_R = sum_h dK_h[:, d_n:];
+    dC = sum_h (dK_h[:, :d_n] W_UK,h^T + dV_h W_UV,h^T); the RMSNorms' backward; the weights'
+    gradients source^T dY in x_w, transposed for layout pytorch; dX through the projections.
+    Returns the backward steps and the forward ones."""
+    inside = {}
+    f, divisor, _ = direct_from_yaml(doc, inside=inside)
+    n, d_model, H, r, d_r, d_n, d_v, r_q = inside["sizes"]
+    W, X, keep = inside["W"], inside["X"], inside["keep"]
+    base, style, inv_freq, factor = inside["rope"]
+    qk = d_n + d_r
+    d_out = f["output"].shape[1]
+    dO = grad_output_from_yaml(doc, n, d_out)
+
+    def turn_back(M):                                   # the last d_r columns turned back
+        back = gb.np_rotate(M[:, d_n:].numpy(), base, style, -1, 1.0, inv_freq, factor)
+        return torch.cat((M[:, :d_n], torch.from_numpy(back)), dim=1)
+
+    out = {"grad_output": dO}
+    if "o_proj" in W:
+        dcat = dO @ W["o_proj"].T
+        if H > 1:
+            out["grad_concat"] = dcat
+    else:
+        dcat = dO
+    names = ("grad_head_output", "grad_weights", "grad_scaled_scores", "grad_scores",
+             "grad_queries", "grad_keys", "grad_values")
+    for name in names:
+        out[name] = []
+    W_kvb = W["kv_b_proj"]                               # r x H (d_n + d_v)
+    dC = torch.zeros(n, r)
+    dK_R = torch.zeros(n, d_r)
+    for h in range(H):
+        A, V = f["weights"][h], f["values"][h]
+        dZ = dcat[:, h * d_v:(h + 1) * d_v]
+        dA = dZ @ V.T
+        dx = A * (dA - (dA * A).sum(dim=1, keepdim=True))
+        dx = dx.masked_fill(~keep, 0.0)
+        dS = dx / divisor
+        dQ = turn_back(dS @ f["rotated_keys"][h])
+        dK = turn_back(dS.T @ f["rotated_queries"][h])
+        dV = A.T @ dZ
+        for name, value in zip(names, (dZ, dA, dx, dS, dQ, dK, dV)):
+            out[name].append(value)
+        block = W_kvb[:, h * (d_n + d_v):(h + 1) * (d_n + d_v)]
+        dK_R = dK_R + dK[:, d_n:]
+        dC = dC + dK[:, :d_n] @ block[:, :d_n].T + dV @ block[:, d_n:].T
+    dQ_all = torch.cat(out["grad_queries"], dim=1)       # n x H (d_n + d_r)
+    as_written = (lambda t: t.T) if inside["pytorch"] else (lambda t: t)
+    if r_q is None:
+        dX = dQ_all @ W["q_proj"].T
+        dW_query = X.T @ dQ_all
+    else:
+        dCq = dQ_all @ W["q_b_proj"].T
+        dW_query = f["normed_q_latent"].T @ dQ_all
+        dq_latent, dgamma_q = rms_norm_backward(f["q_latent"], dCq, inside["gamma"]["q_a_layernorm"], inside["eps"])
+        out["grad_normed_q_latent"], out["grad_q_latent"] = dCq, dq_latent
+        dX = dq_latent @ W["q_a_proj"].T
+    out["grad_rope_keys"] = dK_R
+    dkv_latent, dgamma_kv = rms_norm_backward(f["kv_latent"], dC, inside["gamma"]["kv_a_layernorm"], inside["eps"])
+    out["grad_normed_kv_latent"], out["grad_kv_latent"] = dC, dkv_latent
+    if r_q is not None:
+        out["grad_q_a_layernorm"] = dgamma_q[None]
+    out["grad_kv_a_layernorm"] = dgamma_kv[None]
+    out["grad_w_query"] = as_written(dW_query)
+    out["grad_w_key"] = as_written(f["normed_kv_latent"].T @ torch.cat([d[:, :d_n] for d in out["grad_keys"]], dim=1))
+    out["grad_w_value"] = as_written(f["normed_kv_latent"].T @ torch.cat(out["grad_values"], dim=1))
+    dA_kv = torch.cat((dkv_latent, dK_R), dim=1)        # the gradient of X W_kva
+    if r_q is not None:
+        out["grad_w_q_a"] = as_written(X.T @ dq_latent)
+    out["grad_w_kv_a"] = as_written(X.T @ dA_kv)
+    if "o_proj" in W:
+        out["grad_w_output"] = as_written(inside["concat"].T @ dO)
+    out["grad_inputs"] = dX + dA_kv @ W["kv_a_proj_with_mqa"].T
+    assert dQ_all.shape == (n, H * qk)
+    return out, f
+
+
+def yaml_loss(doc, perturb=None):
+    """L = (output * dO).sum() from the YAML alone (direct_from_yaml), perturbed or not."""
+    steps, _, _ = direct_from_yaml(doc, perturb=perturb)
+    dO = grad_output_from_yaml(doc, *steps["output"].shape)
+    return float((steps["output"] * dO).sum())
+
+
+def yaml_entry(doc, step, i, j):
+    """The YAML numbers whose derivative a parameter or input step's entry (i, j) is:
+    (path, row or None, column), in the file's own layout. grad_w_key and grad_w_value are
+    head blocks of kv_b_proj's rows (pytorch) or columns (x_w)."""
+    mla, pytorch = doc["mla"], doc.get("layout", "x_w") == "pytorch"
+    d_n, d_v = mla["nope_dim"], mla["v_dim"]
+    block = d_n + d_v
+    direct = {"grad_inputs": ("inputs",), "grad_w_query": ("weights", "q_proj" if "q_rank" not in mla else "q_b_proj"),
+              "grad_w_q_a": ("weights", "q_a_proj"), "grad_w_kv_a": ("weights", "kv_a_proj_with_mqa"),
+              "grad_w_output": ("weights", "o_proj")}
+    if step in direct:
+        return direct[step], i, j
+    if step in ("grad_q_a_layernorm", "grad_kv_a_layernorm"):
+        assert i == 0
+        return ("weights", step[len("grad_"):]), None, j
+    if step in ("grad_w_key", "grad_w_value"):
+        width, offset = (d_n, 0) if step == "grad_w_key" else (d_v, d_n)
+        if pytorch:
+            return ("weights", "kv_b_proj"), (i // width) * block + offset + i % width, j
+        return ("weights", "kv_b_proj"), i, (j // width) * block + offset + j % width
+    return None
+
+
+def check_finite_differences(name, doc, steps, written, seed):
+    """Central differences of L (generate_backward's FD_STEP and FD_TOLERANCE) for a few
+    entries of every backward step (generate_backward.fd_entries: the largest and a random
+    one; a blocked cell of grad_scaled_scores and grad_scores; for grad_keys the largest of
+    its rope part too): the YAML's own numbers for weights, gammas and inputs, a perturbation
+    inside the forward for the intermediate steps. Returns (entries checked, the largest
+    |difference|, the largest relative difference)."""
+    rng = np.random.default_rng(seed)
+    checked, largest, relative = 0, 0.0, 0.0
+    d_n = doc["mla"]["nope_dim"]
+    blocked = None
+    for step in written:
+        if not step.startswith("grad_") or step == "grad_output":
+            continue
+        value = steps[step]
+        mats = [value] if step in SINGLE_STEPS else value
+        for h, G in enumerate(mats):
+            G = G.numpy()
+            extra = []
+            if step in ("grad_scaled_scores", "grad_scores"):
+                if blocked is None:
+                    inside = {}
+                    direct_from_yaml(doc, inside=inside)
+                    blocked = np.argwhere(~inside["keep"].numpy())
+                if len(blocked):
+                    extra = [(int(blocked[0][0]), int(blocked[0][1]))]
+            if step == "grad_keys":
+                rope_part = np.abs(G[:, d_n:])
+                idx = np.unravel_index(int(np.argmax(rope_part)), rope_part.shape)
+                extra = [(int(idx[0]), int(idx[1]) + d_n)]
+            for i, j in gb.fd_entries(G, rng, extra):
+                entry = yaml_entry(doc, step, i, j)
+                if entry is not None:
+                    path, row, col = entry
+
+                    def loss(delta):
+                        d = copy.deepcopy(doc)
+                        node = d
+                        for key in path:
+                            node = node[key]
+                        if row is None:
+                            node[col] += delta
+                        else:
+                            node[row][col] += delta
+                        return yaml_loss(d)
+                else:
+                    def loss(delta):
+                        return yaml_loss(doc, (step, h, i, j, delta))
+                fd = (loss(gb.FD_STEP) - loss(-gb.FD_STEP)) / (2 * gb.FD_STEP)
+                g = float(G[i, j])
+                assert abs(fd - g) <= gb.FD_TOLERANCE * max(1.0, abs(g)), \
+                    f"{name}: finite difference of {step}[{i},{j}] matrix {h + 1}: {fd} vs {g}"
+                largest = max(largest, abs(fd - g))
+                relative = max(relative, abs(fd - g) / max(1.0, abs(g)))
+                checked += 1
+    return checked, largest, relative
 
 
 def w_cols(w, pytorch):
@@ -702,21 +1031,26 @@ def steps_from_json(parsed, step_ids):
 
 
 def keep_committed_digits(case, json_path):
-    """generate.py's rule: an expected file already there with the same steps whose values
-    agree with this run's to KEEP_TOLERANCE keeps its digits. Returns the largest
-    difference kept, or None."""
+    """generate.py's rule, for a step list that may have grown: an expected file already
+    there whose steps are this run's steps, or some of them in the same order (the forward
+    steps of a file written before the backward ones), and whose values agree with this
+    run's to KEEP_TOLERANCE keeps its digits for those steps; steps it does not hold are
+    written as computed. Returns the largest difference kept, or None."""
     if not os.path.exists(json_path):
         return None
     with open(json_path, encoding="utf-8") as f:
         old = json.load(f)
-    if old.get("case") != case["name"] or list(old["steps"]) != case["written"]:
+    old_steps = list(old["steps"])
+    written = case["written"]
+    if (old.get("case") != case["name"] or not set(old_steps) <= set(written)
+            or old_steps != [s for s in written if s in old_steps]):
         return None
-    committed = steps_from_json(old, case["written"])
+    committed = steps_from_json(old, old_steps)
     try:
-        largest = compare_steps(committed, case["steps"], "committed", case["written"], KEEP_TOLERANCE)
+        largest = compare_steps(committed, case["steps"], "committed", old_steps, KEEP_TOLERANCE)
     except AssertionError:
         return None
-    for step in case["written"]:
+    for step in old_steps:
         case["steps"][step] = committed[step]
     return largest
 
@@ -730,12 +1064,26 @@ def write_case(case):
     text = yaml_text({key: doc[key] for key in YAML_ORDER if key in doc})
     written = case["written"]
     assert written == [s for s in MLA_STEP_IDS if s in written], (name, "step order")
+    forward = [s for s in written if s in FORWARD_STEP_IDS]
+    backward = [s for s in written if s in BACKWARD_STEP_IDS]
+    assert written == forward + backward, (name, "forward steps first")
+    for step in written:
+        if step not in SINGLE_STEPS:
+            assert len(case["steps"][step]) == case["heads"], (name, step, "one matrix per head")
 
-    # the third implementation, from the YAML text alone
-    steps, divisor, H = direct_from_yaml(yaml.safe_load(text))
+    # the third implementation, from the YAML text alone: the forward one head at a time,
+    # the backward with the explicit formulas
+    parsed_doc = yaml.safe_load(text)
+    steps, divisor, H = direct_from_yaml(parsed_doc)
+    formulas, _ = direct_backward_from_yaml(parsed_doc)
+    assert not set(formulas) & set(steps), name
+    steps.update(formulas)
     assert set(steps) == set(written), (name, set(steps) ^ set(written))
-    case["direct_difference"] = compare_steps(case["steps"], steps, f"{name}: YAML recomputed", written)
+    case["direct_difference"] = compare_steps(case["steps"], steps, f"{name}: YAML recomputed", forward)
+    case["formulas_difference"] = compare_steps(case["steps"], steps, f"{name}: autograd vs explicit formulas",
+                                                backward)
     assert abs(divisor - case["scale"]) <= 1e-15 * divisor and H == case["heads"], name
+    case["fd"] = check_finite_differences(name, parsed_doc, case["steps"], written, case["seed"])
 
     kept = keep_committed_digits(case, json_path)
     expected = json_text_mla(case)
@@ -746,6 +1094,9 @@ def write_case(case):
     for step in written:
         for a, b in pairs_of(case["steps"], steps_from_json(parsed, written), step):
             assert torch.equal(a, b), (name, step, "JSON read back")
+    for step in backward:
+        # numbers only: no "-inf" in a gradient
+        assert "inf" not in json.dumps(parsed["steps"][step]), (name, step)
     assert not re.search(r"-0\.0(?![0-9e])", expected), (name, "-0.0 written")
 
     with open(yaml_path, "w", encoding="utf-8") as f:
@@ -766,9 +1117,11 @@ def blocked_cells(n, mask, padding):
 
 
 def mla_case(name, title, seed, *, n, d_model, H, r, d_r, d_n, d_v, rope, q_rank=None,
-             norm_eps=None, layout="x_w", mask=None, padding=None, o_proj=True):
+             norm_eps=None, layout="x_w", mask=None, padding=None, o_proj=True, grad_output="matrix"):
     """Draw a model (seeded), write it as qkv YAML, compute every step with the
-    transformers transcription and check it against DeepSeek's two forms."""
+    transformers transcription (the backward with autograd) and check it against
+    DeepSeek's two forms. grad_output: "matrix" (randn with seed + 50000, two decimals,
+    generate_backward.grad_output_matrix) or "ones"."""
     torch.manual_seed(seed)
     X = torch.randn(n, d_model)
     qk = d_n + d_r
@@ -791,6 +1144,11 @@ def mla_case(name, title, seed, *, n, d_model, H, r, d_r, d_n, d_v, rope, q_rank
     sd["kv_b_proj"] = linear_weight(H * (d_n + d_v), r)
     if o_proj:
         sd["o_proj"] = linear_weight(d_model, H * d_v)
+    # dO, drawn after the model (its own seed)
+    d_out = d_model if o_proj else H * d_v
+    grad_output_value = (Bare("ones") if grad_output == "ones"
+                         else gb.grad_output_matrix(seed + 50000, n, d_out))
+    dO = torch.ones(n, d_out) if grad_output == "ones" else tensor(grad_output_value)
 
     blocked = blocked_cells(n, mask, padding)
     attention_mask = deepseek_mask = None
@@ -810,6 +1168,22 @@ def mla_case(name, title, seed, *, n, d_model, H, r, d_r, d_n, d_v, rope, q_rank
              "window": mask["window"] if isinstance(mask, dict) else None}
 
     steps, hf = hf_attention(model)
+    # the backward: leaves, retain_grad, L.backward(); its forward (k_rot expanded before
+    # RoPE) gives the same numbers as upstream's order, exactly
+    grads, forward_again, leaf_grads = hf_backward(model, dO, layout)
+    assert set(forward_again) == set(steps), name
+    for key, value in steps.items():
+        for a, b in ([(value, forward_again[key])] if key in SINGLE_STEPS else zip(value, forward_again[key])):
+            assert torch.equal(a, b), (name, key, "the backward's forward")
+    # grad_rope_keys sums the heads' shares; blocked cells pass no gradient
+    share_sum = sum(g[:, d_n:] for g in grads["grad_keys"])
+    assert gen.close(share_sum, grads["grad_rope_keys"]), name
+    if H > 1:
+        assert not gen.close(grads["grad_keys"][0][:, d_n:], grads["grad_rope_keys"], 1e-6), name
+    if blocked is not None:
+        for g in grads["grad_scaled_scores"] + grads["grad_scores"]:
+            assert bool((g[blocked] == 0).all()), (name, "a blocked cell with a gradient")
+    steps = steps | grads
     scaling = hf["scaling"]
     scaling_info = rope.get("scaling") or {}
     mscale = (yarn_get_mscale(scaling_info["factor"], scaling_info["mscale_all_dim"])
@@ -835,10 +1209,11 @@ def mla_case(name, title, seed, *, n, d_model, H, r, d_r, d_n, d_v, rope, q_rank
         doc["mask"] = Bare(mask) if isinstance(mask, str) else Flow(mask) if isinstance(mask, dict) else mask
     if padding is not None:
         doc["padding"] = padding
+    doc["grad_output"] = grad_output_value
 
     written = [s for s in MLA_STEP_IDS if s in steps]
     case = {"name": name, "doc": doc, "steps": steps, "scale": divisor, "heads": H, "kv_heads": H,
-            "written": written, "model": model, "hf": hf}
+            "written": written, "model": model, "hf": hf, "seed": seed}
 
     # DeepSeek's own code, both forms, against the transformers transcription
     check = ["scores", "weights", "head_output", "output"]
@@ -859,6 +1234,14 @@ def mla_case(name, title, seed, *, n, d_model, H, r, d_r, d_n, d_v, rope, q_rank
             ds_rot = torch.cat((ds["q_pe"], ds["k_pe"][None]), 0)
             assert gen.close(hf_back, ds_rot), name
             case["deepseek"]["interleave"] = float((hf_back - ds_rot).abs().max())
+        # its backward from the same leaves: X.grad and every parameter's .grad
+        ds_grads = deepseek_backward(model, dO, impl)
+        assert set(ds_grads) == set(leaf_grads), (name, impl)
+        worst = 0.0
+        for key, g in leaf_grads.items():
+            assert gen.close(g, ds_grads[key]), f"{name}: DeepSeek {impl} backward: {key}.grad differs"
+            worst = max(worst, float((g - ds_grads[key]).abs().max()))
+        case["deepseek"]["backward_" + impl] = worst
 
     ops = [
         "every step as transformers' DeepseekV3Attention.forward (models/deepseek_v3/modeling_deepseek_v3.py) "
@@ -937,8 +1320,74 @@ def mla_case(name, title, seed, *, n, d_model, H, r, d_r, d_n, d_v, rope, q_rank
             if model["style"] == "interleaved" else "")
         + "; every step recomputed from the YAML alone one head at a time (RMSNorm with math.sqrt, "
         "RoPE pair by pair on the last d_r elements, the softmax written out) agrees to 1e-12; ")
+    ops.append(backward_provenance(model, doc, steps, layout, ref["attention_scaling"] if scaling_info else None))
     case["provenance"] = "".join(ops) + VERSIONS
     return case
+
+
+def backward_provenance(model, doc, steps, layout, attention_factor):
+    """How the backward steps were made and checked."""
+    m = model
+    q_rank = m["q_rank"] is not None
+    leaves = ", ".join(key for key in WEIGHT_ORDER if key in m["sd"])
+    kept = []
+    if q_rank:
+        kept.append("q_latent (grad_q_latent) and normed_q_latent (grad_normed_q_latent)")
+    kept += [
+        "the latent and k_rot as torch.split gives them from kv_a_proj_with_mqa's output, before the norm and "
+        "RoPE (grad_kv_latent, grad_rope_keys)",
+        "normed_kv_latent (grad_normed_kv_latent)",
+        "q_states viewed (batch, heads, n, qk_head_dim) before RoPE (grad_queries, in q_states' own element order"
+        + (": the gradient comes back through apply_rotary_pos_emb_interleave's de-interleaving"
+           if m["style"] == "interleaved" else "") + ")",
+        "value_states (grad_values)",
+        "the raw scores (grad_scores)",
+        "scores * scaling (grad_scaled_scores" + (", before the mask: 0.0 where blocked"
+                                                  if m["blocked"] is not None else "") + ")",
+        "the softmax output (grad_weights)",
+        "attn_output before transpose(1, 2) (grad_head_output)"]
+    if "grad_concat" in steps:
+        kept.append("the concatenation fed to o_proj (grad_concat)")
+    params = ["grad_w_query = " + ("q_proj" if not q_rank else "q_b_proj") + ".grad",
+              "grad_w_key and grad_w_value = each head's first d_n and last d_v rows of kv_b_proj.grad (head h's "
+              "block of d_n + d_v rows) stacked, (H*d_n) x r and (H*d_v) x r"]
+    if q_rank:
+        params.append("grad_w_q_a = q_a_proj.grad")
+    params.append("grad_w_kv_a = kv_a_proj_with_mqa.grad")
+    if "o_proj" in m["sd"]:
+        params.append("grad_w_output = o_proj.grad")
+    norms = "grad_q_a_layernorm and grad_kv_a_layernorm" if q_rank else "grad_kv_a_layernorm"
+    factor = ("" if attention_factor is None else
+              f", times the attention factor {attention_factor!r}")
+    return (
+        "backward: L = (output * dO).sum() with dO = grad_output ("
+        + ("all ones" if doc["grad_output"] == "ones" else "the YAML's matrix") + "); torch.autograd in float64 "
+        f"through the same transcription: X and every state dict tensor ({leaves}) are leaf tensors with "
+        "requires_grad=True, L.backward(); retain_grad() on " + ", on ".join(kept) + "; "
+        "the keys: upstream turns k_rot, viewed (batch, 1, n, d_r), once and expands it to every head after RoPE; "
+        "here it is expanded before: key = torch.cat((k_pass, k_rot.expand(batch, heads, n, d_r)), dim=-1), kept "
+        "with retain_grad() (grad_keys: each head's own gradient of [k_nope, k_rope] in the unrotated element "
+        "order, its rope part that head's share only, not summed over heads), then split and turned per head: "
+        "the same numbers (every forward step exactly equal to those of upstream's order); grad_rope_keys, the .grad of "
+        "k_rot, is the sum over heads of grad_keys' rope parts; the parameter and input steps are the leaves' "
+        ".grad: " + ", ".join(params)
+        + (", as the state dict holds them (out x in) for layout pytorch" if layout == "pytorch"
+           else ", transposed for layout x_w (in x out)")
+        + f"; {norms} the norm weights' .grad as 1 x width rows; grad_inputs = X.grad; "
+        "checked: DeepSeek's MLA.forward (naive and absorb, as above) run backward from the same leaves and dO"
+        + (" (the style-half row permutation done by indexing inside the graph, so the gradients come back to "
+           "the unpermuted tensors)" if m["style"] == "half" else "")
+        + ": X.grad and every parameter's .grad agree to 1e-12; every backward step recomputed from the YAML "
+        "alone with the explicit formulas (dZ = the head's columns of "
+        + ("dO W_O^T" if "o_proj" in m["sd"] else "dO") + ", dA = dZ V^T, dS' = A o (dA - "
+        "rowsum(dA o A)), dS = dS' / scale, dQ_rot = dS K_rot, dK_rot = dS^T Q_rot, RoPE's backward on the last "
+        f"d_r elements as the inverse rotation{factor}, dV = A^T dZ, dK_R = sum_h dK_h[:, d_n:], dC = sum_h "
+        "(dK_h[:, :d_n] W_UK,h^T + dV_h W_UV,h^T), the RMSNorm's backward dx = r gamma o dy - x r^3 mean(x o "
+        "gamma o dy) with r = 1 / sqrt(mean(x^2) + eps) and dgamma = the sum over rows of dy o x r, the weights' "
+        "gradients source^T dY mapped to the file's layout, dX through every projection) agrees to 1e-12 and "
+        "lists the same steps; central finite differences of L (step 1e-6) for a few entries of every backward "
+        "step (the YAML's own numbers for weights, gammas and inputs, a perturbation inside the forward for the "
+        "others) agree to 1e-6 relative; ")
 
 
 def check_purpose(case, purposes):
@@ -1076,7 +1525,8 @@ def cases_mla():
         "MLA with q_rank 3, kv_rank 4, rope_dim 4, nope_dim 1, v_dim 2, RoPE style half base 500, one head, "
         "a sliding window of 2, norm_eps 1e-5, o_proj",
         1504, n=5, d_model=4, H=1, r=4, d_r=4, d_n=1, d_v=2, q_rank=3, norm_eps=1e-5,
-        rope={"base": 500, "style": "half"}, mask={"window": 2}), ["mask", "window", "eps", "style"]))
+        rope={"base": 500, "style": "half"}, mask={"window": 2}, grad_output="ones"),
+        ["mask", "window", "eps", "style"]))
     cases = []
     for case, purposes in out:
         case["purpose_report"] = check_purpose(case, purposes)
@@ -1156,12 +1606,19 @@ def main():
     cases = cases_mla()
     names = [c["name"] for c in cases]
     assert len(names) == len(set(names)) and all(n.startswith("mla_") for n in names)
-    worst = {"naive": 0.0, "absorb": 0.0, "rope_naive": 0.0, "direct": 0.0}
+    worst = {"naive": 0.0, "absorb": 0.0, "rope_naive": 0.0, "direct": 0.0, "backward_naive": 0.0,
+             "backward_absorb": 0.0, "formulas": 0.0, "fd": 0.0, "fd_relative": 0.0}
+    fd_count = 0
     for case in cases:
         kept = write_case(case)
-        for impl in ("naive", "absorb", "rope_naive"):
+        for impl in ("naive", "absorb", "rope_naive", "backward_naive", "backward_absorb"):
             worst[impl] = max(worst[impl], case["deepseek"][impl])
         worst["direct"] = max(worst["direct"], case["direct_difference"])
+        worst["formulas"] = max(worst["formulas"], case["formulas_difference"])
+        checked, fd_largest, fd_relative = case["fd"]
+        fd_count += checked
+        worst["fd"] = max(worst["fd"], fd_largest)
+        worst["fd_relative"] = max(worst["fd_relative"], fd_relative)
         note = "" if not kept else f" (committed digits kept: this run differs by {kept:.1e})"
         interleave = ("" if "interleave" not in case["deepseek"] else
                       f"; HF's apply_rotary_pos_emb_interleave re-interleaved vs DeepSeek's apply_rotary_emb "
@@ -1170,12 +1627,20 @@ def main():
               f"DeepSeek naive {case['deepseek']['naive']:.1e}, absorb {case['deepseek']['absorb']:.1e}, "
               f"q_pe/k_pe {case['deepseek']['rope_naive']:.1e}; YAML recomputed {case['direct_difference']:.1e}"
               f"{interleave}{note}")
+        print(f"   backward ({len([s for s in case['written'] if s.startswith('grad_')])} steps, grad_output "
+              f"{'ones' if case['doc']['grad_output'] == 'ones' else 'a matrix'}): DeepSeek naive "
+              f"{case['deepseek']['backward_naive']:.1e}, absorb {case['deepseek']['backward_absorb']:.1e} "
+              f"(X.grad and every parameter's .grad); explicit formulas {case['formulas_difference']:.1e}; "
+              f"{checked} finite differences, largest |difference| {fd_largest:.1e} (relative {fd_relative:.1e})")
         print("   changes: " + "; ".join(case["purpose_report"]))
         decoded = write_decode(case)
         if decoded is not None:
             print(f"   decoded as DeepSeek's absorb, token by token: {decoded:.1e} from the full computation")
     print(f"largest differences: DeepSeek naive {worst['naive']:.1e}, absorb {worst['absorb']:.1e}, "
           f"DeepSeek's rotated q_pe/k_pe {worst['rope_naive']:.1e}, YAML recomputed {worst['direct']:.1e}")
+    print(f"largest backward differences: DeepSeek naive {worst['backward_naive']:.1e}, absorb "
+          f"{worst['backward_absorb']:.1e}, explicit formulas {worst['formulas']:.1e}, {fd_count} finite "
+          f"differences {worst['fd']:.1e} (relative {worst['fd_relative']:.1e})")
     print(f"{len(cases)} MLA cases written to {CASES_DIR}")
 
 

@@ -505,6 +505,20 @@ int require_reference(const Trace& trace, const std::string& name) {
     return compared;
 }
 
+std::string first_diagnosis(const std::string& check_json) {
+    const auto report = nlohmann::json::parse(check_json);
+    const auto& step = report.at("steps").at(0);
+    if (step.contains("diagnosis_id") && step["diagnosis_id"].is_string()) {
+        return step["diagnosis_id"];
+    }
+    for (const auto& cell : step.at("cells")) {
+        if (cell.contains("diagnosis_id") && cell["diagnosis_id"].is_string()) {
+            return cell["diagnosis_id"];
+        }
+    }
+    return "";
+}
+
 // A matrix as an answer: [[1.2346, -inf], ...] with `decimals` digits.
 std::string yaml_matrix(const arma::mat& M, int decimals) {
     std::string text = "[";

@@ -152,6 +152,8 @@ void require_input_error(const CliResult& result, const std::string& where_what_
 
 // A matrix as answers write it: [[1.2346, -inf], ...] with `decimals` digits.
 std::string yaml_matrix(const arma::mat& M, int decimals);
+// The named mistake of `qkv check -f json`'s first step: the step's own, or its first wrong cell's; "" for none.
+std::string first_diagnosis(const std::string& check_json);
 // `id: [[...]]` as an answers: entry, under heads: [~, …, {id: …}] for head `head` of several.
 std::string answer_yaml(const std::string& id, int head, int n_heads, const arma::mat& M, int decimals = 4);
 

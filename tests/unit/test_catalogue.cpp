@@ -261,8 +261,8 @@ TEST_CASE("every row of check's catalogue is made in some example, and check nam
     std::map<std::size_t, std::string> named;  // row index → where check named it
     for (const Example& example : examples()) {
         Model model = test::load_text(example.yaml, example.name + ".yaml");
-        // with its backward pass, but for latent attention (mla:), which has none
-        if (!model.grad_output && !model.mla) {
+        // with its backward pass
+        if (!model.grad_output) {
             model.grad_output = arma::mat(model.n(), model.d_out(), arma::fill::ones);
             model.grad_output_ones = true;
         }

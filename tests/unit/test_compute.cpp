@@ -341,9 +341,17 @@ TEST_CASE("the fast path has every row of the step table that an example has, as
             seen.insert(step.id);
         }
     }
+    // the backward pass of mla is the step functions' alone (as is `qkv bench --mla`): its gradients of the
+    // latents come after the engine's rows, so an example with them is not handed to the engine
+    const std::set<StepId> step_functions_only = {
+        StepId::grad_normed_q_latent, StepId::grad_q_latent,       StepId::grad_rope_keys,
+        StepId::grad_normed_kv_latent, StepId::grad_kv_latent,     StepId::grad_q_a_layernorm,
+        StepId::grad_kv_a_layernorm,  StepId::grad_w_q_a,          StepId::grad_w_kv_a};
+    const Model latent_backward = test::load_text(examples.back() + "grad_output: {random: {rows: 130, cols: 24, seed: 7}}\n");
+    CHECK_FALSE(use_fast_path(latent_backward, {}));
     for (const StepId id : all_steps()) {
         CAPTURE(step_text(id));
-        CHECK(seen.count(id) == 1);
+        CHECK(seen.count(id) == (step_functions_only.count(id) == 0 ? 1U : 0U));
     }
 }
 

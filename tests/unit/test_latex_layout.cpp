@@ -274,4 +274,10 @@ TEST_CASE("every example's LaTeX fits one- and two-column documents with no over
         const Compiled standalone = compile(dir, "standalone", run_ok({"run", name, "-f", "latex", "--standalone"}));
         require_fits(standalone);
     }
+    // the backward pass of mla: its latents' and weights' gradients
+    const std::string backward = run_ok({"run", "mla", "--backward", "-f", "latex"});
+    for (const bool two : {false, true}) {
+        CAPTURE(two);
+        require_fits(compile(dir, "backward", document(backward, two)));
+    }
 }

@@ -30,20 +30,6 @@ std::string explained(const Model& model, const Trace& trace, const std::string&
     return text;
 }
 
-// The named mistake of a report's first step: the step's own, or its first wrong cell's.
-std::string first_diagnosis(const nlohmann::json& report) {
-    const auto& step = report.at("steps").at(0);
-    if (step.contains("diagnosis_id") && step["diagnosis_id"].is_string()) {
-        return step["diagnosis_id"];
-    }
-    for (const auto& cell : step.at("cells")) {
-        if (cell.contains("diagnosis_id") && cell["diagnosis_id"].is_string()) {
-            return cell["diagnosis_id"];
-        }
-    }
-    return "";
-}
-
 }  // namespace
 
 TEST_CASE("mla makes every head's keys and values from one normed latent and one shared rope key",
@@ -175,7 +161,7 @@ TEST_CASE("check names mla's mistakes, from a whole step or from one number", "[
         const test::CliResult graded = test::run_qkv({"check", file, "--answers", "-", "-f", "json"}, answers);
         INFO(answers << graded.out << graded.err);
         REQUIRE(graded.status == 1);
-        return first_diagnosis(nlohmann::json::parse(graded.out));
+        return test::first_diagnosis(graded.out);
     };
     // the latent passed on without its norm: the whole step, and one number of it
     const arma::mat& latent = trace.find(StepId::kv_latent)->values;
@@ -202,7 +188,7 @@ TEST_CASE("check names mla's mistakes, from a whole step or from one number", "[
             "heads: [{scaled_scores: " + test::yaml_matrix(answer, 4) + "}]\n");
         INFO(graded.out << graded.err);
         REQUIRE(graded.status == 1);
-        return first_diagnosis(nlohmann::json::parse(graded.out));
+        return test::first_diagnosis(graded.out);
     };
     CHECK(scale_diagnosis(S / (std::sqrt(2.0) / (mscale * mscale))) == "mla_scaled_by_nope");
     CHECK(scale_diagnosis(S / std::sqrt(6.0)) == "mla_mscale_forgotten");
@@ -218,7 +204,7 @@ TEST_CASE("check names mla's mistakes, from a whole step or from one number", "[
                       "heads: [{rotated_keys: " + test::yaml_matrix(paired, 4) + "}]\n");
     INFO(graded.out << graded.err);
     const auto report = nlohmann::json::parse(graded.out);
-    CHECK(first_diagnosis(report) == "rope_other_style");
+    CHECK(test::first_diagnosis(graded.out) == "rope_other_style");
     CHECK(report["steps"][0]["diagnosis"].get<std::string>().find(
               "this example pairs k with k + d_r/2 within the rope part (style half)") != std::string::npos);
 }

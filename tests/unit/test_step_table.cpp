@@ -66,7 +66,9 @@ TEST_CASE("every step has one row, in the order of its id, and its name reads ba
           "weights, head_output, concat, w_output, b_output, output, "
           "grad_output, grad_concat, grad_head_output, grad_weights, grad_capped_scores, grad_scaled_scores, grad_scores, "
           "grad_normed_queries, grad_queries, grad_normed_keys, grad_keys, grad_values, grad_q_norm, grad_k_norm, "
-          "grad_w_query, grad_w_key, grad_w_value, grad_w_output, grad_b_query, grad_b_key, "
+          "grad_normed_q_latent, grad_q_latent, grad_rope_keys, grad_normed_kv_latent, grad_kv_latent, "
+          "grad_q_a_layernorm, grad_kv_a_layernorm, "
+          "grad_w_query, grad_w_key, grad_w_value, grad_w_q_a, grad_w_kv_a, grad_w_output, grad_b_query, grad_b_key, "
           "grad_b_value, grad_b_output, grad_in_proj_weight, grad_in_proj_bias, grad_out_proj_weight, "
           "grad_out_proj_bias, grad_inputs, grad_context");
 }
