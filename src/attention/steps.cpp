@@ -96,6 +96,12 @@ void describe_elementwise(const StepContext& context, Step& step) {
     step.notes.push_back(f.about(model, step.head, [](double x) { return readable(x); }));
 }
 
+bool pytorch_layout(const Model& model) { return model.layout == Layout::pytorch; }
+
+arma::mat in_layout(const Model& model, const arma::mat& weight) {
+    return pytorch_layout(model) ? arma::mat(weight.t()) : weight;
+}
+
 std::string gamma_text(const arma::rowvec& gamma) {
     std::string text;
     const arma::uword shown = std::min<arma::uword>(gamma.n_elem, 8);
@@ -150,7 +156,7 @@ std::vector<StepKey> reads_keys_source(const Model& model, int) {
     return {key_source(model)};
 }
 std::vector<StepKey> reads_values_source(const Model& model, int) {
-    return {model.mla ? StepKey{StepId::normed_kv_latent, 0} : key_source(model)};
+    return {mla::latent_source(model)};
 }
 // RoPE turns the queries (or keys) of its own head, normed with qk_norm
 std::vector<StepKey> reads_unrotated_queries(const Model& model, int h) { return {{unrotated_queries(model), h}}; }
@@ -973,11 +979,11 @@ constexpr StepRow k_steps[] = {
     {.id = StepId::grad_w_q_a, .name = "grad_w_q_a", .title = "Gradient of W_DQ",
      .man = R"(dW_DQ = X^T\(pcdC_Q, q_a_proj's gradient in the file's layout (with \fBmla.q_rank\fR))",
      .heads = HeadKind::none, .needs = "grad_output: and mla: with q_rank", .exists = mla::q_rank_backward_exists,
-     .reads = mla::reads_grad_w_q_a, .compute = mla::grad_w_latent, .describe = mla::describe_grad_w_q_a},
+     .reads = mla::reads_grad_w_q_a, .compute = backward::w_projection, .describe = mla::describe_grad_w_q_a},
     {.id = StepId::grad_w_kv_a, .name = "grad_w_kv_a", .title = "Gradient of W_kva",
      .man = R"(dW_kva = X^T\(pc[dC_KV dK_R], kv_a_proj_with_mqa's gradient in the file's layout (with \fBmla\fR))",
      .heads = HeadKind::none, .needs = "grad_output: and mla:", .exists = mla::backward_exists,
-     .reads = mla::reads_grad_w_kv_a, .compute = mla::grad_w_latent, .describe = mla::describe_grad_w_kv_a},
+     .reads = mla::reads_grad_w_kv_a, .compute = backward::w_projection, .describe = mla::describe_grad_w_kv_a},
     {.id = StepId::grad_w_output, .name = "grad_w_output", .title = "Gradient of W_O",
      .man = R"(dW_O = concat^T\(pcdO (with W_O))", .heads = HeadKind::none,
      .needs = "grad_output: and weights.output", .exists = backward::output_weight_exists, .engine = true,

@@ -184,6 +184,17 @@ std::string step_absence(StepId id);
 // [Z_1 Z_2 Z_3] in full, [Z_1 … Z_H] from four heads on; latex in LaTeX.
 std::string concat_formula(int heads, bool latex = false);
 
+// Where head `head`'s block of an mla up-projection sits in the weight the file writes (steps_mla.cpp):
+// its columns of q_proj (q_b_proj with q_rank) for w_query, its W_UK or W_UV part of kv_b_proj for w_key
+// and w_value; rows in the pytorch layout.
+struct MlaBlock {
+    std::string file;        // "kv_b_proj"
+    std::string subscript;   // "UK": W_UK
+    arma::uword first = 0;   // its first column (row in the pytorch layout), from 0
+    arma::uword width = 0;
+};
+MlaBlock mla_block(const Model& model, StepId weight, int head);
+
 // The decimals `round:` rounds this step to, if any.
 std::optional<int> step_rounding(const Model& model, StepId id);
 

@@ -14,7 +14,6 @@ namespace qkv::step_parts::backward {
 namespace {
 
 bool block(const Model& model) { return model.weight_form == WeightForm::pytorch_block; }
-bool pytorch_layout(const Model& model) { return model.layout == Layout::pytorch; }
 int heads(const Model& model) { return static_cast<int>(model.n_heads()); }
 int kv_heads(const Model& model) { return static_cast<int>(model.n_kv_heads()); }
 // the query heads (1-based) that read key/value head g
@@ -36,11 +35,6 @@ arma::mat side_by_side(StepInputs in, std::size_t first = 0) {
     return result;
 }
 
-// the weights' gradient in the file's layout: Sᵀ·dY (in × out), or its transpose (out × in)
-arma::mat in_layout(const Model& model, arma::mat gradient) {
-    return pytorch_layout(model) ? arma::mat(gradient.t()) : gradient;
-}
-
 const std::string& dz_name(const Model& model) {
     static const std::string concat = "dConcat", output = "dO";
     return concat_exists(model) ? concat : output;
@@ -51,15 +45,6 @@ std::string heads_list(const Model& model, int g) {
     const int last = last_query_head(model, g);
     return first == last ? std::to_string(first)
                          : std::to_string(first) + (last == first + 1 ? " and " : " … ") + std::to_string(last);
-}
-
-// "W_Q" as the file wrote it: "W_Qᵀ" in the pytorch layout, for the formulas that read the weight
-std::string weight_text(const Model& model, const std::string& name, bool transposed) {
-    // in the x·W layout a gradient reads Wᵀ; a file in the pytorch layout wrote Wᵀ already
-    return "W_" + name + (transposed != pytorch_layout(model) ? "ᵀ" : "");
-}
-std::string weight_latex(const Model& model, const std::string& name, bool transposed) {
-    return "W_{" + name + "}" + (transposed != pytorch_layout(model) ? "^\\top" : "");
 }
 
 }  // namespace
@@ -387,6 +372,32 @@ arma::mat context(const Model& model, int, StepInputs in) {
 }
 
 // ── the words ───────────────────────────────────────────────────────────────
+void describe_weight_gradient(const Model& model, Step& step, WeightGradient text) {
+    if (pytorch_layout(model)) {
+        set_text(step, "d" + text.name + " = " + text.dy + "ᵀ·" + text.source,
+                 "d" + text.name_latex + " = " + text.dy_latex + "^\\top " + text.source_latex, "", {}, {});
+        std::swap(text.in, text.out);
+    } else {
+        set_text(step, "d" + text.name + " = " + text.source + "ᵀ·" + text.dy,
+                 "d" + text.name_latex + " = " + text.source_latex + "^\\top " + text.dy_latex, "", {}, {});
+    }
+    step.row_labels = std::move(text.in);
+    step.col_labels = std::move(text.out);
+}
+
+std::string weight_text(const Model& model, const std::string& name, bool transposed) {
+    // in the x·W layout a gradient reads Wᵀ; a file in the pytorch layout wrote Wᵀ already
+    return "W_" + name + (transposed != pytorch_layout(model) ? "ᵀ" : "");
+}
+std::string weight_latex(const Model& model, const std::string& name, bool transposed) {
+    return "W_{" + name + "}" + (transposed != pytorch_layout(model) ? "^\\top" : "");
+}
+
+std::string layout_note(const Model& model, const std::string& name) {
+    return pytorch_layout(model) ? "in the file's layout: out × in, as " + name + " was written"
+                                 : "in the file's layout: in × out, as " + name + " was written";
+}
+
 void describe_output(const StepContext& context, Step& step) {
     const Model& model = context.model();
     set_text(step, "dO = ∂L/∂O", "dO = \\frac{\\partial L}{\\partial O}",
@@ -638,18 +649,18 @@ void describe_weight(const StepContext& context, Step& step, const std::string& 
     const Model& model = context.model();
     const bool all = step.head == 0 && count > 1;
     const std::string d = "d" + letter;
-    std::string dy = all ? "[" + d + "_1 … " + d + "_" + std::to_string(count) + "]" : d;
-    std::string dy_latex = all ? "\\begin{bmatrix} d" + letter + "_1 & \\cdots & d" + letter + "_{" +
-                                     std::to_string(count) + "} \\end{bmatrix}"
-                               : "d" + letter;
-    const std::string result = "dW_" + letter;
-    if (pytorch_layout(model)) {
-        set_text(step, result + " = " + dy + "ᵀ·" + source,
-                 "dW_{" + letter + "} = " + dy_latex + "^\\top " + source, "", {}, {});
-    } else {
-        set_text(step, result + " = " + source + "ᵀ·" + dy,
-                 "dW_{" + letter + "} = " + source + "^\\top " + dy_latex, "", {}, {});
-    }
+    describe_weight_gradient(
+        model, step,
+        {.name = "W_" + letter,
+         .name_latex = "W_{" + letter + "}",
+         .source = source,
+         .source_latex = source,
+         .dy = all ? "[" + d + "_1 … " + d + "_" + std::to_string(count) + "]" : d,
+         .dy_latex = all ? "\\begin{bmatrix} d" + letter + "_1 & \\cdots & d" + letter + "_{" + std::to_string(count) +
+                               "} \\end{bmatrix}"
+                         : d,
+         .in = dimension_labels(model.d_model()),
+         .out = prefixed_labels(letter == "Q" ? "q" : letter == "K" ? "k" : "v", width)});
     step.explanation = "Each " + std::string(letter == "Q" ? "query" : letter == "K" ? "key" : "value") +
                        " was its token's row times W_" + letter +
                        ", so a weight's gradient adds up, over the tokens, the input value it multiplied times the "
@@ -657,15 +668,7 @@ void describe_weight(const StepContext& context, Step& step, const std::string& 
     if (all) {
         step.notes.push_back("the heads' gradients side by side, as W_" + letter + "'s columns were split");
     }
-    step.notes.push_back(pytorch_layout(model) ? "in the file's layout: out × in, as W_" + letter + " was written"
-                                               : "in the file's layout: in × out, as W_" + letter + " was written");
-    std::vector<std::string> in = dimension_labels(model.d_model());
-    std::vector<std::string> out = prefixed_labels(letter == "Q" ? "q" : letter == "K" ? "k" : "v", width);
-    if (pytorch_layout(model)) {
-        std::swap(in, out);
-    }
-    step.row_labels = std::move(in);
-    step.col_labels = std::move(out);
+    step.notes.push_back(layout_note(model, "W_" + letter));
 }
 
 void describe_bias(Step& step, const std::string& letter, int count, arma::uword width) {

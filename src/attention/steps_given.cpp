@@ -11,12 +11,6 @@ namespace qkv::step_parts::given {
 
 namespace {
 
-bool pytorch_layout(const Model& model) { return model.layout == Layout::pytorch; }
-
-arma::mat in_layout(const Model& model, const arma::mat& weight) {
-    return pytorch_layout(model) ? arma::mat(weight.t()) : weight;
-}
-
 bool any_head(const Model& model, std::optional<arma::rowvec> HeadWeights::*bias) {
     return std::any_of(model.heads.begin(), model.heads.end(),
                        [bias](const HeadWeights& head) { return (head.*bias).has_value(); });

@@ -14,12 +14,6 @@ namespace qkv::step_parts::mla {
 
 namespace {
 
-bool pytorch_layout(const Model& model) { return model.layout == Layout::pytorch; }
-
-arma::mat in_layout(const Model& model, const arma::mat& weight) {
-    return pytorch_layout(model) ? arma::mat(weight.t()) : weight;
-}
-
 std::string count_text(arma::uword count, const std::string& what) {
     return std::to_string(count) + " " + what;
 }
@@ -207,24 +201,36 @@ void describe_head_weight(const StepContext& context, Step& step, StepId id) {
     const Mla& mla = *model.mla;
     const bool latent = q_rank_exists(model);
     const bool query = id == StepId::w_query;
-    const std::string symbol = query ? (latent ? "UQ" : "Q") : id == StepId::w_key ? "UK" : "UV";
-    const std::string whole = query ? (latent ? "q_b_proj" : "q_proj") : "kv_b_proj";
-    const arma::uword width = query ? model.d_k() : id == StepId::w_key ? mla.nope_dim : mla.v_dim;
-    const auto h = static_cast<arma::uword>(std::max(step.head, 1) - 1);
-    const arma::uword block = query ? model.d_k() : mla.nope_dim + mla.v_dim;
-    const arma::uword first = h * block + (id == StepId::w_value ? mla.nope_dim : 0) + 1;
-    set_text(step, "W_" + symbol, "W_{" + symbol + "}",
-             query ? "This head's block of " + whole + ": it makes the head's queries, q_nope then q_rope."
+    const MlaBlock block = mla_block(model, id, std::max(step.head, 1));
+    set_text(step, "W_" + block.subscript, "W_{" + block.subscript + "}",
+             query ? "This head's block of " + block.file + ": it makes the head's queries, q_nope then q_rope."
              : id == StepId::w_key ? std::string("This head's block of kv_b_proj that makes its keys from the latent.")
                                    : std::string("This head's block of kv_b_proj that makes its values from the latent."),
              query && !latent ? dimension_labels(model.d_model()) : prefixed_labels("c", query ? *mla.q_rank : mla.kv_rank),
-             dimension_labels(width));
+             dimension_labels(block.width));
     if (pytorch_layout(model)) {
         std::swap(step.row_labels, step.col_labels);
     }
-    step.notes.push_back((pytorch_layout(model) ? "rows " : "columns ") + std::to_string(first) + " … " +
-                         std::to_string(first + width - 1) + " of " + whole +
+    step.notes.push_back((pytorch_layout(model) ? "rows " : "columns ") + std::to_string(block.first + 1) + " … " +
+                         std::to_string(block.first + block.width) + " of " + block.file +
                          (pytorch_layout(model) ? " as the state dict holds it (out × in)" : ""));
 }
 
 }  // namespace qkv::step_parts::mla
+
+namespace qkv {
+
+MlaBlock mla_block(const Model& model, StepId weight, int head) {
+    const Mla& mla = *model.mla;
+    const bool latent = mla.q_rank.has_value();
+    const bool query = weight == StepId::w_query;
+    MlaBlock block;
+    block.file = query ? (latent ? "q_b_proj" : "q_proj") : "kv_b_proj";
+    block.subscript = query ? (latent ? "UQ" : "Q") : weight == StepId::w_key ? "UK" : "UV";
+    block.width = query ? model.d_k() : weight == StepId::w_key ? mla.nope_dim : mla.v_dim;
+    const arma::uword stride = query ? model.d_k() : mla.nope_dim + mla.v_dim;
+    block.first = static_cast<arma::uword>(head - 1) * stride + (weight == StepId::w_value ? mla.nope_dim : 0);
+    return block;
+}
+
+}  // namespace qkv

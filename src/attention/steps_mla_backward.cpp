@@ -12,52 +12,7 @@ namespace qkv::step_parts::mla {
 
 namespace {
 
-bool pytorch_layout(const Model& model) { return model.layout == Layout::pytorch; }
 int heads(const Model& model) { return static_cast<int>(model.n_heads()); }
-
-arma::mat in_layout(const Model& model, const arma::mat& gradient) {
-    return pytorch_layout(model) ? arma::mat(gradient.t()) : gradient;
-}
-
-// [M_first … M_last] side by side
-arma::mat side_by_side(StepInputs in, std::size_t first, std::size_t count) {
-    arma::mat result;
-    for (std::size_t k = first; k < first + count; ++k) {
-        result = arma::join_rows(result, *in[k]);
-    }
-    return result;
-}
-
-// "W_Q" as a gradient reads it: transposed in the x·W layout, as written in PyTorch's
-std::string transposed(const Model& model, const std::string& weight) {
-    return pytorch_layout(model) ? weight : weight + "ᵀ";
-}
-std::string transposed_latex(const Model& model, const std::string& weight) {
-    return pytorch_layout(model) ? weight : weight + "^\\top";
-}
-
-// the note that says in which layout a weight's gradient is shown
-std::string layout_note(const Model& model, const std::string& name) {
-    return pytorch_layout(model) ? "in the file's layout: out × in, as " + name + " was written"
-                                 : "in the file's layout: in × out, as " + name + " was written";
-}
-
-// dW = sourceᵀ·dY, or dYᵀ·source in the pytorch layout, with its labels in the file's layout
-// (name "W_DQ", name_latex "W_{DQ}")
-void describe_weight_gradient(const Model& model, Step& step, const std::string& name, const std::string& name_latex,
-                              const std::string& source, const std::string& source_latex, const std::string& dy,
-                              const std::string& dy_latex, std::vector<std::string> in, std::vector<std::string> out) {
-    if (pytorch_layout(model)) {
-        set_text(step, "d" + name + " = " + dy + "ᵀ·" + source, "d" + name_latex + " = " + dy_latex + "^\\top " + source_latex,
-                 "", {}, {});
-        std::swap(in, out);
-    } else {
-        set_text(step, "d" + name + " = " + source + "ᵀ·" + dy, "d" + name_latex + " = " + source_latex + "^\\top " + dy_latex,
-                 "", {}, {});
-    }
-    step.row_labels = std::move(in);
-    step.col_labels = std::move(out);
-}
 
 std::vector<std::string> latent_labels(arma::uword r, arma::uword d_r) {
     std::vector<std::string> labels = prefixed_labels("c", r);
@@ -163,16 +118,11 @@ arma::mat grad_w_key(const Model& model, int, StepInputs in) {
     return in_layout(model, product(in[0]->t(), dK));
 }
 
-// (d_model × width) = sourceᵀ·[dY_1 …], in the file's layout
-arma::mat grad_w_latent(const Model& model, int, StepInputs in) {
-    return in_layout(model, product(in[0]->t(), side_by_side(in, 1, in.size() - 1)));
-}
-
 // (n × d_model) = dC_Q·W_DQᵀ (or Σ_h dQ_h·W_Q,hᵀ) + [dC_KV dK_R]·W_kvaᵀ
 arma::mat grad_inputs(const Model& model, int, StepInputs in) {
     const Mla& mla = *model.mla;
     const std::size_t queries = in.size() - 2;
-    arma::mat result = product(side_by_side(in, queries, 2), mla.W_kva.t());
+    arma::mat result = product(arma::join_rows(*in[queries], *in[queries + 1]), mla.W_kva.t());
     if (mla.q_rank) {
         result += product(*in[0], mla.W_qa->t());
     } else {
@@ -264,23 +214,36 @@ void describe_grad_norm_gain(const StepContext& context, Step& step) {
 void describe_grad_w_q_a(const StepContext& context, Step& step) {
     const Model& model = context.model();
     const std::string& x = context.names().queries;
-    describe_weight_gradient(model, step, "W_DQ", "W_{DQ}", x, x, "dC_Q", "dC_Q", dimension_labels(model.d_model()),
-                             prefixed_labels("c", *model.mla->q_rank));
+    backward::describe_weight_gradient(model, step,
+                                       {.name = "W_DQ",
+                                        .name_latex = "W_{DQ}",
+                                        .source = x,
+                                        .source_latex = x,
+                                        .dy = "dC_Q",
+                                        .dy_latex = "dC_Q",
+                                        .in = dimension_labels(model.d_model()),
+                                        .out = prefixed_labels("c", *model.mla->q_rank)});
     step.explanation = "Each number of the query latent was its token's row times a column of W_DQ, so a weight's "
                        "gradient adds up, over the tokens, the input value it multiplied times the latent's gradient.";
-    step.notes.push_back(layout_note(model, "q_a_proj"));
+    step.notes.push_back(backward::layout_note(model, "q_a_proj"));
 }
 
 void describe_grad_w_kv_a(const StepContext& context, Step& step) {
     const Model& model = context.model();
     const Mla& mla = *model.mla;
     const std::string& x = context.names().keys;
-    describe_weight_gradient(model, step, "W_kva", "W_{kva}", x, x, "[dC_KV  dK_R]",
-                             "\\begin{bmatrix} dC_{KV} & dK_R \\end{bmatrix}", dimension_labels(model.d_model()),
-                             latent_labels(mla.kv_rank, mla.rope_dim));
+    backward::describe_weight_gradient(model, step,
+                                       {.name = "W_kva",
+                                        .name_latex = "W_{kva}",
+                                        .source = x,
+                                        .source_latex = x,
+                                        .dy = "[dC_KV  dK_R]",
+                                        .dy_latex = "\\begin{bmatrix} dC_{KV} & dK_R \\end{bmatrix}",
+                                        .in = dimension_labels(model.d_model()),
+                                        .out = latent_labels(mla.kv_rank, mla.rope_dim)});
     step.explanation = "kv_a_proj_with_mqa made the latent (its first r columns) and the rope key (its last d_r), so "
                        "its gradient is the inputs' transpose times both gradients side by side.";
-    step.notes.push_back(layout_note(model, "kv_a_proj_with_mqa"));
+    step.notes.push_back(backward::layout_note(model, "kv_a_proj_with_mqa"));
 }
 
 // grad_w_query, grad_w_key, grad_w_value: q_proj (q_b_proj), and kv_b_proj's W_UK and W_UV parts
@@ -290,7 +253,8 @@ void describe_grad_head_weights(const StepContext& context, Step& step) {
     const bool query = step.id == StepId::grad_w_query;
     const bool key = step.id == StepId::grad_w_key;
     const bool latent = q_rank_exists(model);
-    const std::string symbol = query ? (latent ? "W_UQ" : "W_Q") : key ? "W_UK" : "W_UV";
+    // head 1's block: where each head's part sits within its own block of the file's weight
+    const MlaBlock block = mla_block(model, query ? StepId::w_query : key ? StepId::w_key : StepId::w_value, 1);
     const std::string source = query ? (latent ? "C_Q,norm" : context.names().queries) : "C";
     const std::string source_latex = query ? (latent ? "C_{Q,\\mathrm{norm}}" : context.names().queries) : "C";
     const std::string letter = query ? "Q" : key ? "K" : "V";
@@ -298,28 +262,32 @@ void describe_grad_head_weights(const StepContext& context, Step& step) {
     const std::string dy_latex = key ? "\\begin{bmatrix} dK^{\\mathrm{nope}}_1 & \\cdots \\end{bmatrix}"
                                      : "\\begin{bmatrix} d" + letter + "_1 & \\cdots & d" + letter + "_H \\end{bmatrix}";
     const bool several = model.n_heads() > 1;
-    const arma::uword width = query ? model.d_k() : key ? mla.nope_dim : mla.v_dim;
     std::vector<std::string> in = query && !latent ? dimension_labels(model.d_model())
                                                    : prefixed_labels("c", query ? *mla.q_rank : mla.kv_rank);
-    describe_weight_gradient(model, step, "W_" + letter, "W_{" + letter + "}", source, source_latex,
-                             several ? dy : key ? "dK[:, 1 … d_n]" : "d" + letter,
-                             several ? dy_latex : key ? "dK^{\\mathrm{nope}}" : "d" + letter, std::move(in),
-                             prefixed_labels(letter == "Q" ? "q" : letter == "K" ? "k" : "v", model.n_heads() * width));
+    backward::describe_weight_gradient(
+        model, step,
+        {.name = "W_" + letter,
+         .name_latex = "W_{" + letter + "}",
+         .source = source,
+         .source_latex = source_latex,
+         .dy = several ? dy : key ? "dK[:, 1 … d_n]" : "d" + letter,
+         .dy_latex = several ? dy_latex : key ? "dK^{\\mathrm{nope}}" : "d" + letter,
+         .in = std::move(in),
+         .out = prefixed_labels(letter == "Q" ? "q" : letter == "K" ? "k" : "v", model.n_heads() * block.width)});
     step.explanation =
-        query ? "Each head's queries were " + source + " times its block of " + (latent ? "q_b_proj" : "q_proj") +
+        query ? "Each head's queries were " + source + " times its block of " + block.file +
                     ", so a weight's gradient adds up, over the tokens, the value it multiplied times the gradient of "
                     "the query it made."
         : key ? std::string("Each head's keys began with C times its W_UK, so W_UK's gradient is Cᵀ times the first "
                             "d_n columns of the head's dK; the rope part came from kv_a_proj_with_mqa instead.")
               : std::string("Each head's values were C times its W_UV, so W_UV's gradient is Cᵀ times the head's dV.");
     if (query) {
-        step.notes.push_back(layout_note(model, latent ? "q_b_proj" : "q_proj"));
+        step.notes.push_back(backward::layout_note(model, block.file));
         return;
     }
-    const std::string first = std::to_string((key ? 0 : mla.nope_dim) + 1);
-    const std::string last = std::to_string(key ? mla.nope_dim : mla.nope_dim + mla.v_dim);
-    step.notes.push_back(symbol + (several ? " of every head side by side" : "") + ": head h's are " +
-                         (pytorch_layout(model) ? "rows " : "columns ") + first + " … " + last +
+    step.notes.push_back("W_" + block.subscript + (several ? " of every head side by side" : "") + ": head h's are " +
+                         (pytorch_layout(model) ? "rows " : "columns ") + std::to_string(block.first + 1) + " … " +
+                         std::to_string(block.first + block.width) +
                          " of its block of d_n + d_v = " + std::to_string(mla.nope_dim + mla.v_dim) + " in kv_b_proj's " +
                          (pytorch_layout(model) ? "out × in" : "in × out") + " gradient");
 }
@@ -328,14 +296,14 @@ void describe_grad_inputs(const StepContext& context, Step& step) {
     const Model& model = context.model();
     const bool latent = q_rank_exists(model);
     const bool several = model.n_heads() > 1;
-    const std::string queries = latent ? "dC_Q·" + transposed(model, "W_DQ")
-                                       : std::string(several ? "Σ_h dQ_h·" : "dQ·") + transposed(model, several ? "W_Q,h" : "W_Q");
+    const std::string queries = latent ? "dC_Q·" + backward::weight_text(model, "DQ", true)
+                                       : std::string(several ? "Σ_h dQ_h·" : "dQ·") + backward::weight_text(model, several ? "Q,h" : "Q", true);
     const std::string queries_latex =
-        latent ? "dC_Q\\, " + transposed_latex(model, "W_{DQ}")
-               : std::string(several ? "\\sum_h dQ_h\\, " : "dQ\\, ") + transposed_latex(model, several ? "W_{Q,h}" : "W_Q");
-    set_text(step, "dX = " + queries + " + [dC_KV  dK_R]·" + transposed(model, "W_kva"),
+        latent ? "dC_Q\\, " + backward::weight_latex(model, "DQ", true)
+               : std::string(several ? "\\sum_h dQ_h\\, " : "dQ\\, ") + backward::weight_latex(model, several ? "Q,h" : "Q", true);
+    set_text(step, "dX = " + queries + " + [dC_KV  dK_R]·" + backward::weight_text(model, "kva", true),
              "dX = " + queries_latex + " + \\begin{bmatrix} dC_{KV} & dK_R \\end{bmatrix} " +
-                 transposed_latex(model, "W_{kva}"),
+                 backward::weight_latex(model, "kva", true),
              std::string("X made the ") + (latent ? "query latent" : "queries") +
                  ", and through kv_a_proj_with_mqa the latent and the rope key, so its gradient adds the paths, each "
                  "back through its weight's transpose.",

@@ -21,6 +21,11 @@ const HeadWeights& head_weights(const Model& model, int h);
 
 // "d1", "d2", …
 std::vector<std::string> dimension_labels(arma::uword count);
+
+// Whether the file writes weights out × in (layout: pytorch); a weight (or its gradient) kept in
+// the x·W layout (in × out) as the file writes it.
+bool pytorch_layout(const Model& model);
+arma::mat in_layout(const Model& model, const arma::mat& weight);
 void set_text(Step& step, std::string formula, std::string latex, std::string explanation,
               std::vector<std::string> rows, std::vector<std::string> cols);
 
@@ -139,8 +144,6 @@ arma::mat grad_kv_latent(const Model& model, int head, StepInputs in);
 arma::mat grad_norm_gain(const Model& model, int head, StepInputs in);
 // W_UK's part of kv_b_proj: Cᵀ·[each head's dK without its rope part]
 arma::mat grad_w_key(const Model& model, int head, StepInputs in);
-// W_DQ's or W_kva's: sourceᵀ·[the gradients side by side]
-arma::mat grad_w_latent(const Model& model, int head, StepInputs in);
 arma::mat grad_inputs(const Model& model, int head, StepInputs in);
 
 void describe_grad_normed_q_latent(const StepContext& context, Step& step);
@@ -238,6 +241,22 @@ arma::mat in_proj_bias(const Model& model, int head, StepInputs in);
 arma::mat out_proj_weight(const Model& model, int head, StepInputs in);
 arma::mat inputs(const Model& model, int head, StepInputs in);
 arma::mat context(const Model& model, int head, StepInputs in);
+
+// A weight's gradient: dW = sourceᵀ·dY in the x·W layout, dYᵀ·source in the pytorch layout,
+// with its labels (given in × out) in the file's layout.
+struct WeightGradient {
+    std::string name, name_latex;      // "W_Q", "W_{Q}"
+    std::string source, source_latex;  // "X"
+    std::string dy, dy_latex;          // "[dQ_1 … dQ_3]"
+    std::vector<std::string> in, out;
+};
+void describe_weight_gradient(const Model& model, Step& step, WeightGradient text);
+// "in the file's layout: in × out, as W_Q was written"
+std::string layout_note(const Model& model, const std::string& name);
+// "W_Q" as the file wrote it, as a formula reads it: "W_Qᵀ" (transposed) in the x·W layout, "W_Q" in the
+// pytorch layout, which wrote Wᵀ already; and the same in LaTeX
+std::string weight_text(const Model& model, const std::string& name, bool transposed);
+std::string weight_latex(const Model& model, const std::string& name, bool transposed);
 
 void describe_output(const StepContext& context, Step& step);
 void describe_concat(const StepContext& context, Step& step);

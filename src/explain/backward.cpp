@@ -490,17 +490,23 @@ private:
         line("dy = " + dy_names + " = " + m_num.vector(dy) + "    (the gradient of the normed row)");
         line(letter + " = " + x_names + " = " + m_num.vector(x) + "    (the row before the norm" +
              (norm.over_all ? ", every head: over: all)" : ")"));
-        const arma::rowvec g = norm.gain(queries);
+        const arma::uword first = norm.over_all ? static_cast<arma::uword>(m_step.head - 1) * m_model.d_k() : 0;
+        norm_back_cells(letter, norm.offset != 0.0 ? "(1 + γ)" : "γ", x, norm.gain(queries), dy, m_model.qk_norm_eps(),
+                        first);
+    }
+
+    // The cells of a row taken back through an RMSNorm y = x·r∘g, r = 1/√(mean(x²) + eps), from the row x
+    // (`letter`), its gain g (`gain` names it) and dy: dx_k = r·g_k·dy_k − x_k·r³·mean(x∘g∘dy): its own
+    // share, less what x_k did to r. Cell c is element first + c of the row.
+    void norm_back_cells(const std::string& letter, const std::string& gain, const arma::rowvec& x,
+                         const arma::rowvec& g, const arma::rowvec& dy, double eps, arma::uword first) {
         const double width = static_cast<double>(x.n_elem);
-        const double eps = m_model.qk_norm_eps();
         const double mean_squares = arma::dot(x, x) / width;
         const double r = 1.0 / std::sqrt(mean_squares + eps);
         const double mean = arma::dot(x % g, dy) / width;
-        const std::string gain = norm.offset != 0.0 ? "(1 + γ)" : "γ";
         line("r = 1/√(mean(" + letter + "²) + eps) = 1/√(" + m_num(mean_squares) + " + " + readable(eps) + ") = " +
              m_num(r));
         line("m = mean(" + letter + "∘" + gain + "∘dy) = " + m_num(mean) + "    (what the row's size passes back)");
-        const arma::uword first = norm.over_all ? static_cast<arma::uword>(m_step.head - 1) * m_model.d_k() : 0;
         for (const arma::uword c : columns()) {
             const arma::uword k = first + c;
             line(here(c) + " = r·" + gain + "[" + std::to_string(k + 1) + "]·dy[" + std::to_string(k + 1) + "] − " +
@@ -730,8 +736,7 @@ private:
         }
     }
 
-    // Back through a latent's RMSNorm, one row: y = c·r∘γ, r = 1/√(mean(c²) + eps), so
-    // dc_k = r·γ_k·dy_k − c_k·r³·mean(c∘γ∘dy)
+    // Back through a latent's RMSNorm, one row (norm_back_cells)
     void latent_norm_back() {
         const std::vector<StepKey> in = reads();  // the normed latent's gradient, the latent
         const bool queries = m_step.id == StepId::grad_q_latent;
@@ -740,22 +745,10 @@ private:
         const arma::rowvec g = queries ? m_model.mla->q_norm : m_model.mla->kv_norm;
         const arma::rowvec dy = grad.values.row(m_row);
         const arma::rowvec x = latent.values.row(m_row);
-        const double width = static_cast<double>(x.n_elem);
-        const double eps = m_model.rms_eps();
-        const double mean_squares = arma::dot(x, x) / width;
-        const double r = 1.0 / std::sqrt(mean_squares + eps);
-        const double mean = arma::dot(x % g, dy) / width;
         line("dy = " + row_name(grad, m_row) + " = " + m_num.vector(dy) + "    (the gradient of the normed row)");
         line("c = " + row_name(latent, m_row) + " = " + m_num.vector(x) + "    (the row before the norm)");
         line("γ = " + m_num.vector(g) + " (" + (queries ? "q_a_layernorm" : "kv_a_layernorm") + ")");
-        line("r = 1/√(mean(c²) + eps) = 1/√(" + m_num(mean_squares) + " + " + readable(eps) + ") = " + m_num(r));
-        line("m = mean(c∘γ∘dy) = " + m_num(mean) + "    (what the row's size passes back)");
-        for (const arma::uword k : columns()) {
-            line(here(k) + " = r·γ[" + std::to_string(k + 1) + "]·dy[" + std::to_string(k + 1) + "] − c[" +
-                 std::to_string(k + 1) + "]·r³·m = " + m_num(r) + " · " + m_num.factor(g(k)) + " · " +
-                 m_num.factor(dy(k)) + " − " + m_num.factor(x(k)) + " · " + m_num.factor(r * r * r) + " · " +
-                 m_num.factor(mean) + " = " + result_of(r * g(k) * dy(k) - x(k) * r * r * r * mean, kept(k)));
-        }
+        norm_back_cells("c", "γ", x, g, dy, m_model.rms_eps(), 0);
     }
 
     // dγ[c] = Σ_i dy[i,c]·c[i,c]·r_i
@@ -798,18 +791,11 @@ private:
 
     // "row 3 of kv_b_proj, column 2 (head 1's W_UK)": where a row of a head's block sits in the file
     std::string mla_weight_row(StepId weight, int head, arma::uword row) const {
-        const Mla& mla = *m_model.mla;
-        const bool query = weight == StepId::w_query;
-        const std::string whole = query ? (mla.q_rank ? "q_b_proj" : "q_proj") : "kv_b_proj";
-        const arma::uword block = query ? m_model.d_k() : mla.nope_dim + mla.v_dim;
-        const arma::uword width = query ? m_model.d_k() : weight == StepId::w_key ? mla.nope_dim : mla.v_dim;
-        const arma::uword first =
-            static_cast<arma::uword>(head - 1) * block + (weight == StepId::w_value ? mla.nope_dim : 0) + 1;
-        const std::string symbol = query ? (mla.q_rank ? "W_UQ" : "W_Q") : weight == StepId::w_key ? "W_UK" : "W_UV";
-        const std::string span = std::to_string(first) + " … " + std::to_string(first + width - 1);
-        return (pytorch_layout() ? "column " : "row ") + std::to_string(row + 1) + " of " + whole +
+        const MlaBlock block = mla_block(m_model, weight, head);
+        const std::string span = std::to_string(block.first + 1) + " … " + std::to_string(block.first + block.width);
+        return (pytorch_layout() ? "column " : "row ") + std::to_string(row + 1) + " of " + block.file +
                (pytorch_layout() ? " as written, rows " : ", columns ") + span + " (" +
-               (several_heads() ? "head " + std::to_string(head) + "'s " : std::string()) + symbol + ")";
+               (several_heads() ? "head " + std::to_string(head) + "'s " : std::string()) + "W_" + block.subscript + ")";
     }
 
     // ── the weights' gradients ──────────────────────────────────────────────
