@@ -169,7 +169,7 @@ std::vector<std::string> shown_labels(const std::vector<std::string>& labels, st
 
 std::string to_ascii(const std::string& text) {
     static const std::pair<const char*, const char*> k_replacements[] = {
-        {"·", "*"}, {"ᵀ", "^T"}, {"∂", "d"}, {"θ", "theta"}, {"∘", "o"}, {"√", "sqrt "}, {"−∞", "-inf"}, {"−", "-"}, {"∞", "inf"}, {"…", "..."},
+        {"·", "*"}, {"ᵀ", "^T"}, {"∂", "d"}, {"θ", "theta"}, {"γ", "gamma"}, {"∘", "o"}, {"√", "sqrt "}, {"−∞", "-inf"}, {"−", "-"}, {"∞", "inf"}, {"…", "..."},
         {"×", "x"}, {"≤", "<="}, {"≥", ">="}, {"Σ", "sum"}, {"′", "'"},
         {"─", "-"}, {"│", "|"}, {"→", "->"}, {"↓", "v"}, {"←", "<-"}, {"═", "="}, {"“", "\""}, {"”", "\""}, {"’", "'"}, {"—", "-"}, {"–", "-"},
         {"≈", "~"}, {"ℓ", "l"}, {"⌈", "ceil("}, {"⌉", ")"},
@@ -198,10 +198,18 @@ std::string to_ascii(const std::string& text) {
     }
     std::string result = formula_text(raised, true);
     for (const auto& [from, to] : k_replacements) {
+        const std::string_view source = from;
         std::string::size_type at = 0;
-        while ((at = result.find(from, at)) != std::string::npos) {
-            result.replace(at, std::string(from).size(), to);
-            at += std::string(to).size();
+        while ((at = result.find(source, at)) != std::string::npos) {
+            std::string with = to;
+            if (source == "∘") {
+                // the product sign as a word of its own: "x∘γ" is "x o gamma", not "xogamma"
+                const std::size_t after = at + source.size();
+                with = (at == 0 || result[at - 1] == ' ' ? "" : " ") + with +
+                       (after == result.size() || result[after] == ' ' ? "" : " ");
+            }
+            result.replace(at, source.size(), with);
+            at += with.size();
         }
     }
     // anything else outside ASCII becomes '?'

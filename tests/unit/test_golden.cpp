@@ -198,6 +198,14 @@ TEST_CASE("ascii output has no box-drawing or math symbols", "[cli]") {
         }
     }
     CHECK(result.out.find("-inf") != std::string::npos);
+    // γ is spelled out, and the elementwise product is a word of its own, with or without spaces around it
+    const auto latent = run_qkv({"run", "mla", "--backward", "--ascii", "-s", "grad_kv_latent,grad_kv_a_layernorm"});
+    REQUIRE(latent.status == 0);
+    CHECK(latent.out.find('?') == std::string::npos);
+    CHECK(latent.out.find("mean(c o gamma o dy)") != std::string::npos);
+    CHECK(latent.out.find("Gradient of kv_a_layernorm's gamma") != std::string::npos);
+    const auto softmax = run_qkv({"run", "backward", "--ascii", "-s", "grad_scaled_scores"});
+    CHECK(softmax.out.find("A o (dA - rowsum(dA o A))") != std::string::npos);
 }
 
 TEST_CASE("qkv --version names the build and the BLAS", "[cli]") {
