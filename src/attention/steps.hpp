@@ -10,6 +10,7 @@
 
 #include "attention/step_id.hpp"
 #include "attention/trace.hpp"
+#include "model/keys.hpp"
 #include "model/model.hpp"
 
 #include <armadillo>
@@ -179,6 +180,9 @@ std::string step_requirements();
 // "this step exists only when the example sets a mask or padding": why an
 // example lacks a step, for hints (empty for the steps that are always there).
 std::string step_absence(StepId id);
+// The steps a key of an example file feeds, in the order of its row in
+// model/keys.def (the man page's "Steps:" after the key's meaning).
+std::span<const StepId> key_feeds(Key key);
 
 // The heads' outputs side by side, as formulas write them: [Z_1 Z_2] and
 // [Z_1 Z_2 Z_3] in full, [Z_1 … Z_H] from four heads on; latex in LaTeX.

@@ -21,6 +21,25 @@ namespace qkv {
 // ── the table read against an example ───────────────────────────────────────
 bool step_exists(const Model& model, StepId id) { return step_row(id).exists(model); }
 
+namespace {
+
+// (StepId::a, StepId::b) in a row of keys.def: its steps as a list
+template <class... Ids>
+std::vector<StepId> step_list(Ids... ids) {
+    return {ids...};
+}
+
+}  // namespace
+
+std::span<const StepId> key_feeds(Key key) {
+    // each key's steps, indexed by Key (a key's other forms feed what its first row does)
+    static const std::vector<StepId> feeds[] = {
+#define QKV_KEY(name, kind, stage, read, json, sheet, feeds, form, italic, meaning) step_list feeds,
+#include "model/keys.def"
+    };
+    return feeds[static_cast<std::size_t>(key)];
+}
+
 StepSet steps_of(const Model& model) {
     StepSet steps;
     for (const StepId id : all_steps()) {

@@ -152,8 +152,8 @@ void write_keys(std::ostringstream& out) {
         out << "\n" << row.meaning << "\n";
         std::string steps;
         for (std::size_t j = i; j < shared; ++j) {
-            for (const std::string& id : key_feeds(rows[j])) {
-                steps += (steps.empty() ? "" : ", ") + std::string("\\fB") + roff(id) + "\\fR";
+            for (const StepId id : rows[j].another_form ? std::span<const StepId>() : key_feeds(rows[j].key)) {
+                steps += (steps.empty() ? "" : ", ") + std::string("\\fB") + roff(step_text(id)) + "\\fR";
             }
         }
         if (!steps.empty()) {

@@ -17,6 +17,11 @@ namespace loading {
 
 std::string shape_text(const arma::mat& M) { return std::to_string(M.n_rows) + " × " + std::to_string(M.n_cols); }
 
+void ModelLoader::read_titles(Model& model, const KeyRow&) {
+    model.title = m_yaml.string(root()["title"], "title").value_or("");
+    model.description = m_yaml.string(root()["description"], "description").value_or("");
+}
+
 Model ModelLoader::load() {
     YAML::Node root = m_yaml.parse_document();
     m_diagnostics.throw_if_any();
@@ -32,29 +37,32 @@ Model ModelLoader::load(const YAML::Node& root) {
     m_yaml.check_keys(root, "", k_top_keys, k_pasted_keys);
     m_root = root;
 
+    // the reader of each key, in the order of keys.def
+    struct Reader {
+        KeyStage stage;
+        void (ModelLoader::*read)(Model&, const KeyRow&);
+    };
+    static constexpr Reader readers[] = {
+#define QKV_KEY(name, kind, stage, read, json, sheet, feeds, form, italic, meaning) \
+    {KeyStage::stage, &ModelLoader::read},
+#include "model/keys.def"
+    };
     Model model;
-    model.title = m_yaml.string(root["title"], "title").value_or("");
-    model.description = m_yaml.string(root["description"], "description").value_or("");
-    read_inputs(model);
-    read_context(model);
-    read_positional(model);
-    read_weights(model);
-    read_rope(model);
-    check_mla_rope(model);
-    read_qk_norm(model);
-    read_alibi(model);
-    read_sinks(model);
-    read_scale(model);
-    read_number_keys(model);
-    // Shapes that depend on several keys are checked only when each part was readable.
-    const bool sizes_known = !model.X.is_empty() && (!root["context"] || (model.C && !model.C->is_empty()));
-    if (sizes_known) {
-        read_mask(model);
+    bool valid = false;
+    for (const KeyStage stage : {KeyStage::always, KeyStage::sized, KeyStage::valid}) {
+        // shapes that depend on several keys are checked only when each part was readable
+        const bool sizes_known = !model.X.is_empty() && (!root["context"] || (model.C && !model.C->is_empty()));
+        valid = m_diagnostics.empty();
+        if ((stage == KeyStage::sized && !sizes_known) || (stage == KeyStage::valid && !valid)) {
+            continue;
+        }
+        for (std::size_t k = 0; k < std::size(readers); ++k) {
+            if (readers[k].stage == stage) {
+                (this->*readers[k].read)(model, key_row(static_cast<Key>(k)));
+            }
+        }
     }
-    if (m_diagnostics.empty()) {
-        read_grad_output(model);
-        read_round(model);
-        read_grading(model);
+    if (valid) {
         check_memory(model);
     }
     m_diagnostics.throw_if_any();

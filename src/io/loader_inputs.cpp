@@ -77,7 +77,7 @@ std::string unknown_word_hint(const std::string& word, const std::vector<std::st
 
 }  // namespace
 
-void ModelLoader::read_inputs(Model& model) {
+void ModelLoader::read_inputs(Model& model, const KeyRow&) {
     const YAML::Node inputs = root()["inputs"];
     const YAML::Node embeddings = root()["embeddings"];
     const YAML::Node sentence = root()["sentence"];
@@ -207,7 +207,7 @@ YAML::Mark ModelLoader::word_mark(const YAML::Node& sentence, const std::vector<
     return start;
 }
 
-void ModelLoader::read_context(Model& model) {
+void ModelLoader::read_context(Model& model, const KeyRow&) {
     const YAML::Node context = root()["context"];
     const YAML::Node context_tokens = root()["context_tokens"];
     if (!context) {
@@ -243,7 +243,7 @@ void ModelLoader::read_context(Model& model) {
     }
 }
 
-void ModelLoader::read_positional(Model& model) {
+void ModelLoader::read_positional(Model& model, const KeyRow&) {
     const YAML::Node positional = root()["positional"];
     if (!positional || model.X.is_empty()) {
         return;

@@ -1,6 +1,6 @@
 // The example loader's parts, shared by the files of src/io/ that make it up
 // (nothing outside src/io/ includes this):
-//   loader.cpp           the order of reading (load), load_model, read_source
+//   loader.cpp           load: each row's reader (model/keys.def) by stage; load_model, read_source
 //   loader_inputs.cpp    inputs, tokens, embeddings with a sentence, context, positions
 //   loader_weights.cpp   the weights in their four ways of writing, the output projection
 //   loader_settings.cpp  scale, mask and padding, grad_output:, round:, the memory estimate
@@ -8,7 +8,7 @@
 //   loader_variants.cpp  the attention of today's models: kv_heads, rope, alibi, sinks
 //   loader_mla.cpp       multi-head latent attention: mla: and its weights under the state dict's names
 // Every reader records its problems as positioned diagnostics and goes on, so
-// that one run reports every problem of a file, in the order of these calls.
+// that one run reports every problem of a file, in the order of the file.
 #pragma once
 
 #include "io/loader.hpp"
@@ -110,17 +110,22 @@ private:
         return read_matrix(m_yaml, node, path, m_source, m_options);
     }
 
+    // The reader of each row of model/keys.def takes the row; `none` is the
+    // reader of a row read by another key's reader (or not by this loader).
+    void read_titles(Model& model, const KeyRow& row);
+    void none(Model&, const KeyRow&) {}
+
     // ── loader_inputs.cpp ───────────────────────────────────────────────────
-    void read_inputs(Model& model);
+    void read_inputs(Model& model, const KeyRow& row);
     void read_embeddings(Model& model, const YAML::Node& embeddings, const YAML::Node& sentence);
     YAML::Mark word_mark(const YAML::Node& sentence, const std::vector<std::string>& words, std::size_t index) const;
-    void read_context(Model& model);
-    void read_positional(Model& model);
+    void read_context(Model& model, const KeyRow& row);
+    void read_positional(Model& model, const KeyRow& row);
 
     // ── loader_weights.cpp ──────────────────────────────────────────────────
     std::optional<ReadMatrix> weight(const YAML::Node& node, const std::string& path, Layout layout);
     Layout read_layout();
-    void read_weights(Model& model);
+    void read_weights(Model& model, const KeyRow& row);
     void read_split_weights(Model& model, const YAML::Node& heads_node);
     bool split_weights_given(const YAML::Node& weights);
     void read_head_list(Model& model, const YAML::Node& heads);
@@ -140,24 +145,25 @@ private:
     void check_mla_rope(const Model& model);
 
     // ── loader_settings.cpp ─────────────────────────────────────────────────
-    void read_scale(Model& model);
-    void read_number_keys(Model& model);
+    void read_scale(Model& model, const KeyRow& row);
+    void read_number(Model& model, const KeyRow& row);
     bool zeros_and_ones(const arma::mat& M, const YAML::Node& node, const std::string& path, const std::string& hint);
-    void read_mask(Model& model);
-    void read_round(Model& model);
-    void read_grading(Model& model);
-    void read_grad_output(Model& model);
+    void read_mask(Model& model, const KeyRow& row);
+    void read_round(Model& model, const KeyRow& row);
+    void read_grading(Model& model, const KeyRow& row);
+    void read_grad_output(Model& model, const KeyRow& row);
     void check_memory(const Model& model);
     void read_window(Model& model, const YAML::Node& mask);
 
     // ── loader_variants.cpp ─────────────────────────────────────────────────
     std::optional<std::int64_t> read_kv_heads(std::int64_t n_heads);
     void check_kv_heads_alone();
-    void read_rope(Model& model);
-    void read_qk_norm(Model& model);
+    void read_rope(Model& model, const KeyRow& row);
+    void read_rope_node(Model& model);
+    void read_qk_norm(Model& model, const KeyRow& row);
     bool read_rope_scaling(const YAML::Node& node, const Model& model, Rope& rope);
-    void read_alibi(Model& model);
-    void read_sinks(Model& model);
+    void read_alibi(Model& model, const KeyRow& row);
+    void read_sinks(Model& model, const KeyRow& row);
 };
 
 }  // namespace qkv::loading

@@ -15,7 +15,7 @@
 
 namespace qkv::loading {
 
-void ModelLoader::read_scale(Model& model) {
+void ModelLoader::read_scale(Model& model, const KeyRow&) {
     const YAML::Node node = root()["scale"];
     if (!node) {
         return;
@@ -34,23 +34,21 @@ void ModelLoader::read_scale(Model& model) {
     model.scale_divisor = *value;
 }
 
-// The number keys of keys.def (softcap: c, …): each a positive number.
-void ModelLoader::read_number_keys(Model& model) {
-    for (const KeyRow* row : number_key_rows()) {
-        const YAML::Node node = root()[std::string(row->name)];
-        if (!node) {
-            continue;
-        }
-        const auto value = node.IsScalar() ? parse_number(node.Scalar()) : std::nullopt;
-        const std::optional<std::string> problem = value ? number_key_problem(*value) : std::nullopt;
-        if (!value || problem) {
-            m_yaml.error(node, std::string(row->name) + " is " + m_yaml.describe(node) +
-                                   "; expected a positive number from 1e-30 to 1e30",
-                         std::string(row->number->help));
-            continue;
-        }
-        model.*row->number->member = *value;
+// A number key of keys.def (softcap: c, …): a positive number.
+void ModelLoader::read_number(Model& model, const KeyRow& row) {
+    const YAML::Node node = root()[std::string(row.name)];
+    if (!node) {
+        return;
     }
+    const auto value = node.IsScalar() ? parse_number(node.Scalar()) : std::nullopt;
+    const std::optional<std::string> problem = value ? number_key_problem(*value) : std::nullopt;
+    if (!value || problem) {
+        m_yaml.error(node, std::string(row.name) + " is " + m_yaml.describe(node) +
+                               "; expected a positive number from 1e-30 to 1e30",
+                     std::string(row.number->help));
+        return;
+    }
+    model.*row.number->member = *value;
 }
 
 // Whether every entry of M is 0 or 1; otherwise an error naming the first other value and its cell.
@@ -125,7 +123,7 @@ bool pytorch_causal(const arma::mat& M) {
 
 }  // namespace
 
-void ModelLoader::read_mask(Model& model) {
+void ModelLoader::read_mask(Model& model, const KeyRow&) {
     const YAML::Node mask = root()["mask"];
     const YAML::Node padding = root()["padding"];
     const arma::uword n = model.n();
@@ -278,7 +276,7 @@ void ModelLoader::read_window(Model& model, const YAML::Node& mask) {
 }
 
 // grad_output: ones | MATRIX (n × d_out): the gradient the backward pass starts from.
-void ModelLoader::read_grad_output(Model& model) {
+void ModelLoader::read_grad_output(Model& model, const KeyRow&) {
     const YAML::Node node = root()["grad_output"];
     if (!node) {
         if (m_options.backward) {
@@ -337,7 +335,7 @@ std::optional<StepId> read_step_key(YamlReader& yaml, const YAML::Node& key, con
     return id;
 }
 
-void ModelLoader::read_round(Model& model) {
+void ModelLoader::read_round(Model& model, const KeyRow&) {
     const YAML::Node node = root()["round"];
     if (!node) {
         return;

@@ -70,8 +70,13 @@ void ModelLoader::check_kv_heads_alone() {
     }
 }
 
-// rope: true | false | {base: B, style: half|interleaved}
-void ModelLoader::read_rope(Model& model) {
+// rope: true | false | {base: B, style: half|interleaved, …}, then what mla needs of it
+void ModelLoader::read_rope(Model& model, const KeyRow&) {
+    read_rope_node(model);
+    check_mla_rope(model);
+}
+
+void ModelLoader::read_rope_node(Model& model) {
     const YAML::Node node = root()["rope"];
     if (!node) {
         return;
@@ -304,7 +309,7 @@ bool ModelLoader::read_rope_scaling(const YAML::Node& node, const Model& model, 
 }
 
 // qk_norm: true | false | {over: head|all, query: [γ…], key: [γ…], eps: e, offset: 0|1}
-void ModelLoader::read_qk_norm(Model& model) {
+void ModelLoader::read_qk_norm(Model& model, const KeyRow&) {
     const YAML::Node node = root()["qk_norm"];
     if (!node || model.heads.empty()) {
         return;
@@ -414,7 +419,7 @@ std::optional<arma::rowvec> read_per_head(YamlReader& yaml, const YAML::Node& no
 }  // namespace
 
 // alibi: true | false | [m_1, …, m_H]
-void ModelLoader::read_alibi(Model& model) {
+void ModelLoader::read_alibi(Model& model, const KeyRow&) {
     const YAML::Node node = root()["alibi"];
     if (!node || model.heads.empty()) {
         return;
@@ -435,7 +440,7 @@ void ModelLoader::read_alibi(Model& model) {
 }
 
 // sinks: [s_1, …, s_H]
-void ModelLoader::read_sinks(Model& model) {
+void ModelLoader::read_sinks(Model& model, const KeyRow&) {
     const YAML::Node node = root()["sinks"];
     if (!node || model.heads.empty()) {
         return;

@@ -169,7 +169,7 @@ Layout ModelLoader::read_layout() {
     return Layout::x_w;
 }
 
-void ModelLoader::read_weights(Model& model) {
+void ModelLoader::read_weights(Model& model, const KeyRow&) {
     if (const YAML::Node mla = root()["mla"]) {
         read_mla(model, mla);
         return;

@@ -45,7 +45,7 @@ void parse_rubric(YamlReader& yaml, const YAML::Node& node, const std::string& p
     }
 }
 
-void ModelLoader::read_grading(Model& model) {
+void ModelLoader::read_grading(Model& model, const KeyRow&) {
     if (const YAML::Node node = root()["decimals"]) {
         if (auto decimals = m_yaml.integer(node, "decimals", 0, 15)) {
             model.decimals = static_cast<int>(*decimals);

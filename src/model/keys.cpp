@@ -4,7 +4,6 @@
 #include "model/model.hpp"
 
 #include <cmath>
-#include <sstream>
 #include <stdexcept>
 
 namespace qkv {
@@ -33,10 +32,12 @@ constexpr const NumberKey* number_key(std::string_view name) {
 }
 
 constexpr KeyRow k_key_rows[] = {
-#define QKV_KEY(name, form, italic, feeds, meaning) {Key::name, #name, form, italic, feeds, meaning, false, nullptr},
-#define QKV_KEY_FORM(name, form, italic, feeds, meaning) {Key::name, #name, form, italic, feeds, meaning, true, nullptr},
+#define QKV_KEY(name, kind, stage, read, json, sheet, feeds, form, italic, meaning) \
+    {Key::name, #name, KeyForm::kind, KeyStage::stage, form, italic, meaning, false, nullptr},
+#define QKV_KEY_FORM(name, kind, form, italic, meaning) \
+    {Key::name, #name, KeyForm::kind, KeyStage::always, form, italic, meaning, true, nullptr},
 #define QKV_NUMBER_KEY(name, form, flag, member, feeds, help, sentence, meaning) \
-    {Key::name, #name, form, true, feeds, meaning, false, number_key(#name)},
+    {Key::name, #name, KeyForm::number, KeyStage::always, form, true, meaning, false, number_key(#name)},
 #include "model/keys.def"
 };
 
@@ -64,15 +65,6 @@ const std::vector<std::string>& key_names() {
         return result;
     }();
     return names;
-}
-
-std::vector<std::string> key_feeds(const KeyRow& row) {
-    std::istringstream words{std::string(row.feeds)};
-    std::vector<std::string> ids;
-    for (std::string id; words >> id;) {
-        ids.push_back(id);
-    }
-    return ids;
 }
 
 std::vector<const KeyRow*> number_key_rows() {

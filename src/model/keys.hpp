@@ -13,9 +13,19 @@ namespace qkv {
 struct Model;
 
 enum class Key {
-#define QKV_KEY(name, form, italic, feeds, meaning) name,
+#define QKV_KEY(name, kind, stage, read, json, sheet, feeds, form, italic, meaning) name,
 #include "model/keys.def"
 };
+
+// The form of a key's value (its richest, where it takes several: rope is
+// true or a map, a map).
+enum class KeyForm { text, labels, number, whole_number, flag, choice, vector, matrix, list, map };
+
+// When the loader reads a key: always, in the order of the rows; once the
+// inputs' and the context's sizes are known (the mask, which is n × m); or
+// once every key before it was read without a problem (what reads d_out, the
+// steps the example has, or the whole model).
+enum class KeyStage { always, sized, valid };
 
 // A number key's place in Model, its flag of `qkv bench` and its worksheet
 // sentence (QKV_NUMBER_KEY in keys.def).
@@ -30,9 +40,10 @@ struct NumberKey {
 struct KeyRow {
     Key key;
     std::string_view name;     // as the file writes it: "rope"
+    KeyForm kind;              // the form of its value
+    KeyStage stage;            // when the loader reads it
     std::string_view form;     // what follows "name:" in the man page (roff); empty: no one short form
     bool italic;               // the form is a placeholder (heads: H)
-    std::string_view feeds;    // the step ids it feeds, separated by spaces
     std::string_view meaning;  // its paragraph in the man page (roff); empty: shares the row before's
     bool another_form;         // a second form of the key of an earlier row
     const NumberKey* number;   // a number key's own parts; null for the others
@@ -44,8 +55,7 @@ std::span<const KeyRow> key_rows();
 const KeyRow& key_row(Key key);
 // Each key's name once, in that order: the keys an example file may have.
 const std::vector<std::string>& key_names();
-// The step ids a key feeds, in order.
-std::vector<std::string> key_feeds(const KeyRow& row);
+// (The steps a row feeds are step ids, which attention/ reads: key_feeds in attention/steps.hpp.)
 // The rows of the number keys, in order.
 std::vector<const KeyRow*> number_key_rows();
 // Why `value` cannot be a number key's value ("0 is not positive"), or

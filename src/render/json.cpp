@@ -118,179 +118,161 @@ std::string mask_kind_name(MaskKind kind) {
     return "none";
 }
 
-// One key's part of "params" (model/keys.def): what the example gave the
-// computation, every weight in the x·W layout (in × out) whatever layout its
-// file used. A query head's W_K, W_V, b_K and b_V are those of the key/value
-// head it reads ("kv_head"). A key whose numbers another key's part holds, or
-// that gives the computation nothing, writes nothing.
-void write_param(std::ostream& out, const Model& model, Key key) {
-    switch (key) {
-        case Key::inputs:
-            out << "\"inputs\": ";
-            write_json_rows(out, model.X);
-            return;
-        case Key::positional:
-            out << ",\n  \"positional\": ";
-            write_optional(out, model.P);
-            return;
-        case Key::context:
-            out << ", \"context\": ";
-            write_optional(out, model.C);
-            return;
-        case Key::weights:
-            out << ",\n  \"heads\": [";
-            for (std::size_t h = 0; h < model.heads.size(); ++h) {
-                const int kv_head = model.kv_head_of(static_cast<int>(h + 1));
-                const HeadWeights& queries = model.heads[h];
-                const HeadWeights& keys = model.kv_weights(kv_head);
-                out << (h == 0 ? "\n   " : ",\n   ") << "{\"head\": " << h + 1 << ", \"kv_head\": " << kv_head
-                    << ", \"W_Q\": ";
-                write_json_rows(out, queries.W_Q);
-                out << ", \"W_K\": ";
-                write_json_rows(out, keys.W_K);
-                out << ", \"W_V\": ";
-                write_json_rows(out, keys.W_V);
-                out << ", \"b_Q\": ";
-                write_optional(out, queries.b_Q);
-                out << ", \"b_K\": ";
-                write_optional(out, keys.b_K);
-                out << ", \"b_V\": ";
-                write_optional(out, keys.b_V);
-                out << '}';
-            }
-            out << "],\n  \"W_O\": ";
-            write_optional(out, model.W_O);
-            out << ", \"b_O\": ";
-            write_optional(out, model.b_O);
-            return;
-        case Key::mask:
-            // 1 where query i may attend to key j, after the mask and the padding
-            out << ",\n  \"mask\": {\"kind\": " << quoted(mask_kind_name(model.mask_kind)) << ", \"window\": ";
-            if (model.mask_kind == MaskKind::window) {
-                out << model.window;
-            } else {
-                out << "null";
-            }
-            out << ", \"padding\": ";
-            write_optional(out, model.padding);
-            out << ", \"allowed\": ";
-            write_json_rows(out, model.allowed());
-            out << "}";
-            return;
-        case Key::rope:
-            out << ",\n  \"rope\": ";
-            if (model.rope) {
-                const Rope& rope = *model.rope;
-                out << "{\"base\": " << round_trip(rope.base) << ", \"style\": "
-                    << quoted(rope.style == RopeStyle::half ? "half" : "interleaved")
-                    << ", \"partial_rotary_factor\": " << round_trip(rope.partial_rotary_factor)
-                    << ", \"max_position_embeddings\": ";
-                write_optional_number(out, rope.max_position_embeddings);
-                out << ", \"scaling\": ";
-                write_scaling(out, rope);
-                out << '}';
-            } else {
-                out << "null";
-            }
-            return;
-        case Key::qk_norm:
-            // γ as the norm applies it (its default filled in), and the eps it uses
-            out << ",\n  \"qk_norm\": ";
-            if (model.qk_norm) {
-                const QkNorm& norm = *model.qk_norm;
-                out << "{\"over\": " << quoted(norm.over_all ? "all" : "head") << ", \"query\": ";
-                write_json_row(out, norm.query);
-                out << ", \"key\": ";
-                write_json_row(out, norm.key);
-                out << ", \"eps\": " << round_trip(model.qk_norm_eps()) << ", \"offset\": " << round_trip(norm.offset)
-                    << '}';
-            } else {
-                out << "null";
-            }
-            return;
-        case Key::mla:
-            // the sizes, the latents' weights and the γ each norm applies (the heads' blocks are the heads' weights)
-            out << ",\n  \"mla\": ";
-            if (model.mla) {
-                const Mla& mla = *model.mla;
-                out << "{\"kv_rank\": " << mla.kv_rank << ", \"rope_dim\": " << mla.rope_dim
-                    << ", \"nope_dim\": " << mla.nope_dim << ", \"v_dim\": " << mla.v_dim << ", \"q_rank\": ";
-                if (mla.q_rank) {
-                    out << *mla.q_rank;
-                } else {
-                    out << "null";
-                }
-                out << ", \"W_qa\": ";
-                write_optional(out, mla.W_qa);
-                out << ", \"q_a_layernorm\": ";
-                if (mla.q_rank) {
-                    write_json_row(out, mla.q_norm);
-                } else {
-                    out << "null";
-                }
-                out << ", \"W_kva\": ";
-                write_json_rows(out, mla.W_kva);
-                out << ", \"kv_a_layernorm\": ";
-                write_json_row(out, mla.kv_norm);
-                out << ", \"eps\": " << round_trip(model.rms_eps()) << '}';
-            } else {
-                out << "null";
-            }
-            return;
-        case Key::alibi:
-            out << ", \"alibi\": ";
-            write_optional(out, model.alibi);
-            return;
-        case Key::sinks:
-            out << ", \"sinks\": ";
-            write_optional(out, model.sinks);
-            return;
-        case Key::grad_output:
-            out << ", \"grad_output\": ";
-            write_optional(out, model.grad_output);
-            return;
-        // a number key (keys.def): its number, or null
-#define QKV_NUMBER_KEY(name, form, flag, member, feeds, help, sentence, meaning) case Key::name:
-#include "model/keys.def"
-        {
-            const std::optional<double>& number = model.*key_row(key).number->member;
-            out << ", " << quoted(std::string(key_row(key).name)) << ": ";
-            if (number) {
-                out << round_trip(*number);
-            } else {
-                out << "null";
-            }
-            return;
-        }
-        // in another key's part: inputs, the heads' weights, the mask
-        case Key::embeddings:
-        case Key::sentence:
-        case Key::bias:
-        case Key::heads:
-        case Key::kv_heads:
-        case Key::layout:
-        case Key::pytorch:
-        case Key::padding:
-        // beside params (title, description, tokens, scale) or not the computation's
-        case Key::title:
-        case Key::description:
-        case Key::tokens:
-        case Key::context_tokens:
-        case Key::scale:
-        case Key::round:
-        case Key::answers:
-        case Key::decimals:
-        case Key::rubric:
-            return;
+// Each key's part of "params" (the json column of model/keys.def): what the
+// example gave the computation, every weight in the x·W layout (in × out)
+// whatever layout its file used. A key whose numbers another key's part holds,
+// or that gives the computation nothing, writes nothing (`none`).
+void none(std::ostream&, const Model&, const KeyRow&) {}
+
+void json_inputs(std::ostream& out, const Model& model, const KeyRow&) {
+    out << "\"inputs\": ";
+    write_json_rows(out, model.X);
+}
+
+void json_positional(std::ostream& out, const Model& model, const KeyRow&) {
+    out << ",\n  \"positional\": ";
+    write_optional(out, model.P);
+}
+
+void json_context(std::ostream& out, const Model& model, const KeyRow&) {
+    out << ", \"context\": ";
+    write_optional(out, model.C);
+}
+
+// A query head's W_K, W_V, b_K and b_V are those of the key/value head it reads ("kv_head").
+void json_weights(std::ostream& out, const Model& model, const KeyRow&) {
+    out << ",\n  \"heads\": [";
+    for (std::size_t h = 0; h < model.heads.size(); ++h) {
+        const int kv_head = model.kv_head_of(static_cast<int>(h + 1));
+        const HeadWeights& queries = model.heads[h];
+        const HeadWeights& keys = model.kv_weights(kv_head);
+        out << (h == 0 ? "\n   " : ",\n   ") << "{\"head\": " << h + 1 << ", \"kv_head\": " << kv_head
+            << ", \"W_Q\": ";
+        write_json_rows(out, queries.W_Q);
+        out << ", \"W_K\": ";
+        write_json_rows(out, keys.W_K);
+        out << ", \"W_V\": ";
+        write_json_rows(out, keys.W_V);
+        out << ", \"b_Q\": ";
+        write_optional(out, queries.b_Q);
+        out << ", \"b_K\": ";
+        write_optional(out, keys.b_K);
+        out << ", \"b_V\": ";
+        write_optional(out, keys.b_V);
+        out << '}';
     }
+    out << "],\n  \"W_O\": ";
+    write_optional(out, model.W_O);
+    out << ", \"b_O\": ";
+    write_optional(out, model.b_O);
+}
+
+// 1 where query i may attend to key j, after the mask and the padding
+void json_mask(std::ostream& out, const Model& model, const KeyRow&) {
+    out << ",\n  \"mask\": {\"kind\": " << quoted(mask_kind_name(model.mask_kind)) << ", \"window\": ";
+    if (model.mask_kind == MaskKind::window) {
+        out << model.window;
+    } else {
+        out << "null";
+    }
+    out << ", \"padding\": ";
+    write_optional(out, model.padding);
+    out << ", \"allowed\": ";
+    write_json_rows(out, model.allowed());
+    out << "}";
+}
+
+void json_rope(std::ostream& out, const Model& model, const KeyRow&) {
+    out << ",\n  \"rope\": ";
+    if (!model.rope) {
+        out << "null";
+        return;
+    }
+    const Rope& rope = *model.rope;
+    out << "{\"base\": " << round_trip(rope.base) << ", \"style\": "
+        << quoted(rope.style == RopeStyle::half ? "half" : "interleaved")
+        << ", \"partial_rotary_factor\": " << round_trip(rope.partial_rotary_factor)
+        << ", \"max_position_embeddings\": ";
+    write_optional_number(out, rope.max_position_embeddings);
+    out << ", \"scaling\": ";
+    write_scaling(out, rope);
+    out << '}';
+}
+
+// γ as the norm applies it (its default filled in), and the eps it uses
+void json_qk_norm(std::ostream& out, const Model& model, const KeyRow&) {
+    out << ",\n  \"qk_norm\": ";
+    if (!model.qk_norm) {
+        out << "null";
+        return;
+    }
+    const QkNorm& norm = *model.qk_norm;
+    out << "{\"over\": " << quoted(norm.over_all ? "all" : "head") << ", \"query\": ";
+    write_json_row(out, norm.query);
+    out << ", \"key\": ";
+    write_json_row(out, norm.key);
+    out << ", \"eps\": " << round_trip(model.qk_norm_eps()) << ", \"offset\": " << round_trip(norm.offset) << '}';
+}
+
+// the sizes, the latents' weights and the γ each norm applies (the heads' blocks are the heads' weights)
+void json_mla(std::ostream& out, const Model& model, const KeyRow&) {
+    out << ",\n  \"mla\": ";
+    if (!model.mla) {
+        out << "null";
+        return;
+    }
+    const Mla& mla = *model.mla;
+    out << "{\"kv_rank\": " << mla.kv_rank << ", \"rope_dim\": " << mla.rope_dim << ", \"nope_dim\": " << mla.nope_dim
+        << ", \"v_dim\": " << mla.v_dim << ", \"q_rank\": ";
+    if (mla.q_rank) {
+        out << *mla.q_rank;
+    } else {
+        out << "null";
+    }
+    out << ", \"W_qa\": ";
+    write_optional(out, mla.W_qa);
+    out << ", \"q_a_layernorm\": ";
+    if (mla.q_rank) {
+        write_json_row(out, mla.q_norm);
+    } else {
+        out << "null";
+    }
+    out << ", \"W_kva\": ";
+    write_json_rows(out, mla.W_kva);
+    out << ", \"kv_a_layernorm\": ";
+    write_json_row(out, mla.kv_norm);
+    out << ", \"eps\": " << round_trip(model.rms_eps()) << '}';
+}
+
+void json_alibi(std::ostream& out, const Model& model, const KeyRow&) {
+    out << ", \"alibi\": ";
+    write_optional(out, model.alibi);
+}
+
+void json_sinks(std::ostream& out, const Model& model, const KeyRow&) {
+    out << ", \"sinks\": ";
+    write_optional(out, model.sinks);
+}
+
+void json_grad_output(std::ostream& out, const Model& model, const KeyRow&) {
+    out << ", \"grad_output\": ";
+    write_optional(out, model.grad_output);
+}
+
+// a number key: its number, or null
+void json_number(std::ostream& out, const Model& model, const KeyRow& row) {
+    out << ", " << quoted(std::string(row.name)) << ": ";
+    write_optional_number(out, model.*row.number->member);
 }
 
 void write_params(std::ostream& out, const Model& model) {
+    static constexpr void (*writers[])(std::ostream&, const Model&, const KeyRow&) = {
+#define QKV_KEY(name, kind, stage, read, json, sheet, feeds, form, italic, meaning) json,
+#include "model/keys.def"
+    };
     out << " \"params\": {";
-    for (const KeyRow& row : key_rows()) {
-        if (!row.another_form) {
-            write_param(out, model, row.key);
-        }
+    for (std::size_t k = 0; k < std::size(writers); ++k) {
+        writers[k](out, model, key_row(static_cast<Key>(k)));
     }
     out << "},\n";
 }

@@ -114,138 +114,128 @@ std::string head_suffix(const Model& model, int head, bool key_value, const std:
     return suffix;
 }
 
-// One key's settings as sentences (model/keys.def): the layout, the scale,
-// the mask's kind, RoPE, ALiBi's slopes and the sinks of `heads`, hand
-// rounding. The keys whose numbers the sheet gives as matrices (givens), and
-// those that are not the computation's, say nothing here.
-void add_settings(const Model& model, const Trace& trace, const std::vector<int>& heads, Key key,
-                  std::vector<std::string>& lines) {
-    const auto of_head = [&model](int h) { return model.n_heads() > 1 ? ", head " + std::to_string(h) : std::string(); };
-    switch (key) {
-        case Key::layout:
-            if (model.layout == Layout::pytorch) {
-                lines.push_back("The weights are written out × in, as PyTorch stores them: Q = X·W_Qᵀ.");
-            }
-            return;
-        case Key::scale: {
-            const Divisor divisor = divisor_of(model);
-            lines.push_back(!divisor.scaled ? std::string("Scale: none; the scaled scores equal the scores.")
-                            : divisor.root  ? "Scale: divide the scores by " + divisor.symbol + " = " + divisor.exact + "."
-                                            : "Scale: divide the scores by " + divisor.exact + ".");
-            return;
+// Each key's settings as sentences (the sheet column of model/keys.def): the
+// layout, the scale, the mask's kind, RoPE, ALiBi's slopes and the sinks of
+// `heads`, hand rounding. The keys whose numbers the sheet gives as matrices
+// (givens), and those that are not the computation's, say nothing (`none`).
+using Lines = std::vector<std::string>;
+
+void none(const Model&, const Trace&, const std::vector<int>&, const KeyRow&, Lines&) {}
+
+// ", head 2" on an example of several heads
+std::string head_text(const Model& model, int h) {
+    return model.n_heads() > 1 ? ", head " + std::to_string(h) : std::string();
+}
+
+void sheet_layout(const Model& model, const Trace&, const std::vector<int>&, const KeyRow&, Lines& lines) {
+    if (model.layout == Layout::pytorch) {
+        lines.push_back("The weights are written out × in, as PyTorch stores them: Q = X·W_Qᵀ.");
+    }
+}
+
+void sheet_scale(const Model& model, const Trace&, const std::vector<int>&, const KeyRow&, Lines& lines) {
+    const Divisor divisor = divisor_of(model);
+    lines.push_back(!divisor.scaled ? std::string("Scale: none; the scaled scores equal the scores.")
+                    : divisor.root  ? "Scale: divide the scores by " + divisor.symbol + " = " + divisor.exact + "."
+                                    : "Scale: divide the scores by " + divisor.exact + ".");
+}
+
+void sheet_mask(const Model& model, const Trace&, const std::vector<int>&, const KeyRow&, Lines& lines) {
+    if (model.mask_kind == MaskKind::causal) {
+        lines.push_back("Mask: causal; query i may attend to keys 1 … i.");
+    }
+    if (model.mask_kind == MaskKind::window) {
+        lines.push_back("Mask: a sliding window of " + std::to_string(model.window) +
+                        "; query i may attend to keys i − " + std::to_string(model.window - 1) + " … i.");
+    }
+}
+
+void sheet_rope(const Model& model, const Trace& trace, const std::vector<int>& heads, const KeyRow&, Lines& lines) {
+    if (model.rope) {
+        const Step* rotated = trace.find(StepId::rotated_queries, heads.empty() ? 1 : heads.front());
+        std::string line = "RoPE";
+        for (const auto& note : rotated != nullptr ? rotated->notes : std::vector<std::string>{}) {
+            line += (line == "RoPE" ? ": " : "; ") + note;
         }
-        case Key::mask:
-            if (model.mask_kind == MaskKind::causal) {
-                lines.push_back("Mask: causal; query i may attend to keys 1 … i.");
-            }
-            if (model.mask_kind == MaskKind::window) {
-                lines.push_back("Mask: a sliding window of " + std::to_string(model.window) +
-                                "; query i may attend to keys i − " + std::to_string(model.window - 1) + " … i.");
-            }
-            return;
-        case Key::rope:
-            if (model.rope) {
-                const Step* rotated = trace.find(StepId::rotated_queries, heads.empty() ? 1 : heads.front());
-                std::string line = "RoPE";
-                for (const auto& note : rotated != nullptr ? rotated->notes : std::vector<std::string>{}) {
-                    line += (line == "RoPE" ? ": " : "; ") + note;
-                }
-                lines.push_back(line + ".");
-            }
-            return;
-        case Key::qk_norm:
-            if (model.qk_norm) {
-                const QkNorm& norm = *model.qk_norm;
-                const auto gamma = [&](const arma::rowvec& values, bool given) {
-                    return gamma_given(values, given, norm.offset != 0.0 ? "0" : "1");
-                };
-                lines.push_back(std::string("QK-norm: divide each query and key row by √(mean of its squares + eps), ") +
-                                (norm.over_all ? "the mean over the token's whole projection, every head together"
-                                               : "the mean over the head's d_k = " + std::to_string(model.d_k()) +
-                                                     " values") +
-                                ", then multiply element by element by " +
-                                (norm.offset != 0.0 ? "1 + γ" : "γ") + "; eps = " + number_text(model.qk_norm_eps()) +
-                                ", γ = " + gamma(norm.query, norm.query_given) + " for the queries and " +
-                                gamma(norm.key, norm.key_given) + " for the keys.");
-            }
-            return;
-        case Key::mla:
-            if (model.mla) {
-                const Mla& mla = *model.mla;
-                const auto gamma = [](const arma::rowvec& values, bool given) {
-                    return gamma_given(values, given, "1");
-                };
-                std::string line = "Latent attention (mla): r = " + std::to_string(mla.kv_rank) + ", d_r = " +
-                                   std::to_string(mla.rope_dim) + ", d_n = " + std::to_string(mla.nope_dim) +
-                                   ", d_v = " + std::to_string(mla.v_dim);
-                if (mla.q_rank) {
-                    line += ", r_q = " + std::to_string(*mla.q_rank);
-                }
-                line += ". Each latent row is divided by √(mean of its squares + eps) and multiplied by γ; eps = " +
-                        number_text(model.rms_eps()) + ", γ = " + gamma(mla.kv_norm, mla.kv_norm_given) +
-                        " for the key/value latent" +
-                        (mla.q_rank ? " and " + gamma(mla.q_norm, mla.q_norm_given) + " for the query latent" : "") +
-                        ". Each head's key is its latent part followed by the shared rope key.";
-                lines.push_back(line);
-            }
-            return;
-        case Key::alibi:
-            for (const int h : model.alibi ? heads : std::vector<int>{}) {
-                lines.push_back("ALiBi" + of_head(h) + ": slope m = " +
-                                number_text((*model.alibi)(static_cast<arma::uword>(h - 1))) + ".");
-            }
-            return;
-        case Key::sinks:
-            for (const int h : model.sinks ? heads : std::vector<int>{}) {
-                lines.push_back("Sink" + of_head(h) + ": s = " +
-                                number_text((*model.sinks)(static_cast<arma::uword>(h - 1))) +
-                                ", one more logit in each row's softmax, with no value.");
-            }
-            return;
-        // a number key (keys.def): its sentence when the example sets it
-#define QKV_NUMBER_KEY(name, form, flag, member, feeds, help, sentence, meaning) case Key::name:
-#include "model/keys.def"
-            if (const std::optional<double>& number = model.*key_row(key).number->member) {
-                lines.push_back(number_key_sentence(key_row(key), number_text(*number)));
-            }
-            return;
-        case Key::round:
-            for (const auto& [step, decimals] : model.round) {
-                lines.push_back("Round " + (step == "*" ? std::string("every step") : step) + " to " +
-                                std::to_string(decimals) + " decimals and carry the rounded values forward.");
-            }
-            return;
-        // given as matrices (givens) or read into them
-        case Key::inputs:
-        case Key::embeddings:
-        case Key::sentence:
-        case Key::positional:
-        case Key::context:
-        case Key::weights:
-        case Key::bias:
-        case Key::heads:
-        case Key::kv_heads:
-        case Key::pytorch:
-        case Key::padding:
-        case Key::grad_output:
-        // the sheet's labels and title, or not the computation's
-        case Key::title:
-        case Key::description:
-        case Key::tokens:
-        case Key::context_tokens:
-        case Key::answers:
-        case Key::decimals:
-        case Key::rubric:
-            return;
+        lines.push_back(line + ".");
+    }
+}
+
+void sheet_qk_norm(const Model& model, const Trace&, const std::vector<int>&, const KeyRow&, Lines& lines) {
+    if (model.qk_norm) {
+        const QkNorm& norm = *model.qk_norm;
+        const auto gamma = [&](const arma::rowvec& values, bool given) {
+            return gamma_given(values, given, norm.offset != 0.0 ? "0" : "1");
+        };
+        lines.push_back(std::string("QK-norm: divide each query and key row by √(mean of its squares + eps), ") +
+                        (norm.over_all ? "the mean over the token's whole projection, every head together"
+                                       : "the mean over the head's d_k = " + std::to_string(model.d_k()) +
+                                             " values") +
+                        ", then multiply element by element by " +
+                        (norm.offset != 0.0 ? "1 + γ" : "γ") + "; eps = " + number_text(model.qk_norm_eps()) +
+                        ", γ = " + gamma(norm.query, norm.query_given) + " for the queries and " +
+                        gamma(norm.key, norm.key_given) + " for the keys.");
+    }
+}
+
+void sheet_mla(const Model& model, const Trace&, const std::vector<int>&, const KeyRow&, Lines& lines) {
+    if (model.mla) {
+        const Mla& mla = *model.mla;
+        const auto gamma = [](const arma::rowvec& values, bool given) {
+            return gamma_given(values, given, "1");
+        };
+        std::string line = "Latent attention (mla): r = " + std::to_string(mla.kv_rank) + ", d_r = " +
+                           std::to_string(mla.rope_dim) + ", d_n = " + std::to_string(mla.nope_dim) +
+                           ", d_v = " + std::to_string(mla.v_dim);
+        if (mla.q_rank) {
+            line += ", r_q = " + std::to_string(*mla.q_rank);
+        }
+        line += ". Each latent row is divided by √(mean of its squares + eps) and multiplied by γ; eps = " +
+                number_text(model.rms_eps()) + ", γ = " + gamma(mla.kv_norm, mla.kv_norm_given) +
+                " for the key/value latent" +
+                (mla.q_rank ? " and " + gamma(mla.q_norm, mla.q_norm_given) + " for the query latent" : "") +
+                ". Each head's key is its latent part followed by the shared rope key.";
+        lines.push_back(line);
+    }
+}
+
+void sheet_alibi(const Model& model, const Trace&, const std::vector<int>& heads, const KeyRow&, Lines& lines) {
+    for (const int h : model.alibi ? heads : std::vector<int>{}) {
+        lines.push_back("ALiBi" + head_text(model, h) + ": slope m = " +
+                        number_text((*model.alibi)(static_cast<arma::uword>(h - 1))) + ".");
+    }
+}
+
+void sheet_sinks(const Model& model, const Trace&, const std::vector<int>& heads, const KeyRow&, Lines& lines) {
+    for (const int h : model.sinks ? heads : std::vector<int>{}) {
+        lines.push_back("Sink" + head_text(model, h) + ": s = " +
+                        number_text((*model.sinks)(static_cast<arma::uword>(h - 1))) +
+                        ", one more logit in each row's softmax, with no value.");
+    }
+}
+
+void sheet_round(const Model& model, const Trace&, const std::vector<int>&, const KeyRow&, Lines& lines) {
+    for (const auto& [step, decimals] : model.round) {
+        lines.push_back("Round " + (step == "*" ? std::string("every step") : step) + " to " +
+                        std::to_string(decimals) + " decimals and carry the rounded values forward.");
+    }
+}
+
+// a number key: its sentence when the example sets it
+void sheet_number(const Model& model, const Trace&, const std::vector<int>&, const KeyRow& row, Lines& lines) {
+    if (const std::optional<double>& number = model.*row.number->member) {
+        lines.push_back(number_key_sentence(row, number_text(*number)));
     }
 }
 
 std::vector<std::string> settings(const Model& model, const Trace& trace, const std::vector<int>& heads) {
-    std::vector<std::string> lines;
-    for (const KeyRow& row : key_rows()) {
-        if (!row.another_form) {
-            add_settings(model, trace, heads, row.key, lines);
-        }
+    static constexpr void (*sheets[])(const Model&, const Trace&, const std::vector<int>&, const KeyRow&, Lines&) = {
+#define QKV_KEY(name, kind, stage, read, json, sheet, feeds, form, italic, meaning) sheet,
+#include "model/keys.def"
+    };
+    Lines lines;
+    for (std::size_t k = 0; k < std::size(sheets); ++k) {
+        sheets[k](model, trace, heads, key_row(static_cast<Key>(k)), lines);
     }
     return lines;
 }
