@@ -96,6 +96,7 @@ int run_init(const InitOptions& options);
 std::string starter_example(const InitOptions& options);
 
 struct BenchOptions {
+    std::optional<std::string> file;  // an example to time as it is; none: random data of the flags' size
     int tokens = 512;      // one BERT-base layer: 512 tokens, d_model 768, 12 heads
     int d_model = 768;
     int heads = 12;
@@ -110,6 +111,8 @@ struct BenchOptions {
     // the example's number keys (model/keys.def) as flags, by the key's name, and whether each was given
     std::map<std::string, double> numbers;
     std::map<std::string, bool> numbers_given;
+    std::vector<std::string> set;  // --set KEY=VALUE: a key of the example
+    std::map<std::string, bool> given;  // whether each flag that shapes bench's own example was given
     int repeat = 10;
     int threads = 0;       // 0 = default_threads()
     std::string max_memory = "4GiB";

@@ -54,7 +54,7 @@ const CommandDef k_commands[] = {
      .writes = Writer::lesson},
     {.id = CommandId::playground, .name = "playground",
      .help = "Write one offline web page that runs qkv in the browser"},
-    {.id = CommandId::bench, .name = "bench", .help = "Time every step on random data of a given size",
+    {.id = CommandId::bench, .name = "bench", .help = "Time every step, on random data of a given size or an example",
      .writes = Writer::bench},
     {.id = CommandId::generate, .name = "generate",
      .help = "Write the man page or a shell's completions from these definitions (for the build)", .hidden = true},
@@ -65,7 +65,7 @@ const CommandDef k_commands[] = {
 const Flag k_flags[] = {
     {.name = "file",
      .value = "FILE|NAME|-",
-     .commands = k_run | k_explain | k_check | k_worksheet | k_playground,
+     .commands = k_run | k_explain | k_check | k_worksheet | k_playground | k_bench,
      .help = "Example file, built-in example name, or - for stdin",
      .complete = Complete::example,
      .required = k_explain | k_check | k_worksheet},
@@ -495,6 +495,18 @@ query latent and its keys and values from [C K_R] in one product, in which
 each head's rope part is the shared rope key passed on, and RoPE turns the
 last d_r elements. d_model / heads must be divisible by 4. Implies RoPE; not
 with \fB\-\-kv\-heads\fR, \fB\-\-rope\-dim\fR, \fB\-\-qk\-norm\fR or \fB\-\-backward\fR.)roff"},
+    {.name = "--set",
+     .value = "KEY=VALUE",
+     .commands = k_bench,
+     .help = "Set a key of the example, as a file writes it: --set mask=causal",
+     .man = R"roff(Set a key of the example timed, its value written as an example file writes
+it after \fBKEY:\fR (see \fBEXAMPLE FILES\fR): \fB\-\-set mask=causal\fR,
+\fB\-\-set 'rope={base: 500000, style: interleaved}'\fR, \fB\-\-set
+'alibi=true'\fR. It replaces the key of that name, of bench's own example or of
+the example file, or adds it; a later \fB\-\-set\fR of a key wins. Any key
+an example takes can be timed this way, and a problem with one is reported at
+its \fB\-\-set\fR. May be given more than once.)roff",
+     .repeatable = true},
     // an example's number keys (model/keys.def), each a flag of bench as well
 #define QKV_NUMBER_KEY(key, key_form, key_flag, member, feeds, key_help, sentence, meaning) \
     {.name = key_flag, .value = key_form, .commands = k_bench, .help = key_help, .man = meaning, .check = Check::tolerance},

@@ -7,6 +7,7 @@
 #include "builtin/builtin.hpp"
 #include "io/loader_parts.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -71,6 +72,69 @@ Model ModelLoader::load(const YAML::Node& root) {
 
 }  // namespace loading
 
+namespace {
+
+// The text of `source` with the settings in place: the lines of each top-level
+// key a setting replaces turned into comments (so that every other line keeps
+// its number), then one line "key: value" for each setting, after the text's
+// own lines. `first_line[k]` is the line setting k starts on.
+std::string with_settings(const Source& source, const YAML::Node& root, const std::vector<KeySetting>& settings,
+                          std::vector<int>& first_line) {
+    // lines as YAML counts them: a bare CR ends one, as does LF or CR LF
+    std::vector<std::string> lines;
+    std::string text;
+    for (std::size_t i = 0; i < source.text.size(); ++i) {
+        const char c = source.text[i];
+        if (c != '\r' || i + 1 == source.text.size() || source.text[i + 1] != '\n') {
+            text += c == '\r' ? '\n' : c;
+        }
+    }
+    for (std::size_t at = 0; at < text.size();) {
+        const std::size_t end = std::min(text.find('\n', at), text.size());
+        lines.push_back(text.substr(at, end - at));
+        // the settings follow the document, so its end marker goes
+        if (!settings.empty() && lines.back().starts_with("...")) {
+            lines.back().insert(0, "# ");
+        }
+        at = end + 1;
+    }
+    // each top-level key's lines: from its own to the line before the next key's
+    std::vector<std::pair<int, std::string>> starts;
+    for (const auto& entry : root.IsMap() ? root : YAML::Node()) {
+        starts.emplace_back(entry.first.Mark().line, entry.first.Scalar());
+    }
+    std::sort(starts.begin(), starts.end());
+    for (std::size_t k = 0; k < starts.size(); ++k) {
+        const bool replaced = std::any_of(settings.begin(), settings.end(),
+                                          [&](const KeySetting& setting) { return setting.key == starts[k].second; });
+        const int last = k + 1 < starts.size() ? starts[k + 1].first : static_cast<int>(lines.size());
+        for (int line = starts[k].first; replaced && line < last && line < static_cast<int>(lines.size()); ++line) {
+            lines[static_cast<std::size_t>(line)].insert(0, "# ");
+        }
+    }
+    std::string result;
+    for (const std::string& line : lines) {
+        result += line + "\n";
+    }
+    int line = static_cast<int>(lines.size()) + 1;
+    for (std::size_t k = 0; k < settings.size(); ++k) {
+        first_line.push_back(line);
+        const bool later = std::any_of(settings.begin() + static_cast<std::ptrdiff_t>(k) + 1, settings.end(),
+                                       [&](const KeySetting& setting) { return setting.key == settings[k].key; });
+        // a value of several lines goes on, indented, under its key
+        std::string value = settings[k].value;
+        for (std::size_t at = value.find('\n'); at != std::string::npos; at = value.find('\n', at + 3)) {
+            value.insert(at + 1, "  ");
+            ++line;
+        }
+        result += (later ? "# " : "") + settings[k].key + ": " + value + "\n";
+        ++line;
+    }
+    return result;
+}
+
+}  // namespace
+
 Model load_model(const Source& source, const LoadOptions& options) {
     loading::ModelLoader loader(source, options);
     return loader.load();
@@ -79,6 +143,37 @@ Model load_model(const Source& source, const LoadOptions& options) {
 Model load_model(const Source& source, const YAML::Node& root, const LoadOptions& options) {
     loading::ModelLoader loader(source, options);
     return loader.load(root);
+}
+
+Model load_model(const Source& source, const std::vector<KeySetting>& settings, const LoadOptions& options) {
+    YAML::Node root;
+    if (!source.text.empty()) {
+        Diagnostics diagnostics;
+        YamlReader yaml(source, diagnostics);
+        root = yaml.parse_document();
+        diagnostics.throw_if_any();
+        if (!settings.empty() && root.IsMap() && root.Style() == YAML::EmitterStyle::Flow) {
+            throw InputError(Diagnostic{source.name, 1, 1, "the example is one {...} map; expected a key on each line",
+                                        "write the example's keys one per line to set them with --set"});
+        }
+    }
+    std::vector<int> first_line;
+    const Source combined{source.name, with_settings(source, root, settings, first_line), source.folder};
+    try {
+        return load_model(combined, options);
+    } catch (const InputError& error) {
+        // a problem on a setting's lines is the setting's
+        std::vector<Diagnostic> diagnostics = error.diagnostics();
+        for (Diagnostic& diagnostic : diagnostics) {
+            for (std::size_t k = settings.size(); k-- > 0;) {
+                if (diagnostic.file == source.name && diagnostic.line >= first_line[k]) {
+                    diagnostic = {settings[k].origin, 0, 0, diagnostic.what, diagnostic.hint};
+                    break;
+                }
+            }
+        }
+        throw InputError(std::move(diagnostics));
+    }
 }
 
 namespace {

@@ -57,6 +57,20 @@ Model load_model(const Source& source, const LoadOptions& options = {});
 // model); errors are positioned in source, the document the node belongs to.
 Model load_model(const Source& source, const YAML::Node& root, const LoadOptions& options = {});
 
+// A key of an example set from the command line (`qkv bench --set KEY=VALUE`,
+// or an example bench writes from its flags): `value` is YAML, as the file
+// would write it after "key:".
+struct KeySetting {
+    std::string key;
+    std::string value;
+    std::string origin;  // where it came from, which a problem in it names: "--set mask=causal"
+};
+// The example of `source` with each setting in place of the key of the same
+// name at its top level (or added; a later setting of a key wins), parsed and
+// validated. A problem in a setting is reported at its origin. `source` may be
+// empty: the example is then the settings alone.
+Model load_model(const Source& source, const std::vector<KeySetting>& settings, const LoadOptions& options = {});
+
 // Resolve a FILE|NAME|- argument: an existing path wins over a built-in name.
 // Throws InputError when neither exists.
 Source read_source(const std::string& file_or_name);

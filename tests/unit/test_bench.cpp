@@ -272,3 +272,101 @@ TEST_CASE("qkv bench --backward times the backward pass's steps too", "[bench][c
                                           "grad_keys", "grad_values", "grad_w_query", "grad_w_key", "grad_w_value",
                                           "grad_w_output", "grad_inputs"});
 }
+
+TEST_CASE("qkv bench --set times any key of an example, as the loader reads it", "[bench][cli]") {
+    // a causal mask, ALiBi and sinks have no flags of their own: --set gives them as a file would
+    const auto result = run_qkv({"bench", "--tokens", "64", "--d-model", "32", "--heads", "4", "--set", "mask=causal",
+                                 "--set", "alibi=true", "--set", "sinks=[0.5, 1, -1, 0]", "--repeat", "2",
+                                 "--threads", "1", "--format", "json"});
+    REQUIRE(result.status == 0);
+    const auto json = nlohmann::ordered_json::parse(result.out);
+    std::vector<std::string> ids;
+    for (const auto& step : json["steps"]) {
+        ids.push_back(step["id"]);
+    }
+    CHECK(ids == std::vector<std::string>{"queries", "keys", "values", "scores", "biased_scores", "masked_scores",
+                                          "weights", "head_output", "output"});
+    // a causal mask lets query i (from 0) see i + 1 keys: 64·65/2 = 2080 pairs, so scores and weighted sums
+    // 2·2·2080·8·4 = 266240, with the projections 393216 and the output 131072 of the first case: 790528
+    check_gflops(json, 790528.0);
+    const auto text = run_qkv({"bench", "--tokens", "16", "--d-model", "16", "--heads", "2", "--set", "mask=causal",
+                               "--set", "alibi=true", "--repeat", "1"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("16 tokens, d_model 16, 2 heads (d_k 8), causal, ALiBi, float64, random data") !=
+          std::string::npos);
+    // a key a flag sets is set again by --set, the later one winning
+    const auto again = run_qkv({"bench", "--tokens", "16", "--d-model", "16", "--heads", "2", "--window", "4",
+                                "--set", "mask={window: 8}", "--set", "mask={window: 2}", "--repeat", "1", "-f", "json"});
+    REQUIRE(again.status == 0);
+    CHECK(nlohmann::ordered_json::parse(again.out)["window"] == 2);
+}
+
+TEST_CASE("qkv bench reports a problem of a --set at the --set, and of its flags at the flag", "[bench][cli]") {
+    qkv::test::require_input_error(run_qkv({"bench", "--tokens", "8", "--set", "softcap=-1"}),
+                                   "qkv: error: --set softcap=-1: softcap is \"-1\"; expected a positive number");
+    const auto unknown = run_qkv({"bench", "--tokens", "8", "--set", "ropes=true"});
+    qkv::test::require_input_error(unknown, "qkv: error: --set ropes=true: unknown key ropes");
+    CHECK(unknown.err.find("did you mean rope?") != std::string::npos);
+    qkv::test::require_input_error(run_qkv({"bench", "--tokens", "8", "--set", "mask"}),
+                                   "--set is \"mask\"; expected KEY=VALUE");
+    qkv::test::require_input_error(run_qkv({"bench", "--tokens", "8", "--set", "=causal"}),
+                                   "--set is \"=causal\"; expected KEY=VALUE");
+    // a key that does not fit what the flags made is the key's problem, at its --set
+    qkv::test::require_input_error(
+        run_qkv({"bench", "--tokens", "8", "--d-model", "16", "--heads", "2", "--set", "sinks=[1, 2, 3]"}),
+        "--set sinks=[1, 2, 3]: sinks has 3 numbers; expected 2 (one per query head)");
+}
+
+TEST_CASE("qkv bench FILE times an example as it is, on its own data", "[bench][cli]") {
+    qkv::test::TempDir dir;
+    const std::string file =
+        dir.write("cross.yaml", "inputs: {random: {rows: 24, cols: 8, seed: 3}}\n"
+                                "context: {random: {rows: 40, cols: 8, seed: 4}}\n"
+                                "heads: 2\n"
+                                "weights: {query: {random: {rows: 8, cols: 8}}, key: {random: {rows: 8, cols: 8}},\n"
+                                "          value: {random: {rows: 8, cols: 6}}}\n"
+                                "rope: true\n");
+    const auto result = run_qkv({"bench", file, "--repeat", "2", "--threads", "1", "-f", "json"});
+    REQUIRE(result.status == 0);
+    const auto json = nlohmann::ordered_json::parse(result.out);
+    CHECK(json["tokens"] == 24);
+    CHECK(json["d_model"] == 8);
+    CHECK(json["heads"] == 2);
+    CHECK(json["rope"] == true);
+    // 24 queries and 40 context rows, 2 heads with d_k 4 and d_v 3, no W_O (d_out 6): the queries
+    // 2·24·8·8 = 3072, the keys and values 2·40·8·(8 + 6) = 8960, scores and weighted sums
+    // 2·24·40·(4 + 3)·2 = 26880, the output is the concat itself (0 flops): 38912 in all
+    check_gflops(json, 38912.0);
+    const auto text = run_qkv({"bench", file, "--repeat", "1", "--set", "mask={window: 4}", "--backward"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("qkv bench: 24 tokens, d_model 8, 2 heads (d_k 4), 40 context rows, window 4, RoPE, "
+                        "forward and backward, float64, the example's data") != std::string::npos);
+    // the flags that make bench's own example have no place with a file
+    for (const char* flag : {"--tokens", "--heads", "--rope", "--softcap"}) {
+        CAPTURE(flag);
+        std::vector<std::string> args = {"bench", file, flag};
+        if (std::string(flag) != "--rope") {
+            args.push_back("2");
+        }
+        qkv::test::require_input_error(run_qkv(args), std::string(flag) + " is given with an example");
+    }
+    // a --set replaces the file's key in place: a problem on a later line of the file keeps its position
+    const std::string broken = dir.write("broken.yaml", "inputs: [[1, 0], [0, 1]]\n"
+                                                        "heads: 1\n"
+                                                        "weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]],\n"
+                                                        "          value: [[1, 0], [0, 1]]}\n"
+                                                        "scale: -3\n");
+    const auto replaced = run_qkv({"bench", broken, "--set", "weights={query: [[1], [0]], key: [[1], [0]], "
+                                                             "value: [[1], [0]]}"});
+    qkv::test::require_input_error(replaced, broken + ":5:8: scale is \"-3\"");
+    CHECK(qkv::test::count_of(replaced.err, "qkv: error:") == 1);
+    // lines ended by CR LF, and a document's end marker, count as YAML counts them
+    const std::string crlf = dir.write("crlf.yaml", "inputs: [[1, 0], [0, 1]]\r\nheads: 1\r\n"
+                                                    "weights: {query: [[1, 0], [0, 1]], key: [[1, 0], [0, 1]],\r\n"
+                                                    "          value: [[1, 0], [0, 1]]}\r\nscale: -3\r\n...\r\n");
+    qkv::test::require_input_error(run_qkv({"bench", crlf, "--set", "heads=2"}), crlf + ":5:8: scale is \"-3\"");
+    CHECK(run_qkv({"bench", crlf, "--set", "scale=2", "--repeat", "1"}).status == 0);
+    // what the large-input path does not compute is refused, naming the example
+    qkv::test::require_input_error(run_qkv({"bench", "masked", "--set", "round=2"}),
+                                   "builtin:masked: the large-input path does not compute every step of this example");
+}
