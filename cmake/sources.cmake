@@ -7,7 +7,7 @@ set(QKV_SOURCES_builtin src/builtin/builtin.cpp)
 set(QKV_SOURCES_model src/model/keys.cpp src/model/model.cpp)
 set(QKV_SOURCES_attention src/attention/attention.cpp src/attention/bench.cpp src/attention/blas.cpp
     src/attention/cell.cpp src/attention/cpu_targets.cpp src/attention/divisor.cpp src/attention/decode.cpp
-    src/attention/engine.cpp src/attention/engine_setup.cpp src/attention/kernels.cpp
+    src/attention/engine.cpp src/attention/engine_parts.cpp src/attention/engine_setup.cpp src/attention/kernels.cpp
     src/attention/engine_backward.cpp src/attention/steps.cpp src/attention/steps_backward.cpp
     src/attention/steps_given.cpp src/attention/steps_mla.cpp src/attention/steps_mla_backward.cpp src/attention/steps_read.cpp src/attention/trace.cpp
     src/attention/worker_pool.cpp)

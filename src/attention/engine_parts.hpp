@@ -1,7 +1,9 @@
 // What the files of the large-input engine share (nothing outside
 // src/attention/ includes this): engine.cpp runs the forward pass,
 // engine_backward.cpp the backward pass, with the same products, threads and
-// BLAS settings.
+// BLAS settings, defined in engine_parts.cpp and worker_pool.cpp; the forward
+// pass calls the backward's run_backward, and neither file calls the other
+// for anything else.
 #pragma once
 
 #include "attention/engine.hpp"
