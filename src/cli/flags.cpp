@@ -501,11 +501,12 @@ with \fB\-\-kv\-heads\fR, \fB\-\-rope\-dim\fR, \fB\-\-qk\-norm\fR or \fB\-\-back
      .help = "Set a key of the example, as a file writes it: --set mask=causal",
      .man = R"roff(Set a key of the example timed, its value written as an example file writes
 it after \fBKEY:\fR (see \fBEXAMPLE FILES\fR): \fB\-\-set mask=causal\fR,
-\fB\-\-set 'rope={base: 500000, style: interleaved}'\fR, \fB\-\-set
-'alibi=true'\fR. It replaces the key of that name, of bench's own example or of
-the example file, or adds it; a later \fB\-\-set\fR of a key wins. Any key
-an example takes can be timed this way, and a problem with one is reported at
-its \fB\-\-set\fR. May be given more than once.)roff",
+\fB\-\-set alibi=true\fR, or, quoted for the shell, \fB\-\-set
+"rope={base: 500000, style: interleaved}"\fR. It replaces the key of that
+name, of bench's own example or of the example file, or adds it; a later
+\fB\-\-set\fR of a key wins. Any key an example takes can be timed this
+way, and a problem with one is reported at its \fB\-\-set\fR. May be given
+more than once.)roff",
      .repeatable = true},
     // an example's number keys (model/keys.def), each a flag of bench as well
 #define QKV_NUMBER_KEY(key, key_form, key_flag, member, feeds, key_help, sentence, meaning) \
