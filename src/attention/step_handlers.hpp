@@ -30,14 +30,13 @@ constexpr StepCategory step_category(StepId id) {
     if (is_elementwise_gradient(id)) {
         return StepCategory::elementwise_gradient;
     }
-    if (id >= StepId::grad_output) {
-        return StepCategory::gradient;
-    }
-    if (id == StepId::inputs || id == StepId::positional || id == StepId::context || id == StepId::w_query ||
-        id == StepId::b_query || id == StepId::w_key || id == StepId::b_key || id == StepId::w_value ||
-        id == StepId::b_value || id == StepId::w_output || id == StepId::b_output || id == StepId::w_q_a ||
-        id == StepId::w_kv_a) {
-        return StepCategory::given;
+    switch (step_kind(id)) {
+        case StepKind::given:
+            return StepCategory::given;
+        case StepKind::forward:
+            return StepCategory::forward;
+        case StepKind::gradient:
+            return StepCategory::gradient;
     }
     return StepCategory::forward;
 }

@@ -16,93 +16,31 @@
 
 namespace qkv {
 
-// In the order the steps are computed, which is the order of the step table
-// and of the man page's STEPS. The layers above attention/ handle steps
-// through tables that fall back by category (step_handlers.hpp); the switches
-// over StepId inside attention/ have no default, so the compiler lists them
-// when a step is added (but for the engine's whole gradients, whose default is
-// every step it hands back head by head or does not compute).
+// In the order the steps are computed: one enumerator for each row of
+// steps.def, which is the order of the step table and of the man page's STEPS.
+// The layers above attention/ handle steps through tables that fall back by
+// category (step_handlers.hpp); the switches over StepId inside attention/
+// have no default, so the compiler lists them when a step is added (but for
+// the engine's whole gradients, whose default is every step it hands back
+// head by head or does not compute).
 enum class StepId {
-    inputs,
-    positional,
-    encoded,
-    context,
-    // multi-head latent attention (mla:): the latents that every head's
-    // queries, keys and values are made from, and the key part all heads share
-    w_q_a,
-    q_latent,
-    normed_q_latent,
-    w_kv_a,
-    kv_latent,
-    normed_kv_latent,
-    rope_keys,
-    // the example's weights (w_…, b_…), each shown just before the step that uses it
-    w_query,
-    b_query,
-    queries,
-    normed_queries,
-    rotated_queries,
-    w_key,
-    b_key,
-    keys,
-    normed_keys,
-    rotated_keys,
-    w_value,
-    b_value,
-    values,
-    scores,
-    scaled_scores,
-    capped_scores,
-    position_bias,
-    biased_scores,
-    masked_scores,
-    weights,
-    head_output,
-    concat,
-    w_output,
-    b_output,
-    output,
-    // the backward pass (grad_output:): each the gradient of the loss with respect to a forward value
-    grad_output,
-    grad_concat,
-    grad_head_output,
-    grad_weights,
-    grad_capped_scores,
-    grad_scaled_scores,
-    grad_scores,
-    grad_normed_queries,
-    grad_queries,
-    grad_normed_keys,
-    grad_keys,
-    grad_values,
-    grad_q_norm,
-    grad_k_norm,
-    // mla: back through the latents to the weights that made them
-    grad_normed_q_latent,
-    grad_q_latent,
-    grad_rope_keys,
-    grad_normed_kv_latent,
-    grad_kv_latent,
-    grad_q_a_layernorm,
-    grad_kv_a_layernorm,
-    grad_w_query,
-    grad_w_key,
-    grad_w_value,
-    grad_w_q_a,
-    grad_w_kv_a,
-    grad_w_output,
-    grad_b_query,
-    grad_b_key,
-    grad_b_value,
-    grad_b_output,
-    grad_in_proj_weight,
-    grad_in_proj_bias,
-    grad_out_proj_weight,
-    grad_out_proj_bias,
-    grad_inputs,
-    grad_context,
+#define QKV_STEP(step, kind, ...) step,
+#include "attention/steps.def"
 };
-inline constexpr std::size_t k_step_count = static_cast<std::size_t>(StepId::grad_context) + 1;
+inline constexpr std::size_t k_step_count = 0
+#define QKV_STEP(step, kind, ...) +1
+#include "attention/steps.def"
+    ;
+
+// What a step is (the kind of its row in steps.def): given by the example
+// (inputs, positions, context, the weights and biases), computed by the
+// forward pass, or a gradient of the backward pass.
+enum class StepKind { given, forward, gradient };
+inline constexpr StepKind k_step_kinds[] = {
+#define QKV_STEP(step, kind, ...) StepKind::kind,
+#include "attention/steps.def"
+};
+constexpr StepKind step_kind(StepId id) { return k_step_kinds[static_cast<std::size_t>(id)]; }
 
 // The steps of the scores that change each number by itself (StepRow::elementwise
 // says how), after scaled_scores and before the bias and the mask, each with
@@ -167,7 +105,7 @@ bool is_per_head(StepId id);
 struct Dims;
 bool is_per_head(StepId id, const Dims& dims);
 // A step of the backward pass: a gradient (grad_output: or --backward).
-bool is_gradient(StepId id);
+constexpr bool is_gradient(StepId id) { return step_kind(id) == StepKind::gradient; }
 // One of the example's weights or biases (w_query … b_output): given, not
 // computed, and shown as a table without a step number.
 bool is_parameter(StepId id);

@@ -1,8 +1,9 @@
 // The step table read against an example: how many heads a step has in it,
 // the order its steps are computed in, why a step is absent, the rounding
 // `round:` asks for, a step computed from the values it reads, and the words
-// of a step with its heads' indices in its formulas. Rows are tokens
-// throughout: X is n × d_model and Q = X·W_Q.
+// of a step with its heads' indices in its formulas; and the table's own
+// names, kinds and the steps a key feeds. Rows are tokens throughout: X is
+// n × d_model and Q = X·W_Q.
 #include "attention/steps.hpp"
 #include "base/numbers.hpp"
 
@@ -17,6 +18,66 @@
 #include <stdexcept>
 
 namespace qkv {
+
+// ── the table's names and kinds ───────────────────────────────────────────
+std::vector<StepId> step_parameters(StepId id) {
+    std::vector<StepId> used;
+    const auto k = static_cast<std::size_t>(id);
+    if (step_row(id).parameter) {
+        return used;
+    }
+    for (std::size_t j = k; j > 0 && step_row(static_cast<StepId>(j - 1)).parameter; --j) {
+        used.insert(used.begin(), static_cast<StepId>(j - 1));
+    }
+    return used;
+}
+
+std::string_view step_name(StepId id) { return step_row(id).name; }
+
+std::string step_text(StepId id) { return std::string(step_name(id)); }
+
+std::ostream& operator<<(std::ostream& out, StepId id) { return out << step_name(id); }
+
+std::optional<StepId> find_step(std::string_view name) {
+    for (std::size_t k = 0; k < k_step_count; ++k) {
+        const StepRow& row = step_row(static_cast<StepId>(k));
+        if (row.name == name) {
+            return row.id;
+        }
+    }
+    return std::nullopt;
+}
+
+std::vector<std::string> step_names() {
+    std::vector<std::string> names;
+    for (std::size_t k = 0; k < k_step_count; ++k) {
+        const StepRow& row = step_row(static_cast<StepId>(k));
+        names.emplace_back(row.name);
+    }
+    return names;
+}
+
+std::string step_name_list() {
+    std::string list;
+    for (std::size_t k = 0; k < k_step_count; ++k) {
+        const StepRow& row = step_row(static_cast<StepId>(k));
+        list += (list.empty() ? "" : ", ") + std::string(row.name);
+    }
+    return list;
+}
+
+bool is_per_head(StepId id) {
+    const HeadKind heads = step_row(id).heads;
+    return heads == HeadKind::query || heads == HeadKind::key_value;
+}
+
+bool is_per_head(StepId id, const Dims& dims) {
+    return is_per_head(id) || (step_row(id).heads == HeadKind::weight_set && dims.weight_sets);
+}
+
+bool is_parameter(StepId id) { return step_row(id).parameter; }
+
+bool is_per_kv_head(StepId id) { return step_row(id).heads == HeadKind::key_value; }
 
 // ── the table read against an example ───────────────────────────────────────
 bool step_exists(const Model& model, StepId id) { return step_row(id).exists(model); }
