@@ -8,7 +8,7 @@ set(QKV_SOURCES_model src/model/keys.cpp src/model/model.cpp)
 set(QKV_SOURCES_attention src/attention/attention.cpp src/attention/bench.cpp src/attention/blas.cpp
     src/attention/cell.cpp src/attention/cpu_targets.cpp src/attention/divisor.cpp src/attention/decode.cpp
     src/attention/engine.cpp src/attention/engine_parts.cpp src/attention/engine_setup.cpp src/attention/kernels.cpp
-    src/attention/engine_backward.cpp src/attention/steps.cpp src/attention/steps_backward.cpp
+    src/attention/engine_backward.cpp src/attention/steps.cpp src/attention/steps_backward.cpp src/attention/steps_backward_words.cpp
     src/attention/steps_given.cpp src/attention/steps_mla.cpp src/attention/steps_mla_backward.cpp src/attention/steps_read.cpp src/attention/trace.cpp
     src/attention/worker_pool.cpp)
 set(QKV_SOURCES_render src/render/csv.cpp src/render/decode.cpp src/render/decode_json.cpp src/render/html.cpp
@@ -16,7 +16,7 @@ set(QKV_SOURCES_render src/render/csv.cpp src/render/decode.cpp src/render/decod
     src/render/markdown.cpp src/render/render.cpp src/render/svg.cpp src/render/table.cpp src/render/text.cpp
     src/render/worksheet.cpp src/render/document_html.cpp src/render/document_latex.cpp src/render/document.cpp
     src/render/document_text.cpp src/render/worksheet_yaml.cpp src/render/latex_working.cpp)
-set(QKV_SOURCES_explain src/explain/backward.cpp src/explain/explain.cpp src/explain/formats.cpp
+set(QKV_SOURCES_explain src/explain/backward.cpp src/explain/backward_weights.cpp src/explain/explain.cpp src/explain/explain_scores.cpp src/explain/formats.cpp
     src/explain/numbers.cpp src/explain/online.cpp src/explain/operands.cpp)
 set(QKV_SOURCES_check src/check/catalogue.cpp src/check/check.cpp src/check/class_report.cpp
     src/check/exercise.cpp src/check/diagnose.cpp src/check/mistakes_projections.cpp src/check/mistakes_scores.cpp

@@ -163,6 +163,13 @@ void describe_grad_inputs(const StepContext& context, Step& step);
 // ── the backward pass (steps_backward.cpp), in the order of the table ────────
 namespace backward {
 
+// H and G as the rows count heads, and the last query head (1-based) that reads key/value head g
+inline int heads(const Model& model) { return static_cast<int>(model.n_heads()); }
+inline int kv_heads(const Model& model) { return static_cast<int>(model.n_kv_heads()); }
+inline int last_query_head(const Model& model, int g) {
+    return model.first_query_head(g) + heads(model) / kv_heads(model) - 1;
+}
+
 bool exists(const Model& model);                // any gradient: grad_output: or --backward
 bool concat_exists(const Model& model);         // grad_concat: W_O and more than one head
 bool weights_exist(const Model& model);         // grad_w_query, _key, _value: not a pytorch: block
