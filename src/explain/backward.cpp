@@ -60,94 +60,6 @@ void GradientWriter::run() {
     (this->*k_explain[step_index(m_step.id)])();
 }
 
-// "grad_scores[1,2]@2", or "grad_scores[1]@2" for a whole row (col < 0)
-std::string GradientWriter::cell_name(StepId id, arma::uword row, long col, int head) const {
-    std::string text = step_text(id) + "[" + std::to_string(row + 1);
-    if (col >= 0) {
-        text += "," + std::to_string(col + 1);
-    }
-    return text + "]" + at_head(head);
-}
-
-// "X", "X + P", "C", "concat", "Z"
-std::string GradientWriter::source_symbol(StepId id) const {
-    if (id == StepId::encoded) {
-        return "(X + P)";
-    }
-    if (id == StepId::context) {
-        return "C";
-    }
-    if (id == StepId::concat) {
-        return "concat";
-    }
-    if (id == StepId::normed_q_latent) {
-        return "C_Q,norm";
-    }
-    if (id == StepId::normed_kv_latent) {
-        return "C";
-    }
-    return id == StepId::head_output ? "Z" : "X";  // the inputs
-}
-
-// ── numbers ─────────────────────────────────────────────────────────────
-// "… = computed" and, when `round:` rounds the step, the rounded value the trace keeps
-std::string GradientWriter::result_of(double computed, double kept) const {
-    const auto decimals = step_rounding(m_model, m_step.id);
-    if (!decimals) {
-        return m_num(kept);
-    }
-    return m_num(computed) + ", rounded to " + decimals_text(*decimals) + ": " + m_num(kept);
-}
-
-// "a + b − c": the first number with its sign, then each as an operator
-std::string GradientWriter::sum_terms(const arma::rowvec& values) const {
-    std::string text;
-    for (arma::uword k = 0; k < values.n_elem; ++k) {
-        const std::string number = m_num(values(k));
-        if (k == 0) {
-            text += number;
-        } else {
-            text += number[0] == '-' ? " − " + number.substr(1) : " + " + number;
-        }
-    }
-    return text;
-}
-
-std::vector<arma::uword> GradientWriter::columns() const {
-    std::vector<arma::uword> cols;
-    for (arma::uword j = 0; j < m_step.values.n_cols; ++j) {
-        if (m_whole_row || j == m_col) {
-            cols.push_back(j);
-        }
-    }
-    return cols;
-}
-
-// The dot products, one line each (with their label when there are
-// several), then their sum; the last line is "target = … = value", with the
-// kept value when the target is the cell, otherwise the computed one.
-double GradientWriter::dot_sum(const std::string& target, const std::vector<DotPart>& parts, const double* kept_value) {
-    arma::rowvec values(parts.size());
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-        for (const auto& text : parts[k].before) {
-            define(text);
-        }
-        values(k) = arma::dot(parts[k].a, parts[k].b);
-        if (parts.size() > 1) {
-            line(parts[k].label + ": " + parts[k].symbol + " = " + m_num.dot_terms(parts[k].a, parts[k].b) +
-                 " = " + m_num(values(k)));
-        }
-    }
-    const double total = arma::accu(values);
-    const std::string value = kept_value ? result_of(total, *kept_value) : m_num(total);
-    if (parts.size() == 1) {
-        line(target + " = " + parts[0].symbol + " = " + m_num.dot_terms(parts[0].a, parts[0].b) + " = " + value);
-    } else {
-        line(target + " = " + sum_terms(values) + " = " + value);
-    }
-    return total;
-}
-
 // ── the steps ───────────────────────────────────────────────────────────
 void GradientWriter::grad_output() {
     if (m_model.grad_output_ones) {
@@ -326,27 +238,6 @@ void GradientWriter::through_norm() {
     const arma::uword first = norm.over_all ? static_cast<arma::uword>(m_step.head - 1) * m_model.d_k() : 0;
     norm_back_cells(letter, norm.offset != 0.0 ? "(1 + γ)" : "γ", x, norm.gain(queries), dy, m_model.qk_norm_eps(),
                     first);
-}
-
-// The cells of a row taken back through an RMSNorm y = x·r∘g, r = 1/√(mean(x²) + eps), from the row x
-// (`letter`), its gain g (`gain` names it) and dy: dx_k = r·g_k·dy_k − x_k·r³·mean(x∘g∘dy): its own
-// share, less what x_k did to r. Cell c is element first + c of the row.
-void GradientWriter::norm_back_cells(const std::string& letter, const std::string& gain, const arma::rowvec& x,
-                     const arma::rowvec& g, const arma::rowvec& dy, double eps, arma::uword first) {
-    const double width = static_cast<double>(x.n_elem);
-    const double mean_squares = arma::dot(x, x) / width;
-    const double r = 1.0 / std::sqrt(mean_squares + eps);
-    const double mean = arma::dot(x % g, dy) / width;
-    line("r = 1/√(mean(" + letter + "²) + eps) = 1/√(" + m_num(mean_squares) + " + " + readable(eps) + ") = " +
-         m_num(r));
-    line("m = mean(" + letter + "∘" + gain + "∘dy) = " + m_num(mean) + "    (what the row's size passes back)");
-    for (const arma::uword c : columns()) {
-        const arma::uword k = first + c;
-        line(here(c) + " = r·" + gain + "[" + std::to_string(k + 1) + "]·dy[" + std::to_string(k + 1) + "] − " +
-             letter + "[" + std::to_string(k + 1) + "]·r³·m = " + m_num(r) + " · " + m_num.factor(g(k)) + " · " +
-             m_num.factor(dy(k)) + " − " + m_num.factor(x(k)) + " · " + m_num.factor(r * r * r) + " · " +
-             m_num.factor(mean) + " = " + result_of(r * g(k) * dy(k) - x(k) * r * r * r * mean, kept(c)));
-    }
 }
 
 // dγ[k] = Σ over the rows (and the heads that share γ) of dy_k·x_k·r

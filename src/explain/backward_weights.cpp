@@ -2,10 +2,58 @@
 // cells of mla's latents and their norms, the weights' and biases' gradients
 // (each a column of its source against a column of its projection's
 // gradient), and the gradients of the inputs and the context, every path back
-// into X summed.
+// into X summed; and the two workings backward.cpp's steps use too, a sum of
+// dot products (dot_sum) and a row back through an RMSNorm (norm_back_cells),
+// so that backward.cpp calls this file and this file calls nothing of its.
 #include "explain/backward_writer.hpp"
 
 namespace qkv::explaining::gradients {
+
+// The cells of a row taken back through an RMSNorm y = x·r∘g, r = 1/√(mean(x²) + eps), from the row x
+// (`letter`), its gain g (`gain` names it) and dy: dx_k = r·g_k·dy_k − x_k·r³·mean(x∘g∘dy): its own
+// share, less what x_k did to r. Cell c is element first + c of the row.
+void GradientWriter::norm_back_cells(const std::string& letter, const std::string& gain, const arma::rowvec& x,
+                     const arma::rowvec& g, const arma::rowvec& dy, double eps, arma::uword first) {
+    const double width = static_cast<double>(x.n_elem);
+    const double mean_squares = arma::dot(x, x) / width;
+    const double r = 1.0 / std::sqrt(mean_squares + eps);
+    const double mean = arma::dot(x % g, dy) / width;
+    line("r = 1/√(mean(" + letter + "²) + eps) = 1/√(" + m_num(mean_squares) + " + " + readable(eps) + ") = " +
+         m_num(r));
+    line("m = mean(" + letter + "∘" + gain + "∘dy) = " + m_num(mean) + "    (what the row's size passes back)");
+    for (const arma::uword c : columns()) {
+        const arma::uword k = first + c;
+        line(here(c) + " = r·" + gain + "[" + std::to_string(k + 1) + "]·dy[" + std::to_string(k + 1) + "] − " +
+             letter + "[" + std::to_string(k + 1) + "]·r³·m = " + m_num(r) + " · " + m_num.factor(g(k)) + " · " +
+             m_num.factor(dy(k)) + " − " + m_num.factor(x(k)) + " · " + m_num.factor(r * r * r) + " · " +
+             m_num.factor(mean) + " = " + result_of(r * g(k) * dy(k) - x(k) * r * r * r * mean, kept(c)));
+    }
+}
+
+// The dot products, one line each (with their label when there are
+// several), then their sum; the last line is "target = … = value", with the
+// kept value when the target is the cell, otherwise the computed one.
+double GradientWriter::dot_sum(const std::string& target, const std::vector<DotPart>& parts, const double* kept_value) {
+    arma::rowvec values(parts.size());
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+        for (const auto& text : parts[k].before) {
+            define(text);
+        }
+        values(k) = arma::dot(parts[k].a, parts[k].b);
+        if (parts.size() > 1) {
+            line(parts[k].label + ": " + parts[k].symbol + " = " + m_num.dot_terms(parts[k].a, parts[k].b) +
+                 " = " + m_num(values(k)));
+        }
+    }
+    const double total = arma::accu(values);
+    const std::string value = kept_value ? result_of(total, *kept_value) : m_num(total);
+    if (parts.size() == 1) {
+        line(target + " = " + parts[0].symbol + " = " + m_num.dot_terms(parts[0].a, parts[0].b) + " = " + value);
+    } else {
+        line(target + " = " + sum_terms(values) + " = " + value);
+    }
+    return total;
+}
 
 // ── mla's latents ───────────────────────────────────────────────────────
 // dC_Q,norm[i,c] = Σ_h dQ_h[i,:]·W_UQ,h[c,:]

@@ -75,7 +75,13 @@ private:
     std::string at_head(int head) const { return head != 0 && several_heads() ? "@" + std::to_string(head) : ""; }
 
     // "grad_scores[1,2]@2", or "grad_scores[1]@2" for a whole row (col < 0)
-    std::string cell_name(StepId id, arma::uword row, long col, int head) const;
+    std::string cell_name(StepId id, arma::uword row, long col, int head) const {
+        std::string text = step_text(id) + "[" + std::to_string(row + 1);
+        if (col >= 0) {
+            text += "," + std::to_string(col + 1);
+        }
+        return text + "]" + at_head(head);
+    }
     std::string here(arma::uword col) const { return cell_name(m_step.id, m_row, static_cast<long>(col), m_step.head); }
 
     // "grad_scores[2]@1 (Input 2)"
@@ -91,20 +97,62 @@ private:
         return (is_per_kv_head(step.id) && shared_kv() ? "key/value head " : "head ") + std::to_string(step.head);
     }
     // "X", "X + P", "C", "concat", "Z"
-    std::string source_symbol(StepId id) const;
+    std::string source_symbol(StepId id) const {
+        if (id == StepId::encoded) {
+            return "(X + P)";
+        }
+        if (id == StepId::context) {
+            return "C";
+        }
+        if (id == StepId::concat) {
+            return "concat";
+        }
+        if (id == StepId::normed_q_latent) {
+            return "C_Q,norm";
+        }
+        if (id == StepId::normed_kv_latent) {
+            return "C";
+        }
+        return id == StepId::head_output ? "Z" : "X";  // the inputs
+    }
 
     const Step& step_of(const StepKey& key) const { return *m_trace.find(key.id, key.head); }
     std::vector<StepKey> reads() const { return step_inputs(m_model, {m_step.id, m_step.head}); }
 
     // ── numbers ─────────────────────────────────────────────────────────────
     // "… = computed" and, when `round:` rounds the step, the rounded value the trace keeps
-    std::string result_of(double computed, double kept) const;
+    std::string result_of(double computed, double kept) const {
+        const auto decimals = step_rounding(m_model, m_step.id);
+        if (!decimals) {
+            return m_num(kept);
+        }
+        return m_num(computed) + ", rounded to " + decimals_text(*decimals) + ": " + m_num(kept);
+    }
     double kept(arma::uword col) const { return m_step.values(m_row, col); }
 
     // "a + b − c": the first number with its sign, then each as an operator
-    std::string sum_terms(const arma::rowvec& values) const;
+    std::string sum_terms(const arma::rowvec& values) const {
+        std::string text;
+        for (arma::uword k = 0; k < values.n_elem; ++k) {
+            const std::string number = m_num(values(k));
+            if (k == 0) {
+                text += number;
+            } else {
+                text += number[0] == '-' ? " − " + number.substr(1) : " + " + number;
+            }
+        }
+        return text;
+    }
 
-    std::vector<arma::uword> columns() const;
+    std::vector<arma::uword> columns() const {
+        std::vector<arma::uword> cols;
+        for (arma::uword j = 0; j < m_step.values.n_cols; ++j) {
+            if (m_whole_row || j == m_col) {
+                cols.push_back(j);
+            }
+        }
+        return cols;
+    }
 
     void line(std::string text) { m_lines.push_back(std::move(text)); }
     // A line that names a vector, written once even when several cells of a row use it.

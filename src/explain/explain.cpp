@@ -89,39 +89,6 @@ std::vector<HeadingPart> Explainer::heading(const std::vector<double>& values) c
     return parts;
 }
 
-std::string Explainer::cell_name(StepId id, arma::uword row, long col, int head) const {
-    std::string text = step_text(id) + "[" + std::to_string(row + 1);
-    if (col >= 0) {
-        text += "," + std::to_string(col + 1);
-    }
-    text += "]";
-    if (head != 0 && m_trace.dims.heads > 1) {
-        text += "@" + std::to_string(head);
-    }
-    return text;
-}
-
-// "… = computed" and, when the step is rounded by hand, the rounded value the trace keeps.
-std::string Explainer::result_of(double computed, double kept) const {
-    const int decimals = rounding(m_step->id);
-    if (decimals < 0) {
-        return m_num(kept);
-    }
-    return m_num(computed) + ", rounded to " + decimals_text(decimals) + ": " + m_num(kept);
-}
-
-std::vector<arma::uword> Explainer::columns() const {
-    std::vector<arma::uword> cols;
-    if (m_whole_row) {
-        for (arma::uword j = 0; j < m_step->values.n_cols; ++j) {
-            cols.push_back(j);
-        }
-    } else {
-        cols.push_back(m_col);
-    }
-    return cols;
-}
-
 void Explainer::given() {
     const bool inputs = m_step->id == StepId::inputs;
     const std::string matrix = inputs ? "X" : "C";
@@ -220,35 +187,6 @@ void Explainer::encoded() {
              cell_name(StepId::inputs, m_row, static_cast<long>(c), 0) + " + " +
              cell_name(StepId::positional, m_row, static_cast<long>(c), 0) + " = " + m_num(x) + " + " + m_num.factor(p) +
              " = " + result_of(x + p, m_step->values(m_row, c)));
-    }
-}
-
-// x (a source row) times each column of W, plus the bias: queries, keys,
-// values and the output projection.
-void Explainer::project_row(const Step& source, const std::string& source_name, const arma::mat& W, const std::string& w_name,
-                 const std::optional<arma::rowvec>& b, const std::string& b_name) {
-    const arma::rowvec x = source.values.row(m_row);
-    line("x = " + row_name(source, m_row) + " = " + m_num.vector(x) + "    (row " + std::to_string(m_row + 1) +
-         " of " + source_name + ")");
-    const bool pytorch = m_model.layout == Layout::pytorch;
-    for (const arma::uword j : columns()) {
-        const arma::rowvec w = W.col(j).t();
-        const std::string w_part = pytorch ? "row " + std::to_string(j + 1) + " of " + w_name + " as written"
-                                           : "column " + std::to_string(j + 1) + " of " + w_name;
-        line("w = " + w_part + " = " + m_num.vector(w));
-        double computed = arma::dot(x, w);
-        std::string working = "x·w = " + m_num.dot_terms(x, w);
-        if (b) {
-            const std::string bias = m_num((*b)(j));
-            working = "x·w + " + b_name + "[" + std::to_string(j + 1) + "] = " + m_num.dot_terms(x, w) +
-                      (bias[0] == '-' ? " − " + bias.substr(1) : " + " + bias);
-            computed += (*b)(j);
-        }
-        line(cell_name(m_step->id, m_row, static_cast<long>(j), m_step->head) + " = " + working + " = " +
-             result_of(computed, m_step->values(m_row, j)));
-    }
-    if (pytorch) {
-        line("(layout: pytorch: the file's " + w_name + " is out × in, so x meets its rows: x·" + w_name + "ᵀ)");
     }
 }
 

@@ -1,10 +1,41 @@
 // `qkv explain`, continued (explainer.hpp): the cells from the scores on: a
 // score as q·k (or from mla's latent with W_UK absorbed), its scaling, soft
 // cap, position bias and mask, a weight as exp(s − max) over its row's sum,
-// and an output row as the weighted value rows, then concat and W_O.
+// and an output row as the weighted value rows, then concat and W_O; and
+// project_row, a row of any projection, which explain.cpp's projections use
+// too, so that explain.cpp calls this file and this file calls nothing of its.
 #include "explain/explainer.hpp"
 
 namespace qkv::explaining {
+
+// x (a source row) times each column of W, plus the bias: queries, keys,
+// values and the output projection.
+void Explainer::project_row(const Step& source, const std::string& source_name, const arma::mat& W, const std::string& w_name,
+                 const std::optional<arma::rowvec>& b, const std::string& b_name) {
+    const arma::rowvec x = source.values.row(m_row);
+    line("x = " + row_name(source, m_row) + " = " + m_num.vector(x) + "    (row " + std::to_string(m_row + 1) +
+         " of " + source_name + ")");
+    const bool pytorch = m_model.layout == Layout::pytorch;
+    for (const arma::uword j : columns()) {
+        const arma::rowvec w = W.col(j).t();
+        const std::string w_part = pytorch ? "row " + std::to_string(j + 1) + " of " + w_name + " as written"
+                                           : "column " + std::to_string(j + 1) + " of " + w_name;
+        line("w = " + w_part + " = " + m_num.vector(w));
+        double computed = arma::dot(x, w);
+        std::string working = "x·w = " + m_num.dot_terms(x, w);
+        if (b) {
+            const std::string bias = m_num((*b)(j));
+            working = "x·w + " + b_name + "[" + std::to_string(j + 1) + "] = " + m_num.dot_terms(x, w) +
+                      (bias[0] == '-' ? " − " + bias.substr(1) : " + " + bias);
+            computed += (*b)(j);
+        }
+        line(cell_name(m_step->id, m_row, static_cast<long>(j), m_step->head) + " = " + working + " = " +
+             result_of(computed, m_step->values(m_row, j)));
+    }
+    if (pytorch) {
+        line("(layout: pytorch: the file's " + w_name + " is out × in, so x meets its rows: x·" + w_name + "ᵀ)");
+    }
+}
 
 void Explainer::scores() {
     const int h = m_step->head;

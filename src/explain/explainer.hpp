@@ -38,7 +38,17 @@ private:
     // "scores[1,2]" (with "@2" when the example has several heads and the step is per head)
     std::string name() const { return cell_name(m_step->id, m_row, m_whole_row ? -1 : static_cast<long>(m_col), m_step->head); }
 
-    std::string cell_name(StepId id, arma::uword row, long col, int head) const;
+    std::string cell_name(StepId id, arma::uword row, long col, int head) const {
+        std::string text = step_text(id) + "[" + std::to_string(row + 1);
+        if (col >= 0) {
+            text += "," + std::to_string(col + 1);
+        }
+        text += "]";
+        if (head != 0 && m_trace.dims.heads > 1) {
+            text += "@" + std::to_string(head);
+        }
+        return text;
+    }
 
     std::string row_name(const Step& step, arma::uword row) const {
         return cell_name(step.id, row, -1, step.head) + " (" + step.row_labels[row] + ")";
@@ -50,9 +60,25 @@ private:
     int rounding(StepId id) const { return step_rounding(m_model, id).value_or(-1); }
 
     // "… = computed" and, when the step is rounded by hand, the rounded value the trace keeps.
-    std::string result_of(double computed, double kept) const;
+    std::string result_of(double computed, double kept) const {
+        const int decimals = rounding(m_step->id);
+        if (decimals < 0) {
+            return m_num(kept);
+        }
+        return m_num(computed) + ", rounded to " + decimals_text(decimals) + ": " + m_num(kept);
+    }
 
-    std::vector<arma::uword> columns() const;
+    std::vector<arma::uword> columns() const {
+        std::vector<arma::uword> cols;
+        if (m_whole_row) {
+            for (arma::uword j = 0; j < m_step->values.n_cols; ++j) {
+                cols.push_back(j);
+            }
+        } else {
+            cols.push_back(m_col);
+        }
+        return cols;
+    }
 
     void line(std::string text) { m_lines.push_back(std::move(text)); }
 
