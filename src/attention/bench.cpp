@@ -175,7 +175,10 @@ BenchResult run_benchmark(const Model& model, const BenchRuns& runs, const std::
     result.threads = runs.threads > 0 ? runs.threads : default_threads();
 
     // with mla, the latents are made in every run from X; otherwise the engine reads its sources as they are
-    const auto [X, C] = model.mla ? std::pair<arma::mat, arma::mat>(model.X, arma::mat()) : projection_sources(model);
+    const std::pair<arma::mat, arma::mat> sources =
+        model.mla ? std::pair<arma::mat, arma::mat>(model.X, arma::mat()) : projection_sources(model);
+    const arma::mat& X = sources.first;
+    const arma::mat& C = sources.second;
     const PackedWeights weights = pack_weights(model);
 
     EngineRequest request;
